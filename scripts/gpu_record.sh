@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
+# records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
+#   usage: bash scripts/gpu_record.sh [record] [overhead REPEATS] [import] [gputests]
+set -u
+OUT=${OUT:-/tmp/tenprof-out}
+REPO=$(pwd)
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+python3 -c "import torch, tenprof; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'tenprof', tenprof.__file__)"
+date -u +%Y-%m-%dT%H:%M:%SZ >> "$OUT/gpu.txt"
+WORK=$(mktemp -d)
+mkdir -p "$WORK/prof" "$WORK/logs"
+
+record() {  # name, then the example and its arguments
+  local name=$1; shift
+  ( cd "$REPO" && tenprof run --verify --limit 8 -o "$WORK/prof/$name" "$@" ) > "$WORK/logs/$name.log" 2>&1
+  echo "exit=$?" >> "$WORK/logs/$name.log"
+  tenprof view "$WORK/prof/$name" --depth 9 --threshold 1 >> "$WORK/logs/$name.log" 2>&1
+  tail -n 40 "$WORK/logs/$name.log" | head -n 30
+}
+
+while [ $# -gt 0 ]; do
+  task=$1; shift
+  case $task in
+  record)
+    record matmul64 examples/matmul_add.py --size 64 --steps 5
+    record matmul64_warm examples/matmul_add.py --size 64 --steps 5 --warmup 3
+    record matmul4096 examples/matmul_add.py --size 4096 --steps 5
+    record matmul4096_warm examples/matmul_add.py --size 4096 --steps 5 --warmup 3
+    record gpt2 examples/gpt2_train.py --steps 2 --warmup 1
+    record conv examples/conv_block.py --steps 3 --warmup 1
+    record mlp examples/small_mlp.py --steps 5 --warmup 2
+    ;;
+  overhead)
+    repeats=${1:-1}; shift
+    python3 benchmarks/overhead.py --repeats "$repeats" --json "$OUT/overhead.json" 2>&1 | tee "$OUT/overhead.txt"
+    ;;
+  import)
+    python3 benchmarks/import_speed.py --workdir "$WORK/big" 2>&1 | tee "$OUT/import_speed.txt"
+    ;;
+  gputests)
+    python3 -m pytest -q -m gpu tests/gpu -p no:cacheprovider 2>&1 | tee "$OUT/gputests.txt" | tail -n 15
+    ;;
+  esac
+done
+tar -C "$WORK" -czf "$OUT/recordings.tgz" prof logs 2>/dev/null
+ls -la "$OUT"

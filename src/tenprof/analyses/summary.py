@@ -1,0 +1,146 @@
+"""The one-screen summary: device, wall time, GPU busy %, kernel count, time per step, attribution."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tenprof.importers.intervals import take, union_length
+from tenprof.store.profile import Profile
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """Share of GPU kernel time that reaches an aten op, and a line of the user's own code."""
+
+    kernel_time_ns: int
+    to_op_ns: int
+    to_user_line_ns: int
+
+    @property
+    def op_percent(self) -> float:
+        return 100.0 * self.to_op_ns / self.kernel_time_ns if self.kernel_time_ns else 100.0
+
+    @property
+    def user_line_percent(self) -> float:
+        return 100.0 * self.to_user_line_ns / self.kernel_time_ns if self.kernel_time_ns else 100.0
+
+
+@dataclass(frozen=True)
+class Summary:
+    source: str
+    command: str
+    host: str
+    devices: list[str]
+    versions: str
+    wall_time_s: float
+    window_ns: int
+    gpu_busy_ns: int
+    kernel_count: int
+    kernel_time_ns: int
+    transfer_count: int
+    transfer_time_ns: int
+    op_count: int
+    step_count: int
+    step_median_ns: int
+    step_mean_ns: int
+    attribution: Attribution
+    cut_short: str
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def gpu_busy_percent(self) -> float:
+        return 100.0 * self.gpu_busy_ns / self.window_ns if self.window_ns else 0.0
+
+
+def user_frame_of(profile: Profile) -> np.ndarray:
+    """For each frame node, the innermost node on its path (itself included) in user code, or -1."""
+    f = profile.table("frames")
+    parent = f.column("parent_frame_id").to_numpy()
+    is_user = f.column("is_user").to_numpy(zero_copy_only=False)
+    out = np.full(len(parent), -1, dtype=np.int64)
+    for i in range(len(parent)):  # frames are numbered parents first
+        out[i] = i if is_user[i] else (out[parent[i]] if parent[i] >= 0 else -1)
+    return out
+
+
+def attribution(profile: Profile) -> Attribution:
+    k = profile.table("kernels")
+    dur = k.column("duration_ns").to_numpy()
+    op = k.column("op_id").to_numpy()
+    op_frame = profile.table("ops").column("frame_id").to_numpy()
+    user_of = user_frame_of(profile)
+    frame = take(op_frame, op)
+    has_user = np.zeros(len(dur), dtype=bool)
+    ok = frame >= 0
+    has_user[ok] = user_of[frame[ok]] >= 0
+    return Attribution(int(dur.sum()), int(dur[op >= 0].sum()), int(dur[has_user].sum()))
+
+
+def steps_of(profile: Profile) -> tuple[int, int, int]:
+    """(count, median ns, mean ns) of complete steps. The last step is closed by the end of profiling,
+    not by tenprof.step(), so it is left out when there are several."""
+    d = profile.table("steps").column("duration_ns").to_numpy()
+    if len(d) > 1:
+        d = d[:-1]
+    if len(d) == 0:
+        return 0, 0, 0
+    return len(d), int(np.median(d)), int(d.mean())
+
+
+def summarize(profile: Profile) -> Summary:
+    meta = profile.meta
+    k = profile.table("kernels")
+    t = profile.table("transfers")
+    starts = np.concatenate([k.column("start_ns").to_numpy(), t.column("start_ns").to_numpy()])
+    ends = np.concatenate([k.column("end_ns").to_numpy(), t.column("end_ns").to_numpy()])
+    window = int(meta.options.get("trace_span_ns", "0") or 0)
+    if window <= 0:
+        window = _window(profile)
+    busy = union_length(starts, ends)
+    count, median, mean = steps_of(profile)
+    devices = [f"GPU {g.index}: {g.name}" for g in meta.gpus] or ["CPU only (no CUDA device recorded)"]
+    versions = ", ".join(
+        part
+        for part in (
+            f"torch {meta.torch_version}" if meta.torch_version else "",
+            f"CUDA {meta.cuda_version}" if meta.cuda_version else "",
+            f"driver {meta.driver_version}" if meta.driver_version else "",
+        )
+        if part
+    )
+    notes = profile.missing()
+    return Summary(
+        source=meta.source,
+        command=" ".join(meta.command),
+        host=meta.host,
+        devices=devices,
+        versions=versions,
+        wall_time_s=meta.run.wall_time_s,
+        window_ns=window,
+        gpu_busy_ns=busy,
+        kernel_count=k.num_rows,
+        kernel_time_ns=int(k.column("duration_ns").to_numpy().sum()),
+        transfer_count=t.num_rows,
+        transfer_time_ns=int(t.column("duration_ns").to_numpy().sum()),
+        op_count=profile.table("ops").num_rows,
+        step_count=count,
+        step_median_ns=median,
+        step_mean_ns=mean,
+        attribution=attribution(profile),
+        cut_short=meta.run.cut_short_reason if meta.run.cut_short else "",
+        notes=notes,
+    )
+
+
+def _window(profile: Profile) -> int:
+    lo, hi = None, None
+    for name in ("ops", "kernels", "transfers", "api_calls"):
+        tab = profile.table(name)
+        if tab.num_rows:
+            s = int(tab.column("start_ns").to_numpy().min())
+            e = int(tab.column("end_ns").to_numpy().max())
+            lo = s if lo is None else min(lo, s)
+            hi = e if hi is None else max(hi, e)
+    return (hi - lo) if lo is not None and hi is not None else 0

@@ -1,0 +1,96 @@
+"""Tallies in the iprof shape: Name | Time | Time(%) | Calls | Average | Min | Max.
+
+Every tally's total is the plain sum of the durations of the events it groups, so totals can be checked
+against the tables. Rows are sorted by total time, longest first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from tenprof.store.profile import Profile
+
+
+@dataclass(frozen=True)
+class TallyRow:
+    name: str
+    total_ns: int
+    percent: float
+    calls: int
+    average_ns: float
+    min_ns: int
+    max_ns: int
+
+
+@dataclass(frozen=True)
+class Tally:
+    title: str
+    time_meaning: str
+    rows: list[TallyRow]
+    total_ns: int
+    total_calls: int
+
+
+def tally(title: str, time_meaning: str, names: pa.Array, durations: pa.Array) -> Tally:
+    table = pa.table({"name": names, "d": durations})
+    if table.num_rows == 0:
+        return Tally(title, time_meaning, [], 0, 0)
+    grouped = table.group_by("name").aggregate([("d", "sum"), ("d", "count"), ("d", "min"), ("d", "max")])
+    total = int(pa.compute.sum(table.column("d")).as_py())
+    sums = grouped.column("d_sum").to_numpy()
+    order = np.lexsort((np.array(grouped.column("name").to_pylist(), dtype=object), -sums))
+    rows = []
+    names_col = grouped.column("name").to_pylist()
+    counts = grouped.column("d_count").to_numpy()
+    mins = grouped.column("d_min").to_numpy()
+    maxs = grouped.column("d_max").to_numpy()
+    for i in order:
+        rows.append(
+            TallyRow(
+                name=names_col[i],
+                total_ns=int(sums[i]),
+                percent=100.0 * float(sums[i]) / total if total else 0.0,
+                calls=int(counts[i]),
+                average_ns=float(sums[i]) / int(counts[i]),
+                min_ns=int(mins[i]),
+                max_ns=int(maxs[i]),
+            )
+        )
+    return Tally(title, time_meaning, rows, total, table.num_rows)
+
+
+def kernel_tally(profile: Profile) -> Tally:
+    k = profile.table("kernels")
+    return tally("GPU kernels", "GPU time", k.column("name"), k.column("duration_ns"))
+
+
+def transfer_tally(profile: Profile) -> Tally:
+    t = profile.table("transfers")
+    return tally("Transfers (memcpy/memset)", "GPU time", t.column("name"), t.column("duration_ns"))
+
+
+def api_tally(profile: Profile) -> Tally:
+    a = profile.table("api_calls")
+    return tally("CUDA API calls", "CPU time", a.column("name"), a.column("duration_ns"))
+
+
+def op_cpu_tally(profile: Profile) -> Tally:
+    o = profile.table("ops")
+    return tally("aten ops (CPU self time)", "CPU self time", o.column("name"), o.column("self_duration_ns"))
+
+
+def op_gpu_tally(profile: Profile) -> Tally:
+    """Kernel time grouped by the op that launched it; kernels with no op are grouped as '[no op]'."""
+    k = profile.table("kernels")
+    names = np.array([*profile.table("ops").column("name").to_pylist(), "[no op]"], dtype=object)
+    op_ids = k.column("op_id").to_numpy()
+    launch_names = names[np.where(op_ids >= 0, op_ids, len(names) - 1)]
+    return tally(
+        "aten ops (GPU time of their kernels)",
+        "GPU time",
+        pa.array(launch_names.tolist(), pa.string()),
+        k.column("duration_ns"),
+    )

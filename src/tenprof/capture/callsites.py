@@ -1,0 +1,177 @@
+"""Record the Python call path of every torch API call, cheaply, on the host's perf clock.
+
+A `TorchFunctionMode` sees each outermost torch call made from Python (torch.*, Tensor methods,
+torch.nn.functional), which is where the user's line is. For each call it stores (thread, start, end,
+call-path id); the importer joins these to the aten ops Kineto recorded (see
+`tenprof.importers.timeline_builder`). Call paths are interned: the key of a path is the tuple of
+(code object, bytecode offset) of its frames, so a repeated call costs one frame walk and one dict
+lookup; the line numbers are computed only the first time a path is seen.
+
+Frames below the user's script (tenprof's launcher, runpy) and torch's dispatch plumbing are left out.
+"""
+
+from __future__ import annotations
+
+import gzip
+import sys
+import threading
+import time
+from array import array
+from pathlib import Path
+from types import CodeType, FrameType
+from typing import Any
+
+import orjson
+import torch
+from torch.overrides import TorchFunctionMode
+
+from tenprof.sourcefiles import is_user_file
+
+_PLUMBING_FILES = {
+    torch.overrides.__file__,
+    sys.modules["torch.utils._device"].__file__ if "torch.utils._device" in sys.modules else "",
+}
+
+# Calls that never launch device work or make ops worth a line; skipping them keeps the mode cheap.
+_NO_WORK: set[Any] = {
+    torch.Tensor.size,
+    torch.Tensor.dim,
+    torch.Tensor.stride,
+    torch.Tensor.numel,
+    torch.Tensor.data_ptr,
+    torch.Tensor.is_contiguous,
+    torch.Tensor.element_size,
+    torch.Tensor.__len__,
+    torch.Tensor.__hash__,
+    torch.is_complex,
+    torch.is_floating_point,
+    torch.Tensor.is_complex,
+    torch.Tensor.is_floating_point,
+    torch.Tensor.get_device,
+}
+# Attribute reads and writes (`t.grad`, `t.shape`, `p.data = ...`) arrive as a descriptor's
+# __get__/__set__; only these attributes make ops (views), so only they are recorded.
+_VIEW_ATTRIBUTES = {"T", "mT", "H", "mH", "real", "imag"}
+
+
+def _is_plain_attribute(func: Any) -> bool:
+    name = getattr(func, "__name__", "")
+    if name not in ("__get__", "__set__"):
+        return False
+    owner = getattr(func, "__self__", None)
+    return getattr(owner, "__name__", "") not in _VIEW_ATTRIBUTES
+
+
+class FrameInterner:
+    """Call paths -> ids of nodes in a frame tree (the `frames` table)."""
+
+    def __init__(self, stop_code: CodeType | None, skip_files: set[str]) -> None:
+        self.stop_code = stop_code
+        self.skip_files = skip_files
+        self.by_key: dict[tuple[int, ...], int] = {}
+        self.nodes: dict[tuple[int, str, int, str], int] = {}
+        self.rows: list[list[Any]] = []
+        self._keep_alive: set[CodeType] = set()
+
+    def path_id(self, frame: FrameType | None) -> int:
+        # Hot path: one int per frame, (code identity, bytecode offset); hashing ints is several times
+        # cheaper than hashing code objects. Code objects seen are kept alive (in _intern), so their
+        # ids cannot be reused by other code during the run. Plumbing frames are dropped in _intern.
+        key: list[int] = []
+        append = key.append
+        stop = self.stop_code
+        f = frame
+        while f is not None:
+            code = f.f_code
+            if code is stop:
+                break
+            append(id(code) + (f.f_lasti << 48))
+            f = f.f_back
+        k = tuple(key)
+        found = self.by_key.get(k)
+        if found is None:
+            found = self._intern(frame)
+            self.by_key[k] = found
+        return found
+
+    def depth(self, frame_id: int) -> int:
+        return int(self.rows[frame_id][5]) if frame_id >= 0 else -1
+
+    def _intern(self, frame: FrameType | None) -> int:
+        chain: list[FrameType] = []
+        f = frame
+        while f is not None and f.f_code is not self.stop_code:
+            self._keep_alive.add(f.f_code)
+            if f.f_code.co_filename not in self.skip_files:
+                chain.append(f)
+            f = f.f_back
+        parent = -1
+        for fr in reversed(chain):
+            code = fr.f_code
+            node_key = (parent, code.co_filename, fr.f_lineno or 0, code.co_name)
+            node = self.nodes.get(node_key)
+            if node is None:
+                node = len(self.rows)
+                depth = self.rows[parent][5] + 1 if parent >= 0 else 0
+                self.rows.append(
+                    [node, parent, node_key[1], node_key[2], node_key[3], depth, is_user_file(node_key[1])]
+                )
+                self.nodes[node_key] = node
+            parent = node
+        return parent
+
+
+class CallsiteRecorder(TorchFunctionMode):
+    """The TorchFunctionMode that records (thread, start, end, path) for every outermost torch call."""
+
+    def __init__(self, interner: FrameInterner) -> None:
+        super().__init__()
+        self.interner = interner
+        self.thread = array("q")
+        self.start = array("q")
+        self.end = array("q")
+        self.frame = array("q")
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        if kwargs is None:
+            kwargs = {}
+        if func in _NO_WORK or _is_plain_attribute(func):
+            return func(*args, **kwargs)
+        frame_id = self.interner.path_id(sys._getframe(1))
+        start = time.perf_counter_ns()
+        try:
+            return func(*args, **kwargs)
+        finally:
+            self.end.append(time.perf_counter_ns())
+            self.start.append(start)
+            self.thread.append(threading.get_native_id())
+            self.frame.append(frame_id)
+
+
+class CallsiteLog:
+    """Everything the sidecar file holds: call records, scopes and clock-sync brackets."""
+
+    def __init__(self, stop_code: CodeType | None, record_calls: bool) -> None:
+        here = str(Path(__file__).resolve().parent)
+        skip = {f for f in _PLUMBING_FILES if f}
+        skip |= {str(p) for p in Path(here).glob("*.py")}
+        self.interner = FrameInterner(stop_code, skip)
+        self.recorder = CallsiteRecorder(self.interner) if record_calls else None
+        self.scopes: list[list[Any]] = []
+        self.syncs: list[list[Any]] = []
+
+    def to_file(self, path: Path) -> None:
+        rec = self.recorder
+        data = {
+            "version": 1,
+            "frames": self.interner.rows,
+            "calls": {
+                "thread_id": list(rec.thread) if rec else [],
+                "start_ns": list(rec.start) if rec else [],
+                "end_ns": list(rec.end) if rec else [],
+                "frame_id": list(rec.frame) if rec else [],
+            },
+            "scopes": self.scopes,
+            "syncs": self.syncs,
+        }
+        path.write_bytes(gzip.compress(orjson.dumps(data), compresslevel=1))

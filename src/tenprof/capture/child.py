@@ -1,0 +1,139 @@
+"""The child process of one pass: `python -m tenprof.capture.child SPEC.json`.
+
+It runs the user's script (or module) as `__main__` with the user's argv under the pass's recorder,
+and always tries to save what was recorded: on normal exit, `sys.exit`, an exception, or Ctrl-C.
+It writes `child_status.json` into the raw folder and exits with the script's own exit code
+(130 after Ctrl-C, 1 after an uncaught exception), so `tenprof run` can pass it through.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+STATUS_FILE = "child_status.json"
+EXIT_CAPTURE_FAILED = 5
+
+
+class _Interrupts:
+    """First Ctrl-C stops the script; later ones (the terminal and the parent both send one) are ignored."""
+
+    def __init__(self) -> None:
+        self.seen = False
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        if self.seen:
+            return
+        self.seen = True
+        raise KeyboardInterrupt
+
+
+def _write_status(raw_dir: Path, status: dict[str, Any]) -> None:
+    (raw_dir / STATUS_FILE).write_text(json.dumps(status, indent=2))
+
+
+def _where(exc: BaseException) -> str:
+    """The innermost frame of the traceback that is the user's own code, as file:line."""
+    from tenprof.sourcefiles import is_user_file
+
+    best = ""
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if is_user_file(frame.filename):
+            best = f"{frame.filename}:{frame.lineno}"
+    return best
+
+
+def run_child(spec: dict[str, Any]) -> int:
+    raw_dir = Path(spec["raw_dir"])
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    status: dict[str, Any] = {"exit_code": None, "cut_short": False, "reason": "", "trace_written": False}
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        status["error"] = "torch is not installed in this Python; install it (pip install torch) to capture"
+        _write_status(raw_dir, status)
+        return EXIT_CAPTURE_FAILED
+
+    from tenprof.capture import environment
+    from tenprof.capture.schedule import Schedule
+    from tenprof.capture.timeline import TimelineOptions, TimelineSession
+
+    status["env"] = environment.describe()
+    options = TimelineOptions(
+        lines=spec.get("lines", True),
+        shapes=spec.get("shapes", True),
+        memory=spec.get("memory", True),
+        schedule=Schedule.parse(spec["schedule"]) if spec.get("schedule") else None,
+        verify=spec.get("verify", False),
+    )
+    target: str = spec["target"]
+    sys.argv = [target, *spec.get("args", [])]
+    if not spec.get("module"):
+        sys.path.insert(0, os.path.dirname(os.path.abspath(target)))
+    else:
+        sys.path.insert(0, os.getcwd())
+    interrupts = _Interrupts()
+    signal.signal(signal.SIGINT, interrupts)
+    session = TimelineSession(raw_dir, options, stop_code=runpy._run_code.__code__)  # type: ignore[attr-defined]
+    try:
+        session.start()
+    except Exception as exc:
+        status["error"] = f"torch.profiler could not start: {exc.__class__.__name__}: {exc}"
+        _write_status(raw_dir, status)
+        return EXIT_CAPTURE_FAILED
+    started = time.perf_counter()
+    exit_code = 0
+    try:
+        if spec.get("module"):
+            runpy.run_module(target, run_name="__main__", alter_sys=True)
+        else:
+            runpy.run_path(target, run_name="__main__")
+    except SystemExit as exc:
+        code = exc.code
+        exit_code = code if isinstance(code, int) else (0 if code is None else 1)
+        if code is not None and not isinstance(code, int):
+            print(code, file=sys.stderr)
+        if exit_code != 0:
+            status.update(cut_short=True, reason=f"the script exited with status {exit_code}")
+    except KeyboardInterrupt as exc:
+        exit_code = 130
+        where = _where(exc)
+        status.update(cut_short=True, reason="interrupted by Ctrl-C" + (f" at {where}" if where else ""))
+    except BaseException as exc:
+        traceback.print_exc()
+        exit_code = 1
+        where = _where(exc)
+        status.update(
+            cut_short=True,
+            reason=f"the script raised {exc.__class__.__name__}: {str(exc)[:200]}" + (f" at {where}" if where else ""),
+        )
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        status["wall_time_s"] = time.perf_counter() - started
+        try:
+            session.stop()
+        except Exception as exc:
+            status["error"] = f"saving the trace failed: {exc.__class__.__name__}: {exc}"
+        status["trace_written"] = session.trace_written
+        status["exit_code"] = exit_code
+        _write_status(raw_dir, status)
+    return exit_code
+
+
+def main() -> None:
+    spec = json.loads(Path(sys.argv[1]).read_text())
+    code = run_child(spec)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""`with tenprof.profile("out") as p:` profiles a block of code in the calling process.
+
+Same recorder and same profile directory as `tenprof run`, for notebooks and for code that cannot be
+run as a script. Call `p.step()` (or `tenprof.step()`) once per iteration to mark steps.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tenprof import __version__
+from tenprof.capture import environment
+from tenprof.capture.launcher import finish_timeline
+from tenprof.capture.schedule import Schedule
+from tenprof.capture.timeline import TimelineOptions, TimelineSession
+from tenprof.importers.trace_import import now_iso
+from tenprof.store.directory import prepare_output_dir
+from tenprof.store.meta import GpuInfo, Meta, PassStatus, write_meta
+from tenprof.store.profile import Profile, load_profile
+from tenprof.store.writer import PassWriter
+
+
+class InProcessProfile:
+    def __init__(
+        self,
+        output: str = "tenprof-out",
+        force: bool = False,
+        lines: bool = True,
+        shapes: bool = True,
+        memory: bool = True,
+        schedule: str = "",
+    ) -> None:
+        self.out_dir = Path(output)
+        self.force = force
+        self.options = TimelineOptions(
+            lines=lines, shapes=shapes, memory=memory, schedule=Schedule.parse(schedule) if schedule else None
+        )
+        self._session: TimelineSession | None = None
+        self._writer: PassWriter | None = None
+        self._meta = Meta()
+        self._started = 0.0
+
+    def __enter__(self) -> InProcessProfile:
+        prepare_output_dir(self.out_dir, self.force)
+        env = environment.describe()
+        self._meta = Meta(
+            tenprof_version=__version__,
+            created_at=now_iso(),
+            source="in-process",
+            command=[sys.argv[0]],
+            cwd=os.getcwd(),
+            pid=os.getpid(),
+            host=env["host"],
+            python_version=env["python_version"],
+            torch_version=env["torch_version"],
+            cuda_version=env["cuda_version"],
+            driver_version=env["driver_version"],
+            gpus=[GpuInfo(**g) for g in env["gpus"]],
+        )
+        self._meta.passes["timeline"] = PassStatus(state="running", started_at=self._meta.created_at)
+        write_meta(self.out_dir, self._meta)
+        self._writer = PassWriter(self.out_dir, "timeline")
+        raw = self._writer.tmp_dir / "raw"
+        raw.mkdir()
+        self._session = TimelineSession(raw, self.options)
+        self._started = time.perf_counter()
+        self._session.start()
+        return self
+
+    def step(self) -> None:
+        if self._session is not None:
+            self._session.step()
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        assert self._session is not None and self._writer is not None
+        self._session.stop()
+        meta = self._meta
+        meta.run.wall_time_s = time.perf_counter() - self._started
+        if exc_type is not None:
+            meta.run.cut_short = True
+            meta.run.cut_short_reason = f"the block raised {exc_type.__name__}: {str(exc)[:200]}"
+        status = finish_timeline(self._writer, self._writer.tmp_dir / "raw", meta, "", "")
+        status.duration_s = time.perf_counter() - self._started
+        status.rows = dict(self._writer.rows)
+        self._writer.commit()
+        meta.passes["timeline"] = status
+        write_meta(self.out_dir, meta)
+
+    @property
+    def profile(self) -> Profile:
+        return load_profile(self.out_dir)

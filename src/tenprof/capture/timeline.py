@@ -1,0 +1,143 @@
+"""The timeline pass: torch.profiler (Kineto/CUPTI) for ops, kernels, copies, API calls and memory,
+plus tenprof's call-site log for Python lines. Produces raw files; the importer builds the tables.
+
+Raw files written into `raw_dir`:
+    kineto_trace.json   Kineto's chrome trace (the parent gzips it after import)
+    callsites.json.gz   the call-site sidecar (see tenprof.importers.callsites)
+    checks.json         torch.profiler's own totals, when asked to verify
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from types import CodeType
+from typing import Any
+
+import orjson
+import torch
+from torch.autograd.profiler import record_function
+
+from tenprof.capture import runtime
+from tenprof.capture.callsites import CallsiteLog
+from tenprof.capture.schedule import Schedule
+from tenprof.importers.callsites import SYNC_PREFIX
+
+TRACE_FILE = "kineto_trace.json"
+CALLSITES_FILE = "callsites.json.gz"
+CHECKS_FILE = "checks.json"
+
+
+@dataclass(frozen=True)
+class TimelineOptions:
+    lines: bool = True
+    shapes: bool = True
+    memory: bool = True
+    schedule: Schedule | None = None
+    verify: bool = False
+
+
+def _record_every_step(step: int) -> Any:
+    return torch.profiler.ProfilerAction.RECORD
+
+
+class TimelineSession:
+    def __init__(self, raw_dir: Path, options: TimelineOptions, stop_code: CodeType | None = None) -> None:
+        self.raw_dir = raw_dir
+        self.options = options
+        self.log = CallsiteLog(stop_code, record_calls=options.lines)
+        self.trace_written = False
+        self._sync_count = 0
+        self._prof: Any = None
+
+    # -- lifecycle
+    def start(self) -> None:
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if torch.cuda.is_available():
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        if self.options.schedule is not None:
+            s = self.options.schedule
+            schedule = torch.profiler.schedule(wait=s.wait, warmup=s.warmup, active=s.active, repeat=1)
+        else:
+            # Record throughout; a schedule (even this trivial one) makes torch mark ProfilerStep#N ranges.
+            schedule = _record_every_step
+        self._prof = torch.profiler.profile(
+            activities=activities,
+            schedule=schedule,
+            on_trace_ready=self._save_trace,
+            record_shapes=self.options.shapes,
+            profile_memory=self.options.memory,
+            with_stack=False,
+        )
+        # torch warns that a schedule drops events between cycles; tenprof records one cycle.
+        warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle.*")
+        self._prof.start()
+        self._sync()
+        if self.log.recorder is not None:
+            self.log.recorder.__enter__()
+        runtime.activate(self)
+
+    def stop(self) -> None:
+        runtime.deactivate(self)
+        if self.log.recorder is not None:
+            try:
+                self.log.recorder.__exit__(None, None, None)
+            except Exception:  # the user's code left its own modes pushed; ours is dropped with them
+                pass
+        self._sync()
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        self._prof.stop()
+        self.log.to_file(self.raw_dir / CALLSITES_FILE)
+        if self.options.verify and self.trace_written:
+            self._write_checks()
+
+    # -- the Session protocol used by tenprof.scope / tenprof.step
+    def step(self) -> None:
+        self._sync()
+        self._prof.step()
+        self._sync()
+
+    def scope_enter(self, name: str, caller: Any, decorator: bool) -> Any:
+        frame_id = self.log.interner.path_id(caller)
+        depth = self.log.interner.depth(frame_id)
+        insert = depth + 1 if decorator else depth
+        start = time.perf_counter_ns()
+        rf = record_function(name)
+        rf.__enter__()
+        return (name, frame_id, insert, start, rf, threading.get_native_id())
+
+    def scope_exit(self, token: Any) -> None:
+        name, frame_id, insert, start, rf, tid = token
+        rf.__exit__(None, None, None)
+        self.log.scopes.append([name, tid, start, time.perf_counter_ns(), frame_id, insert])
+
+    # -- internals
+    def _sync(self) -> None:
+        """A named range whose trace start is bracketed on the perf clock, to align the two clocks."""
+        label = str(self._sync_count)
+        self._sync_count += 1
+        before = time.perf_counter_ns()
+        with record_function(SYNC_PREFIX + label):
+            after = time.perf_counter_ns()
+        self.log.syncs.append([label, before, after])
+
+    def _save_trace(self, prof: Any) -> None:
+        prof.export_chrome_trace(str(self.raw_dir / TRACE_FILE))
+        self.trace_written = True
+
+    def _write_checks(self) -> None:
+        """torch.profiler's own device-time totals for the same run, per key, to cross-check ours.
+
+        Keys include GPU-side user annotations (steps, scopes), whose "device time" is a range, not
+        work; the checker leaves those out by name."""
+        by_key: dict[str, float] = {}
+        for avg in self._prof.key_averages():
+            value = float(getattr(avg, "self_device_time_total", getattr(avg, "self_cuda_time_total", 0.0)))
+            if value:
+                by_key[str(avg.key)] = by_key.get(str(avg.key), 0.0) + value
+        checks = {"torch_key_averages_self_device_us": by_key}
+        (self.raw_dir / CHECKS_FILE).write_bytes(orjson.dumps(checks))

@@ -1,0 +1,82 @@
+"""`tenprof export DIR --format perfetto|hatchet|json|csv -o FILE`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import orjson
+
+from tenprof.errors import UsageError
+from tenprof.store.schema import TABLES
+
+FORMATS = ("perfetto", "hatchet", "json", "csv")
+
+
+def _default_name(fmt: str, table: str) -> str:
+    return {"perfetto": "trace.json", "hatchet": "tree.hatchet.json", "json": "report.json"}.get(fmt, f"{table}.csv")
+
+
+class ExportCommand:
+    """Write a Perfetto trace, a hatchet tree, the JSON report or a table as CSV."""
+
+    def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
+        from tenprof.cli.common import add_profile_arguments
+
+        add_profile_arguments(parser)
+        parser.add_argument(
+            "--format",
+            choices=FORMATS,
+            default=None,
+            help="output format (default: from the -o file name, else perfetto)",
+        )
+        parser.add_argument("-o", "--output", default=None, help="output file ('-' for standard output)")
+        parser.add_argument("--table", default="kernels", choices=sorted(TABLES), help="table for --format csv")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from tenprof.cli.common import open_profile
+
+        fmt = args.format or _format_from_name(args.output)
+        profile = open_profile(args)
+        output = args.output or _default_name(fmt, args.table)
+        handle = sys.stdout.buffer if output == "-" else Path(output).open("wb")  # noqa: SIM115 (closed below)
+        try:
+            if fmt == "perfetto":
+                from tenprof.renderers.perfetto import write_perfetto
+
+                write_perfetto(profile, handle)
+            elif fmt == "hatchet":
+                from tenprof.analyses.calltree import build_tree
+                from tenprof.renderers.hatchet import to_literal
+
+                handle.write(orjson.dumps(to_literal(build_tree(profile))))
+            elif fmt == "json":
+                from tenprof.cli.report_command import all_tallies
+                from tenprof.renderers.json_report import report_json
+
+                handle.write(report_json(profile, all_tallies(profile)).encode())
+            else:
+                import pyarrow.csv as pacsv
+
+                pacsv.write_csv(profile.table(args.table), handle)
+        finally:
+            if handle is not sys.stdout.buffer:
+                handle.close()
+        if output != "-":
+            print(f"wrote {output} ({fmt})", file=sys.stderr)
+        return 0
+
+
+def _format_from_name(name: str | None) -> str:
+    if not name or name == "-":
+        return "perfetto"
+    if name.endswith(".csv"):
+        return "csv"
+    if "hatchet" in name:
+        return "hatchet"
+    if name.endswith(".json") and "report" in Path(name).name:
+        return "json"
+    if name.endswith(".json"):
+        return "perfetto"
+    raise UsageError(f"cannot tell the format from {name!r}; pass --format ({', '.join(FORMATS)})")

@@ -1,0 +1,56 @@
+"""Entry point: `main(argv) -> int` parses, dispatches, and turns TenprofError into one line + exit code."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from tenprof import __version__
+from tenprof.errors import TenprofError
+
+
+def _commands() -> dict[str, Any]:
+    from tenprof.cli.export_command import ExportCommand
+    from tenprof.cli.import_command import ImportCommand
+    from tenprof.cli.report_command import ReportCommand
+    from tenprof.cli.run_command import RunCommand
+    from tenprof.cli.view_command import ViewCommand
+
+    return {
+        "run": RunCommand(),
+        "report": ReportCommand(),
+        "view": ViewCommand(),
+        "export": ExportCommand(),
+        "import": ImportCommand(),
+    }
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tenprof",
+        description="Why is my PyTorch GPU workload slow, and which op and Python line should I fix first?",
+    )
+    parser.add_argument("--version", action="version", version=f"tenprof {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, command in _commands().items():
+        p = sub.add_parser(name, help=(command.__doc__ or "").strip().splitlines()[0], description=command.__doc__)
+        command.prepare_parser(p)
+        p.set_defaults(handler=command)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler.run(args))
+    except TenprofError as exc:
+        print(f"tenprof: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except BrokenPipeError:  # `tenprof report ... | head`
+        return 0
+
+
+def entry_point() -> None:
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""`tenprof run [options] script.py args...` (or `-m module args...`): profile, save, report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from tenprof.capture.launcher import PASSES, RunRequest, run_profile
+from tenprof.cli.common import console
+from tenprof.cli.report_command import print_report
+from tenprof.errors import UsageError
+from tenprof.store.profile import load_profile
+
+
+class RunCommand:
+    """Run a script under the profiler, write the profile directory and print the report."""
+
+    def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("-o", "--output", default="tenprof-out", help="profile directory (default: tenprof-out)")
+        parser.add_argument("--force", action="store_true", help="replace the output directory if it is a profile")
+        parser.add_argument("--passes", default="timeline", help=f"comma-separated passes ({', '.join(PASSES)})")
+        parser.add_argument("-m", dest="module", action="store_true", help="run a module, like python -m")
+        parser.add_argument("--no-lines", action="store_true", help="do not record Python call paths (less overhead)")
+        parser.add_argument("--no-shapes", action="store_true", help="do not record op input shapes (less overhead)")
+        parser.add_argument("--no-memory", action="store_true", help="do not record allocations (less overhead)")
+        parser.add_argument(
+            "--schedule",
+            default="",
+            help="record only some steps, e.g. wait=1,warmup=1,active=3 (needs tenprof.step())",
+        )
+        parser.add_argument(
+            "--verify",
+            action="store_true",
+            help="also store torch.profiler's own totals in meta.json, to cross-check",
+        )
+        parser.add_argument("--quiet", action="store_true", help="do not print the report at the end")
+        parser.add_argument("--limit", type=int, default=10, help="rows per tally in the report")
+        parser.add_argument(
+            "target", nargs=argparse.REMAINDER, help="script.py [args...] or, with -m, module [args...]"
+        )
+
+    def run(self, args: argparse.Namespace) -> int:
+        if not args.target:
+            raise UsageError(
+                "nothing to run: give a script (tenprof run train.py) or a module (tenprof run -m pkg.mod)"
+            )
+        target, *script_args = args.target
+        request = RunRequest(
+            target=target,
+            args=script_args,
+            module=args.module,
+            out_dir=Path(args.output),
+            force=args.force,
+            passes=tuple(p.strip() for p in args.passes.split(",") if p.strip()),
+            lines=not args.no_lines,
+            shapes=not args.no_shapes,
+            memory=not args.no_memory,
+            schedule=args.schedule,
+            verify=args.verify,
+        )
+        result = run_profile(request)
+        status = result.meta.passes.get("timeline")
+        if status is not None and status.state == "failed":
+            print(f"tenprof: the timeline pass failed: {status.reason}", file=sys.stderr)
+        elif not args.quiet:
+            print_report(load_profile(request.out_dir), console(), args.limit or None)
+        print(
+            f"tenprof: profile written to {request.out_dir}/ (tenprof report {request.out_dir})",
+            file=sys.stderr,
+        )
+        return result.exit_code

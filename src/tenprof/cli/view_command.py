@@ -1,0 +1,40 @@
+"""`tenprof view DIR`: the call-path tree (Python -> scope -> op -> kernel), or its flat sorted view."""
+
+from __future__ import annotations
+
+import argparse
+
+from tenprof.analyses.calltree import METRICS, build_tree, flat, hide_frames, prune
+from tenprof.cli.common import add_profile_arguments, console, open_profile
+from tenprof.renderers.text import render_flat, render_tree
+
+
+class ViewCommand:
+    """Show the call-path tree with inclusive/exclusive GPU and CPU time."""
+
+    def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
+        add_profile_arguments(parser)
+        parser.add_argument("-m", "--metric", choices=METRICS, default="gpu_time", help="metric to show and sort by")
+        parser.add_argument("--depth", type=int, default=None, help="show at most this many levels")
+        parser.add_argument(
+            "--threshold",
+            type=float,
+            default=0.5,
+            help="hide nodes under this %% of the total (default 0.5; 0 shows all)",
+        )
+        parser.add_argument("--exclude", default=None, help="hide Python frames whose file matches this regex")
+        parser.add_argument("--include", default=None, help="show only Python frames whose file matches this regex")
+        parser.add_argument("--flat", action="store_true", help="flat view: nodes summed by name, sorted by self time")
+        parser.add_argument("--limit", type=int, default=40, help="rows in the flat view")
+
+    def run(self, args: argparse.Namespace) -> int:
+        profile = open_profile(args)
+        tree = build_tree(profile)
+        if args.exclude or args.include:
+            tree = hide_frames(tree, exclude=args.exclude, include=args.include)
+        out = console()
+        if args.flat:
+            render_flat(flat(tree, args.metric), out, args.metric, args.limit)
+            return 0
+        render_tree(prune(tree, args.metric, args.depth, args.threshold), out, args.metric)
+        return 0

@@ -1,0 +1,84 @@
+"""Build the timeline pass of a profile from a Kineto trace (+ sidecar), for `run` and `import` alike."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from pathlib import Path
+from typing import Any
+
+from tenprof import __version__
+from tenprof.importers.callsites import read_callsites
+from tenprof.importers.kineto_reader import TraceStream
+from tenprof.importers.timeline_builder import BuildReport, build_timeline
+from tenprof.store.directory import prepare_output_dir
+from tenprof.store.meta import GpuInfo, Meta, PassStatus, write_meta
+from tenprof.store.writer import PassWriter
+
+
+def build_pass(writer: PassWriter, trace: Path, callsites: Path | None) -> BuildReport:
+    """Stream `trace`, join with `callsites` when given, and write every timeline table."""
+    stream = TraceStream(trace)
+    sidecar = read_callsites(callsites) if callsites is not None and callsites.exists() else None
+    tables, report = build_timeline(stream.events(), lambda: stream.header.base_time_ns, sidecar)
+    report.device_properties = stream.header.device_properties
+    for name, table in tables.items():
+        writer.write_table(name, table)
+    return report
+
+
+def gpus_from_device_properties(props: list[dict[str, Any]]) -> list[GpuInfo]:
+    gpus = []
+    for p in props:
+        try:
+            gpus.append(
+                GpuInfo(
+                    index=int(p.get("id", len(gpus))),
+                    name=str(p.get("name", "")),
+                    total_memory_bytes=int(p.get("totalGlobalMem", 0)),
+                    compute_capability=f"{p.get('computeMajor', '')}.{p.get('computeMinor', '')}",
+                    sm_count=int(p.get("numSms", 0)),
+                )
+            )
+        except (TypeError, ValueError):
+            continue
+    return gpus
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def import_trace(trace: Path, out_dir: Path, force: bool) -> Meta:
+    """`tenprof import`: a torch.profiler / Kineto trace the user already has -> a profile directory."""
+    from tenprof.errors import TenprofError
+
+    if not trace.exists():
+        from tenprof.errors import TraceFormatError
+
+        raise TraceFormatError(f"{trace}: no such file")
+    prepare_output_dir(out_dir, force)
+    meta = Meta(tenprof_version=__version__, created_at=now_iso(), source="import", command=[str(trace)])
+    meta.passes["timeline"] = PassStatus(state="running", started_at=meta.created_at)
+    write_meta(out_dir, meta)
+    started = time.perf_counter()
+    writer = PassWriter(out_dir, "timeline")
+    try:
+        report = build_pass(writer, trace, None)
+    except (TenprofError, Exception) as exc:
+        writer.abandon()
+        meta.passes["timeline"] = PassStatus(state="failed", reason=f"the trace could not be read: {exc}")
+        write_meta(out_dir, meta)
+        raise
+    writer.commit()
+    meta.gpus = gpus_from_device_properties(report.device_properties)
+    meta.passes["timeline"] = PassStatus(
+        state="complete",
+        reason="; ".join(report.warnings),
+        started_at=meta.created_at,
+        duration_s=time.perf_counter() - started,
+        rows=writer.rows,
+    )
+    meta.options["trace_span_ns"] = str(report.span_end_ns - report.span_start_ns)
+    write_meta(out_dir, meta)
+    return meta

@@ -1,0 +1,1 @@
+"""Renderers: result objects -> text, JSON, Perfetto traces, hatchet trees. No analysis logic here."""

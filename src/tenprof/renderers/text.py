@@ -1,0 +1,122 @@
+"""Terminal output with rich: the summary, iprof-shaped tallies, the call-path tree and the flat view.
+
+Each function takes plain result objects and a rich Console; the CLI decides where the console writes.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.tree import Tree
+
+from tenprof.analyses.calltree import FlatRow, Node
+from tenprof.analyses.summary import Summary
+from tenprof.analyses.tally import Tally
+from tenprof.renderers.units import duration
+
+
+def render_summary(summary: Summary, console: Console) -> None:
+    console.print(f"[bold]tenprof[/bold] · {summary.source}: {summary.command}")
+    if summary.cut_short:
+        console.print(f"[bold red]The run was cut short:[/bold red] {summary.cut_short}")
+    for note in summary.notes:
+        console.print(f"[yellow]Incomplete:[/yellow] {note}")
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    grid.add_row("Device", "; ".join(summary.devices) + (f" on {summary.host}" if summary.host else ""))
+    if summary.versions:
+        grid.add_row("Software", summary.versions)
+    if summary.wall_time_s:
+        grid.add_row("Wall time", f"{summary.wall_time_s:.3f}s (script), {duration(summary.window_ns)} profiled")
+    else:
+        grid.add_row("Profiled", duration(summary.window_ns))
+    if summary.kernel_count or summary.transfer_count:
+        grid.add_row(
+            "GPU busy",
+            f"{summary.gpu_busy_percent:.1f}% of the profiled window ({duration(summary.gpu_busy_ns)})",
+        )
+        grid.add_row(
+            "Kernels",
+            f"{summary.kernel_count} launches, {duration(summary.kernel_time_ns)}; "
+            f"{summary.transfer_count} copies/sets, {duration(summary.transfer_time_ns)}",
+        )
+        a = summary.attribution
+        grid.add_row(
+            "Attribution",
+            f"{a.op_percent:.1f}% of kernel time to an aten op, {a.user_line_percent:.1f}% to a line of your code",
+        )
+    grid.add_row("Ops", f"{summary.op_count} aten op instances")
+    if summary.step_count:
+        grid.add_row(
+            "Steps",
+            f"{summary.step_count}: median {duration(summary.step_median_ns)}, mean {duration(summary.step_mean_ns)}",
+        )
+    else:
+        grid.add_row("Steps", "none marked (call tenprof.step() once per iteration)")
+    console.print(grid)
+
+
+def render_tally(tally: Tally, console: Console, limit: int | None = 15) -> None:
+    table = Table(title=f"{tally.title} — Time = {tally.time_meaning}", title_justify="left", expand=False)
+    for col, justify in (
+        ("Name", "left"),
+        ("Time", "right"),
+        ("Time(%)", "right"),
+        ("Calls", "right"),
+        ("Average", "right"),
+        ("Min", "right"),
+        ("Max", "right"),
+    ):
+        table.add_column(
+            col, justify=justify, overflow="ellipsis", max_width=70 if col == "Name" else None, no_wrap=True
+        )
+    rows = tally.rows if limit is None else tally.rows[:limit]
+    for r in rows:
+        table.add_row(
+            r.name,
+            duration(r.total_ns),
+            f"{r.percent:.2f}%",
+            str(r.calls),
+            duration(r.average_ns),
+            duration(r.min_ns),
+            duration(r.max_ns),
+        )
+    hidden = len(tally.rows) - len(rows)
+    if hidden > 0:
+        rest = sum(r.total_ns for r in tally.rows[len(rows) :])
+        table.add_row(f"... {hidden} more", duration(rest), f"{100.0 * rest / tally.total_ns:.2f}%", "", "", "", "")
+    table.add_row("[bold]Total[/bold]", duration(tally.total_ns), "100.00%", str(tally.total_calls), "", "", "")
+    console.print(table)
+
+
+def render_tree(tree: Node, console: Console, metric: str) -> None:
+    total = tree.metric(metric) or 1
+
+    def label(node: Node) -> str:
+        inc = node.metric(metric)
+        exc = node.metric(metric, inclusive=False)
+        value = str(inc) if metric == "calls" else duration(inc)
+        self_part = "" if metric == "calls" or node.kind in ("frame", "scope", "root") else f" (self {duration(exc)})"
+        return f"{value} {100.0 * inc / total:5.1f}%{self_part}  {node.label}"
+
+    rich_root = Tree(label(tree))
+    stack = [(tree, rich_root)]
+    while stack:
+        node, rich_node = stack.pop()
+        children = sorted(node.children.values(), key=lambda c: (-c.metric(metric), c.label))
+        branches = [(c, rich_node.add(label(c))) for c in children]
+        stack.extend(reversed(branches))
+    console.print(rich_root)
+
+
+def render_flat(rows: list[FlatRow], console: Console, metric: str, limit: int = 40) -> None:
+    table = Table(title=f"Sorted by exclusive {metric}", title_justify="left")
+    table.add_column("Self", justify="right")
+    table.add_column("Total", justify="right")
+    table.add_column("Kind")
+    table.add_column("Name", overflow="ellipsis", max_width=90, no_wrap=True)
+    fmt = (lambda v: str(v)) if metric == "calls" else duration
+    for r in rows[:limit]:
+        table.add_row(fmt(r.self_value), fmt(r.total_value), r.kind, r.name)
+    console.print(table)

@@ -1,0 +1,162 @@
+"""The columns of every table in a profile: names (with units), Arrow types and meaning.
+
+This is the single declaration the importer writes against and the loader checks against. Times are
+int64 nanoseconds on the trace's clock (Unix epoch when the trace says so); `-1` means "none" for ids.
+Bump SCHEMA_VERSION whenever a column changes meaning or is removed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: pa.DataType
+    doc: str
+
+
+def _schema(*columns: Column) -> pa.Schema:
+    return pa.schema([pa.field(c.name, c.type, metadata={"doc": c.doc}) for c in columns])
+
+
+I64 = pa.int64()
+I32 = pa.int32()
+F64 = pa.float64()
+STR = pa.string()
+BOOL = pa.bool_()
+
+OPS = _schema(
+    Column("op_id", I64, "op instance: its rank by start time in the run"),
+    Column("name", STR, "aten op or other record_function name, e.g. aten::addmm"),
+    Column("thread_id", I64, "OS thread id that ran the op"),
+    Column("start_ns", I64, "start time"),
+    Column("end_ns", I64, "end time"),
+    Column("duration_ns", I64, "inclusive CPU duration"),
+    Column("self_duration_ns", I64, "duration minus the durations of child ops"),
+    Column("parent_op_id", I64, "enclosing op on the same thread, -1 at top level"),
+    Column("top_op_id", I64, "outermost enclosing op (itself when top level)"),
+    Column("depth", I32, "nesting depth, 0 at top level"),
+    Column("sequence_nr", I64, "autograd sequence number, -1 when absent"),
+    Column("is_backward", BOOL, "ran by the autograd engine for a backward pass"),
+    Column("forward_op_id", I64, "for backward ops: the forward op that created the grad_fn"),
+    Column("input_shapes", STR, "JSON list of input shapes"),
+    Column("input_dtypes", STR, "JSON list of input dtypes"),
+    Column("frame_id", I64, "leaf of the Python call path (frames table), -1 when unknown"),
+    Column("frame_source", STR, "how frame_id was found: callsite | forward | stack | containment | none"),
+    Column("scope_id", I64, "innermost enclosing user scope, -1 when none"),
+    Column("step", I64, "step number (ProfilerStep#N), -1 outside steps"),
+    Column("external_id", I64, "Kineto External id linking the op to its launches"),
+)
+
+KERNELS = _schema(
+    Column("kernel_id", I64, "rank by start time"),
+    Column("name", STR, "demangled kernel name"),
+    Column("device", I32, "CUDA device index"),
+    Column("stream", I64, "CUDA stream id"),
+    Column("start_ns", I64, "GPU start time"),
+    Column("end_ns", I64, "GPU end time"),
+    Column("duration_ns", I64, "end - start"),
+    Column("grid_x", I32, ""),
+    Column("grid_y", I32, ""),
+    Column("grid_z", I32, ""),
+    Column("block_x", I32, ""),
+    Column("block_y", I32, ""),
+    Column("block_z", I32, ""),
+    Column("registers_per_thread", I32, "-1 when unknown"),
+    Column("shared_memory_bytes", I64, "static + dynamic shared memory, -1 when unknown"),
+    Column("correlation_id", I64, "CUPTI correlation id (joins the launching API call)"),
+    Column("op_id", I64, "innermost op that launched it, -1 when unattributed"),
+    Column("api_call_id", I64, "launching runtime/driver call, -1 when not in the trace"),
+    Column("ordinal_in_op", I32, "0-based index among the launches of op_id"),
+)
+
+TRANSFERS = _schema(
+    Column("transfer_id", I64, "rank by start time"),
+    Column("name", STR, "e.g. Memcpy HtoD (Pageable -> Device)"),
+    Column("kind", STR, "memcpy | memset"),
+    Column("direction", STR, "HtoD | DtoH | DtoD | HtoH | PtoP | '' for memset"),
+    Column("src_memory", STR, "Pageable | Pinned | Device | ''"),
+    Column("dst_memory", STR, "Pageable | Pinned | Device | ''"),
+    Column("bytes", I64, "bytes moved or set"),
+    Column("device", I32, "CUDA device index"),
+    Column("stream", I64, "CUDA stream id"),
+    Column("start_ns", I64, ""),
+    Column("end_ns", I64, ""),
+    Column("duration_ns", I64, ""),
+    Column("bandwidth_gbps", F64, "bytes / duration, GB/s"),
+    Column("correlation_id", I64, ""),
+    Column("op_id", I64, "innermost op that issued it, -1 when unattributed"),
+)
+
+API_CALLS = _schema(
+    Column("api_call_id", I64, "rank by start time"),
+    Column("name", STR, "e.g. cudaLaunchKernel, cudaStreamSynchronize"),
+    Column("api", STR, "runtime | driver"),
+    Column("thread_id", I64, ""),
+    Column("start_ns", I64, ""),
+    Column("end_ns", I64, ""),
+    Column("duration_ns", I64, ""),
+    Column("correlation_id", I64, ""),
+    Column("op_id", I64, "innermost op enclosing the call, -1 when none"),
+)
+
+FRAMES = _schema(
+    Column("frame_id", I64, "call-path node: one frame reached through one particular path"),
+    Column("parent_frame_id", I64, "caller's node, -1 at the root"),
+    Column("file", STR, "source file"),
+    Column("line", I32, "line executing in that frame (the call line for callers)"),
+    Column("function", STR, "function name"),
+    Column("depth", I32, "0 at the outermost frame (the script's module)"),
+    Column("is_user", BOOL, "file is the user's code, not the stdlib, site-packages or torch"),
+)
+
+SCOPES = _schema(
+    Column("scope_id", I64, "rank by start time"),
+    Column("name", STR, "scope name"),
+    Column("thread_id", I64, ""),
+    Column("start_ns", I64, ""),
+    Column("end_ns", I64, ""),
+    Column("parent_scope_id", I64, "-1 at top level"),
+    Column("frame_id", I64, "call path where the scope was entered, -1 when unknown"),
+    Column("insert_depth", I32, "position in that call path where the scope begins, -1 when unknown"),
+)
+
+STEPS = _schema(
+    Column("step", I64, "step number as recorded (ProfilerStep#N)"),
+    Column("start_ns", I64, ""),
+    Column("end_ns", I64, ""),
+    Column("duration_ns", I64, ""),
+)
+
+MEMORY = _schema(
+    Column("ts_ns", I64, "time of the allocation or free"),
+    Column("device_type", STR, "cuda | cpu"),
+    Column("device", I32, ""),
+    Column("address", I64, ""),
+    Column("bytes", I64, "positive for allocation, negative for free"),
+    Column("total_allocated_bytes", I64, "allocator total after the event"),
+    Column("total_reserved_bytes", I64, "reserved by the caching allocator after the event, -1 unknown"),
+    Column("op_id", I64, "innermost op enclosing the event, -1 when none"),
+)
+
+TABLES: dict[str, pa.Schema] = {
+    "ops": OPS,
+    "kernels": KERNELS,
+    "transfers": TRANSFERS,
+    "api_calls": API_CALLS,
+    "frames": FRAMES,
+    "scopes": SCOPES,
+    "steps": STEPS,
+    "memory": MEMORY,
+}
+
+# Which pass writes which table; the loader uses it to say what is missing and why.
+PASS_TABLES: dict[str, tuple[str, ...]] = {
+    "timeline": ("ops", "kernels", "transfers", "api_calls", "frames", "scopes", "steps", "memory"),
+}
