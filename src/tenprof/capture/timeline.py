@@ -77,14 +77,14 @@ class TimelineSession:
         self._prof.start()
         self._sync()
         if self.log.recorder is not None:
-            self.log.recorder.__enter__()
+            self.log.recorder.__enter__()  # type: ignore[no-untyped-call]
         runtime.activate(self)
 
     def stop(self) -> None:
         runtime.deactivate(self)
         if self.log.recorder is not None:
             try:
-                self.log.recorder.__exit__(None, None, None)
+                self.log.recorder.__exit__(None, None, None)  # type: ignore[no-untyped-call]
             except Exception:  # the user's code left its own modes pushed; ours is dropped with them
                 pass
         self._sync()
@@ -107,7 +107,7 @@ class TimelineSession:
         insert = depth + 1 if decorator else depth
         start = time.perf_counter_ns()
         rf = record_function(name)
-        rf.__enter__()
+        rf.__enter__()  # type: ignore[no-untyped-call]
         return (name, frame_id, insert, start, rf, threading.get_native_id())
 
     def scope_exit(self, token: Any) -> None:

@@ -15,7 +15,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import ijson
 import orjson
@@ -81,7 +81,7 @@ def _open(path: Path) -> IO[bytes]:
     with path.open("rb") as probe:
         magic = probe.read(2)
     if magic == b"\x1f\x8b":
-        return gzip.open(path, "rb")
+        return cast(IO[bytes], gzip.open(path, "rb"))
     return path.open("rb")
 
 

@@ -263,7 +263,7 @@ class _FrameTable:
         return frame_id
 
     def table(self) -> pa.Table:
-        cols = list(zip(*self.rows, strict=True)) if self.rows else [[] for _ in range(7)]
+        cols: list[Any] = list(zip(*self.rows, strict=True)) if self.rows else [[] for _ in range(7)]
         return pa.table(dict(zip(TABLES["frames"].names, cols, strict=True)), schema=TABLES["frames"])
 
 
@@ -410,9 +410,9 @@ def build_timeline(
     unresolved = api_op < 0
     api_op[unresolved] = op_nesting.innermost_per_thread(api_tid[unresolved], api_start[unresolved])
     corr_to_api: dict[int, int] = {}
-    for i, c in enumerate(api_corr):
-        if c >= 0:
-            corr_to_api.setdefault(int(c), i)
+    for position, corr in enumerate(api_corr.tolist()):
+        if corr >= 0:
+            corr_to_api.setdefault(corr, position)
 
     # ---- kernels
     k_start, k_end = clock.span(col.kernels)
@@ -668,15 +668,16 @@ def _match_sidecar_scopes(
     for key, rows in grouped.items():
         rows.sort(key=lambda r: int(r[2]))
         by_key[key] = (rows, np.fromiter((int(r[2]) for r in rows), dtype=np.int64, count=len(rows)))
-    tolerance_ns = 200_000  # the record_function starts microseconds after tenprof's bracket opens
+    # tenprof's perf-clock bracket (enter .. exit) contains the trace's range start, up to the clock
+    # offset's error; the first record_function of a run can take milliseconds to enter.
+    slack_ns = 50_000
     for i, (name, tid, start) in enumerate(zip(names, tids, starts, strict=True)):
         entry = by_key.get((name, int(tid)))
         if entry is None:
             continue
         rows, row_starts = entry
-        j = int(np.searchsorted(row_starts, start))
-        best = min((k for k in (j - 1, j) if 0 <= k < len(rows)), key=lambda k: abs(int(row_starts[k]) - int(start)))
-        if abs(int(row_starts[best]) - int(start)) <= tolerance_ns:
-            frame[i] = int(rows[best][4])
-            insert[i] = int(rows[best][5])
+        j = int(np.searchsorted(row_starts, start + slack_ns, side="right")) - 1
+        if j >= 0 and int(rows[j][3]) + slack_ns >= start:
+            frame[i] = int(rows[j][4])
+            insert[i] = int(rows[j][5])
     return frame, insert

@@ -28,7 +28,7 @@ def build_pass(writer: PassWriter, trace: Path, callsites: Path | None) -> Build
 
 
 def gpus_from_device_properties(props: list[dict[str, Any]]) -> list[GpuInfo]:
-    gpus = []
+    gpus: list[GpuInfo] = []
     for p in props:
         try:
             gpus.append(

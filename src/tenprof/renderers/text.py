@@ -6,6 +6,7 @@ Each function takes plain result objects and a rich Console; the CLI decides whe
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
@@ -16,15 +17,15 @@ from tenprof.renderers.units import duration
 
 
 def render_summary(summary: Summary, console: Console) -> None:
-    console.print(f"[bold]tenprof[/bold] · {summary.source}: {summary.command}")
+    console.print(f"[bold]tenprof[/bold] · {summary.source}: {escape(summary.command)}")
     if summary.cut_short:
-        console.print(f"[bold red]The run was cut short:[/bold red] {summary.cut_short}")
+        console.print(f"[bold red]The run was cut short:[/bold red] {escape(summary.cut_short)}")
     for note in summary.notes:
-        console.print(f"[yellow]Incomplete:[/yellow] {note}")
+        console.print(f"[yellow]Incomplete:[/yellow] {escape(note)}")
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
     grid.add_column()
-    grid.add_row("Device", "; ".join(summary.devices) + (f" on {summary.host}" if summary.host else ""))
+    grid.add_row("Device", escape("; ".join(summary.devices) + (f" on {summary.host}" if summary.host else "")))
     if summary.versions:
         grid.add_row("Software", summary.versions)
     if summary.wall_time_s:
@@ -59,18 +60,9 @@ def render_summary(summary: Summary, console: Console) -> None:
 
 def render_tally(tally: Tally, console: Console, limit: int | None = 15) -> None:
     table = Table(title=f"{tally.title} — Time = {tally.time_meaning}", title_justify="left", expand=False)
-    for col, justify in (
-        ("Name", "left"),
-        ("Time", "right"),
-        ("Time(%)", "right"),
-        ("Calls", "right"),
-        ("Average", "right"),
-        ("Min", "right"),
-        ("Max", "right"),
-    ):
-        table.add_column(
-            col, justify=justify, overflow="ellipsis", max_width=70 if col == "Name" else None, no_wrap=True
-        )
+    table.add_column("Name", justify="left", overflow="ellipsis", max_width=70, no_wrap=True)
+    for col in ("Time", "Time(%)", "Calls", "Average", "Min", "Max"):
+        table.add_column(col, justify="right", no_wrap=True)
     rows = tally.rows if limit is None else tally.rows[:limit]
     for r in rows:
         table.add_row(
@@ -98,7 +90,7 @@ def render_tree(tree: Node, console: Console, metric: str) -> None:
         exc = node.metric(metric, inclusive=False)
         value = str(inc) if metric == "calls" else duration(inc)
         self_part = "" if metric == "calls" or node.kind in ("frame", "scope", "root") else f" (self {duration(exc)})"
-        return f"{value} {100.0 * inc / total:5.1f}%{self_part}  {node.label}"
+        return f"{value} {100.0 * inc / total:5.1f}%{self_part}  {escape(node.label)}"
 
     rich_root = Tree(label(tree))
     stack = [(tree, rich_root)]
@@ -118,5 +110,5 @@ def render_flat(rows: list[FlatRow], console: Console, metric: str, limit: int =
     table.add_column("Name", overflow="ellipsis", max_width=90, no_wrap=True)
     fmt = (lambda v: str(v)) if metric == "calls" else duration
     for r in rows[:limit]:
-        table.add_row(fmt(r.self_value), fmt(r.total_value), r.kind, r.name)
+        table.add_row(fmt(r.self_value), fmt(r.total_value), r.kind, escape(r.name))
     console.print(table)

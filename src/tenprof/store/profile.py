@@ -46,7 +46,9 @@ class Profile:
 
     def has_pass(self, pass_name: str) -> bool:
         status = self.meta.passes.get(pass_name)
-        return status is not None and status.state in ("complete", "partial") and (self.directory / pass_name).is_dir()
+        return bool(
+            status is not None and status.state in ("complete", "partial") and (self.directory / pass_name).is_dir()
+        )
 
     def missing(self) -> list[str]:
         """Human-readable lines for passes that are absent, failed or partial."""
@@ -58,7 +60,7 @@ class Profile:
 
     @cached_property
     def has_gpu(self) -> bool:
-        return self.table("kernels").num_rows > 0 or self.table("transfers").num_rows > 0
+        return bool(self.table("kernels").num_rows > 0 or self.table("transfers").num_rows > 0)
 
     def sql(self, query: str) -> pa.Table:
         """Run SQL over the tables (each registered under its name) with an in-memory DuckDB."""
@@ -68,7 +70,11 @@ class Profile:
         try:
             for name in TABLES:
                 con.register(name, self.table(name))
-            return con.execute(query).fetch_arrow_table()
+            result = con.execute(query)
+            # DuckDB 2 renamed fetch_arrow_table() to to_arrow_table().
+            fetch = getattr(result, "to_arrow_table", None) or getattr(result, "fetch_arrow_table")  # noqa: B009
+            table: pa.Table = fetch()
+            return table
         finally:
             con.close()
 

@@ -1,0 +1,46 @@
+"""Shared fixtures: the GPU recordings in tests/data, rebuilt from their raw files with this tenprof."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tenprof.importers.trace_import import build_pass
+from tenprof.store.meta import read_meta, write_meta
+from tenprof.store.profile import Profile, load_profile
+from tenprof.store.writer import PassWriter
+
+DATA = Path(__file__).parent / "data"
+CASES = sorted(p.name for p in DATA.iterdir() if (p / "meta.json").exists())
+
+
+def rebuild(case: str, into: Path) -> Profile:
+    """Copy a recorded profile and rebuild its tables from its raw Kineto trace and call-site log."""
+    target = into / case
+    shutil.copytree(DATA / case, target)
+    raw = target / "timeline" / "raw"
+    writer = PassWriter(target, "timeline")
+    shutil.copytree(raw, writer.tmp_dir / "raw")
+    build_pass(writer, raw / "kineto_trace.json.gz", raw / "callsites.json.gz")
+    writer.commit()
+    meta = read_meta(target)
+    meta.passes["timeline"].rows = writer.rows
+    write_meta(target, meta)
+    return load_profile(target)
+
+
+@pytest.fixture(scope="session")
+def rebuilt(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Profile]:
+    root = tmp_path_factory.mktemp("rebuilt")
+    return {case: rebuild(case, root) for case in CASES}
+
+
+def raw_events(case: str) -> list[dict[str, Any]]:
+    """The recorded trace's events, read independently of tenprof's streaming reader."""
+    with gzip.open(DATA / case / "timeline" / "raw" / "kineto_trace.json.gz", "rt") as handle:
+        return list(json.load(handle)["traceEvents"])

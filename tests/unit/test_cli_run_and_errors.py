@@ -1,0 +1,183 @@
+"""`tenprof run` on the CPU, and a clear message with the right exit code for each kind of bad input."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tenprof.analyses.summary import user_frame_of
+from tenprof.cli.main import main
+from tenprof.store.profile import load_profile
+from tests.conftest import DATA
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "matmul_add.py"
+
+
+def _script(tmp_path: Path, body: str, name: str = "job.py") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+def test_run_records_ops_lines_scopes_and_steps_on_cpu(tmp_path: Path) -> None:
+    out = tmp_path / "prof"
+    assert main(["run", "--quiet", "-o", str(out), str(EXAMPLE), "--steps", "4"]) == 0
+    profile = load_profile(out)
+    assert profile.meta.passes["timeline"].state == "complete"
+    assert profile.meta.run.exit_code == 0 and not profile.meta.run.cut_short
+    ops = profile.table("ops")
+    names = ops.column("name").to_pylist()
+    assert "aten::mm" in names and "aten::add" in names
+    # Every op has a Python path reaching a line of the example script.
+    frames = profile.table("frames")
+    user = user_frame_of(profile)[ops.column("frame_id").to_numpy()]
+    assert (user >= 0).all()
+    files = {frames.column("file")[int(u)].as_py() for u in user}
+    assert files == {str(EXAMPLE)}
+    assert set(profile.table("scopes").column("name").to_pylist()) == {"matmul_add"}
+    assert profile.table("steps").num_rows == 5  # four tenprof.step() calls and the tail
+
+
+def test_script_exit_code_is_passed_through(tmp_path: Path) -> None:
+    job = _script(tmp_path, "import sys, torch\ntorch.ones(3).sum()\nsys.exit(3)\n")
+    out = tmp_path / "prof"
+    assert main(["run", "--quiet", "-o", str(out), str(job)]) == 3
+    meta = load_profile(out).meta
+    assert meta.run.exit_code == 3
+    assert "exited with status 3" in meta.run.cut_short_reason
+
+
+def test_script_that_raises_keeps_what_was_recorded(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    job = _script(tmp_path, "import torch\nx = torch.ones(8) * 2\nraise ValueError('boom')\n")
+    out = tmp_path / "prof"
+    assert main(["run", "-o", str(out), str(job)]) == 1
+    profile = load_profile(out)
+    assert profile.meta.passes["timeline"].state == "partial"
+    assert "aten::mul" in profile.table("ops").column("name").to_pylist()
+    printed = capsys.readouterr().out
+    assert "cut short" in printed and "ValueError: boom" in printed and f"{job}:3" in printed
+
+
+def test_ctrl_c_stops_the_script_and_saves_the_profile(tmp_path: Path) -> None:
+    marker = tmp_path / "started"
+    job = _script(
+        tmp_path,
+        f"""
+        import pathlib, time, torch
+        x = torch.ones(16)
+        for i in range(100000):
+            x = x * 1.0001
+            if i == 20:
+                pathlib.Path({str(marker)!r}).write_text("go")
+            time.sleep(0.001)
+        """,
+    )
+    out = tmp_path / "prof"
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tenprof", "run", "-o", str(out), str(job)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.time() + 120
+    while not marker.exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert marker.exists(), proc.communicate()
+    proc.send_signal(signal.SIGINT)  # to tenprof only: it must pass it on to the script's process
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr[-2000:]
+    profile = load_profile(out)
+    assert profile.meta.run.cut_short and "Ctrl-C" in profile.meta.run.cut_short_reason
+    assert profile.table("ops").num_rows > 20
+    assert "cut short" in stdout
+
+
+def test_module_mode_runs_a_package_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pkg = tmp_path / "mypkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "train.py").write_text("import sys, torch\nassert sys.argv[1:] == ['--lr', '3']\ntorch.ones(4).sum()\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--quiet", "-o", "prof", "-m", "mypkg.train", "--lr", "3"]) == 0
+    frames = load_profile(tmp_path / "prof").table("frames").column("file").to_pylist()
+    assert str(pkg / "train.py") in frames
+
+
+def test_schedule_records_only_the_active_steps(tmp_path: Path) -> None:
+    out = tmp_path / "prof"
+    code = main(
+        ["run", "--quiet", "-o", str(out), "--schedule", "wait=1,warmup=1,active=2", str(EXAMPLE), "--steps", "6"]
+    )
+    assert code == 0
+    steps = load_profile(out).table("steps").column("step").to_pylist()
+    assert steps == [2, 3]
+
+
+@pytest.mark.parametrize(
+    "argv, code, message",
+    [
+        (["run", "no_such_script.py"], 2, "no_such_script.py: no such script"),
+        (["run"], 2, "nothing to run"),
+        (["run", "--schedule", "wait=x", str(EXAMPLE)], 2, "bad --schedule"),
+        (["run", "--passes", "timeline,bogus", str(EXAMPLE)], 2, "unknown pass 'bogus'"),
+        (["report", "/nonexistent/profile"], 3, "no such profile directory"),
+        (["report", str(DATA), "--limit", "2"], 3, "not a tenprof profile"),
+        (["report", str(DATA / "mlp"), "--steps", "40:"], 2, "selects none of the recorded steps"),
+        (["import", "/nonexistent/trace.json"], 4, "no such file"),
+    ],
+)
+def test_bad_input_gives_one_line_and_exit_code(
+    argv: list[str], code: int, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == code
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("tenprof: error:") and message in err[0], err
+
+
+def test_existing_output_directory_is_not_overwritten(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "prof"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    assert main(["run", "-o", str(out), str(EXAMPLE)]) == 2
+    assert "already exists; pass --force" in capsys.readouterr().err
+    assert main(["run", "--force", "-o", str(out), str(EXAMPLE)]) == 2  # --force only replaces a profile
+    assert (out / "keep.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("kind", ["truncated", "not-a-trace"])
+def test_import_of_a_bad_trace_fails_cleanly(tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]) -> None:
+    real = (DATA / "conv" / "timeline" / "raw" / "kineto_trace.json.gz").read_bytes()
+    trace = tmp_path / "trace.json.gz"
+    trace.write_bytes(real[: len(real) // 3] if kind == "truncated" else gzip.compress(b'{"rows": [1, 2, 3]}'))
+    out = tmp_path / "imported"
+    assert main(["import", str(trace), "-o", str(out)]) == 4
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(trace) in err[0]
+    assert load_profile(out).meta.passes["timeline"].state == "failed"
+
+
+def test_import_of_a_real_kineto_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A torch.profiler trace without tenprof's call-site log: ops, kernels and copies, no Python lines."""
+    trace = DATA / "conv" / "timeline" / "raw" / "kineto_trace.json.gz"
+    out = tmp_path / "imported"
+    assert main(["import", str(trace), "-o", str(out)]) == 0
+    assert "GPU kernels" in capsys.readouterr().out
+    imported = load_profile(out)
+    recorded = load_profile(DATA / "conv")
+    assert imported.meta.source == "import" and imported.meta.gpus[0].name == recorded.meta.gpus[0].name
+    for table in ("kernels", "transfers", "api_calls"):
+        assert np.array_equal(imported.column(table, "duration_ns"), recorded.column(table, "duration_ns"))
+    assert np.array_equal(imported.column("kernels", "op_id"), recorded.column("kernels", "op_id"))
+    assert (imported.column("ops", "frame_id") == -1).all()

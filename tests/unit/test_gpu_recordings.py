@@ -1,0 +1,155 @@
+"""The timeline tables built from real GPU recordings: totals, attribution, steps, scopes, tree."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from tenprof.analyses import tally as tallies
+from tenprof.analyses.calltree import build_tree, total_of
+from tenprof.analyses.summary import attribution, summarize
+from tenprof.store.profile import Profile
+from tests.conftest import CASES, DATA, raw_events
+
+GPU_CASES = [c for c in CASES if c != "cpu"]
+
+
+def _us_to_ns(value: float) -> int:
+    return round(value * 1000)
+
+
+@pytest.mark.parametrize("case", GPU_CASES)
+def test_kernel_and_transfer_totals_equal_the_raw_events(rebuilt: dict[str, Profile], case: str) -> None:
+    events = raw_events(case)
+    kernels = [e for e in events if e.get("ph") == "X" and e.get("cat") == "kernel"]
+    copies = [e for e in events if e.get("ph") == "X" and e.get("cat") in ("gpu_memcpy", "gpu_memset")]
+    profile = rebuilt[case]
+    assert profile.table("kernels").num_rows == len(kernels)
+    assert profile.table("transfers").num_rows == len(copies)
+    assert int(np.sum(profile.column("kernels", "duration_ns"))) == sum(_us_to_ns(e["dur"]) for e in kernels)
+    assert int(np.sum(profile.column("transfers", "duration_ns"))) == sum(_us_to_ns(e["dur"]) for e in copies)
+    assert tallies.kernel_tally(profile).total_ns == int(np.sum(profile.column("kernels", "duration_ns")))
+    assert tallies.kernel_tally(profile).total_calls == len(kernels)
+    assert sum(r.total_ns for r in tallies.kernel_tally(profile).rows) == tallies.kernel_tally(profile).total_ns
+
+
+@pytest.mark.parametrize("case", GPU_CASES)
+def test_kernel_time_matches_torch_profiler_key_averages(rebuilt: dict[str, Profile], case: str) -> None:
+    """torch.profiler's key_averages() of the same run (recorded by --verify) lists each kernel twice:
+    as a device-side row named after the kernel or copy, and inside the self device time of the op
+    that launched it. Both totals must agree with ours within 1%."""
+    profile = rebuilt[case]
+    by_key = profile.meta.checks["torch_key_averages_self_device_us"]
+    device_names = set(profile.table("kernels").column("name").to_pylist())
+    device_names |= set(profile.table("transfers").column("name").to_pylist())
+    op_names = set(profile.table("ops").column("name").to_pylist())
+    torch_device_us = sum(v for k, v in by_key.items() if k in device_names)
+    torch_op_us = sum(v for k, v in by_key.items() if k in op_names)
+    ours_us = (
+        np.sum(profile.column("kernels", "duration_ns")) + np.sum(profile.column("transfers", "duration_ns"))
+    ) / 1e3
+    attributed = profile.table("kernels").column("op_id").to_numpy() >= 0
+    ours_op_us = np.sum(profile.column("kernels", "duration_ns")[attributed]) / 1e3
+    ours_op_us += np.sum(profile.column("transfers", "duration_ns")[profile.column("transfers", "op_id") >= 0]) / 1e3
+    assert ours_us > 0
+    assert abs(ours_us - torch_device_us) <= 0.01 * torch_device_us
+    assert abs(ours_op_us - torch_op_us) <= 0.01 * torch_op_us
+
+
+@pytest.mark.parametrize("case", GPU_CASES)
+def test_kernel_time_is_attributed_to_an_op_and_a_user_line(rebuilt: dict[str, Profile], case: str) -> None:
+    a = attribution(rebuilt[case])
+    assert a.kernel_time_ns > 0
+    assert a.op_percent >= 99.0
+    assert a.user_line_percent >= 99.0
+
+
+@pytest.mark.parametrize("case", GPU_CASES)
+def test_every_kernel_launch_links_to_its_api_call_and_op(rebuilt: dict[str, Profile], case: str) -> None:
+    profile = rebuilt[case]
+    k = profile.table("kernels")
+    api = profile.table("api_calls")
+    api_id = k.column("api_call_id").to_numpy()
+    assert (api_id >= 0).all()
+    names = np.array(api.column("name").to_pylist())[api_id]
+    assert all("Launch" in n or "launch" in n for n in names), set(names)
+    # The launch happens inside the op it is attributed to.
+    ops = profile.table("ops")
+    op = k.column("op_id").to_numpy()
+    launch = api.column("start_ns").to_numpy()[api_id]
+    assert (launch >= ops.column("start_ns").to_numpy()[op]).all()
+    assert (launch <= ops.column("end_ns").to_numpy()[op]).all()
+
+
+@pytest.mark.parametrize("case", GPU_CASES)
+def test_tree_totals_equal_table_totals(rebuilt: dict[str, Profile], case: str) -> None:
+    profile = rebuilt[case]
+    tree = build_tree(profile)
+    kernel_total = int(np.sum(profile.column("kernels", "duration_ns")))
+    transfer_total = int(np.sum(profile.column("transfers", "duration_ns")))
+    assert total_of(tree, "kernel") == kernel_total
+    assert total_of(tree, "transfer") == transfer_total
+    assert tree.gpu_ns == kernel_total + transfer_total
+    assert tree.cpu_ns == int(np.sum(profile.column("ops", "self_duration_ns")))
+
+
+def test_stored_tables_equal_the_rebuilt_ones(rebuilt: dict[str, Profile]) -> None:
+    for case in GPU_CASES:
+        for name in ("ops", "kernels", "transfers", "api_calls", "frames", "scopes", "steps", "memory"):
+            stored = pq.read_table(DATA / case / "timeline" / f"{name}.parquet")
+            assert stored.equals(rebuilt[case].table(name)), (case, name)
+
+
+@pytest.mark.parametrize("case, steps", [("matmul64", 5), ("matmul64_warm", 8), ("conv", 4), ("mlp", 7), ("gpt2", 3)])
+def test_steps_follow_tenprof_step_calls(rebuilt: dict[str, Profile], case: str, steps: int) -> None:
+    """One ProfilerStep range per tenprof.step() call, plus the tail closed by the end of profiling."""
+    table = rebuilt[case].table("steps")
+    assert table.column("step").to_pylist() == list(range(steps + 1))
+    s = summarize(rebuilt[case])
+    assert s.step_count == steps
+
+
+def test_matmul_kernels_sit_under_the_user_lines_and_scope(rebuilt: dict[str, Profile]) -> None:
+    profile = rebuilt["matmul4096_warm"]
+    tree = build_tree(profile)
+    source = (DATA.parent.parent / "examples" / "matmul_add.py").read_text().splitlines()
+    matmul_line = next(i + 1 for i, t in enumerate(source) if "c = a @ b" in t)
+    add_line = next(i + 1 for i, t in enumerate(source) if "c = c + bias" in t)
+    paths = _kernel_paths(tree)
+    gemm = [p for p in paths if p[-2] == "aten::mm" or "aten::mm" in p]
+    assert gemm, paths[:5]
+    for path in gemm:
+        assert "[scope] matmul_add" in path
+        assert any(re.search(rf"\(.*matmul_add\.py:{matmul_line}\)$", part) for part in path), path
+    adds = [p for p in paths if "aten::add" in p]
+    assert adds and all(any(f"matmul_add.py:{add_line})" in part for part in p) for p in adds)
+
+
+def test_gpt2_backward_kernels_sit_under_the_forward_line(rebuilt: dict[str, Profile]) -> None:
+    profile = rebuilt["gpt2"]
+    source = (DATA.parent.parent / "examples" / "gpt2_train.py").read_text().splitlines()
+    forward_line = next(i + 1 for i, t in enumerate(source) if "loss = model(tokens" in t)
+    tree = build_tree(profile)
+    paths_and_time = _kernel_paths(tree, with_time=True)
+    backward = [(p, t) for p, t in paths_and_time if any("Backward" in part for part in p)]
+    on_forward_line = sum(t for p, t in backward if any(f"gpt2_train.py:{forward_line})" in part for part in p))
+    total_backward = sum(t for _, t in backward)
+    assert total_backward > 0
+    assert on_forward_line / total_backward >= 0.95
+    scopes = {n.name for n in tree.walk() if n.kind == "scope"}
+    assert {"forward", "backward", "optimizer"} <= scopes
+
+
+def _kernel_paths(tree, with_time: bool = False):  # type: ignore[no-untyped-def]
+    out = []
+    stack = [(tree, ())]
+    while stack:
+        node, path = stack.pop()
+        path = (*path, node.label)
+        if node.kind == "kernel":
+            out.append((path, node.self_gpu_ns) if with_time else path)
+        stack.extend((c, path) for c in node.children.values())
+    return out

@@ -1,0 +1,78 @@
+"""Nesting and union of intervals against brute-force references."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tenprof.importers.intervals import nest, take, union_length
+
+
+@st.composite
+def nested_intervals(draw: st.DrawFn) -> list[tuple[int, int]]:
+    """Properly nested intervals, like one thread's op ranges."""
+    out: list[tuple[int, int]] = []
+
+    def fill(lo: int, hi: int, depth: int) -> None:
+        t = lo
+        while t < hi and len(out) < 40:
+            gap = draw(st.integers(0, 5))
+            length = draw(st.integers(1, 30))
+            s, e = t + gap, min(t + gap + length, hi)
+            if s >= e:
+                break
+            out.append((s, e))
+            if depth < 3 and e - s > 2 and draw(st.booleans()):
+                fill(s, e, depth + 1)
+            t = e
+
+    fill(0, 500, 0)
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(nested_intervals(), st.lists(st.integers(-5, 510), max_size=30))
+def test_nest_matches_brute_force(intervals: list[tuple[int, int]], probes: list[int]) -> None:
+    starts = np.array([s for s, _ in intervals], dtype=np.int64)
+    ends = np.array([e for _, e in intervals], dtype=np.int64)
+    result = nest(starts, ends)
+    for i, (s, e) in enumerate(intervals):
+        # Identical ranges (a child as long as its parent) nest in input order, as Kineto lists them.
+        enclosing = [
+            j
+            for j, (s2, e2) in enumerate(intervals)
+            if j != i and s2 <= s and e <= e2 and ((s2, -e2) < (s, -e) or ((s2, e2) == (s, e) and j < i))
+        ]
+        expected_parent = min(enclosing, key=lambda j: (intervals[j][1] - intervals[j][0], -j)) if enclosing else -1
+        assert result.parent[i] == expected_parent
+        assert result.depth[i] == len(enclosing)
+    times = np.array(probes, dtype=np.int64)
+    found = result.innermost_at(times)
+    for t, got in zip(probes, found, strict=True):
+        covering = [j for j, (s, e) in enumerate(intervals) if s <= t < e]
+        expected = min(covering, key=lambda j: (intervals[j][1] - intervals[j][0], -j)) if covering else -1
+        assert got == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 300), st.integers(0, 40)), max_size=40))
+def test_union_length_matches_brute_force(pairs: list[tuple[int, int]]) -> None:
+    starts = np.array([s for s, _ in pairs], dtype=np.int64)
+    ends = np.array([s + d for s, d in pairs], dtype=np.int64)
+    covered = set()
+    for s, d in pairs:
+        covered.update(range(s, s + d))
+    assert union_length(starts, ends) == len(covered)
+
+
+def test_children_ending_after_their_parent_are_clamped() -> None:
+    result = nest(np.array([0, 5], dtype=np.int64), np.array([10, 11], dtype=np.int64))
+    assert result.parent.tolist() == [-1, 0]
+    assert result.innermost_at(np.array([10, 11], dtype=np.int64)).tolist() == [-1, -1]
+
+
+def test_take_handles_missing_and_empty() -> None:
+    values = np.array([7, 8, 9], dtype=np.int64)
+    assert take(values, np.array([2, -1, 0], dtype=np.int64)).tolist() == [9, -1, 7]
+    assert take(np.array([], dtype=np.int64), np.array([-1, -1], dtype=np.int64)).tolist() == [-1, -1]
