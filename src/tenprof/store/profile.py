@@ -70,9 +70,9 @@ class Profile:
         try:
             for name in TABLES:
                 con.register(name, self.table(name))
-            result = con.execute(query)
-            # DuckDB 2 renamed fetch_arrow_table() to to_arrow_table().
-            fetch = getattr(result, "to_arrow_table", None) or getattr(result, "fetch_arrow_table")  # noqa: B009
+            relation = con.sql(query)
+            # DuckDB 2 names it to_arrow_table(); DuckDB 1 has arrow().
+            fetch = getattr(relation, "to_arrow_table", None) or getattr(relation, "arrow")  # noqa: B009
             table: pa.Table = fetch()
             return table
         finally:

@@ -1,0 +1,58 @@
+"""On the GPU machine: `tenprof run` on CUDA agrees with torch.profiler and attributes every kernel.
+
+python -m pytest -m gpu tests/gpu
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tenprof.analyses.summary import attribution
+from tenprof.cli.main import main
+from tenprof.store.profile import load_profile
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.gpu
+
+
+def test_cuda_is_there() -> None:
+    torch = pytest.importorskip("torch")
+    assert torch.cuda.is_available(), "the gpu tests need a CUDA device"
+
+
+def test_run_on_cuda_matches_torch_profiler_and_attributes_every_kernel(tmp_path: Path) -> None:
+    out = tmp_path / "prof"
+    example = ROOT / "examples" / "matmul_add.py"
+    assert main(["run", "--quiet", "--verify", "-o", str(out), str(example), "--size", "2048", "--steps", "5"]) == 0
+    profile = load_profile(out)
+    assert profile.meta.gpus and profile.meta.cuda_version
+    kernels = profile.table("kernels")
+    assert kernels.num_rows >= 10
+    names = set(kernels.column("name").to_pylist()) | set(profile.table("transfers").column("name").to_pylist())
+    by_key = profile.meta.checks["torch_key_averages_self_device_us"]
+    torch_us = sum(v for k, v in by_key.items() if k in names)
+    ours_us = (kernels.column("duration_ns").to_numpy().sum() + profile.column("transfers", "duration_ns").sum()) / 1e3
+    assert abs(ours_us - torch_us) <= 0.01 * torch_us
+    a = attribution(profile)
+    assert a.op_percent >= 99.0 and a.user_line_percent >= 99.0
+    assert (kernels.column("grid_x").to_numpy() > 0).all() and (kernels.column("block_x").to_numpy() > 0).all()
+    assert (kernels.column("registers_per_thread").to_numpy() > 0).all()
+    assert np.isin(["aten::mm", "aten::add"], profile.table("ops").column("name").to_pylist()).all()
+
+
+def test_in_process_profile_on_cuda(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    import tenprof
+
+    with tenprof.profile(str(tmp_path / "p")) as p:
+        for _ in range(3):
+            x = torch.randn(512, 512, device="cuda")
+            (x @ x).relu().sum().item()
+            p.step()
+    profile = p.profile
+    assert profile.table("kernels").num_rows >= 9
+    assert attribution(profile).user_line_percent >= 99.0
+    assert profile.table("steps").num_rows == 4
