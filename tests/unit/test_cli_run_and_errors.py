@@ -181,3 +181,91 @@ def test_import_of_a_real_kineto_trace(tmp_path: Path, capsys: pytest.CaptureFix
         assert np.array_equal(imported.column(table, "duration_ns"), recorded.column(table, "duration_ns"))
     assert np.array_equal(imported.column("kernels", "op_id"), recorded.column("kernels", "op_id"))
     assert (imported.column("ops", "frame_id") == -1).all()
+
+
+def _start(tmp_path: Path, body: str) -> tuple[subprocess.Popen[str], Path, Path]:
+    marker = tmp_path / "started"
+    job = _script(tmp_path, body.replace("MARKER", repr(str(marker))))
+    out = tmp_path / "prof"
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tenprof", "run", "-o", str(out), str(job)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.time() + 120
+    while not marker.exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert marker.exists(), proc.communicate()
+    return proc, out, marker
+
+
+def test_sigterm_stops_the_script_and_saves_the_profile(tmp_path: Path) -> None:
+    proc, out, _ = _start(
+        tmp_path,
+        """
+        import pathlib, time, torch
+        x = torch.ones(4)
+        pathlib.Path(MARKER).write_text("go")
+        while True:
+            x = x + 1
+            time.sleep(0.001)
+        """,
+    )
+    proc.send_signal(signal.SIGTERM)  # what `timeout` or a batch scheduler sends
+    proc.communicate(timeout=120)
+    assert proc.returncode == 143
+    profile = load_profile(out)
+    assert "SIGTERM" in profile.meta.run.cut_short_reason
+    assert profile.meta.passes["timeline"].state == "partial" and profile.table("ops").num_rows > 0
+
+
+def test_each_ctrl_c_reaches_a_script_that_catches_keyboard_interrupt(tmp_path: Path) -> None:
+    proc, out, marker = _start(
+        tmp_path,
+        """
+        import pathlib, time, torch
+        x = torch.ones(4)
+        pathlib.Path(MARKER).write_text("go")
+        try:
+            while True:
+                x = x + 1
+                time.sleep(0.001)
+        except KeyboardInterrupt:
+            pathlib.Path(MARKER).write_text("caught")
+        while True:  # a graceful shutdown that a second Ctrl-C must be able to cut
+            time.sleep(0.01)
+        """,
+    )
+    proc.send_signal(signal.SIGINT)
+    deadline = time.time() + 60
+    while marker.read_text() != "caught" and time.time() < deadline:
+        time.sleep(0.05)
+    assert marker.read_text() == "caught"
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    assert load_profile(out).meta.run.cut_short
+
+
+def test_scopes_entered_close_together_keep_their_own_lines(tmp_path: Path) -> None:
+    job = _script(
+        tmp_path,
+        """
+        import torch, tenprof
+        x = torch.ones(4)
+        for _ in range(20):
+            with tenprof.scope("proj"):
+                x = x + 1
+            with tenprof.scope("proj"):
+                x = x * 1
+        """,
+    )
+    out = tmp_path / "prof"
+    assert main(["run", "--quiet", "-o", str(out), str(job)]) == 0
+    profile = load_profile(out)
+    frames = profile.table("frames")
+    lines = [frames.column("line")[f].as_py() for f in profile.table("scopes").column("frame_id").to_pylist()]
+    assert lines == [5, 7] * 20

@@ -47,3 +47,17 @@ def test_truncated_gzip_is_reported(tmp_path: Path) -> None:
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(TraceFormatError, match="no such file"):
         list(TraceStream(tmp_path / "nope.json").events())
+
+
+def test_keys_after_the_events_survive_brackets_in_their_values(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    path.write_bytes(
+        b'{"schemaVersion": 1, "traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 2}],'
+        b' "traceName": "run[3].json", "baseTimeNanoseconds": 1700000000000000000,'
+        b' "deviceProperties": [{"id": 0, "name": "GPU[x]"}]}'
+    )
+    stream = TraceStream(path)
+    assert len(list(stream.events())) == 1
+    assert stream.header.base_time_ns == 1700000000000000000
+    assert stream.header.device_properties == [{"id": 0, "name": "GPU[x]"}]
+    assert stream.header.other["traceName"] == "run[3].json"

@@ -7,7 +7,7 @@ Metrics per node, each inclusive (`*_ns`) and exclusive (`self_*_ns`):
 - gpu: duration of the kernels and transfers under the node (exclusive: launched by this very op);
 - cpu: CPU time inside aten ops (exclusive: an op's self time); Python frames and scopes have no
   exclusive CPU time because only op time is measured;
-- calls: how many op instances / kernel launches the node stands for.
+- calls: how many op instances / kernel launches the node stands for (inclusive: in its subtree).
 
 Placement rules:
 - an op's frames are its Python call path (backward ops: the forward op's path);
@@ -37,15 +37,16 @@ class Node:
     name: str
     file: str = ""
     line: int = 0
-    children: dict[tuple[str, str], Node] = field(default_factory=dict)
+    children: dict[tuple[str, str, str], Node] = field(default_factory=dict)
     self_gpu_ns: int = 0
     self_cpu_ns: int = 0
     calls: int = 0
     gpu_ns: int = 0
     cpu_ns: int = 0
+    calls_inc: int = 0
 
     def child(self, kind: NodeKind, name: str, file: str = "", line: int = 0) -> Node:
-        key = (kind, name)
+        key = (kind, name, file)  # same function:line in two files are two nodes
         found = self.children.get(key)
         if found is None:
             found = Node(kind, name, file, line)
@@ -66,7 +67,7 @@ class Node:
         if name == "cpu_time":
             return self.cpu_ns if inclusive else self.self_cpu_ns
         if name == "calls":
-            return self.calls
+            return self.calls_inc if inclusive else self.calls
         raise ValueError(f"unknown metric {name!r}; choose from {', '.join(METRICS)}")
 
     def walk(self) -> list[Node]:
@@ -84,6 +85,7 @@ def _finish(node: Node) -> Node:
     for n in reversed(order):
         n.gpu_ns = n.self_gpu_ns + sum(c.gpu_ns for c in n.children.values())
         n.cpu_ns = n.self_cpu_ns + sum(c.cpu_ns for c in n.children.values())
+        n.calls_inc = n.calls + sum(c.calls_inc for c in n.children.values())
     return node
 
 
@@ -188,28 +190,6 @@ def _copy_shallow(node: Node) -> Node:
     return Node(node.kind, node.name, node.file, node.line, {}, node.self_gpu_ns, node.self_cpu_ns, node.calls)
 
 
-def _merge_into(target: Node, source: Node) -> None:
-    """Add `source`'s subtree into `target` (same key), merging children with equal keys."""
-    target.self_gpu_ns += source.self_gpu_ns
-    target.self_cpu_ns += source.self_cpu_ns
-    target.calls += source.calls
-    for key, child in source.children.items():
-        existing = target.children.get(key)
-        if existing is None:
-            copy = _copy_shallow(child)
-            target.children[key] = copy
-            _merge_into_children(copy, child)
-        else:
-            _merge_into(existing, child)
-
-
-def _merge_into_children(target: Node, source: Node) -> None:
-    for key, child in source.children.items():
-        copy = _copy_shallow(child)
-        target.children[key] = copy
-        _merge_into_children(copy, child)
-
-
 def hide_frames(tree: Node, exclude: str | None = None, include: str | None = None) -> Node:
     """A new tree without the frame nodes whose file matches `exclude` (or does not match `include`);
     their children are lifted into the parent and merged with equal siblings."""
@@ -227,7 +207,7 @@ def hide_frames(tree: Node, exclude: str | None = None, include: str | None = No
                 # Its own exclusive metrics (none for frames) and children move up to `target`.
                 rebuild(child, target)
                 continue
-            key = (child.kind, child.name)
+            key = (child.kind, child.name, child.file)
             existing = target.children.get(key)
             if existing is None:
                 existing = _copy_shallow(child)
@@ -250,7 +230,7 @@ def prune(tree: Node, metric: str, max_depth: int | None = None, threshold_perce
 
     def copy(node: Node, depth: int) -> Node:
         new = _copy_shallow(node)
-        new.gpu_ns, new.cpu_ns = node.gpu_ns, node.cpu_ns
+        new.gpu_ns, new.cpu_ns, new.calls_inc = node.gpu_ns, node.cpu_ns, node.calls_inc
         if max_depth is not None and depth >= max_depth:
             return new
         for key, child in node.children.items():

@@ -2,7 +2,7 @@
 
 Ops keep the step that covers their start; kernels, transfers and API calls follow their op, or the
 step covering their start when they have none. The steps table keeps only the chosen steps. Kept ops
-are renumbered so that op_id stays the row index; links to ops that were dropped become -1.
+and API calls are renumbered so that ids stay row indexes; links to dropped rows become -1.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from tenprof.store.profile import Profile, with_tables
 
 
 def parse_steps(spec: str, available: list[int]) -> set[int]:
-    """'2:' (from 2 on), ':3' (up to 3), '1,3-5', '4' -> the chosen step numbers among `available`."""
+    """'2:' (from 2 on), ':3' (before 3, as in a Python slice), '1,3-5' (3 to 5 inclusive), '4'."""
     chosen: set[int] = set()
     for part in spec.split(","):
         part = part.strip()
@@ -77,14 +77,28 @@ def select_steps(profile: Profile, spec: str) -> Profile:
         return relink(table.filter(pa.array(np.isin(step, list(chosen)))), ("op_id",))
 
     kept_ops = relink(ops.filter(pa.array(keep_op)), ("op_id", "parent_op_id", "top_op_id", "forward_op_id"))
+    api = profile.table("api_calls")
+    api_step = np.where(api.column("op_id").to_numpy() >= 0, take(op_step, api.column("op_id").to_numpy()), -1)
+    api_step = np.where(api_step >= 0, api_step, step_at(api.column("start_ns").to_numpy()))
+    keep_api = np.isin(api_step, list(chosen))
+    new_api_id = np.full(api.num_rows, -1, dtype=np.int64)
+    new_api_id[keep_api] = np.arange(int(keep_api.sum()), dtype=np.int64)
+    kernels = keep_linked(profile.table("kernels"))
+    kernels = kernels.set_column(
+        kernels.schema.get_field_index("api_call_id"),
+        "api_call_id",
+        pa.array(take(new_api_id, kernels.column("api_call_id").to_numpy())),
+    )
+    kept_api = relink(api.filter(pa.array(keep_api)), ("op_id",))
+    kept_api = kept_api.set_column(0, "api_call_id", pa.array(np.arange(kept_api.num_rows, dtype=np.int64)))
     memory = profile.table("memory")
     derived = with_tables(
         profile,
         {
             "ops": kept_ops,
-            "kernels": keep_linked(profile.table("kernels")),
+            "kernels": kernels,
             "transfers": keep_linked(profile.table("transfers")),
-            "api_calls": keep_linked(profile.table("api_calls")),
+            "api_calls": kept_api,
             "memory": relink(memory.filter(pa.array(step_at(memory.column("ts_ns").to_numpy()) >= 0)), ("op_id",)),
             "steps": st,
         },

@@ -79,11 +79,9 @@ def attribution(profile: Profile) -> Attribution:
 
 
 def steps_of(profile: Profile) -> tuple[int, int, int]:
-    """(count, median ns, mean ns) of complete steps. The last step is closed by the end of profiling,
-    not by tenprof.step(), so it is left out when there are several."""
-    d = profile.table("steps").column("duration_ns").to_numpy()
-    if len(d) > 1:
-        d = d[:-1]
+    """(count, median ns, mean ns) of the complete steps (a step cut by the end of profiling is not)."""
+    steps = profile.table("steps")
+    d = steps.column("duration_ns").to_numpy()[steps.column("complete").to_numpy(zero_copy_only=False)]
     if len(d) == 0:
         return 0, 0, 0
     return len(d), int(np.median(d)), int(d.mean())

@@ -159,6 +159,7 @@ class CallsiteLog:
         self.recorder = CallsiteRecorder(self.interner) if record_calls else None
         self.scopes: list[list[Any]] = []
         self.syncs: list[list[Any]] = []
+        self.step_calls = 0
 
     def to_file(self, path: Path) -> None:
         rec = self.recorder
@@ -173,5 +174,6 @@ class CallsiteLog:
             },
             "scopes": self.scopes,
             "syncs": self.syncs,
+            "step_calls": self.step_calls,
         }
         path.write_bytes(gzip.compress(orjson.dumps(data), compresslevel=1))

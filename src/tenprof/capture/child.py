@@ -3,7 +3,9 @@
 It runs the user's script (or module) as `__main__` with the user's argv under the pass's recorder,
 and always tries to save what was recorded: on normal exit, `sys.exit`, an exception, or Ctrl-C.
 It writes `child_status.json` into the raw folder and exits with the script's own exit code
-(130 after Ctrl-C, 1 after an uncaught exception), so `tenprof run` can pass it through.
+(130 after Ctrl-C, 143 after SIGTERM, 1 after an uncaught exception), so `tenprof run` can pass it
+through. It runs in a session of its own: the parent forwards exactly one SIGINT per Ctrl-C, so a
+script that catches KeyboardInterrupt sees each one, as it would without tenprof.
 """
 
 from __future__ import annotations
@@ -22,17 +24,22 @@ STATUS_FILE = "child_status.json"
 EXIT_CAPTURE_FAILED = 5
 
 
-class _Interrupts:
-    """First Ctrl-C stops the script; later ones (the terminal and the parent both send one) are ignored."""
+class Terminated(BaseException):
+    """SIGTERM (from `timeout`, `kill`, a batch scheduler, or tenprof's parent dying): stop and save."""
 
-    def __init__(self) -> None:
-        self.seen = False
 
-    def __call__(self, signum: int, frame: Any) -> None:
-        if self.seen:
-            return
-        self.seen = True
-        raise KeyboardInterrupt
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise Terminated
+
+
+def _die_with_parent() -> None:
+    """Linux: get SIGTERM if tenprof's own process dies, so the script is never left running alone."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def _write_status(raw_dir: Path, status: dict[str, Any]) -> None:
@@ -79,8 +86,9 @@ def run_child(spec: dict[str, Any]) -> int:
         sys.path.insert(0, os.path.dirname(os.path.abspath(target)))
     else:
         sys.path.insert(0, os.getcwd())
-    interrupts = _Interrupts()
-    signal.signal(signal.SIGINT, interrupts)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    _die_with_parent()
     session = TimelineSession(raw_dir, options, stop_code=runpy._run_code.__code__)  # type: ignore[attr-defined]
     try:
         session.start()
@@ -106,6 +114,10 @@ def run_child(spec: dict[str, Any]) -> int:
         exit_code = 130
         where = _where(exc)
         status.update(cut_short=True, reason="interrupted by Ctrl-C" + (f" at {where}" if where else ""))
+    except Terminated as exc:
+        exit_code = 143
+        where = _where(exc)
+        status.update(cut_short=True, reason="terminated by SIGTERM" + (f" at {where}" if where else ""))
     except BaseException as exc:
         traceback.print_exc()
         exit_code = 1
@@ -115,7 +127,8 @@ def run_child(spec: dict[str, Any]) -> int:
             reason=f"the script raised {exc.__class__.__name__}: {str(exc)[:200]}" + (f" at {where}" if where else ""),
         )
     finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # saving must not be cut short in turn
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         status["wall_time_s"] = time.perf_counter() - started
         try:
             session.stop()

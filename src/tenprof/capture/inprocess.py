@@ -83,7 +83,10 @@ class InProcessProfile:
         if exc_type is not None:
             meta.run.cut_short = True
             meta.run.cut_short_reason = f"the block raised {exc_type.__name__}: {str(exc)[:200]}"
-        status = finish_timeline(self._writer, self._writer.tmp_dir / "raw", meta, "", "")
+        try:
+            status = finish_timeline(self._writer, self._writer.tmp_dir / "raw", meta, "", "")
+        except Exception as exc:  # keep the raw recording whatever goes wrong in building the tables
+            status = PassStatus(state="failed", reason=f"building the profile failed: {exc.__class__.__name__}: {exc}")
         status.duration_s = time.perf_counter() - self._started
         status.rows = dict(self._writer.rows)
         self._writer.commit()

@@ -88,23 +88,25 @@ def _run_child(req: RunRequest, raw_dir: Path) -> int:
     }
     spec_path = raw_dir / "spec.json"
     spec_path.write_text(json.dumps(spec))
-    proc = subprocess.Popen([req.python, "-m", "tenprof.capture.child", str(spec_path)], env=_child_env())
+    # A session of its own: a Ctrl-C at the terminal reaches only this process, which forwards exactly
+    # one SIGINT; SIGTERM and SIGHUP are forwarded as SIGTERM. The child saves on either.
+    proc = subprocess.Popen(
+        [req.python, "-m", "tenprof.capture.child", str(spec_path)], env=_child_env(), start_new_session=True
+    )
 
     def forward(signum: int, frame: Any) -> None:
         try:
-            proc.send_signal(signal.SIGINT)
+            proc.send_signal(signal.SIGINT if signum == signal.SIGINT else signal.SIGTERM)
         except OSError:
             pass
 
-    previous = signal.signal(signal.SIGINT, forward)
+    watched = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {s: signal.signal(s, forward) for s in watched}
     try:
-        while True:
-            try:
-                return proc.wait()
-            except KeyboardInterrupt:  # pragma: no cover - only if a handler re-raises
-                continue
+        return proc.wait()
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 def _signal_name(code: int) -> str:
@@ -140,41 +142,52 @@ def run_profile(req: RunRequest) -> RunResult:
     raw_dir.mkdir()
     started = time.perf_counter()
     code = _run_child(req, raw_dir)
-    status: dict[str, Any] = {}
-    if (raw_dir / STATUS_FILE).exists():
-        status = json.loads((raw_dir / STATUS_FILE).read_text())
-    env = status.get("env", {})
-    meta.host = env.get("host", "")
-    meta.python_version = env.get("python_version", "")
-    meta.torch_version = env.get("torch_version", "")
-    meta.cuda_version = env.get("cuda_version", "")
-    meta.driver_version = env.get("driver_version", "")
-    meta.gpus = [GpuInfo(**g) for g in env.get("gpus", [])]
-    meta.run.exit_code = code
-    meta.run.wall_time_s = float(status.get("wall_time_s", time.perf_counter() - started))
-    if status:
-        meta.run.cut_short = bool(status.get("cut_short"))
-        meta.run.cut_short_reason = str(status.get("reason", ""))
-    else:
-        meta.run.cut_short = True
-        meta.run.cut_short_reason = (
-            f"the profiled process was killed by {_signal_name(code)}" if code < 0 else "the profiled process died"
-        )
+    # From here on, what was recorded is turned into tables and meta.json; a Ctrl-C now would only lose
+    # work, so it is ignored until the profile is written (the raw files are kept in any case).
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        meta = _finish_run(req, writer, raw_dir, meta, code, started)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    return RunResult(code if code >= 0 else 128 - code, meta)
 
-    pass_status = finish_timeline(writer, raw_dir, meta, status.get("error", ""), req.schedule)
+
+def _finish_run(req: RunRequest, writer: PassWriter, raw_dir: Path, meta: Meta, code: int, started: float) -> Meta:
+    status: dict[str, Any] = {}
+    try:
+        if (raw_dir / STATUS_FILE).exists():
+            status = json.loads((raw_dir / STATUS_FILE).read_text())
+        env = status.get("env", {})
+        meta.host = env.get("host", "")
+        meta.python_version = env.get("python_version", "")
+        meta.torch_version = env.get("torch_version", "")
+        meta.cuda_version = env.get("cuda_version", "")
+        meta.driver_version = env.get("driver_version", "")
+        meta.gpus = [GpuInfo(**g) for g in env.get("gpus", [])]
+        meta.run.exit_code = code
+        meta.run.wall_time_s = float(status.get("wall_time_s", time.perf_counter() - started))
+        if status:
+            meta.run.cut_short = bool(status.get("cut_short"))
+            meta.run.cut_short_reason = str(status.get("reason", ""))
+        else:
+            meta.run.cut_short = True
+            meta.run.cut_short_reason = (
+                f"the profiled process was killed by {_signal_name(code)}" if code < 0 else "the profiled process died"
+            )
+        pass_status = finish_timeline(writer, raw_dir, meta, str(status.get("error", "")), req.schedule)
+    except Exception as exc:  # never lose the recording to a bug in building the tables
+        pass_status = PassStatus(state="failed", reason=f"building the profile failed: {exc.__class__.__name__}: {exc}")
     pass_status.duration_s = time.perf_counter() - started
     pass_status.rows = dict(writer.rows)
     writer.commit()  # raw files are kept even when the pass failed
     meta.passes["timeline"] = pass_status
     write_meta(req.out_dir, meta)
-    if status.get("error") and code == 0:
-        code = 5
-    return RunResult(code if code >= 0 else 128 - code, meta)
+    return meta
 
 
 def finish_timeline(writer: PassWriter, raw_dir: Path, meta: Meta, child_error: str, schedule: str) -> PassStatus:
-    """Raw recording -> tables, for `tenprof run` and `tenprof.profile()` alike. Never raises for a
-    bad recording: the returned status says what went wrong, and the raw files stay where they are."""
+    """Raw recording -> tables, for `tenprof run` and `tenprof.profile()` alike. A bad recording gives a
+    failed status saying what went wrong (the raw files stay where they are); only bugs raise."""
     trace = raw_dir / TRACE_FILE
     pass_status = PassStatus(state="failed", started_at=meta.created_at)
     if child_error and not trace.exists():
@@ -198,6 +211,7 @@ def finish_timeline(writer: PassWriter, raw_dir: Path, meta: Meta, child_error: 
             )
             meta.options["trace_span_ns"] = str(report.span_end_ns - report.span_start_ns)
             meta.options["clock_offset_ns"] = str(report.clock_offset_ns)
+            meta.options["clock_uncertainty_ns"] = str(report.clock_uncertainty_ns)
             _compress(trace)
         except TenprofError as exc:
             pass_status.reason = f"the trace could not be imported: {exc}"

@@ -99,6 +99,7 @@ class TimelineSession:
     def step(self) -> None:
         self._sync()
         self._prof.step()
+        self.log.step_calls += 1
         self._sync()
 
     def scope_enter(self, name: str, caller: Any, decorator: bool) -> Any:

@@ -12,7 +12,11 @@ from tenprof.store.profile import Profile, load_profile
 
 def add_profile_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("profile", help="profile directory (from tenprof run or tenprof import)")
-    parser.add_argument("--steps", default="", help="only these steps, e.g. '2:' (skip cold steps), ':3', '1,3-5'")
+    parser.add_argument(
+        "--steps",
+        default="",
+        help="only these steps: '2:' (from 2 on, skipping cold steps), ':3' (before 3), '1,3-5' (inclusive)",
+    )
 
 
 def open_profile(args: argparse.Namespace) -> Profile:

@@ -6,6 +6,7 @@ Written by `tenprof.capture.callsites` (torch side), read here (no torch). Forma
     calls:   {thread_id: [...], start_ns: [...], end_ns: [...], frame_id: [...]}  one per torch API call
     scopes:  [[name, thread_id, start_ns, end_ns, frame_id, insert_depth], ...]
     syncs:   [[label, start_ns, end_ns], ...]   perf-clock brackets around `tenprof::clock_sync#<label>`
+    step_calls: how many times tenprof.step() was called (ProfilerStep#N with N below it is complete)
 The sync brackets are matched to the same-named ranges in the Kineto trace to map perf-clock times to
 trace times (`clock_offset`).
 """
@@ -13,6 +14,7 @@ trace times (`clock_offset`).
 from __future__ import annotations
 
 import gzip
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,7 @@ class Callsites:
     call_frame: I64Array = field(default_factory=lambda: np.zeros(0, np.int64))
     scopes: list[list[Any]] = field(default_factory=list)
     syncs: list[list[Any]] = field(default_factory=list)
+    step_calls: int | None = None
 
     def shifted(self, offset_ns: int) -> Callsites:
         """The same records with perf-clock times moved onto the trace clock."""
@@ -46,13 +49,14 @@ class Callsites:
             call_frame=self.call_frame,
             scopes=[[n, t, s + offset_ns, e + offset_ns, f, d] for n, t, s, e, f, d in self.scopes],
             syncs=[[label, s + offset_ns, e + offset_ns] for label, s, e in self.syncs],
+            step_calls=self.step_calls,
         )
 
 
 def read_callsites(path: Path) -> Callsites:
     try:
         data = orjson.loads(gzip.decompress(path.read_bytes()))
-    except (OSError, EOFError, orjson.JSONDecodeError) as exc:
+    except (OSError, EOFError, zlib.error, orjson.JSONDecodeError) as exc:
         raise TraceFormatError(f"{path}: unreadable call-site record ({exc.__class__.__name__})") from exc
     calls = data.get("calls", {})
 
@@ -67,20 +71,28 @@ def read_callsites(path: Path) -> Callsites:
         call_frame=arr("frame_id"),
         scopes=data.get("scopes", []),
         syncs=data.get("syncs", []),
+        step_calls=data.get("step_calls"),
     )
 
 
-def clock_offset(syncs: list[list[Any]], trace_sync_starts: dict[str, int]) -> int | None:
-    """Median of (trace time - perf time) over the sync markers found in both, None if none matched.
+def clock_offset(syncs: list[list[Any]], trace_sync_starts: dict[str, int]) -> tuple[int, int] | None:
+    """(offset, uncertainty) in ns such that trace time = perf time + offset, or None if no marker matched.
 
-    The marker's trace start lies between the perf-clock bracket's ends, so the midpoint errs by at most
-    half the bracket (about a microsecond).
+    Each marker's trace start lies inside its perf-clock bracket, so each gives an interval of possible
+    offsets; the answer is the middle of their intersection and the uncertainty its half-width. If the
+    intervals do not all intersect (clock drift), the median of their middles is used instead and the
+    uncertainty is their spread.
     """
-    deltas = []
+    lows, highs = [], []
     for label, start, end in syncs:
         trace_start = trace_sync_starts.get(f"{SYNC_PREFIX}{label}")
         if trace_start is not None:
-            deltas.append(trace_start - (int(start) + int(end)) // 2)
-    if not deltas:
+            lows.append(trace_start - int(end))
+            highs.append(trace_start - int(start))
+    if not lows:
         return None
-    return int(np.median(np.asarray(deltas, dtype=np.int64)))
+    lo, hi = max(lows), min(highs)
+    if lo <= hi:
+        return (lo + hi) // 2, (hi - lo) // 2
+    middles = (np.asarray(lows, dtype=np.int64) + np.asarray(highs, dtype=np.int64)) // 2
+    return int(np.median(middles)), int(middles.max() - middles.min())

@@ -63,15 +63,25 @@ def _parse_edges(head: bytes, tail: bytes) -> dict[str, Any]:
         except orjson.JSONDecodeError:
             pass
     end = tail.rstrip()
-    # The array closes with `]`; keys after it look like `], "traceName": "..."}`.
-    close = end.rfind(b"]")
-    if close >= 0 and end.endswith(b"}"):
-        rest = end[close + 1 :].lstrip().lstrip(b",")
-        if rest.strip() not in (b"}", b""):
+    # Keys after the array look like `], "traceName": "run[3].json", "deviceProperties": [...]}`; a `]`
+    # may also appear inside them, so try each `]` from the right and keep the longest tail that parses.
+    if end.endswith(b"}"):
+        best: dict[str, Any] = {}
+        close = len(end)
+        while True:
+            close = end.rfind(b"]", 0, close)
+            if close < 0:
+                break
+            rest = end[close + 1 :].lstrip()
+            if not rest.startswith(b","):
+                continue
             try:
-                found.update(orjson.loads(b"{" + rest))
+                parsed = orjson.loads(b"{" + rest[1:])
             except orjson.JSONDecodeError:
-                pass
+                continue
+            if isinstance(parsed, dict) and len(parsed) >= len(best):
+                best = parsed
+        found.update(best)
     return found
 
 

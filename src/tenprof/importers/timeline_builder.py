@@ -5,13 +5,15 @@ The joins, each stated once here:
 - kernel/transfer/API call -> op: Kineto's "External id" (the innermost record_function active at the
   launch); when that id is not an op, the launching API call's innermost enclosing op on its thread.
 - kernel -> API call: CUPTI correlation id.
-- backward op -> forward op: autograd sequence number (the earliest forward op carrying it).
+- backward op -> forward op: autograd sequence number, as torch links them: the latest forward op
+  with that number that started before the backward op (numbers are per thread, so two threads
+  running forward passes at once could be confused).
 - op -> Python call path: for top-level ops, the tenprof call-site record (a torch API call on the same
   thread) whose interval covers the op's midpoint, after mapping the sidecar's perf clock onto the trace
   clock with the clock-sync markers; backward ops take their forward op's path; traces recorded with
   `with_stack` use their python_function ranges instead. Nested ops inherit their top-level op's path.
-- op -> scope: innermost user_annotation covering the op's start on its own thread, else on the thread
-  that opened the most scopes (autograd runs backward ops on its own thread).
+- op -> scope: innermost user_annotation covering the op's start on its own thread; backward ops,
+  which autograd runs on a thread of its own, fall back to the thread that opened the most scopes.
 - op -> step: the ProfilerStep#N range covering its start.
 """
 
@@ -47,6 +49,7 @@ class BuildReport:
     base_time_ns: int = 0
     device_properties: list[dict[str, Any]] = field(default_factory=list)
     clock_offset_ns: int | None = None
+    clock_uncertainty_ns: int | None = None
     warnings: list[str] = field(default_factory=list)
     span_start_ns: int = 0
     span_end_ns: int = 0
@@ -337,8 +340,10 @@ def build_timeline(
     offset_ok = False
     shifted = callsites
     if callsites is not None and len(callsites.frames) > 0:
-        offset = clock_offset(callsites.syncs, sync_starts)
+        found = clock_offset(callsites.syncs, sync_starts)
+        offset = found[0] if found else None
         report.clock_offset_ns = offset
+        report.clock_uncertainty_ns = found[1] if found else None
         if offset is None:
             report.warnings.append(
                 "the clock-sync markers were not found in the trace, so Python lines could not be joined"
@@ -351,6 +356,10 @@ def build_timeline(
                 frames.add(int(row[1]), str(row[2]), int(row[3]), str(row[4]), bool(row[6]))
             _join_callsites(shifted, op_tid, mid, is_top & ~is_backward, top_frame, top_source)
     elif len(col.python):
+        report.warnings.append(
+            "Python paths come from the trace's with_stack ranges, which name each function by its first line, "
+            "not by the line that made the call"
+        )
         _join_python_stacks(col.python, clock, frames, op_tid, op_start, is_top, top_frame, top_source)
     # Backward ops: the forward op's path beats the `.backward()` call line.
     bwd_top = np.flatnonzero(is_top & is_backward & (forward >= 0))
@@ -361,7 +370,9 @@ def build_timeline(
     # What is still without a path (autograd work with no forward op, such as AccumulateGrad) takes the
     # torch call that was running on the main Python thread at the time: usually `loss.backward()`.
     if callsites is not None and offset_ok:
-        _join_callsites(shifted, op_tid, mid, is_top & (top_frame < 0), top_frame, top_source, any_thread=True)
+        _join_callsites(
+            shifted, op_tid, mid, is_top & is_backward & (top_frame < 0), top_frame, top_source, any_thread=True
+        )
     op_frame = top_frame[top]
     source_names = np.array(["none", "callsite", "forward", "stack", "containment"])
     op_frame_source = source_names[top_source[top]]
@@ -383,7 +394,7 @@ def build_timeline(
     if len(sc_tid):
         main_scope_tid = int(np.bincount(np.unique(sc_tid, return_inverse=True)[1]).argmax())
         main_tid = int(np.unique(sc_tid)[main_scope_tid])
-        missing = op_scope < 0
+        missing = (op_scope < 0) & is_backward
         op_scope[missing] = scope_nesting.innermost(main_tid, op_start[missing])
 
     # ---- steps
@@ -548,7 +559,17 @@ def build_timeline(
             }
         ),
         "steps": pa.table(
-            {"step": st_number, "start_ns": st_start, "end_ns": st_end, "duration_ns": st_end - st_start}
+            {
+                "step": st_number,
+                "start_ns": st_start,
+                "end_ns": st_end,
+                "duration_ns": st_end - st_start,
+                # A step is complete when tenprof.step() closed it, not the end of profiling; for traces
+                # from elsewhere, torch's schedule closes every recorded step.
+                "complete": st_number < callsites.step_calls
+                if callsites is not None and callsites.step_calls is not None
+                else np.ones(len(st_number), dtype=bool),
+            }
         ),
         "memory": pa.table(
             {
@@ -633,7 +654,7 @@ def _join_python_stacks(
 ) -> None:
     """Traces recorded with `with_stack`: python_function ranges nest into call paths.
 
-    Kineto names a Python function by its first line, not the line of the call; the report says so.
+    Kineto names a Python function by its first line, not the line of the call; the build warns of it.
     """
     p_start, p_end = clock.span(python)
     p_tid = python.ints("tid")
@@ -669,15 +690,22 @@ def _match_sidecar_scopes(
         rows.sort(key=lambda r: int(r[2]))
         by_key[key] = (rows, np.fromiter((int(r[2]) for r in rows), dtype=np.int64, count=len(rows)))
     # tenprof's perf-clock bracket (enter .. exit) contains the trace's range start, up to the clock
-    # offset's error; the first record_function of a run can take milliseconds to enter.
+    # offset's error; of the brackets that do, the one that opened nearest wins (the first
+    # record_function of a run can take milliseconds to enter, later ones microseconds).
     slack_ns = 50_000
     for i, (name, tid, start) in enumerate(zip(names, tids, starts, strict=True)):
         entry = by_key.get((name, int(tid)))
         if entry is None:
             continue
         rows, row_starts = entry
-        j = int(np.searchsorted(row_starts, start + slack_ns, side="right")) - 1
-        if j >= 0 and int(rows[j][3]) + slack_ns >= start:
-            frame[i] = int(rows[j][4])
-            insert[i] = int(rows[j][5])
+        j = int(np.searchsorted(row_starts, start))
+        candidates = [
+            k
+            for k in range(max(j - 2, 0), min(j + 2, len(rows)))
+            if int(rows[k][2]) - slack_ns <= start <= int(rows[k][3]) + slack_ns
+        ]
+        if candidates:
+            best = min(candidates, key=lambda k: abs(int(row_starts[k]) - int(start)))
+            frame[i] = int(rows[best][4])
+            insert[i] = int(rows[best][5])
     return frame, insert

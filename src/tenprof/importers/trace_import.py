@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tenprof import __version__
+from tenprof.errors import TenprofError, TraceFormatError
 from tenprof.importers.callsites import read_callsites
 from tenprof.importers.kineto_reader import TraceStream
 from tenprof.importers.timeline_builder import BuildReport, build_timeline
@@ -19,8 +20,15 @@ from tenprof.store.writer import PassWriter
 def build_pass(writer: PassWriter, trace: Path, callsites: Path | None) -> BuildReport:
     """Stream `trace`, join with `callsites` when given, and write every timeline table."""
     stream = TraceStream(trace)
-    sidecar = read_callsites(callsites) if callsites is not None and callsites.exists() else None
+    sidecar = None
+    problems = []
+    if callsites is not None and callsites.exists():
+        try:
+            sidecar = read_callsites(callsites)
+        except TraceFormatError as exc:  # the trace alone still gives ops, kernels and copies
+            problems.append(f"Python lines are missing: {exc}")
     tables, report = build_timeline(stream.events(), lambda: stream.header.base_time_ns, sidecar)
+    report.warnings[:0] = problems
     report.device_properties = stream.header.device_properties
     for name, table in tables.items():
         writer.write_table(name, table)
@@ -51,11 +59,7 @@ def now_iso() -> str:
 
 def import_trace(trace: Path, out_dir: Path, force: bool) -> Meta:
     """`tenprof import`: a torch.profiler / Kineto trace the user already has -> a profile directory."""
-    from tenprof.errors import TenprofError
-
     if not trace.exists():
-        from tenprof.errors import TraceFormatError
-
         raise TraceFormatError(f"{trace}: no such file")
     prepare_output_dir(out_dir, force)
     meta = Meta(tenprof_version=__version__, created_at=now_iso(), source="import", command=[str(trace)])

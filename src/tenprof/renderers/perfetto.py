@@ -39,7 +39,13 @@ def perfetto_events(profile: Profile) -> Iterator[dict[str, Any]]:
     kernels = profile.table("kernels")
     transfers = profile.table("transfers")
     api = profile.table("api_calls")
-    starts = [t.column("start_ns").to_numpy() for t in (ops, kernels, transfers, api) if t.num_rows]
+    steps_table = profile.table("steps")
+    scopes_table = profile.table("scopes")
+    starts = [
+        t.column("start_ns").to_numpy() for t in (ops, kernels, transfers, api, steps_table, scopes_table) if t.num_rows
+    ]
+    if profile.table("memory").num_rows:
+        starts.append(profile.table("memory").column("ts_ns").to_numpy())
     origin = int(min(s.min() for s in starts)) if starts else 0
 
     def us(ns: int) -> float:

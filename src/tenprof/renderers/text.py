@@ -77,7 +77,8 @@ def render_tally(tally: Tally, console: Console, limit: int | None = 15) -> None
     hidden = len(tally.rows) - len(rows)
     if hidden > 0:
         rest = sum(r.total_ns for r in tally.rows[len(rows) :])
-        table.add_row(f"... {hidden} more", duration(rest), f"{100.0 * rest / tally.total_ns:.2f}%", "", "", "", "")
+        share = 100.0 * rest / tally.total_ns if tally.total_ns else 0.0
+        table.add_row(f"... {hidden} more", duration(rest), f"{share:.2f}%", "", "", "", "")
     table.add_row("[bold]Total[/bold]", duration(tally.total_ns), "100.00%", str(tally.total_calls), "", "", "")
     console.print(table)
 

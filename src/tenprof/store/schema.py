@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 1  # still unreleased; the steps table gained `complete` before any release
 
 
 @dataclass(frozen=True)
@@ -132,6 +132,7 @@ STEPS = _schema(
     Column("start_ns", I64, ""),
     Column("end_ns", I64, ""),
     Column("duration_ns", I64, ""),
+    Column("complete", BOOL, "closed by tenprof.step() or the schedule, not cut by the end of profiling"),
 )
 
 MEMORY = _schema(
