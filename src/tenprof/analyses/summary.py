@@ -44,7 +44,10 @@ class Summary:
     op_count: int
     step_count: int
     step_median_ns: int
-    step_mean_ns: int
+    step_min_ns: int
+    step_max_ns: int
+    steps_window_ns: int
+    steps_gpu_busy_ns: int
     attribution: Attribution
     cut_short: str
     notes: list[str] = field(default_factory=list)
@@ -52,6 +55,10 @@ class Summary:
     @property
     def gpu_busy_percent(self) -> float:
         return 100.0 * self.gpu_busy_ns / self.window_ns if self.window_ns else 0.0
+
+    @property
+    def steps_gpu_busy_percent(self) -> float:
+        return 100.0 * self.steps_gpu_busy_ns / self.steps_window_ns if self.steps_window_ns else 0.0
 
 
 def user_frame_of(profile: Profile) -> np.ndarray:
@@ -78,13 +85,33 @@ def attribution(profile: Profile) -> Attribution:
     return Attribution(int(dur.sum()), int(dur[op >= 0].sum()), int(dur[has_user].sum()))
 
 
-def steps_of(profile: Profile) -> tuple[int, int, int]:
-    """(count, median ns, mean ns) of the complete steps (a step cut by the end of profiling is not)."""
+@dataclass(frozen=True)
+class StepStats:
+    count: int
+    median_ns: int
+    min_ns: int
+    max_ns: int
+    window_ns: int  # total duration of the complete steps
+    gpu_busy_ns: int  # GPU time (kernels and copies, overlaps counted once) inside those steps
+
+
+def step_stats(profile: Profile, starts: np.ndarray, ends: np.ndarray) -> StepStats:
+    """Statistics of the complete steps (a step cut by the end of profiling is not complete), and how
+    busy the GPU was inside them: the whole profiled window also holds set-up such as building the model."""
     steps = profile.table("steps")
-    d = steps.column("duration_ns").to_numpy()[steps.column("complete").to_numpy(zero_copy_only=False)]
+    complete = steps.column("complete").to_numpy(zero_copy_only=False)
+    d = steps.column("duration_ns").to_numpy()[complete]
     if len(d) == 0:
-        return 0, 0, 0
-    return len(d), int(np.median(d)), int(d.mean())
+        return StepStats(0, 0, 0, 0, 0, 0)
+    s_start = steps.column("start_ns").to_numpy()[complete]
+    s_end = steps.column("end_ns").to_numpy()[complete]
+    busy = 0
+    for lo, hi in zip(s_start, s_end, strict=True):
+        clipped_start = np.clip(starts, lo, hi)
+        clipped_end = np.clip(ends, lo, hi)
+        inside = clipped_end > clipped_start
+        busy += union_length(clipped_start[inside], clipped_end[inside])
+    return StepStats(len(d), int(np.median(d)), int(d.min()), int(d.max()), int(d.sum()), busy)
 
 
 def summarize(profile: Profile) -> Summary:
@@ -97,7 +124,7 @@ def summarize(profile: Profile) -> Summary:
     if window <= 0:
         window = _window(profile)
     busy = union_length(starts, ends)
-    count, median, mean = steps_of(profile)
+    steps = step_stats(profile, starts, ends)
     devices = [f"GPU {g.index}: {g.name}" for g in meta.gpus] or ["CPU only (no CUDA device recorded)"]
     versions = ", ".join(
         part
@@ -123,9 +150,12 @@ def summarize(profile: Profile) -> Summary:
         transfer_count=t.num_rows,
         transfer_time_ns=int(t.column("duration_ns").to_numpy().sum()),
         op_count=profile.table("ops").num_rows,
-        step_count=count,
-        step_median_ns=median,
-        step_mean_ns=mean,
+        step_count=steps.count,
+        step_median_ns=steps.median_ns,
+        step_min_ns=steps.min_ns,
+        step_max_ns=steps.max_ns,
+        steps_window_ns=steps.window_ns,
+        steps_gpu_busy_ns=steps.gpu_busy_ns,
         attribution=attribution(profile),
         cut_short=meta.run.cut_short_reason if meta.run.cut_short else "",
         notes=notes,

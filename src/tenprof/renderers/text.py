@@ -33,10 +33,10 @@ def render_summary(summary: Summary, console: Console) -> None:
     else:
         grid.add_row("Profiled", duration(summary.window_ns))
     if summary.kernel_count or summary.transfer_count:
-        grid.add_row(
-            "GPU busy",
-            f"{summary.gpu_busy_percent:.1f}% of the profiled window ({duration(summary.gpu_busy_ns)})",
-        )
+        busy = f"{summary.gpu_busy_percent:.1f}% of the profiled window ({duration(summary.gpu_busy_ns)})"
+        if summary.step_count:
+            busy += f"; {summary.steps_gpu_busy_percent:.1f}% within the {summary.step_count} complete steps"
+        grid.add_row("GPU busy", busy)
         grid.add_row(
             "Kernels",
             f"{summary.kernel_count} launches, {duration(summary.kernel_time_ns)}; "
@@ -51,7 +51,8 @@ def render_summary(summary: Summary, console: Console) -> None:
     if summary.step_count:
         grid.add_row(
             "Steps",
-            f"{summary.step_count}: median {duration(summary.step_median_ns)}, mean {duration(summary.step_mean_ns)}",
+            f"{summary.step_count} complete: median {duration(summary.step_median_ns)} "
+            f"(min {duration(summary.step_min_ns)}, max {duration(summary.step_max_ns)})",
         )
     else:
         grid.add_row("Steps", "none marked (call tenprof.step() once per iteration)")
