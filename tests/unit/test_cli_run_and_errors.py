@@ -69,32 +69,18 @@ def test_script_that_raises_keeps_what_was_recorded(tmp_path: Path, capsys: pyte
 
 
 def test_ctrl_c_stops_the_script_and_saves_the_profile(tmp_path: Path) -> None:
-    marker = tmp_path / "started"
-    job = _script(
+    proc, out, _ = _start(
         tmp_path,
-        f"""
+        """
         import pathlib, time, torch
         x = torch.ones(16)
         for i in range(100000):
             x = x * 1.0001
             if i == 20:
-                pathlib.Path({str(marker)!r}).write_text("go")
+                pathlib.Path(MARKER).write_text("go")
             time.sleep(0.001)
         """,
     )
-    out = tmp_path / "prof"
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tenprof", "run", "-o", str(out), str(job)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.time() + 120
-    while not marker.exists() and time.time() < deadline and proc.poll() is None:
-        time.sleep(0.05)
-    assert marker.exists(), proc.communicate()
     proc.send_signal(signal.SIGINT)  # to tenprof only: it must pass it on to the script's process
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr[-2000:]

@@ -14,7 +14,13 @@ class ViewCommand:
 
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
         add_profile_arguments(parser)
-        parser.add_argument("-m", "--metric", choices=METRICS, default="gpu_time", help="metric to show and sort by")
+        parser.add_argument(
+            "-m",
+            "--metric",
+            choices=METRICS,
+            default=None,
+            help="metric to show and sort by (default: gpu_time, or cpu_time for a profile without GPU work)",
+        )
         parser.add_argument("--depth", type=int, default=None, help="show at most this many levels")
         parser.add_argument(
             "--threshold",
@@ -29,12 +35,13 @@ class ViewCommand:
 
     def run(self, args: argparse.Namespace) -> int:
         profile = open_profile(args)
+        metric = args.metric or ("gpu_time" if profile.has_gpu else "cpu_time")
         tree = build_tree(profile)
         if args.exclude or args.include:
             tree = hide_frames(tree, exclude=args.exclude, include=args.include)
         out = console()
         if args.flat:
-            render_flat(flat(tree, args.metric), out, args.metric, args.limit)
+            render_flat(flat(tree, metric), out, metric, args.limit)
             return 0
-        render_tree(prune(tree, args.metric, args.depth, args.threshold), out, args.metric)
+        render_tree(prune(tree, metric, args.depth, args.threshold), out, metric)
         return 0
