@@ -8,10 +8,13 @@ import sys
 from rich.console import Console
 
 from tenprof.analyses import tally as tallies
+from tenprof.analyses.findings import Thresholds, find_all
 from tenprof.analyses.summary import summarize
-from tenprof.cli.common import add_profile_arguments, console, open_profile
+from tenprof.analyses.temporal import temporal_breakdown
+from tenprof.cli.common import console, open_profile
+from tenprof.errors import UsageError
 from tenprof.renderers.json_report import report_json
-from tenprof.renderers.text import render_summary, render_tally
+from tenprof.renderers.text import render_breakdown, render_findings, render_summary, render_tally
 from tenprof.store.profile import Profile
 
 
@@ -28,8 +31,14 @@ def all_tallies(profile: Profile) -> list[tallies.Tally]:
     return found
 
 
-def print_report(profile: Profile, out: Console, limit: int | None) -> None:
+def print_report(profile: Profile, out: Console, limit: int | None, thresholds: Thresholds | None = None) -> None:
+    """Findings first (most costly first), then the summary, the per-step breakdown and the tallies."""
+    render_findings(find_all(profile, thresholds), out)
     render_summary(summarize(profile), out)
+    breakdown = temporal_breakdown(profile)
+    if breakdown and profile.has_gpu:
+        out.print()
+        render_breakdown(breakdown, out)
     for t in all_tallies(profile):
         if t.rows:
             out.print()
@@ -40,15 +49,31 @@ class ReportCommand:
     """Print the summary and the tallies of a profile (no GPU needed)."""
 
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
-        add_profile_arguments(parser)
+        parser.add_argument("profile", nargs="?", help="profile directory (from tenprof run or tenprof import)")
+        parser.add_argument("--steps", default="", help="only these steps: '2:' (from 2 on), ':3' (before 3), '1,3-5'")
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
         parser.add_argument("--limit", type=int, default=15, help="rows per tally (0: all)")
+        parser.add_argument(
+            "--threshold",
+            action="append",
+            default=[],
+            metavar="NAME=VALUE",
+            help="override a finding's threshold (repeatable); see --list-thresholds",
+        )
+        parser.add_argument("--list-thresholds", action="store_true", help="print the findings' thresholds and exit")
 
     def run(self, args: argparse.Namespace) -> int:
+        if args.list_thresholds:
+            for name, default, doc in Thresholds.describe():
+                print(f"{name} = {default:g}\n    {doc}")
+            return 0
+        if not args.profile:
+            raise UsageError("give a profile directory (tenprof report tenprof-out)")
+        thresholds = Thresholds().with_overrides(args.threshold)
         profile = open_profile(args)
         if args.json:
-            sys.stdout.write(report_json(profile, all_tallies(profile)))
+            sys.stdout.write(report_json(profile, all_tallies(profile), thresholds))
             sys.stdout.write("\n")
             return 0
-        print_report(profile, console(), args.limit or None)
+        print_report(profile, console(), args.limit or None, thresholds)
         return 0

@@ -7,12 +7,14 @@ from typing import Any
 
 import orjson
 
+from tenprof.analyses.findings import Thresholds, find_all
 from tenprof.analyses.summary import summarize
 from tenprof.analyses.tally import Tally
+from tenprof.analyses.temporal import temporal_breakdown
 from tenprof.store.profile import Profile
 
 
-def report_data(profile: Profile, tallies: list[Tally]) -> dict[str, Any]:
+def report_data(profile: Profile, tallies: list[Tally], thresholds: Thresholds | None = None) -> dict[str, Any]:
     summary = summarize(profile)
     data = dataclasses.asdict(summary)
     data["gpu_busy_percent"] = summary.gpu_busy_percent
@@ -20,10 +22,12 @@ def report_data(profile: Profile, tallies: list[Tally]) -> dict[str, Any]:
     data["attribution"]["user_line_percent"] = summary.attribution.user_line_percent
     return {
         "schema_version": profile.meta.schema_version,
+        "findings": [f.model_dump() for f in find_all(profile, thresholds)],
         "summary": data,
+        "steps": [dataclasses.asdict(b) for b in temporal_breakdown(profile)],
         "tallies": [dataclasses.asdict(t) for t in tallies],
     }
 
 
-def report_json(profile: Profile, tallies: list[Tally]) -> str:
-    return orjson.dumps(report_data(profile, tallies), option=orjson.OPT_INDENT_2).decode()
+def report_json(profile: Profile, tallies: list[Tally], thresholds: Thresholds | None = None) -> str:
+    return orjson.dumps(report_data(profile, tallies, thresholds), option=orjson.OPT_INDENT_2).decode()

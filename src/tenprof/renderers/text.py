@@ -11,8 +11,10 @@ from rich.table import Table
 from rich.tree import Tree
 
 from tenprof.analyses.calltree import FlatRow, Node
+from tenprof.analyses.findings import Finding
 from tenprof.analyses.summary import Summary
 from tenprof.analyses.tally import Tally
+from tenprof.analyses.temporal import StepBreakdown
 from tenprof.renderers.units import duration
 
 
@@ -113,4 +115,40 @@ def render_flat(rows: list[FlatRow], console: Console, metric: str, limit: int =
     fmt = (lambda v: str(v)) if metric == "calls" else duration
     for r in rows[:limit]:
         table.add_row(fmt(r.self_value), fmt(r.total_value), r.kind, escape(r.name))
+    console.print(table)
+
+
+def render_findings(findings: list[Finding], console: Console) -> None:
+    """Most costly first; each finding in at most nine lines: title, evidence, lines, why, fix."""
+    if not findings:
+        console.print("[bold]Findings:[/bold] none above their thresholds (tenprof report --list-thresholds)\n")
+        return
+    console.print(f"[bold]Findings[/bold] ({len(findings)}, most costly first)")
+    for number, f in enumerate(findings, 1):
+        console.print(f"[bold]{number}. {escape(f.title)}[/bold]  [dim]{f.id}, costs {duration(f.cost_ns)}[/dim]")
+        for line in f.seen[:4]:
+            console.print(f"   seen: {escape(line)}")
+        if f.where:
+            console.print(f"   where: {escape('; '.join(f.where[:3]))}")
+        console.print(f"   why: {escape(f.why)}", overflow="fold")
+        console.print(f"   fix: {escape(f.fix)}", overflow="fold")
+    console.print()
+
+
+def render_breakdown(rows: list[StepBreakdown], console: Console, limit: int = 12) -> None:
+    table = Table(title="Per step: where the time went (GPU view)", title_justify="left")
+    for col in ("Step", "Duration", "Compute", "Communication", "Transfers", "Idle"):
+        table.add_column(col, justify="right")
+    for r in rows[:limit]:
+        d = r.duration_ns or 1
+        table.add_row(
+            str(r.step),
+            duration(r.duration_ns),
+            *(
+                f"{duration(v)} {100 * v / d:.0f}%"
+                for v in (r.compute_ns, r.communication_ns, r.transfers_ns, r.idle_ns)
+            ),
+        )
+    if len(rows) > limit:
+        table.add_row(f"... {len(rows) - limit} more", "", "", "", "", "")
     console.print(table)

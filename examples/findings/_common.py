@@ -1,0 +1,27 @@
+"""Shared by the findings examples: device choice and the step loop (each example is `--fixed`-able)."""
+
+import argparse
+from collections.abc import Callable
+
+import torch
+
+import tenprof
+
+
+def parse(description: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--fixed", action="store_true", help="run the variant without the problem")
+    parser.add_argument("--steps", type=int, default=6)
+    return parser.parse_args()
+
+
+def device() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def loop(steps: int, step: Callable[[], None]) -> None:
+    for _ in range(steps):
+        step()
+        tenprof.step()
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()

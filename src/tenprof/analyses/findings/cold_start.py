@@ -1,0 +1,66 @@
+"""cold-start: the first step is much slower than the others (lazy module loading, cuBLAS/cuDNN
+handles and heuristics, allocator growth), so a profile or a timing that includes it misleads."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from tenprof.analyses.findings.context import Context
+from tenprof.analyses.findings.model import Finding
+from tenprof.renderers.units import duration
+
+
+def check(ctx: Context) -> list[Finding]:
+    if len(ctx.all_step_start) < 3 or ctx.all_step_numbers[0] < 0:
+        return []
+    d = ctx.all_step_end - ctx.all_step_start
+    first, median_rest = int(d[0]), float(np.median(d[1:]))
+    if median_rest <= 0 or first < ctx.t.cold_start_min_ratio * median_rest:
+        return []
+    lo, hi = int(ctx.all_step_start[0]), int(ctx.all_step_end[0])
+    api = ctx.profile.table("api_calls")
+    a_start = api.column("start_ns").to_numpy()
+    in_first = (a_start >= lo) & (a_start < hi)
+    calls: Counter[str] = Counter()
+    for name, dur in zip(
+        np.array(api.column("name").to_pylist(), dtype=object)[in_first].tolist(),
+        api.column("duration_ns").to_numpy()[in_first].tolist(),
+        strict=True,
+    ):
+        calls[name] += dur
+    starts, _ = ctx.gpu_intervals
+    first_gpu = starts[(starts >= lo) & (starts < hi)]
+    to_first_kernel = int(first_gpu.min() - lo) if len(first_gpu) else hi - lo
+    ops = ctx.profile.table("ops")
+    o_start = ops.column("start_ns").to_numpy()
+    o_in = np.flatnonzero((o_start >= lo) & (o_start < hi))
+    slow = o_in[np.argsort(-ops.column("self_duration_ns").to_numpy()[o_in])][:3]
+    names = ctx.op_names()
+    seen = [
+        f"step {int(ctx.all_step_numbers[0])} took {duration(first)}, {first / median_rest:.1f}x the median "
+        f"{duration(median_rest)} of the other {len(d) - 1}",
+        f"{duration(to_first_kernel)} passed before its first GPU work",
+    ]
+    if calls:
+        seen.append("slowest CUDA calls in it: " + ", ".join(f"{n} {duration(v)}" for n, v in calls.most_common(3)))
+    if len(slow):
+        seen.append(
+            "slowest ops in it: "
+            + ", ".join(f"{names[i]} {duration(int(ops.column('self_duration_ns')[int(i)].as_py()))}" for i in slow)
+        )
+    return [
+        Finding(
+            id="cold-start",
+            title=f"Cold start: the first step took {first / median_rest:.1f}x the median step",
+            cost_ns=int(first - median_rest),
+            seen=seen,
+            where=ctx.where(slow.astype(np.int64)),
+            why="The first step pays one-time costs (CUDA module loading, library handles and autotuning, "
+            "allocator growth). Averages and tallies that include it describe start-up, not the steady state.",
+            fix="Warm up before measuring: record with `tenprof run --schedule wait=1,warmup=1,active=N`, or read "
+            "an existing profile with `tenprof report --steps 1:`.",
+            numbers={"first_step_ns": float(first), "median_step_ns": median_rest, "ratio": first / median_rest},
+        )
+    ]

@@ -1,0 +1,131 @@
+"""What every check needs, computed once: the analysed steps, event arrays, and op -> Python line."""
+
+from __future__ import annotations
+
+from collections import Counter
+from functools import cached_property
+
+import numpy as np
+import numpy.typing as npt
+
+from tenprof.analyses.findings.thresholds import Thresholds
+from tenprof.analyses.summary import user_frame_of
+from tenprof.importers.intervals import take
+from tenprof.store.profile import Profile
+
+I64 = npt.NDArray[np.int64]
+
+
+class Context:
+    """The analysed window: the steady steps, i.e. the complete steps after the first (which also holds
+    everything that ran before the first tenprof.step(), such as building the model; the cold-start
+    check looks at it), or the whole profile when fewer than two steps were marked."""
+
+    def __init__(self, profile: Profile, thresholds: Thresholds) -> None:
+        self.profile = profile
+        self.t = thresholds
+        steps = profile.table("steps")
+        complete = steps.column("complete").to_numpy(zero_copy_only=False)
+        self.step_numbers = steps.column("step").to_numpy()[complete]
+        self.step_start = steps.column("start_ns").to_numpy()[complete]
+        self.step_end = steps.column("end_ns").to_numpy()[complete]
+        if len(self.step_start) == 0:
+            lo, hi = self._span()
+            self.step_numbers = np.array([-1], dtype=np.int64)
+            self.step_start = np.array([lo], dtype=np.int64)
+            self.step_end = np.array([hi], dtype=np.int64)
+        # All complete steps stay available (cold start compares the first with the rest).
+        self.all_step_numbers, self.all_step_start, self.all_step_end = (
+            self.step_numbers,
+            self.step_start,
+            self.step_end,
+        )
+        if len(self.step_start) >= 2:
+            self.step_numbers, self.step_start, self.step_end = (
+                self.step_numbers[1:],
+                self.step_start[1:],
+                self.step_end[1:],
+            )
+        self.step_count = len(self.step_start)
+        self.analysed_ns = int((self.step_end - self.step_start).sum())
+
+    def _span(self) -> tuple[int, int]:
+        lows, highs = [], []
+        for name in ("ops", "kernels", "transfers"):
+            t = self.profile.table(name)
+            if t.num_rows:
+                lows.append(int(t.column("start_ns").to_numpy().min()))
+                highs.append(int(t.column("end_ns").to_numpy().max()))
+        return (min(lows), max(highs)) if lows else (0, 0)
+
+    def step_index(self, times: I64) -> I64:
+        """Index into the analysed steps of the step covering each time, -1 outside them."""
+        pos = np.searchsorted(self.step_start, times, side="right") - 1
+        ok = (pos >= 0) & (times < take(self.step_end, pos, 0))
+        return np.where(ok, pos, -1)
+
+    def in_steps(self, times: I64) -> npt.NDArray[np.bool_]:
+        return self.step_index(times) >= 0
+
+    @cached_property
+    def gpu_intervals(self) -> tuple[I64, I64]:
+        k, t = self.profile.table("kernels"), self.profile.table("transfers")
+        starts = np.concatenate([k.column("start_ns").to_numpy(), t.column("start_ns").to_numpy()])
+        ends = np.concatenate([k.column("end_ns").to_numpy(), t.column("end_ns").to_numpy()])
+        return starts, ends
+
+    @cached_property
+    def op_user_frame(self) -> I64:
+        frame = self.profile.column("ops", "frame_id")
+        return take(user_frame_of(self.profile), frame)
+
+    @cached_property
+    def frame_labels(self) -> list[str]:
+        f = self.profile.table("frames")
+        return [
+            f"{file}:{line}"
+            for file, line in zip(f.column("file").to_pylist(), f.column("line").to_pylist(), strict=True)
+        ]
+
+    def line_of_op(self, op: int) -> str:
+        if op < 0:
+            return "(no op)"
+        frame = int(self.op_user_frame[op])
+        return self.frame_labels[frame] if frame >= 0 else "(no line of yours)"
+
+    def where(self, ops: I64, weights: npt.NDArray[np.int64] | None = None, limit: int = 3) -> list[str]:
+        """The user lines behind some ops, heaviest first (weights default to one per op)."""
+        tally: Counter[str] = Counter()
+        w = np.ones(len(ops), dtype=np.int64) if weights is None else weights
+        for op, weight in zip(ops.tolist(), w.tolist(), strict=True):
+            tally[self.line_of_op(op)] += weight
+        return [line for line, _ in tally.most_common(limit)]
+
+    @cached_property
+    def _op_names(self) -> list[str]:
+        return [str(n) for n in self.profile.table("ops").column("name").to_pylist()]
+
+    @cached_property
+    def _op_parents(self) -> list[int]:
+        return [int(p) for p in self.profile.column("ops", "parent_op_id").tolist()]
+
+    def op_names(self) -> list[str]:
+        return self._op_names
+
+    def ancestors_named(self, op: int, names: set[str], outermost: bool = False) -> str:
+        """The innermost (or outermost) op from `op` up to its top-level op whose name is in `names`, or ''.
+
+        Outermost names the user's call: `.contiguous()` runs aten::contiguous -> aten::clone -> aten::copy_."""
+        all_names, parent = self._op_names, self._op_parents
+        found = ""
+        while op >= 0:
+            if all_names[op] in names:
+                found = all_names[op]
+                if not outermost:
+                    return found
+            op = parent[op]
+        return found
+
+
+def per_step(total: float, ctx: Context) -> float:
+    return total / max(ctx.step_count, 1)

@@ -1,0 +1,69 @@
+"""launch-bound: the GPU waits on the CPU because each kernel is shorter than it takes to launch it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tenprof.analyses.findings.context import Context, per_step
+from tenprof.analyses.findings.model import Finding
+from tenprof.importers.intervals import union_length
+from tenprof.renderers.units import duration
+
+
+def check(ctx: Context) -> list[Finding]:
+    k = ctx.profile.table("kernels")
+    if k.num_rows == 0:
+        return []
+    start = k.column("start_ns").to_numpy()
+    inside = ctx.in_steps(start)
+    if not inside.any():
+        return []
+    dur = k.column("duration_ns").to_numpy()[inside]
+    starts, ends = ctx.gpu_intervals
+    busy = 0
+    for lo, hi in zip(ctx.step_start, ctx.step_end, strict=True):
+        s, e = np.clip(starts, lo, hi), np.clip(ends, lo, hi)
+        busy += union_length(s[e > s], e[e > s])
+    busy_share = busy / ctx.analysed_ns if ctx.analysed_ns else 1.0
+    median_us = float(np.median(dur)) / 1e3
+    if busy_share >= ctx.t.launch_bound_max_gpu_busy or median_us >= ctx.t.launch_bound_max_median_kernel_us:
+        return []
+    api = ctx.profile.table("api_calls")
+    launches = np.array(["Launch" in n for n in api.column("name").to_pylist()], dtype=bool)
+    launches &= ctx.in_steps(api.column("start_ns").to_numpy())
+    launch_cpu_us = float(api.column("duration_ns").to_numpy()[launches].mean()) / 1e3 if launches.any() else 0.0
+    ops = ctx.profile.table("ops")
+    op_in = ctx.in_steps(ops.column("start_ns").to_numpy())
+    cpu_in_ops = int(ops.column("self_duration_ns").to_numpy()[op_in].sum())
+    kernels_per_step = per_step(len(dur), ctx)
+    idle = ctx.analysed_ns - busy
+    k_ops = k.column("op_id").to_numpy()[inside]
+    return [
+        Finding(
+            id="launch-bound",
+            title=f"Launch-bound: the GPU is busy {100 * busy_share:.0f}% of each step; "
+            f"{kernels_per_step:.0f} kernels per step, median {median_us:.1f} us",
+            cost_ns=int(idle),
+            seen=[
+                f"GPU busy {duration(busy)} of {duration(ctx.analysed_ns)} over {ctx.step_count} step(s)",
+                f"{kernels_per_step:.0f} kernels per step; median {median_us:.1f} us, "
+                f"{100 * float((dur < 10_000).mean()):.0f}% under 10 us",
+                f"a kernel launch costs {launch_cpu_us:.1f} us of CPU; CPU time in aten ops "
+                f"{duration(per_step(cpu_in_ops, ctx))} per step vs GPU {duration(per_step(int(dur.sum()), ctx))}",
+            ],
+            where=ctx.where(k_ops),
+            why="Each tiny kernel finishes before the CPU has launched the next one, so the GPU idles between "
+            "them; a faster GPU would not make this step faster. (Profiling slows the CPU side, so the share is "
+            "worse here than un-profiled; the kernel count and sizes are not.)",
+            fix="Give each kernel more work (a larger batch), fuse the small ops (torch.compile), or replay the "
+            "step as a CUDA graph (torch.compile(mode='reduce-overhead') or torch.cuda.graphs) so launches stop "
+            "costing CPU time.",
+            numbers={
+                "gpu_busy_share": busy_share,
+                "kernels_per_step": kernels_per_step,
+                "median_kernel_us": median_us,
+                "launch_cpu_us": launch_cpu_us,
+                "idle_ns": float(idle),
+            },
+        )
+    ]

@@ -1,0 +1,72 @@
+"""Named thresholds of the findings, with their meaning; `--threshold NAME=VALUE` overrides any."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, fields
+
+from tenprof.errors import UsageError
+
+
+@dataclass
+class Thresholds:
+    launch_bound_max_gpu_busy: float = 0.5
+    """launch-bound: fires when the GPU is busy less than this share of the steps ..."""
+    launch_bound_max_median_kernel_us: float = 20.0
+    """... and the median kernel is shorter than this (tiny kernels, so launches dominate)."""
+    idle_min_gap_us: float = 100.0
+    """idle-gaps: a gap on a GPU stream shorter than this is ignored."""
+    idle_min_share: float = 0.1
+    """idle-gaps: fires when gaps of at least idle_min_gap_us add up to this share of the steps."""
+    sync_min_per_step: float = 1.0
+    """sync-in-loop: fires when host-device synchronizations per step reach this."""
+    transfers_min_pageable_bytes_per_step: float = 1 << 20
+    """pageable-transfer: fires when copies from/to pageable host memory move this much per step."""
+    copies_min_share: float = 0.05
+    """hidden-copies: fires when copy kernels under contiguous/to/clone/copy_ take this share of GPU time."""
+    cold_start_min_ratio: float = 2.0
+    """cold-start: fires when the first step takes this many times the median of the others."""
+    variance_max_cv: float = 0.25
+    """variance: fires when one kernel with one launch shape has a coefficient of variation above this ..."""
+    variance_min_share: float = 0.01
+    """... and it accounts for at least this share of kernel time."""
+
+    @classmethod
+    def describe(cls) -> list[tuple[str, float, str]]:
+        docs = _docs(cls)
+        return [(_public(f.name), float(f.default), docs.get(f.name, "")) for f in fields(cls)]  # type: ignore[arg-type]
+
+    def with_overrides(self, pairs: list[str]) -> Thresholds:
+        known = {_public(f.name): f.name for f in fields(self)}
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        for pair in pairs:
+            name, _, value = pair.partition("=")
+            if name.strip() not in known:
+                raise UsageError(f"unknown threshold {name!r}; `tenprof report --list-thresholds` lists them")
+            try:
+                values[known[name.strip()]] = float(value)
+            except ValueError as exc:
+                raise UsageError(f"threshold {name} needs a number, got {value!r}") from exc
+        return Thresholds(**values)
+
+
+def _public(field_name: str) -> str:
+    """launch_bound_max_gpu_busy -> launch_bound.max_gpu_busy (check name, then the threshold)."""
+    for check in ("launch_bound", "idle", "sync", "transfers", "copies", "cold_start", "variance"):
+        if field_name.startswith(check + "_"):
+            return f"{check}.{field_name[len(check) + 1 :]}"
+    return field_name
+
+
+def _docs(cls: type) -> dict[str, str]:
+    """The docstring under each field (dataclass fields keep none, so read them from the source)."""
+    import ast
+    import inspect
+
+    tree = ast.parse(inspect.getsource(cls))
+    body = tree.body[0].body  # type: ignore[attr-defined]
+    docs: dict[str, str] = {}
+    for node, nxt in itertools.pairwise(body):
+        if isinstance(node, ast.AnnAssign) and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant):
+            docs[node.target.id] = str(nxt.value.value)  # type: ignore[union-attr]
+    return docs

@@ -1,0 +1,63 @@
+"""variance: the same kernel with the same launch shape timing differently from step to step (clocks,
+thermals, contention, data-dependent work), reported with its distribution so a lone mean is not trusted."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tenprof.analyses.findings.context import Context
+from tenprof.analyses.findings.model import Finding
+from tenprof.renderers.units import duration
+
+
+def check(ctx: Context) -> list[Finding]:
+    k = ctx.profile.table("kernels")
+    if k.num_rows == 0:
+        return []
+    step = ctx.step_index(k.column("start_ns").to_numpy())
+    keep = step >= 0
+    if not keep.any():
+        return []
+    dur = k.column("duration_ns").to_numpy()[keep]
+    names = np.array(k.column("name").to_pylist(), dtype=object)[keep]
+    shape = np.stack(
+        [k.column(c).to_numpy()[keep] for c in ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")], axis=1
+    )
+    total = int(dur.sum())
+    groups: dict[tuple[object, ...], list[int]] = {}
+    for i, (name, sh) in enumerate(zip(names.tolist(), map(tuple, shape.tolist()), strict=True)):
+        groups.setdefault((name, *sh), []).append(i)
+    noisy = []
+    for key, members in groups.items():
+        if len(members) < 5:
+            continue
+        d = dur[members].astype(np.float64)
+        cv = float(d.std() / d.mean()) if d.mean() > 0 else 0.0
+        if cv > ctx.t.variance_max_cv and d.sum() >= ctx.t.variance_min_share * total:
+            excess = float(np.clip(d - np.median(d), 0, None).sum())
+            noisy.append((excess, cv, key, d))
+    if not noisy:
+        return []
+    noisy.sort(key=lambda x: -x[0])
+    excess, cv, key, d = noisy[0]
+    p10, p50, p90 = np.percentile(d, [10, 50, 90])
+    name = str(key[0])
+    short = name if len(name) <= 70 else name[:67] + "..."
+    return [
+        Finding(
+            id="variance",
+            title=f"{short} varies {100 * cv:.0f}% (coefficient of variation) across {len(d)} launches of one shape",
+            cost_ns=int(sum(n[0] for n in noisy)),
+            seen=[
+                f"grid {key[1:4]}, block {key[4:7]}: p10 {duration(p10)}, median {duration(p50)}, "
+                f"p90 {duration(p90)}, max {duration(d.max())}",
+                f"{len(noisy)} kernel shape(s) vary more than {100 * ctx.t.variance_max_cv:.0f}%",
+            ],
+            where=[],
+            why="When identical launches take different times, a mean or a single measurement misleads; the cause "
+            "is outside the kernel (clocks, temperature, other work on the GPU, data-dependent work or caching).",
+            fix="Compare medians and percentiles over several steps, not one run's mean; check clocks and other "
+            "processes on the GPU (nvidia-smi), and whether the input data changes the work done.",
+            numbers={"cv": cv, "launches": float(len(d)), "p50_ns": float(p50), "p90_ns": float(p90)},
+        )
+    ]
