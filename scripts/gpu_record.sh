@@ -34,13 +34,18 @@ while [ $# -gt 0 ]; do
     record mlp examples/small_mlp.py --steps 5 --warmup 2
     ;;
   findings)  # a workload that triggers each finding and a fixed variant (tests/data/finding_*)
-    for f in launch_bound host_gaps sync_in_loop pageable_copy hidden_copies variance; do
+    for f in launch_bound host_gaps sync_in_loop pageable_copy hidden_copies variance recompile; do
       record "finding_${f}" examples/findings/$f.py
       record "finding_${f}_fixed" examples/findings/$f.py --fixed
     done
     ( cd "$REPO" && tenprof run --verify --quiet -o "$WORK/prof/finding_cold_start" examples/matmul_add.py --size 4096 --steps 6 ) > "$WORK/logs/finding_cold_start.log" 2>&1
     ( cd "$REPO" && tenprof run --verify --quiet --schedule wait=2,warmup=1,active=5 -o "$WORK/prof/finding_cold_start_fixed" examples/matmul_add.py --size 4096 --steps 10 ) > "$WORK/logs/finding_cold_start_fixed.log" 2>&1
     for d in "$WORK"/prof/finding_*; do tenprof report "$d" --limit 3 2>&1 | grep -E "^[0-9]+\. |^Findings" | sed "s|^|$(basename "$d"): |"; done
+    ;;
+  compile)  # only the torch.compile pair
+    record finding_recompile examples/findings/recompile.py
+    record finding_recompile_fixed examples/findings/recompile.py --fixed
+    for d in "$WORK"/prof/finding_*; do tenprof report "$d" --limit 3 2>&1 | grep -E "^[0-9]+\. |^Findings|seen" | sed "s|^|$(basename "$d"): |"; done
     ;;
   overhead)
     repeats=${1:-1}; shift

@@ -62,6 +62,9 @@ def _is_plain_attribute(func: Any) -> bool:
     return getattr(owner, "__name__", "") not in _VIEW_ATTRIBUTES
 
 
+_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
+
+
 class FrameInterner:
     """Call paths -> ids of nodes in a frame tree (the `frames` table)."""
 
@@ -135,7 +138,9 @@ class CallsiteRecorder(TorchFunctionMode):
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         if kwargs is None:
             kwargs = {}
-        if func in _NO_WORK or _is_plain_attribute(func):
+        # While torch.compile traces, pass straight through: Dynamo folds is_compiling() to True, so none
+        # of tenprof's bookkeeping is traced, guarded on, or a cause of recompilation.
+        if _is_compiling() or func in _NO_WORK or _is_plain_attribute(func):
             return func(*args, **kwargs)
         frame_id = self.interner.path_id(sys._getframe(1))
         start = time.perf_counter_ns()

@@ -8,7 +8,7 @@ import sys
 from rich.console import Console
 
 from tenprof.analyses import tally as tallies
-from tenprof.analyses.findings import Thresholds, find_all
+from tenprof.analyses.findings import Thresholds, find_all, not_judged
 from tenprof.analyses.summary import summarize
 from tenprof.analyses.temporal import temporal_breakdown
 from tenprof.cli.common import console, open_profile
@@ -33,7 +33,7 @@ def all_tallies(profile: Profile) -> list[tallies.Tally]:
 
 def print_report(profile: Profile, out: Console, limit: int | None, thresholds: Thresholds | None = None) -> None:
     """Findings first (most costly first), then the summary, the per-step breakdown and the tallies."""
-    render_findings(find_all(profile, thresholds), out)
+    render_findings(find_all(profile, thresholds), out, not_judged(profile))
     render_summary(summarize(profile), out)
     breakdown = temporal_breakdown(profile)
     if breakdown and profile.has_gpu:

@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from tenprof.analyses.findings import Thresholds, find_all
+from tenprof.analyses.findings import Thresholds, find_all, not_judged
 from tenprof.analyses.summary import summarize
 from tenprof.analyses.tally import Tally
 from tenprof.analyses.temporal import temporal_breakdown
@@ -23,6 +23,7 @@ def report_data(profile: Profile, tallies: list[Tally], thresholds: Thresholds |
     return {
         "schema_version": profile.meta.schema_version,
         "findings": [f.model_dump() for f in find_all(profile, thresholds)],
+        "not_judged": not_judged(profile),
         "summary": data,
         "steps": [dataclasses.asdict(b) for b in temporal_breakdown(profile)],
         "tallies": [dataclasses.asdict(t) for t in tallies],

@@ -118,15 +118,17 @@ def render_flat(rows: list[FlatRow], console: Console, metric: str, limit: int =
     console.print(table)
 
 
-def render_findings(findings: list[Finding], console: Console) -> None:
-    """Most costly first; each finding in at most nine lines: title, evidence, lines, why, fix."""
+def render_findings(findings: list[Finding], console: Console, not_judged: list[str] | None = None) -> None:
+    """Most costly first; each finding in under ten lines: title, three of evidence, lines, why, fix."""
+    for note in not_judged or []:
+        console.print(f"[yellow]Not judged:[/yellow] {escape(note)}")
     if not findings:
         console.print("[bold]Findings:[/bold] none above their thresholds (tenprof report --list-thresholds)\n")
         return
     console.print(f"[bold]Findings[/bold] ({len(findings)}, most costly first)")
     for number, f in enumerate(findings, 1):
         console.print(f"[bold]{number}. {escape(f.title)}[/bold]  [dim]{f.id}, costs {duration(f.cost_ns)}[/dim]")
-        for line in f.seen[:4]:
+        for line in f.seen[:3]:
             console.print(f"   seen: {escape(line)}")
         if f.where:
             console.print(f"   where: {escape('; '.join(f.where[:3]))}")

@@ -15,14 +15,36 @@ from tenprof.store.profile import Profile
 
 def find_all(profile: Profile, thresholds: Thresholds | None = None) -> list[Finding]:
     """Every finding the profile supports, most costly first."""
-    from tenprof.analyses.findings import cold_start, copies, idle, launch_bound, syncs, transfers, variance
+    from tenprof.analyses.findings import cold_start, compiled, copies, idle, launch_bound, syncs, transfers, variance
 
     ctx = Context(profile, thresholds or Thresholds())
     found: list[Finding] = []
-    for module in (launch_bound, idle, syncs, transfers, copies, cold_start, variance):
+    for module in (launch_bound, idle, syncs, transfers, copies, cold_start, variance, compiled):
         found.extend(module.check(ctx))
     found.sort(key=lambda f: (-f.cost_ns, f.id))
     return found
 
 
-__all__ = ["Finding", "Thresholds", "find_all"]
+def not_judged(profile: Profile) -> list[str]:
+    """What the findings could not judge with this profile, and why (an imported trace may lack a lot)."""
+    ctx = Context(profile, Thresholds())
+    notes = []
+    if not profile.has_gpu:
+        notes.append("no GPU activity was recorded, so none of the GPU findings could be judged")
+    if ctx.step_numbers[0] < 0:
+        notes.append(
+            "no steps were marked (tenprof.step() or a torch.profiler schedule): everything was judged "
+            "as one step, and cold start could not be judged"
+        )
+    ops = profile.table("ops")
+    if ops.num_rows and (profile.column("ops", "frame_id") < 0).all():
+        notes.append(
+            "the profile has no Python call paths (a trace recorded without tenprof and without "
+            "with_stack), so findings cannot name your lines"
+        )
+    if ops.num_rows and not any(ops.column("input_shapes").to_pylist()):
+        notes.append("no input shapes were recorded (record_shapes off), so copy sizes could not be estimated")
+    return notes
+
+
+__all__ = ["Finding", "Thresholds", "find_all", "not_judged"]

@@ -38,11 +38,14 @@ def check(ctx: Context) -> list[Finding]:
     o_in = np.flatnonzero((o_start >= lo) & (o_start < hi))
     slow = o_in[np.argsort(-ops.column("self_duration_ns").to_numpy()[o_in])][:3]
     names = ctx.op_names()
+    scope_gap = _slowest_scope_start(ctx, lo, hi, o_start, ops.column("thread_id").to_numpy())
     seen = [
         f"step {int(ctx.all_step_numbers[0])} took {duration(first)}, {first / median_rest:.1f}x the median "
         f"{duration(median_rest)} of the other {len(d) - 1}",
         f"{duration(to_first_kernel)} passed before its first GPU work",
     ]
+    if scope_gap:
+        seen.append(scope_gap)
     if calls:
         seen.append("slowest CUDA calls in it: " + ", ".join(f"{n} {duration(v)}" for n, v in calls.most_common(3)))
     if len(slow):
@@ -64,3 +67,24 @@ def check(ctx: Context) -> list[Finding]:
             numbers={"first_step_ns": float(first), "median_step_ns": median_rest, "ratio": first / median_rest},
         )
     ]
+
+
+def _slowest_scope_start(ctx: Context, lo: int, hi: int, op_start: np.ndarray, op_thread: np.ndarray) -> str:
+    """The scope of the first step that waited longest between opening and its first op."""
+    scopes = ctx.profile.table("scopes")
+    worst = (0, "")
+    for name, tid, start, end in zip(
+        scopes.column("name").to_pylist(),
+        scopes.column("thread_id").to_pylist(),
+        scopes.column("start_ns").to_pylist(),
+        scopes.column("end_ns").to_pylist(),
+        strict=True,
+    ):
+        if not lo <= start < hi:
+            continue
+        mine = op_start[(op_thread == tid) & (op_start >= start) & (op_start < end)]
+        if len(mine) and int(mine.min()) - start > worst[0]:
+            worst = (int(mine.min()) - start, name)
+    if worst[0] < 1_000_000:  # under a millisecond is not worth a line
+        return ""
+    return f"scope {worst[1]!r} waited {duration(worst[0])} between opening and its first op"

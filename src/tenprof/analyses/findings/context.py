@@ -68,6 +68,22 @@ class Context:
         return self.step_index(times) >= 0
 
     @cached_property
+    def kernel_launch_ns(self) -> I64:
+        """When each kernel was launched (its API call's start); GPU work of a busy queue runs long after,
+        so kernels are assigned to the step that launched them, not the one their GPU time falls in."""
+        k = self.profile.table("kernels")
+        api_start = self.profile.column("api_calls", "start_ns")
+        launched = take(api_start, k.column("api_call_id").to_numpy(), -1)
+        return np.where(launched >= 0, launched, k.column("start_ns").to_numpy())
+
+    @cached_property
+    def transfer_issue_ns(self) -> I64:
+        """When each copy was issued: the start of the op that issued it, else the copy's own start."""
+        t = self.profile.table("transfers")
+        issued = take(self.profile.column("ops", "start_ns"), t.column("op_id").to_numpy(), -1)
+        return np.where(issued >= 0, issued, t.column("start_ns").to_numpy())
+
+    @cached_property
     def gpu_intervals(self) -> tuple[I64, I64]:
         k, t = self.profile.table("kernels"), self.profile.table("transfers")
         starts = np.concatenate([k.column("start_ns").to_numpy(), t.column("start_ns").to_numpy()])

@@ -17,6 +17,7 @@ CAUSES = {
     "aten::_to_copy": "a dtype cast (.to(dtype) / .float() / .half())",
     "aten::clone": ".clone()",
     "aten::reshape": "reshape of a non-contiguous tensor",
+    "aten::addmm": "addmm copying its bias into the output before the GEMM",
 }
 DTYPE_BYTES = {
     "float": 4,
@@ -49,7 +50,7 @@ def check(ctx: Context) -> list[Finding]:
     k = ctx.profile.table("kernels")
     if k.num_rows == 0:
         return []
-    inside = ctx.in_steps(k.column("start_ns").to_numpy())
+    inside = ctx.in_steps(ctx.kernel_launch_ns)
     k_dur = k.column("duration_ns").to_numpy()
     gpu_time = int(k_dur[inside].sum())
     names = ctx.op_names()

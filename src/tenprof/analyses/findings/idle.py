@@ -85,7 +85,7 @@ def check(ctx: Context) -> list[Finding]:
             title=f"GPU idle {100 * total / ctx.analysed_ns:.0f}% of the steps in gaps, mostly {main_kind}",
             cost_ns=int(total),
             seen=seen,
-            where=[ctx.line_of_op(after) for _, _, _, after in gaps[:3]],
+            where=list(dict.fromkeys(ctx.line_of_op(after) for _, _, _, after in gaps))[:3],
             why="While a stream has no work queued, the GPU does nothing; the time shows up in every step.",
             fix=fix,
             numbers={"idle_ns": float(total), **{k.replace(" ", "_") + "_ns": float(v) for k, v in by_kind.items()}},

@@ -14,8 +14,7 @@ def check(ctx: Context) -> list[Finding]:
     k = ctx.profile.table("kernels")
     if k.num_rows == 0:
         return []
-    start = k.column("start_ns").to_numpy()
-    inside = ctx.in_steps(start)
+    inside = ctx.in_steps(ctx.kernel_launch_ns)
     if not inside.any():
         return []
     dur = k.column("duration_ns").to_numpy()[inside]

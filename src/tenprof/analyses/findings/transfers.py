@@ -31,7 +31,7 @@ def check(ctx: Context) -> list[Finding]:
             for s, d in zip(t.column("src_memory").to_pylist(), t.column("dst_memory").to_pylist(), strict=True)
         ],
         dtype=bool,
-    ) & ctx.in_steps(start)
+    ) & ctx.in_steps(ctx.transfer_issue_ns)
     moved = int(t.column("bytes").to_numpy()[pageable].sum())
     if not pageable.any() or per_step(moved, ctx) < ctx.t.transfers_min_pageable_bytes_per_step:
         return []

@@ -14,7 +14,7 @@ def check(ctx: Context) -> list[Finding]:
     k = ctx.profile.table("kernels")
     if k.num_rows == 0:
         return []
-    step = ctx.step_index(k.column("start_ns").to_numpy())
+    step = ctx.step_index(ctx.kernel_launch_ns)
     keep = step >= 0
     if not keep.any():
         return []

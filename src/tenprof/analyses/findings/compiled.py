@@ -1,0 +1,106 @@
+"""torch-compile: compiled regions seen in the steps, Dynamo's cache-lookup cost per call, compilation
+inside the steady-state steps (recompilations), graph breaks (several compiled frames per call), and
+regions whose CPU cost exceeds the GPU work they launch (tiny graphs)."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+import numpy as np
+
+from tenprof.analyses.findings.context import Context, per_step
+from tenprof.analyses.findings.model import Finding
+from tenprof.renderers.units import duration
+
+_REGION = re.compile(r"^Torch-Compiled Region: (\d+)/(\d+)$")
+
+
+def check(ctx: Context) -> list[Finding]:
+    ops = ctx.profile.table("ops")
+    names = ctx.op_names()
+    start = ops.column("start_ns").to_numpy()
+    inside = ctx.in_steps(start)
+    duration_ns = ops.column("duration_ns").to_numpy()
+    regions: dict[int, set[int]] = defaultdict(set)
+    region_ops: list[int] = []
+    lookups: list[int] = []
+    compile_ns = 0
+    compile_ops: list[int] = []
+    for i in np.flatnonzero(inside).tolist():
+        name = names[i]
+        match = _REGION.match(name)
+        if match:
+            regions[int(match.group(1))].add(int(match.group(2)))
+            region_ops.append(i)
+        elif name == "TorchDynamo Cache Lookup":
+            lookups.append(i)
+        elif name == "entire_frame_compile":  # one per compilation of a frame
+            compile_ns += int(duration_ns[i])
+            compile_ops.append(i)
+    if not region_ops and not compile_ops:
+        return []
+    recompiles = len(compile_ops)
+    k = ctx.profile.table("kernels")
+    k_top = ctx.profile.column("ops", "top_op_id")[np.clip(k.column("op_id").to_numpy(), 0, None)]
+    k_top = np.where(k.column("op_id").to_numpy() >= 0, k_top, -1)
+    gpu_by_top = np.bincount(
+        k_top[k_top >= 0], weights=k.column("duration_ns").to_numpy()[k_top >= 0], minlength=len(names)
+    )
+    region_arr = np.asarray(region_ops, dtype=np.int64)
+    cpu = int(duration_ns[region_arr].sum()) if len(region_arr) else 0
+    gpu = int(gpu_by_top[region_arr].sum()) if len(region_arr) else 0
+    lookup_us = float(duration_ns[lookups].mean()) / 1e3 if lookups else 0.0
+    frames_per_step = per_step(len(region_ops), ctx)
+    tiny = ctx.profile.has_gpu and len(region_arr) > 0 and cpu > 2 * gpu
+    if not (compile_ns or recompiles or tiny):
+        return []
+    seen = [
+        f"{len(regions)} compiled frame(s), {frames_per_step:.1f} compiled-region calls per step; "
+        f"Dynamo cache lookup {lookup_us:.1f} us per call",
+    ]
+    if compile_ns or recompiles:
+        seen.append(f"{recompiles} compilation(s) inside the steady steps, {duration(compile_ns)} in all")
+    if len(region_arr):
+        seen.append(f"compiled regions: {duration(cpu)} on the CPU launching {duration(gpu)} of GPU work")
+    if len(regions) > 1:
+        seen.append(f"frames {sorted(regions)} ran: several compiled frames usually mean graph breaks")
+    why = (
+        "Compiling inside the loop stalls every step it happens in, and a recompilation means a guard failed "
+        "(a new shape, dtype or Python value)."
+        if compile_ns or recompiles
+        else "The compiled region costs more CPU time (guards, cache lookup, launch) than the GPU work it runs; "
+        "for graphs this small, eager or CUDA graphs are faster."
+    )
+    fix = (
+        "Keep shapes and Python values that reach the compiled function stable, mark varying dimensions "
+        "dynamic (torch._dynamo.mark_dynamic or dynamic=True), and warm up before the timed loop; "
+        "TORCH_LOGS=recompiles names the failing guard."
+        if compile_ns or recompiles
+        else "Compile a larger piece of the model, or use mode='reduce-overhead' (CUDA graphs) so the CPU "
+        "cost is paid once per step, not per region."
+    )
+    return [
+        Finding(
+            id="torch-compile",
+            title=(
+                f"torch.compile compiled {recompiles} time(s) inside the steady steps ({duration(compile_ns)})"
+                if compile_ns or recompiles
+                else f"Compiled regions cost {duration(per_step(cpu, ctx))} CPU per step for "
+                f"{duration(per_step(gpu, ctx))} of GPU work"
+            ),
+            cost_ns=int(compile_ns + (max(cpu - gpu, 0) if tiny else 0)),
+            seen=seen,
+            where=ctx.where(np.asarray(compile_ops or region_ops, dtype=np.int64)),
+            why=why,
+            fix=fix,
+            numbers={
+                "recompiles": float(recompiles),
+                "compile_ns": float(compile_ns),
+                "lookup_us": lookup_us,
+                "region_cpu_ns": float(cpu),
+                "region_gpu_ns": float(gpu),
+                "frames": float(len(regions)),
+            },
+        )
+    ]

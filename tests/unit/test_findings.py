@@ -1,0 +1,186 @@
+"""Each finding fires on the GPU recording of its trigger workload and not on the fixed variant, and
+the numbers it reports agree with the events (recordings: tests/data/finding_*, made by
+`bash scripts/gpu_record.sh findings`)."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import orjson
+import pytest
+from rich.console import Console
+
+from tenprof.analyses.findings import Finding, Thresholds, find_all
+from tenprof.analyses.findings.context import Context
+from tenprof.analyses.temporal import temporal_breakdown
+from tenprof.cli.main import main
+from tenprof.renderers.text import render_findings
+from tenprof.store.profile import Profile
+from tests.conftest import DATA
+
+PAIRS = [
+    ("launch-bound", "finding_launch_bound"),
+    ("idle-gaps", "finding_host_gaps"),
+    ("sync-in-loop", "finding_sync_in_loop"),
+    ("pageable-transfer", "finding_pageable_copy"),
+    ("hidden-copies", "finding_hidden_copies"),
+    ("cold-start", "finding_cold_start"),
+    ("variance", "finding_variance"),
+]
+MiB = 1 << 20
+
+
+def _one(profile: Profile, finding_id: str) -> Finding | None:
+    found = [f for f in find_all(profile) if f.id == finding_id]
+    assert len(found) <= 1
+    return found[0] if found else None
+
+
+@pytest.mark.parametrize("finding_id, case", PAIRS)
+def test_fires_on_the_trigger_and_not_on_the_fix(rebuilt: dict[str, Profile], finding_id: str, case: str) -> None:
+    bad = _one(rebuilt[case], finding_id)
+    assert bad is not None, [f.id for f in find_all(rebuilt[case])]
+    assert bad.cost_ns >= 0 and bad.seen and bad.why and bad.fix
+    assert _one(rebuilt[case + "_fixed"], finding_id) is None
+
+
+def _steady_steps(profile: Profile) -> tuple[np.ndarray, np.ndarray]:
+    steps = profile.table("steps")
+    keep = steps.column("complete").to_numpy(zero_copy_only=False)
+    return steps.column("start_ns").to_numpy()[keep][1:], steps.column("end_ns").to_numpy()[keep][1:]
+
+
+def _inside(times: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    return ((times[:, None] >= lo[None, :]) & (times[:, None] < hi[None, :])).any(axis=1)
+
+
+def test_sync_numbers_match_the_api_calls(rebuilt: dict[str, Profile]) -> None:
+    profile = rebuilt["finding_sync_in_loop"]
+    f = _one(profile, "sync-in-loop")
+    assert f is not None
+    lo, hi = _steady_steps(profile)
+    api = profile.table("api_calls")
+    is_sync = np.isin(api.column("name").to_pylist(), ["cudaStreamSynchronize", "cudaDeviceSynchronize"])
+    expected = int((is_sync & _inside(api.column("start_ns").to_numpy(), lo, hi)).sum())
+    assert expected == len(lo)  # one .item() per step
+    assert f.numbers["syncs_per_step"] == expected / len(lo)
+    line = next(
+        i + 1
+        for i, t in enumerate((DATA.parent.parent / "examples/findings/sync_in_loop.py").read_text().splitlines())
+        if "loss.item()" in t
+    )
+    assert f.where[0].endswith(f"sync_in_loop.py:{line}")
+    assert any(".item()" in s for s in f.seen)
+
+
+def test_pageable_bytes_are_the_batch_size(rebuilt: dict[str, Profile]) -> None:
+    f = _one(rebuilt["finding_pageable_copy"], "pageable-transfer")
+    assert f is not None
+    assert f.numbers["bytes_per_step"] == 4096 * 4096 * 4  # the 64 MiB float32 batch, once per step
+    assert f.numbers["exposed_ns"] > 0 and f.where[0].endswith("pageable_copy.py:15")
+
+
+def test_hidden_copy_bytes_and_causes(rebuilt: dict[str, Profile]) -> None:
+    profile = rebuilt["finding_hidden_copies"]
+    f = _one(profile, "hidden-copies")
+    assert f is not None
+    # per step: w.t().contiguous() reads+writes 2 x 256 MiB, its bf16 cast 256 + 128 MiB, x's cast 32 + 16 MiB
+    steps = len(_steady_steps(profile)[0])
+    assert f.numbers["bytes"] == steps * (512 + 384 + 48) * MiB
+    text = " ".join(f.seen)
+    assert ".contiguous()" in text and "dtype cast" in text
+    assert f.where[0].endswith("hidden_copies.py:18")
+    assert f.numbers["share_of_gpu"] > 0.5
+
+
+def test_launch_bound_numbers(rebuilt: dict[str, Profile]) -> None:
+    profile = rebuilt["finding_launch_bound"]
+    f = _one(profile, "launch-bound")
+    assert f is not None
+    lo, hi = _steady_steps(profile)
+    ctx = Context(profile, Thresholds())
+    launched = _inside(ctx.kernel_launch_ns, lo, hi)
+    dur = profile.column("kernels", "duration_ns")[launched]
+    assert f.numbers["kernels_per_step"] == launched.sum() / len(lo)
+    assert f.numbers["median_kernel_us"] == pytest.approx(float(np.median(dur)) / 1e3)
+    assert f.numbers["gpu_busy_share"] < 0.5
+
+
+def test_idle_gaps_are_the_host_work(rebuilt: dict[str, Profile]) -> None:
+    profile = rebuilt["finding_host_gaps"]
+    f = _one(profile, "idle-gaps")
+    assert f is not None
+    steps = len(_steady_steps(profile)[0])
+    # each step sleeps 5 ms on the host while the GPU has finished its work
+    assert f.numbers["host_not_launching_work_ns"] >= steps * 4.0e6
+    assert "host not launching work" in f.title
+
+
+def test_cold_start_ratio(rebuilt: dict[str, Profile]) -> None:
+    profile = rebuilt["finding_cold_start"]
+    f = _one(profile, "cold-start")
+    assert f is not None
+    d = profile.column("steps", "duration_ns")[profile.table("steps").column("complete").to_numpy(zero_copy_only=False)]
+    assert f.numbers["ratio"] == pytest.approx(d[0] / np.median(d[1:]))
+    assert "--schedule" in f.fix
+
+
+def test_variance_distribution(rebuilt: dict[str, Profile]) -> None:
+    profile = rebuilt["finding_variance"]
+    f = _one(profile, "variance")
+    assert f is not None
+    lo, hi = _steady_steps(profile)
+    ctx = Context(profile, Thresholds())
+    names = np.array(profile.table("kernels").column("name").to_pylist(), dtype=object)
+    chosen = _inside(ctx.kernel_launch_ns, lo, hi) & np.array(["indexFunc" in n for n in names])
+    d = profile.column("kernels", "duration_ns")[chosen].astype(float)
+    assert f.numbers["launches"] == len(d) == 4 * len(lo)
+    assert f.numbers["cv"] == pytest.approx(d.std() / d.mean())
+    assert f.numbers["p90_ns"] == pytest.approx(np.percentile(d, 90))
+
+
+def test_clean_gpt2_only_has_explained_findings(rebuilt: dict[str, Profile]) -> None:
+    """GPT-2 small at batch 8 on an H200 in eager mode: a cold first step (model build, library init),
+    ~1100 kernels per step with a median of 8 us (launch-bound, worse under profiling), autocast
+    re-casting fp32 weights to bf16 each step (hidden copies), spread in GEMM times; no syncs or
+    pageable copies inside the steps."""
+    ids = {f.id for f in find_all(rebuilt["gpt2"])}
+    assert ids <= {"cold-start", "launch-bound", "idle-gaps", "hidden-copies", "variance"}
+    assert "sync-in-loop" not in ids and "pageable-transfer" not in ids
+    copies = _one(rebuilt["gpt2"], "hidden-copies")
+    assert copies is not None and any("dtype cast" in s for s in copies.seen)
+
+
+def test_thresholds_are_overridable(rebuilt: dict[str, Profile], capsys: pytest.CaptureFixture[str]) -> None:
+    profile = rebuilt["finding_sync_in_loop"]
+    assert _one(profile, "sync-in-loop") is not None
+    raised = Thresholds().with_overrides(["sync.min_per_step=2"])
+    assert not [f for f in find_all(profile, raised) if f.id == "sync-in-loop"]
+    assert main(["report", "--list-thresholds"]) == 0
+    listed = capsys.readouterr().out
+    assert "sync.min_per_step = 1" in listed and "launch_bound.max_gpu_busy = 0.5" in listed
+    assert main(["report", str(DATA / "mlp"), "--threshold", "nope=1"]) == 2
+
+
+def test_terminal_layout_and_json(rebuilt: dict[str, Profile], capsys: pytest.CaptureFixture[str]) -> None:
+    for case in ("gpt2", "finding_hidden_copies", "finding_launch_bound"):
+        findings = find_all(rebuilt[case])
+        assert [f.cost_ns for f in findings] == sorted((f.cost_ns for f in findings), reverse=True)
+        buffer = io.StringIO()
+        render_findings(findings, Console(file=buffer, width=150, color_system=None))
+        blocks = buffer.getvalue().rstrip("\n").split("\n")[1:]
+        starts = [i for i, line in enumerate(blocks) if line[:1].isdigit()]
+        for a, b in zip(starts, [*starts[1:], len(blocks)], strict=True):
+            assert b - a <= 10, blocks[a:b]
+    assert main(["report", str(DATA / "finding_pageable_copy"), "--json"]) == 0
+    data = orjson.loads(capsys.readouterr().out)
+    assert data["findings"][0].keys() >= {"id", "title", "cost_ns", "seen", "where", "why", "fix", "numbers"}
+
+
+def test_temporal_breakdown_sums_to_the_step(rebuilt: dict[str, Profile]) -> None:
+    rows = temporal_breakdown(rebuilt["gpt2"])
+    assert len(rows) == 3
+    for r in rows:
+        assert r.compute_ns + r.communication_ns + r.transfers_ns + r.idle_ns == r.duration_ns
+        assert r.communication_ns == 0 and r.compute_ns > 0
