@@ -27,6 +27,7 @@ PAIRS = [
     ("hidden-copies", "finding_hidden_copies"),
     ("cold-start", "finding_cold_start"),
     ("variance", "finding_variance"),
+    ("torch-compile", "finding_recompile"),
 ]
 MiB = 1 << 20
 
@@ -138,6 +139,18 @@ def test_variance_distribution(rebuilt: dict[str, Profile]) -> None:
     assert f.numbers["launches"] == len(d) == 4 * len(lo)
     assert f.numbers["cv"] == pytest.approx(d.std() / d.mean())
     assert f.numbers["p90_ns"] == pytest.approx(np.percentile(d, 90))
+
+
+def test_compile_counts_the_compilations_in_the_steady_steps(rebuilt: dict[str, Profile]) -> None:
+    profile = rebuilt["finding_recompile"]
+    f = _one(profile, "torch-compile")
+    assert f is not None
+    lo, hi = _steady_steps(profile)
+    names = np.array(profile.table("ops").column("name").to_pylist(), dtype=object)
+    compiles = (names == "entire_frame_compile") & _inside(profile.column("ops", "start_ns"), lo, hi)
+    assert f.numbers["recompiles"] == compiles.sum() == len(lo)  # a new input length in every steady step
+    assert f.numbers["compile_ns"] == profile.column("ops", "duration_ns")[compiles].sum()
+    assert f.where[0].endswith("recompile.py:20")
 
 
 def test_clean_gpt2_only_has_explained_findings(rebuilt: dict[str, Profile]) -> None:

@@ -134,6 +134,32 @@ class CallsiteRecorder(TorchFunctionMode):
         self.start = array("q")
         self.end = array("q")
         self.frame = array("q")
+        self._dynamo_hooked = False
+        self._compiling: list[tuple[int, int]] = []
+
+    def _hook_dynamo(self) -> None:
+        """Record Dynamo's compilations as calls too, so compile time gets the line that triggered it.
+
+        Done the first time a torch call is seen after torch._dynamo was imported (torch.compile imports
+        it before anything is compiled); importing it ourselves would cost every run about a second."""
+        self._dynamo_hooked = True
+        try:
+            from torch._dynamo.callback import callback_handler
+        except ImportError:
+            return
+        callback_handler.register_start_callback(self._compile_started)
+        callback_handler.register_end_callback(self._compile_ended)
+
+    def _compile_started(self, *args: Any) -> None:
+        self._compiling.append((self.interner.path_id(sys._getframe(1)), time.perf_counter_ns()))
+
+    def _compile_ended(self, *args: Any) -> None:
+        if self._compiling:
+            frame_id, start = self._compiling.pop()
+            self.end.append(time.perf_counter_ns())
+            self.start.append(start)
+            self.thread.append(threading.get_native_id())
+            self.frame.append(frame_id)
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         if kwargs is None:
@@ -142,6 +168,8 @@ class CallsiteRecorder(TorchFunctionMode):
         # of tenprof's bookkeeping is traced, guarded on, or a cause of recompilation.
         if _is_compiling() or func in _NO_WORK or _is_plain_attribute(func):
             return func(*args, **kwargs)
+        if not self._dynamo_hooked and "torch._dynamo" in sys.modules:
+            self._hook_dynamo()
         frame_id = self.interner.path_id(sys._getframe(1))
         start = time.perf_counter_ns()
         try:
