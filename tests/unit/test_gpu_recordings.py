@@ -15,6 +15,8 @@ from tenprof.store.profile import Profile
 from tests.conftest import CASES, DATA, raw_events
 
 GPU_CASES = [c for c in CASES if c != "cpu"]
+# Kernels run by torch.compile'd code have no Python call of their own to be joined to (issue 9).
+EAGER_CASES = [c for c in GPU_CASES if "recompile" not in c]
 
 
 def _us_to_ns(value: float) -> int:
@@ -46,8 +48,13 @@ def test_kernel_time_matches_torch_profiler_key_averages(rebuilt: dict[str, Prof
     device_names = set(profile.table("kernels").column("name").to_pylist())
     device_names |= set(profile.table("transfers").column("name").to_pylist())
     op_names = set(profile.table("ops").column("name").to_pylist())
-    torch_device_us = sum(v for k, v in by_key.items() if k in device_names)
-    torch_op_us = sum(v for k, v in by_key.items() if k in op_names)
+    # A kernel named like a CPU range (Inductor wraps each Triton kernel in a record_function of the
+    # kernel's name) shares one key_averages row with it, so torch counts its time twice there.
+    k = profile.table("kernels")
+    shared = np.isin(k.column("name").to_pylist(), list(device_names & op_names))
+    shared_us = float(k.column("duration_ns").to_numpy()[shared].sum()) / 1e3
+    torch_device_us = sum(v for key, v in by_key.items() if key in device_names) - shared_us
+    torch_op_us = sum(v for key, v in by_key.items() if key in op_names) - shared_us
     ours_us = (
         np.sum(profile.column("kernels", "duration_ns")) + np.sum(profile.column("transfers", "duration_ns"))
     ) / 1e3
@@ -59,7 +66,7 @@ def test_kernel_time_matches_torch_profiler_key_averages(rebuilt: dict[str, Prof
     assert abs(ours_op_us - torch_op_us) <= 0.01 * torch_op_us
 
 
-@pytest.mark.parametrize("case", GPU_CASES)
+@pytest.mark.parametrize("case", EAGER_CASES)
 def test_kernel_time_is_attributed_to_an_op_and_a_user_line(rebuilt: dict[str, Profile], case: str) -> None:
     a = attribution(rebuilt[case])
     assert a.kernel_time_ns > 0

@@ -355,6 +355,16 @@ def build_timeline(
             for row in shifted.frames:
                 frames.add(int(row[1]), str(row[2]), int(row[3]), str(row[4]), bool(row[6]))
             _join_callsites(shifted, op_tid, mid, is_top & ~is_backward, top_frame, top_source)
+            # A top-level op no call covers (Dynamo's `dynamo` range around a compilation, say) takes the
+            # call covering its earliest covered descendant.
+            unresolved = ~is_backward & (top_frame[top] < 0) & ~is_top
+            inner_frame = np.full(n_ops, -1, dtype=np.int64)
+            inner_source = np.zeros(n_ops, dtype=np.int8)
+            _join_callsites(shifted, op_tid, mid, unresolved, inner_frame, inner_source)
+            for i in np.flatnonzero(inner_frame >= 0):  # op ids are in start order: the first hit is earliest
+                if top_frame[top[i]] < 0:
+                    top_frame[top[i]] = inner_frame[i]
+                    top_source[top[i]] = 1
     elif len(col.python):
         report.warnings.append(
             "Python paths come from the trace's with_stack ranges, which name each function by its first line, "
@@ -389,7 +399,7 @@ def build_timeline(
     )
     sc_names = [ann_names[i] for i in scope_idx]
     scope_nesting = _ThreadNesting(sc_tid, sc_start, sc_end)
-    sc_frame, sc_insert = _match_sidecar_scopes(sc_names, sc_tid, sc_start, sidecar_scopes)
+    sc_frame, sc_insert = _match_sidecar_scopes(sc_names, sc_tid, sc_start, sc_end, sidecar_scopes)
     op_scope = scope_nesting.innermost_per_thread(op_tid, op_start)
     if len(sc_tid):
         main_scope_tid = int(np.bincount(np.unique(sc_tid, return_inverse=True)[1]).argmax())
@@ -634,11 +644,11 @@ def _join_callsites(
     for sel, mine in groups:
         if len(mine) == 0 or len(sel) == 0:
             continue
-        c_order = mine[np.argsort(calls.call_start[mine], kind="stable")]
-        c_start, c_end = calls.call_start[c_order], calls.call_end[c_order]
-        pos = np.searchsorted(c_start, op_mid[sel], side="right") - 1
-        ok = (pos >= 0) & (op_mid[sel] <= c_end[np.clip(pos, 0, None)])
-        top_frame[sel[ok]] = calls.call_frame[c_order[pos[ok]]]
+        # Records nest: a compilation (recorded through Dynamo's callbacks) contains the compiler's own
+        # torch calls. The innermost record covering the op's midpoint is the one that ran it.
+        covering = nest(calls.call_start[mine], calls.call_end[mine]).innermost_at(op_mid[sel])
+        ok = covering >= 0
+        top_frame[sel[ok]] = calls.call_frame[mine[covering[ok]]]
         top_source[sel[ok]] = source
 
 
@@ -675,7 +685,7 @@ def _join_python_stacks(
 
 
 def _match_sidecar_scopes(
-    names: list[str], tids: I64Array, starts: I64Array, sidecar: list[list[Any]]
+    names: list[str], tids: I64Array, starts: I64Array, ends: I64Array, sidecar: list[list[Any]]
 ) -> tuple[I64Array, I64Array]:
     """Give trace scopes the call path recorded by tenprof.scope (same name and thread, nearest start)."""
     frame = np.full(len(names), -1, dtype=np.int64)
@@ -689,23 +699,21 @@ def _match_sidecar_scopes(
     for key, rows in grouped.items():
         rows.sort(key=lambda r: int(r[2]))
         by_key[key] = (rows, np.fromiter((int(r[2]) for r in rows), dtype=np.int64, count=len(rows)))
-    # tenprof's perf-clock bracket (enter .. exit) contains the trace's range start, up to the clock
-    # offset's error; of the brackets that do, the one that opened nearest wins (the first
-    # record_function of a run can take milliseconds to enter, later ones microseconds).
-    slack_ns = 50_000
-    for i, (name, tid, start) in enumerate(zip(names, tids, starts, strict=True)):
+    # tenprof's perf-clock bracket (before enter .. after exit) contains the trace's range, up to the
+    # clock offset's error (microseconds); the bracket that overlaps the range most is its own, even
+    # when the same scope is entered again microseconds later.
+    for i, (name, tid, start, end) in enumerate(zip(names, tids, starts, ends, strict=True)):
         entry = by_key.get((name, int(tid)))
         if entry is None:
             continue
         rows, row_starts = entry
         j = int(np.searchsorted(row_starts, start))
-        candidates = [
-            k
-            for k in range(max(j - 2, 0), min(j + 2, len(rows)))
-            if int(rows[k][2]) - slack_ns <= start <= int(rows[k][3]) + slack_ns
-        ]
-        if candidates:
-            best = min(candidates, key=lambda k: abs(int(row_starts[k]) - int(start)))
+        best, best_overlap = -1, 0
+        for k in range(max(j - 2, 0), min(j + 2, len(rows))):
+            overlap = min(int(end), int(rows[k][3])) - max(int(start), int(rows[k][2]))
+            if overlap > best_overlap:
+                best, best_overlap = k, overlap
+        if best >= 0:
             frame[i] = int(rows[best][4])
             insert[i] = int(rows[best][5])
     return frame, insert
