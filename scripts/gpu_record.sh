@@ -34,7 +34,7 @@ while [ $# -gt 0 ]; do
     record mlp examples/small_mlp.py --steps 5 --warmup 2
     ;;
   findings)  # a workload that triggers each finding and a fixed variant (tests/data/finding_*)
-    for f in launch_bound host_gaps sync_in_loop pageable_copy hidden_copies variance recompile; do
+    for f in launch_bound host_gaps sync_in_loop pageable_copy hidden_copies variance recompile compile_tiny; do
       record "finding_${f}" examples/findings/$f.py
       record "finding_${f}_fixed" examples/findings/$f.py --fixed
     done
@@ -45,6 +45,8 @@ while [ $# -gt 0 ]; do
   compile)  # only the torch.compile pair
     record finding_recompile examples/findings/recompile.py
     record finding_recompile_fixed examples/findings/recompile.py --fixed
+    record finding_compile_tiny examples/findings/compile_tiny.py
+    record finding_compile_tiny_fixed examples/findings/compile_tiny.py --fixed
     for d in "$WORK"/prof/finding_*; do tenprof report "$d" --limit 3 2>&1 | grep -E "^[0-9]+\. |^Findings|seen" | sed "s|^|$(basename "$d"): |"; done
     ;;
   overhead)

@@ -5,18 +5,19 @@ the numbers it reports agree with the events (recordings: tests/data/finding_*, 
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import numpy as np
 import orjson
 import pytest
 from rich.console import Console
 
-from tenprof.analyses.findings import Finding, Thresholds, find_all
+from tenprof.analyses.findings import Finding, Thresholds, find_all, not_judged
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.temporal import temporal_breakdown
 from tenprof.cli.main import main
 from tenprof.renderers.text import render_findings
-from tenprof.store.profile import Profile
+from tenprof.store.profile import Profile, load_profile
 from tests.conftest import DATA
 
 PAIRS = [
@@ -28,6 +29,7 @@ PAIRS = [
     ("cold-start", "finding_cold_start"),
     ("variance", "finding_variance"),
     ("torch-compile", "finding_recompile"),
+    ("torch-compile", "finding_compile_tiny"),
 ]
 MiB = 1 << 20
 
@@ -151,6 +153,28 @@ def test_compile_counts_the_compilations_in_the_steady_steps(rebuilt: dict[str, 
     assert f.numbers["recompiles"] == compiles.sum() == len(lo)  # a new input length in every steady step
     assert f.numbers["compile_ns"] == profile.column("ops", "duration_ns")[compiles].sum()
     assert f.where[0].endswith("recompile.py:20")
+
+
+def test_tiny_compiled_regions_cost_more_cpu_than_gpu(rebuilt: dict[str, Profile]) -> None:
+    profile = rebuilt["finding_compile_tiny"]
+    f = _one(profile, "torch-compile")
+    assert f is not None and f.numbers["recompiles"] == 0  # compiled before the loop: pure per-call cost
+    names = np.array(profile.table("ops").column("name").to_pylist(), dtype=object)
+    lo, hi = _steady_steps(profile)
+    regions = np.array([n.startswith("Torch-Compiled Region") for n in names]) & _inside(
+        profile.column("ops", "start_ns"), lo, hi
+    )
+    assert f.numbers["region_cpu_ns"] == profile.column("ops", "duration_ns")[regions].sum()
+    assert regions.sum() == 8 * len(lo)  # eight calls per step
+    assert f.numbers["region_cpu_ns"] > 2 * f.numbers["region_gpu_ns"]
+
+
+def test_not_judged_on_an_imported_trace_without_stacks(tmp_path: Path) -> None:
+    trace = DATA / "conv" / "timeline" / "raw" / "kineto_trace.json.gz"
+    assert main(["import", str(trace), "-o", str(tmp_path / "imported"), "--quiet"]) == 0
+    notes = not_judged(load_profile(tmp_path / "imported"))
+    assert any("no Python call paths" in n for n in notes)
+    assert find_all(load_profile(tmp_path / "imported"))  # findings still judged from the events
 
 
 def test_clean_gpt2_only_has_explained_findings(rebuilt: dict[str, Profile]) -> None:
