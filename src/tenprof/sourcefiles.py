@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 
-_NOT_USER_MARKERS = ("/site-packages/", "/dist-packages/", "/lib/python3", "/torch/")
+# Inductor's generated code lives in /tmp/torchinductor_<user>/: generated, not written by the user.
+_NOT_USER_MARKERS = ("/site-packages/", "/dist-packages/", "/lib/python3", "/torch/", "/torchinductor_")
 _TENPROF_DIR = os.path.dirname(os.path.abspath(__file__)).replace("\\", "/") + "/"
 
 

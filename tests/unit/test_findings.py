@@ -179,11 +179,11 @@ def test_not_judged_on_an_imported_trace_without_stacks(tmp_path: Path) -> None:
 
 def test_clean_gpt2_only_has_explained_findings(rebuilt: dict[str, Profile]) -> None:
     """GPT-2 small at batch 8 on an H200 in eager mode: a cold first step (model build, library init),
-    ~1100 kernels per step with a median of 8 us (launch-bound, worse under profiling), autocast
-    re-casting fp32 weights to bf16 each step (hidden copies), spread in GEMM times; no syncs or
-    pageable copies inside the steps."""
+    ~1100 kernels per step with a median of 8 us (launch-bound, worse under profiling; idle gaps are
+    the same cause per device), autocast re-casting fp32 weights to bf16 each step (hidden copies);
+    no syncs or pageable copies inside the steps, and no kernel of one shape varying."""
     ids = {f.id for f in find_all(rebuilt["gpt2"])}
-    assert ids <= {"cold-start", "launch-bound", "idle-gaps", "hidden-copies", "variance"}
+    assert ids <= {"cold-start", "launch-bound", "idle-gaps", "hidden-copies"}
     assert "sync-in-loop" not in ids and "pageable-transfer" not in ids
     copies = _one(rebuilt["gpt2"], "hidden-copies")
     assert copies is not None and any("dtype cast" in s for s in copies.seen)
@@ -203,7 +203,9 @@ def test_thresholds_are_overridable(rebuilt: dict[str, Profile], capsys: pytest.
 def test_terminal_layout_and_json(rebuilt: dict[str, Profile], capsys: pytest.CaptureFixture[str]) -> None:
     for case in ("gpt2", "finding_hidden_copies", "finding_launch_bound"):
         findings = find_all(rebuilt[case])
-        assert [f.cost_ns for f in findings] == sorted((f.cost_ns for f in findings), reverse=True)
+        # costs paid every step first, most costly first; one-off start-up costs after them
+        keys = [(f.once, -f.cost_ns) for f in findings]
+        assert keys == sorted(keys)
         buffer = io.StringIO()
         render_findings(findings, Console(file=buffer, width=150, color_system=None))
         blocks = buffer.getvalue().rstrip("\n").split("\n")[1:]

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tenprof.importers.intervals import nest, take, union_length
+from tenprof.importers.intervals import coverage, nest, take, union_length
 
 
 @st.composite
@@ -76,3 +76,21 @@ def test_take_handles_missing_and_empty() -> None:
     values = np.array([7, 8, 9], dtype=np.int64)
     assert take(values, np.array([2, -1, 0], dtype=np.int64)).tolist() == [9, -1, 7]
     assert take(np.array([], dtype=np.int64), np.array([-1, -1], dtype=np.int64)).tolist() == [-1, -1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 300), st.integers(0, 40)), max_size=30),
+    st.lists(st.tuples(st.integers(-10, 320), st.integers(0, 80)), min_size=1, max_size=10),
+)
+def test_coverage_matches_brute_force(pairs: list[tuple[int, int]], windows: list[tuple[int, int]]) -> None:
+    starts = np.array([s for s, _ in pairs], dtype=np.int64)
+    ends = np.array([s + d for s, d in pairs], dtype=np.int64)
+    covered = set()
+    for s, d in pairs:
+        covered.update(range(s, s + d))
+    lo = np.array([a for a, _ in windows], dtype=np.int64)
+    hi = np.array([a + w for a, w in windows], dtype=np.int64)
+    got = coverage(starts, ends, lo, hi)
+    for (a, w), value in zip(windows, got, strict=True):
+        assert value == len([t for t in covered if a <= t < a + w])

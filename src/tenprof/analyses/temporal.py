@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tenprof.importers.intervals import union_length
+from tenprof.importers.intervals import coverage
 from tenprof.store.profile import Profile
 
 
@@ -23,30 +23,18 @@ class StepBreakdown:
     idle_ns: int
 
 
-def _covered(starts: np.ndarray, ends: np.ndarray, lo: int, hi: int) -> int:
-    s, e = np.clip(starts, lo, hi), np.clip(ends, lo, hi)
-    return union_length(s[e > s], e[e > s])
-
-
 def temporal_breakdown(profile: Profile) -> list[StepBreakdown]:
     k, t, steps = profile.table("kernels"), profile.table("transfers"), profile.table("steps")
     is_comm = np.array(["nccl" in n.lower() for n in k.column("name").to_pylist()], dtype=bool)
     ks, ke = k.column("start_ns").to_numpy(), k.column("end_ns").to_numpy()
     ts, te = t.column("start_ns").to_numpy(), t.column("end_ns").to_numpy()
-    out = []
-    for step, lo, hi, complete in zip(
-        steps.column("step").to_pylist(),
-        steps.column("start_ns").to_pylist(),
-        steps.column("end_ns").to_pylist(),
-        steps.column("complete").to_pylist(),
-        strict=True,
-    ):
-        if not complete:
-            continue
-        compute = _covered(ks[~is_comm], ke[~is_comm], lo, hi)
-        with_comm = _covered(ks, ke, lo, hi)
-        everything = _covered(np.concatenate([ks, ts]), np.concatenate([ke, te]), lo, hi)
-        out.append(
-            StepBreakdown(step, hi - lo, compute, with_comm - compute, everything - with_comm, (hi - lo) - everything)
-        )
-    return out
+    complete = steps.column("complete").to_numpy(zero_copy_only=False)
+    number = steps.column("step").to_numpy()[complete]
+    lo, hi = steps.column("start_ns").to_numpy()[complete], steps.column("end_ns").to_numpy()[complete]
+    compute = coverage(ks[~is_comm], ke[~is_comm], lo, hi)
+    with_comm = coverage(ks, ke, lo, hi)
+    everything = coverage(np.concatenate([ks, ts]), np.concatenate([ke, te]), lo, hi)
+    return [
+        StepBreakdown(int(n), int(b - a), int(c), int(w - c), int(e - w), int((b - a) - e))
+        for n, a, b, c, w, e in zip(number, lo, hi, compute, with_comm, everything, strict=True)
+    ]

@@ -130,11 +130,11 @@ class CallsiteRecorder(TorchFunctionMode):
     def __init__(self, interner: FrameInterner) -> None:
         super().__init__()
         self.interner = interner
-        self.thread = array("q")
-        self.start = array("q")
-        self.end = array("q")
-        self.frame = array("q")
+        # (thread, start, end, frame) per record, appended with one extend() so that a record written
+        # from another thread (Dynamo may compile there) can never interleave with ours.
+        self.records = array("q")
         self._dynamo_hooked = False
+        self._callbacks: Any = None
         self._compiling: list[tuple[int, int]] = []
 
     def _hook_dynamo(self) -> None:
@@ -149,6 +149,17 @@ class CallsiteRecorder(TorchFunctionMode):
             return
         callback_handler.register_start_callback(self._compile_started)
         callback_handler.register_end_callback(self._compile_ended)
+        self._callbacks = callback_handler
+
+    def close(self) -> None:
+        """Stop receiving Dynamo's callbacks (the process may profile again, or not at all)."""
+        if self._callbacks is not None:
+            try:
+                self._callbacks.remove_start_callback(self._compile_started)
+                self._callbacks.remove_end_callback(self._compile_ended)
+            except (ValueError, AttributeError):
+                pass
+            self._callbacks = None
 
     def _compile_started(self, *args: Any) -> None:
         self._compiling.append((self.interner.path_id(sys._getframe(1)), time.perf_counter_ns()))
@@ -156,10 +167,7 @@ class CallsiteRecorder(TorchFunctionMode):
     def _compile_ended(self, *args: Any) -> None:
         if self._compiling:
             frame_id, start = self._compiling.pop()
-            self.end.append(time.perf_counter_ns())
-            self.start.append(start)
-            self.thread.append(threading.get_native_id())
-            self.frame.append(frame_id)
+            self.records.extend((threading.get_native_id(), start, time.perf_counter_ns(), frame_id))
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         if kwargs is None:
@@ -175,10 +183,7 @@ class CallsiteRecorder(TorchFunctionMode):
         try:
             return func(*args, **kwargs)
         finally:
-            self.end.append(time.perf_counter_ns())
-            self.start.append(start)
-            self.thread.append(threading.get_native_id())
-            self.frame.append(frame_id)
+            self.records.extend((threading.get_native_id(), start, time.perf_counter_ns(), frame_id))
 
 
 class CallsiteLog:
@@ -200,10 +205,10 @@ class CallsiteLog:
             "version": 1,
             "frames": self.interner.rows,
             "calls": {
-                "thread_id": list(rec.thread) if rec else [],
-                "start_ns": list(rec.start) if rec else [],
-                "end_ns": list(rec.end) if rec else [],
-                "frame_id": list(rec.frame) if rec else [],
+                "thread_id": list(rec.records[0::4]) if rec else [],
+                "start_ns": list(rec.records[1::4]) if rec else [],
+                "end_ns": list(rec.records[2::4]) if rec else [],
+                "frame_id": list(rec.records[3::4]) if rec else [],
             },
             "scopes": self.scopes,
             "syncs": self.syncs,

@@ -83,6 +83,7 @@ class TimelineSession:
     def stop(self) -> None:
         runtime.deactivate(self)
         if self.log.recorder is not None:
+            self.log.recorder.close()
             try:
                 self.log.recorder.__exit__(None, None, None)  # type: ignore[no-untyped-call]
             except Exception:  # the user's code left its own modes pushed; ours is dropped with them

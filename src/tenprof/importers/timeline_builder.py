@@ -708,7 +708,7 @@ def _match_sidecar_scopes(
             continue
         rows, row_starts = entry
         j = int(np.searchsorted(row_starts, start))
-        best, best_overlap = -1, 0
+        best, best_overlap = -1, -1  # >= 0: a zero-length range inside its bracket still matches
         for k in range(max(j - 2, 0), min(j + 2, len(rows))):
             overlap = min(int(end), int(rows[k][3])) - max(int(start), int(rows[k][2]))
             if overlap > best_overlap:

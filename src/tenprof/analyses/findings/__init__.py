@@ -21,7 +21,7 @@ def find_all(profile: Profile, thresholds: Thresholds | None = None) -> list[Fin
     found: list[Finding] = []
     for module in (launch_bound, idle, syncs, transfers, copies, cold_start, variance, compiled):
         found.extend(module.check(ctx))
-    found.sort(key=lambda f: (-f.cost_ns, f.id))
+    found.sort(key=lambda f: (f.once, -f.cost_ns, f.id))
     return found
 
 
@@ -31,6 +31,17 @@ def not_judged(profile: Profile) -> list[str]:
     notes = []
     if not profile.has_gpu:
         notes.append("no GPU activity was recorded, so none of the GPU findings could be judged")
+    if ctx.compiling_steps:
+        notes.append(
+            f"{ctx.compiling_steps} step(s) in which torch.compile compiled were left to the torch-compile "
+            "check and kept out of the others"
+        )
+    complete = int(profile.table("steps").column("complete").to_numpy(zero_copy_only=False).sum())
+    if 0 < complete < 2:
+        notes.append(
+            "only one complete step: start-up (building the model, first launches) is judged as if it "
+            "were steady state; mark steps with tenprof.step()"
+        )
     if ctx.step_numbers[0] < 0:
         notes.append(
             "no steps were marked (tenprof.step() or a torch.profiler schedule): everything was judged "

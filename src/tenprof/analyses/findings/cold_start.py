@@ -65,6 +65,7 @@ def check(ctx: Context) -> list[Finding]:
             fix="Warm up before measuring: record with `tenprof run --schedule wait=1,warmup=1,active=N`, or read "
             "an existing profile with `tenprof report --steps 1:`.",
             numbers={"first_step_ns": float(first), "median_step_ns": median_rest, "ratio": first / median_rest},
+            once=True,
         )
     ]
 

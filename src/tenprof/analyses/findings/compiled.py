@@ -17,6 +17,7 @@ _REGION = re.compile(r"^Torch-Compiled Region: (\d+)/(\d+)$")
 
 
 def check(ctx: Context) -> list[Finding]:
+    ctx = Context(ctx.profile, ctx.t, keep_compiling=True)
     ops = ctx.profile.table("ops")
     names = ctx.op_names()
     start = ops.column("start_ns").to_numpy()
@@ -52,7 +53,8 @@ def check(ctx: Context) -> list[Finding]:
     gpu = int(gpu_by_top[region_arr].sum()) if len(region_arr) else 0
     lookup_us = float(duration_ns[lookups].mean()) / 1e3 if lookups else 0.0
     frames_per_step = per_step(len(region_ops), ctx)
-    tiny = ctx.profile.has_gpu and len(region_arr) > 0 and cpu > 2 * gpu
+    # Regions that compile or autotune are slow for that reason, not for being small.
+    tiny = ctx.profile.has_gpu and len(region_arr) > 0 and cpu > 2 * gpu and not compile_ops
     if not (compile_ns or recompiles or tiny):
         return []
     seen = [

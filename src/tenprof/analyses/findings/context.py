@@ -17,11 +17,13 @@ I64 = npt.NDArray[np.int64]
 
 
 class Context:
-    """The analysed window: the steady steps, i.e. the complete steps after the first (which also holds
-    everything that ran before the first tenprof.step(), such as building the model; the cold-start
-    check looks at it), or the whole profile when fewer than two steps were marked."""
+    """The analysed window: the steady steps. That is the complete steps, less step 0 when it is the
+    recording's first (it also holds everything before the first tenprof.step(), such as building the
+    model; only the cold-start check looks at it), and less the steps in which torch.compile compiled
+    (only the torch-compile check looks at those, so one stall is not reported by every check). With
+    fewer than two steps the whole profile is judged as one step."""
 
-    def __init__(self, profile: Profile, thresholds: Thresholds) -> None:
+    def __init__(self, profile: Profile, thresholds: Thresholds, keep_compiling: bool = False) -> None:
         self.profile = profile
         self.t = thresholds
         steps = profile.table("steps")
@@ -40,12 +42,27 @@ class Context:
             self.step_start,
             self.step_end,
         )
-        if len(self.step_start) >= 2:
-            self.step_numbers, self.step_start, self.step_end = (
-                self.step_numbers[1:],
-                self.step_start[1:],
-                self.step_end[1:],
-            )
+        keep = np.ones(len(self.step_start), dtype=bool)
+        if len(keep) >= 2 and self.step_numbers[0] == 0:
+            keep[0] = False
+        self.compiling_steps = 0
+        if not keep_compiling and len(keep) >= 2:
+            names = np.array(profile.table("ops").column("name").to_pylist(), dtype=object)
+            compile_start = profile.column("ops", "start_ns")[names == "entire_frame_compile"]
+            pos = np.searchsorted(self.step_start, compile_start, side="right") - 1
+            hit = np.zeros(len(keep), dtype=bool)
+            valid = (pos >= 0) & (compile_start < take(self.step_end, pos, 0))
+            hit[pos[valid]] = True
+            self.compiling_steps = int((hit & keep).sum())
+            if (keep & ~hit).any():
+                keep &= ~hit
+            else:
+                self.compiling_steps = 0  # every step compiles: judge them anyway rather than judge nothing
+        self.step_numbers, self.step_start, self.step_end = (
+            self.step_numbers[keep],
+            self.step_start[keep],
+            self.step_end[keep],
+        )
         self.step_count = len(self.step_start)
         self.analysed_ns = int((self.step_end - self.step_start).sum())
 
@@ -67,6 +84,10 @@ class Context:
     def in_steps(self, times: I64) -> npt.NDArray[np.bool_]:
         return self.step_index(times) >= 0
 
+    @property
+    def analysed_end(self) -> int:
+        return int(self.step_end[-1]) if len(self.step_end) else 0
+
     @cached_property
     def kernel_launch_ns(self) -> I64:
         """When each kernel was launched (its API call's start); GPU work of a busy queue runs long after,
@@ -82,6 +103,17 @@ class Context:
         t = self.profile.table("transfers")
         issued = take(self.profile.column("ops", "start_ns"), t.column("op_id").to_numpy(), -1)
         return np.where(issued >= 0, issued, t.column("start_ns").to_numpy())
+
+    @cached_property
+    def gpu_window(self) -> tuple[int, int]:
+        """From the first to the last kernel launched in the analysed steps, on the GPU's clock: where
+        GPU idle is judged. Queued work runs after the CPU-side step that launched it, so the steps'
+        own windows would misplace it."""
+        k = self.profile.table("kernels")
+        launched = self.in_steps(self.kernel_launch_ns)
+        if not launched.any():
+            return 0, 0
+        return int(k.column("start_ns").to_numpy()[launched].min()), int(k.column("end_ns").to_numpy()[launched].max())
 
     @cached_property
     def gpu_intervals(self) -> tuple[I64, I64]:

@@ -88,7 +88,8 @@ def check(ctx: Context) -> list[Finding]:
             why="Each copy reads and writes the whole tensor through device memory for no arithmetic; it often "
             "comes from a layout or dtype mismatch between two ops.",
             fix="Keep tensors in the layout and dtype their consumer wants: store the weight already transposed, "
-            "cast once outside the loop (or use autocast), and prefer view/transpose-aware ops over .contiguous().",
+            "cast once outside the loop (under autocast, keep a bf16 copy of weights that do not change, or train "
+            "in bf16), and prefer view/transpose-aware ops over .contiguous().",
             numbers={"copy_ns": float(copy_ns), "share_of_gpu": copy_ns / gpu_time, "bytes": float(copy_bytes)},
         )
     ]

@@ -1,5 +1,5 @@
-"""idle-gaps: per GPU stream, the gaps between its kernels and copies inside steps, and what the host
-was doing meanwhile: blocked in a synchronization, moving data, or simply not launching work in time."""
+"""idle-gaps: per GPU, the gaps when no kernel runs on any stream inside the steps, and what was going on
+meanwhile: a copy, the host blocked in a synchronization, or the host simply not launching work."""
 
 from __future__ import annotations
 
@@ -9,60 +9,65 @@ import numpy as np
 
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.model import Finding
+from tenprof.importers.intervals import coverage, merged, take
 from tenprof.renderers.units import duration
 
 SYNC_MARK = "Synchronize"
 
 
 def check(ctx: Context) -> list[Finding]:
+    """Gaps when no kernel runs on a device (all streams together), clipped to the analysed steps."""
     k, t = ctx.profile.table("kernels"), ctx.profile.table("transfers")
-    if k.num_rows + t.num_rows == 0:
+    if k.num_rows == 0:
         return []
-    device = np.concatenate([k.column("device").to_numpy(), t.column("device").to_numpy()]).astype(np.int64)
-    stream = np.concatenate([k.column("stream").to_numpy(), t.column("stream").to_numpy()])
-    start = np.concatenate([k.column("start_ns").to_numpy(), t.column("start_ns").to_numpy()])
-    end = np.concatenate([k.column("end_ns").to_numpy(), t.column("end_ns").to_numpy()])
-    op = np.concatenate([k.column("op_id").to_numpy(), t.column("op_id").to_numpy()])
-    is_transfer = np.concatenate([np.zeros(k.num_rows, bool), np.ones(t.num_rows, bool)])
+    k_device = k.column("device").to_numpy()
+    k_start, k_end, k_op = k.column("start_ns").to_numpy(), k.column("end_ns").to_numpy(), k.column("op_id").to_numpy()
+    t_start, t_end = t.column("start_ns").to_numpy(), t.column("end_ns").to_numpy()
     api = ctx.profile.table("api_calls")
-    sync_end = api.column("end_ns").to_numpy()[
-        np.array([SYNC_MARK in n for n in api.column("name").to_pylist()], dtype=bool)
-    ]
-    sync_end.sort()
-    t_start, t_end = start[is_transfer], end[is_transfer]
+    sync_end = np.sort(
+        api.column("end_ns").to_numpy()[np.array([SYNC_MARK in n for n in api.column("name").to_pylist()], dtype=bool)]
+    )
     min_gap = int(ctx.t.idle_min_gap_us * 1000)
-
-    worst: tuple[int, tuple[int, int], dict[str, int], list[tuple[int, str, int, int]]] | None = None
-    for key in sorted(set(zip(device.tolist(), stream.tolist(), strict=True))):
-        sel = np.flatnonzero((device == key[0]) & (stream == key[1]))
-        sel = sel[np.argsort(start[sel], kind="stable")]
-        s, e, o = start[sel], np.maximum.accumulate(end[sel]), op[sel]
-        gap_start, gap_end = e[:-1], s[1:]
-        step_of_start, step_of_end = ctx.step_index(gap_start), ctx.step_index(gap_end)
-        real = (gap_end - gap_start >= min_gap) & (step_of_start >= 0) & (step_of_start == step_of_end)
+    worst: tuple[int, int, dict[str, int], list[tuple[int, str, int, int]]] | None = None
+    for device in np.unique(k_device).tolist():
+        sel = np.flatnonzero(k_device == device)
+        sel = sel[np.argsort(k_start[sel], kind="stable")]
+        blocks_start, blocks_end = merged(k_start[sel], k_end[sel])
+        # the op of the kernel that closes each block, and of the one that opens the next
+        closes = sel[np.searchsorted(k_start[sel], blocks_end, side="left") - 1]
+        opens = sel[np.searchsorted(k_start[sel], blocks_start, side="left")]
+        gap_lo, gap_hi = blocks_end[:-1], blocks_start[1:]
+        lo, hi = ctx.gpu_window
+        in_steps = np.clip(np.minimum(gap_hi, hi) - np.maximum(gap_lo, lo), 0, None)  # inside the GPU window
+        real = np.flatnonzero(in_steps >= min_gap)
+        transfer_time = coverage(t_start, t_end, gap_lo[real], gap_hi[real])
+        next_sync = np.searchsorted(sync_end, gap_lo[real])
+        synced = (next_sync < len(sync_end)) & (
+            take(sync_end, np.where(next_sync < len(sync_end), next_sync, -1), 0) <= gap_hi[real]
+        )
         by_kind: dict[str, int] = defaultdict(int)
         gaps: list[tuple[int, str, int, int]] = []
-        for i in np.flatnonzero(real):
-            lo, hi = int(gap_start[i]), int(gap_end[i])
-            j = np.searchsorted(sync_end, lo)
-            if j < len(sync_end) and sync_end[j] <= hi:
-                kind = "waiting on a synchronization"
-            elif ((t_start < hi) & (t_end > lo)).any():
+        for j, g in enumerate(real.tolist()):
+            # a copy is the cause only when it fills most of the gap (a 1 us memset is not)
+            if 2 * transfer_time[j] >= gap_hi[g] - gap_lo[g]:
                 kind = "waiting on a transfer"
+            elif synced[j]:
+                kind = "waiting on a synchronization"
             else:
                 kind = "host not launching work"
-            by_kind[kind] += hi - lo
-            gaps.append((hi - lo, kind, int(o[i]), int(o[i + 1])))
+            by_kind[kind] += int(in_steps[g])
+            gaps.append((int(in_steps[g]), kind, int(k_op[closes[g]]), int(k_op[opens[g + 1]])))
         total = sum(by_kind.values())
         if worst is None or total > worst[0]:
-            worst = (total, key, dict(by_kind), gaps)
-    if worst is None or worst[0] < ctx.t.idle_min_share * ctx.analysed_ns or worst[0] == 0:
+            worst = (total, int(device), dict(by_kind), gaps)
+    window = ctx.gpu_window[1] - ctx.gpu_window[0]
+    if worst is None or worst[0] == 0 or worst[0] < ctx.t.idle_min_share * window:
         return []
-    total, (dev, strm), by_kind, gaps = worst
+    total, dev, by_kind, gaps = worst
     gaps.sort(reverse=True)
     seen = [
-        f"GPU {dev} stream {strm}: {len(gaps)} gaps of at least {ctx.t.idle_min_gap_us:.0f} us, "
-        f"{duration(total)} = {100 * total / ctx.analysed_ns:.0f}% of {ctx.step_count} step(s)"
+        f"GPU {dev}: {len(gaps)} gaps with no kernel running, of at least {ctx.t.idle_min_gap_us:.0f} us, "
+        f"{duration(total)} = {100 * total / window:.0f}% of the GPU time span of {ctx.step_count} step(s)"
     ]
     seen += [f"{duration(v)} {kind}" for kind, v in sorted(by_kind.items(), key=lambda kv: -kv[1])]
     seen += [
@@ -70,24 +75,26 @@ def check(ctx: Context) -> list[Finding]:
         for d, kind, before, after in gaps[:3]
     ]
     main_kind = max(by_kind, key=lambda kind: by_kind[kind])
-    fix = {
-        "host not launching work": "Move the CPU work between these lines off the critical path: prepare the next "
-        "batch in a DataLoader with workers and pin_memory, avoid Python work between GPU ops, or overlap it "
-        "with GPU work by launching the GPU work first.",
-        "waiting on a synchronization": "Remove the synchronization (see the sync-in-loop finding): keep values on "
-        "the GPU and read them once, after the loop.",
-        "waiting on a transfer": "Copy from pinned memory with non_blocking=True, on a side stream, ahead of use, "
-        "so the copy overlaps compute.",
-    }[main_kind]
     return [
         Finding(
             id="idle-gaps",
-            title=f"GPU idle {100 * total / ctx.analysed_ns:.0f}% of the steps in gaps, mostly {main_kind}",
+            title=f"GPU idle {100 * total / window:.0f}% of the steps in gaps, mostly {main_kind}",
             cost_ns=int(total),
             seen=seen,
             where=list(dict.fromkeys(ctx.line_of_op(after) for _, _, _, after in gaps))[:3],
-            why="While a stream has no work queued, the GPU does nothing; the time shows up in every step.",
-            fix=fix,
+            why="While no kernel is queued, the GPU does nothing; the time shows up in every step.",
+            fix=_FIXES[main_kind],
             numbers={"idle_ns": float(total), **{k.replace(" ", "_") + "_ns": float(v) for k, v in by_kind.items()}},
         )
     ]
+
+
+_FIXES = {
+    "host not launching work": "Move the CPU work between these lines off the critical path: prepare the next "
+    "batch in a DataLoader with workers and pin_memory, avoid Python work between GPU ops, or overlap it "
+    "with GPU work by launching the GPU work first.",
+    "waiting on a synchronization": "Remove the synchronization (see the sync-in-loop finding): keep values on "
+    "the GPU and read them once, after the loop.",
+    "waiting on a transfer": "Copy from pinned memory with non_blocking=True, on a side stream, ahead of use, "
+    "so the copy overlaps compute.",
+}

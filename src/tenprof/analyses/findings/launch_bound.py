@@ -6,7 +6,7 @@ import numpy as np
 
 from tenprof.analyses.findings.context import Context, per_step
 from tenprof.analyses.findings.model import Finding
-from tenprof.importers.intervals import union_length
+from tenprof.importers.intervals import coverage
 from tenprof.renderers.units import duration
 
 
@@ -19,11 +19,10 @@ def check(ctx: Context) -> list[Finding]:
         return []
     dur = k.column("duration_ns").to_numpy()[inside]
     starts, ends = ctx.gpu_intervals
-    busy = 0
-    for lo, hi in zip(ctx.step_start, ctx.step_end, strict=True):
-        s, e = np.clip(starts, lo, hi), np.clip(ends, lo, hi)
-        busy += union_length(s[e > s], e[e > s])
-    busy_share = busy / ctx.analysed_ns if ctx.analysed_ns else 1.0
+    lo, hi = ctx.gpu_window
+    window = hi - lo
+    busy = int(coverage(starts, ends, np.array([lo]), np.array([hi]))[0])
+    busy_share = busy / window if window else 1.0
     median_us = float(np.median(dur)) / 1e3
     if busy_share >= ctx.t.launch_bound_max_gpu_busy or median_us >= ctx.t.launch_bound_max_median_kernel_us:
         return []
@@ -35,7 +34,7 @@ def check(ctx: Context) -> list[Finding]:
     op_in = ctx.in_steps(ops.column("start_ns").to_numpy())
     cpu_in_ops = int(ops.column("self_duration_ns").to_numpy()[op_in].sum())
     kernels_per_step = per_step(len(dur), ctx)
-    idle = ctx.analysed_ns - busy
+    idle = window - busy
     k_ops = k.column("op_id").to_numpy()[inside]
     return [
         Finding(
@@ -44,7 +43,8 @@ def check(ctx: Context) -> list[Finding]:
             f"{kernels_per_step:.0f} kernels per step, median {median_us:.1f} us",
             cost_ns=int(idle),
             seen=[
-                f"GPU busy {duration(busy)} of {duration(ctx.analysed_ns)} over {ctx.step_count} step(s)",
+                f"GPU busy {duration(busy)} of the {duration(window)} from the first to the last kernel of "
+                f"{ctx.step_count} step(s)",
                 f"{kernels_per_step:.0f} kernels per step; median {median_us:.1f} us, "
                 f"{100 * float((dur < 10_000).mean()):.0f}% under 10 us",
                 f"a kernel launch costs {launch_cpu_us:.1f} us of CPU; CPU time in aten ops "

@@ -14,3 +14,4 @@ class Finding(BaseModel):
     why: str = Field(description="why it matters")
     fix: str = Field(description="what to do about it")
     numbers: dict[str, float] = Field(default_factory=dict, description="the key numbers, machine-readable")
+    once: bool = Field(False, description="a one-off cost (start-up), ranked after the costs paid every step")

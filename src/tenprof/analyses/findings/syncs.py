@@ -19,7 +19,7 @@ CAUSES = {
     "aten::_local_scalar_dense": ".item() / float(tensor) / if tensor:",
     "aten::nonzero": "nonzero / boolean-mask indexing",
     "aten::_to_copy": ".cpu() / .to('cpu') / .numpy()",
-    "aten::copy_": "a copy to the host",
+    "aten::copy_": "a copy to the host (.cpu(), .tolist(), print(tensor))",
     "aten::masked_select": "masked_select",
     "aten::unique": "unique",
 }
@@ -43,14 +43,20 @@ def check(ctx: Context) -> list[Finding]:
     gpu_start, _ = ctx.gpu_intervals
     gpu_start = np.sort(gpu_start)
     nxt = np.searchsorted(gpu_start, ends)
-    next_start = take(gpu_start, np.where(nxt < len(gpu_start), nxt, -1), 0)
-    # The GPU idles from the end of the wait to the next launch, if that launch is in the same step.
-    same_step = (nxt < len(gpu_start)) & (ctx.step_index(ends) == ctx.step_index(next_start))
-    idle_after = np.where(same_step, np.maximum(next_start - ends, 0), 0)
+    # The GPU idles from the end of the wait to the next GPU work, in this step or the next (a sync at
+    # the end of a step delays the next one), up to the end of the analysed steps.
+    next_start = np.minimum(
+        take(gpu_start, np.where(nxt < len(gpu_start), nxt, -1), ctx.analysed_end), ctx.analysed_end
+    )
+    idle_after = np.maximum(next_start - ends, 0)
     causes: Counter[str] = Counter()
+    copy_direction = _copy_directions(ctx)
     for op in ops.tolist():
         name = ctx.ancestors_named(int(op), set(CAUSES)) if op >= 0 else ""
-        causes[CAUSES.get(name, "an explicit synchronize" if op < 0 else f"{ctx.op_names()[op]}")] += 1
+        if op >= 0 and copy_direction.get(int(op)) == "HtoD":
+            causes["a blocking copy to the GPU (.to('cuda') from pageable memory or without non_blocking)"] += 1
+        else:
+            causes[CAUSES.get(name, "an explicit synchronize" if op < 0 else f"{ctx.op_names()[op]}")] += 1
     cost = int(idle_after.sum())
     return [
         Finding(
@@ -77,3 +83,13 @@ def check(ctx: Context) -> list[Finding]:
             },
         )
     ]
+
+
+def _copy_directions(ctx: Context) -> dict[int, str]:
+    """op id -> direction (HtoD, DtoH, ...) of the copies it issued."""
+    t = ctx.profile.table("transfers")
+    return {
+        int(op): str(d)
+        for op, d in zip(t.column("op_id").to_pylist(), t.column("direction").to_pylist(), strict=True)
+        if op >= 0 and d
+    }

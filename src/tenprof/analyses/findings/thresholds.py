@@ -16,8 +16,8 @@ class Thresholds:
     """... and the median kernel is shorter than this (tiny kernels, so launches dominate)."""
     idle_min_gap_us: float = 100.0
     """idle-gaps: a gap on a GPU stream shorter than this is ignored."""
-    idle_min_share: float = 0.1
-    """idle-gaps: fires when gaps of at least idle_min_gap_us add up to this share of the steps."""
+    idle_min_share: float = 0.2
+    """idle-gaps: fires when such gaps add up to this share of the steps' GPU time span."""
     sync_min_per_step: float = 1.0
     """sync-in-loop: fires when host-device synchronizations per step reach this."""
     transfers_min_pageable_bytes_per_step: float = 1 << 20

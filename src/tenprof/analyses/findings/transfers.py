@@ -7,17 +7,13 @@ import numpy as np
 
 from tenprof.analyses.findings.context import Context, per_step
 from tenprof.analyses.findings.model import Finding
-from tenprof.importers.intervals import union_length
+from tenprof.importers.intervals import coverage
 from tenprof.renderers.units import duration, size
 
 
 def exposed_ns(starts: np.ndarray, ends: np.ndarray, k_start: np.ndarray, k_end: np.ndarray) -> int:
-    """Time covered by the intervals and by no kernel: |A ∪ K| - |K| restricted to A, per interval."""
-    total = 0
-    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
-        ks, ke = np.clip(k_start, s, e), np.clip(k_end, s, e)
-        total += (e - s) - union_length(ks[ke > ks], ke[ke > ks])
-    return total
+    """Time inside the intervals that no kernel covers."""
+    return int(((ends - starts) - coverage(k_start, k_end, starts, ends)).sum())
 
 
 def check(ctx: Context) -> list[Finding]:

@@ -24,9 +24,13 @@ def check(ctx: Context) -> list[Finding]:
         [k.column(c).to_numpy()[keep] for c in ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")], axis=1
     )
     total = int(dur.sum())
+    # One kernel can serve several problem sizes with one grid (cuBLAS picks a kernel per shape range),
+    # so the launching op's input shapes are part of what "the same launch" means.
+    op_shapes = ctx.profile.table("ops").column("input_shapes").to_pylist()
+    k_op = k.column("op_id").to_numpy()[keep]
     groups: dict[tuple[object, ...], list[int]] = {}
-    for i, (name, sh) in enumerate(zip(names.tolist(), map(tuple, shape.tolist()), strict=True)):
-        groups.setdefault((name, *sh), []).append(i)
+    for i, (name, sh, op) in enumerate(zip(names.tolist(), map(tuple, shape.tolist()), k_op.tolist(), strict=True)):
+        groups.setdefault((name, *sh, op_shapes[op] if op >= 0 else ""), []).append(i)
     noisy = []
     for key, members in groups.items():
         if len(members) < 5:
@@ -49,7 +53,7 @@ def check(ctx: Context) -> list[Finding]:
             title=f"{short} varies {100 * cv:.0f}% (coefficient of variation) across {len(d)} launches of one shape",
             cost_ns=int(sum(n[0] for n in noisy)),
             seen=[
-                f"grid {key[1:4]}, block {key[4:7]}: p10 {duration(p10)}, median {duration(p50)}, "
+                f"grid {key[1:4]}, block {key[4:7]}, same input shapes: p10 {duration(p10)}, median {duration(p50)}, "
                 f"p90 {duration(p90)}, max {duration(d.max())}",
                 f"{len(noisy)} kernel shape(s) vary more than {100 * ctx.t.variance_max_cv:.0f}%",
             ],
