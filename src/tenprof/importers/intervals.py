@@ -83,19 +83,7 @@ def nest(starts: I64Array, ends: I64Array) -> Nesting:
 
 def union_length(starts: I64Array, ends: I64Array) -> int:
     """Total time covered by the union of intervals (GPU busy time)."""
-    if len(starts) == 0:
-        return 0
-    order = np.argsort(starts, kind="stable")
-    s = starts[order]
-    e = np.maximum.accumulate(ends[order])
-    # A new block starts where an interval begins after everything before it has ended.
-    new_block = np.empty(len(s), dtype=bool)
-    new_block[0] = True
-    new_block[1:] = s[1:] > e[:-1]
-    block_id = np.cumsum(new_block) - 1
-    block_start = s[new_block]
-    block_end = np.zeros(len(block_start), dtype=np.int64)
-    np.maximum.at(block_end, block_id, e)
+    block_start, block_end = merged(starts, ends)
     return int((block_end - block_start).sum())
 
 
