@@ -42,8 +42,9 @@ def check(ctx: Context) -> list[Finding]:
     seen = [
         f"step {int(ctx.all_step_numbers[0])} took {duration(first)}, {first / median_rest:.1f}x the median "
         f"{duration(median_rest)} of the other {len(d) - 1}",
-        f"{duration(to_first_kernel)} passed before its first GPU work",
     ]
+    if ctx.profile.has_gpu:
+        seen.append(f"{duration(to_first_kernel)} passed before its first GPU work")
     if scope_gap:
         seen.append(scope_gap)
     if calls:
