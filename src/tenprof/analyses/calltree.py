@@ -270,10 +270,6 @@ def flat(tree: Node, metric: str) -> list[FlatRow]:
     return rows
 
 
-def node_count(tree: Node) -> int:
-    return len(tree.walk())
-
-
 def total_of(tree: Node, kind: str) -> int:
     """Sum of exclusive GPU time over nodes of one kind (checks: equals the table totals)."""
     return int(np.sum([n.self_gpu_ns for n in tree.walk() if n.kind == kind], dtype=np.int64))

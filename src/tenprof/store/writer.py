@@ -33,11 +33,6 @@ class PassWriter:
         pq.write_table(table, self.tmp_dir / f"{name}.parquet", compression="zstd")
         self.rows[name] = table.num_rows
 
-    def raw_path(self, filename: str) -> Path:
-        raw = self.tmp_dir / "raw"
-        raw.mkdir(exist_ok=True)
-        return raw / filename
-
     def commit(self) -> None:
         if self.final_dir.exists():
             shutil.rmtree(self.final_dir)
