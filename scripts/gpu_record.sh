@@ -34,7 +34,7 @@ while [ $# -gt 0 ]; do
     record mlp examples/small_mlp.py --steps 5 --warmup 2
     ;;
   findings)  # a workload that triggers each finding and a fixed variant (tests/data/finding_*)
-    for f in launch_bound host_gaps sync_in_loop pageable_copy hidden_copies variance recompile compile_tiny; do
+    for f in launch_bound host_gaps sync_in_loop pageable_copy hidden_copies variance recompile compile_tiny graph_break; do
       record "finding_${f}" examples/findings/$f.py
       record "finding_${f}_fixed" examples/findings/$f.py --fixed
     done

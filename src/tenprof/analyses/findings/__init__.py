@@ -21,6 +21,7 @@ def find_all(profile: Profile, thresholds: Thresholds | None = None) -> list[Fin
     found: list[Finding] = []
     for module in (launch_bound, idle, syncs, transfers, copies, cold_start, variance, compiled):
         found.extend(module.check(ctx))
+    found.extend(compiled.graph_breaks(ctx))
     found.sort(key=lambda f: (f.once, -f.cost_ns, f.id))
     return found
 

@@ -106,3 +106,54 @@ def check(ctx: Context) -> list[Finding]:
             },
         )
     ]
+
+
+_RESUME = re.compile(r"^torch_dynamo_resume_in_(.+)_at_(\d+)$")
+
+
+def graph_breaks(ctx: Context) -> list[Finding]:
+    """graph-break: Dynamo split a compiled function. The code after the break runs as a resume function
+    (named torch_dynamo_resume_in_<function>_at_<line>, which names the break) whose compiled region is
+    entered from inside the first one, so each call pays a second region's dispatch."""
+    ctx = Context(ctx.profile, ctx.t, keep_compiling=True)
+    ops = ctx.profile.table("ops")
+    names = ctx.op_names()
+    inside = ctx.in_steps(ops.column("start_ns").to_numpy())
+    parent = ctx.profile.column("ops", "parent_op_id")
+    is_region = np.array([bool(_REGION.match(n)) for n in names], dtype=bool)
+    nested = np.flatnonzero(inside & is_region & _has_region_ancestor(is_region, parent))
+    frames = ctx.profile.table("frames")
+    breaks = sorted(
+        {
+            f"{m.group(1)} at {file}:{m.group(2)}"
+            for fn, file in zip(frames.column("function").to_pylist(), frames.column("file").to_pylist(), strict=True)
+            if (m := _RESUME.match(fn))
+        }
+    )
+    if len(nested) == 0 or not breaks:
+        return []
+    cost = int(ops.column("duration_ns").to_numpy()[nested].sum())
+    return [
+        Finding(
+            id="graph-break",
+            title=f"torch.compile graph break: {per_step(len(nested), ctx):.1f} extra compiled region(s) per step",
+            cost_ns=cost,
+            seen=[f"break in {b}" for b in breaks[:2]]
+            + [f"{len(nested)} regions entered from inside another, {duration(cost)} on the CPU in them"],
+            where=[b.split(" at ", 1)[1] for b in breaks[:3]],
+            why="Dynamo could not trace through this line, so the function runs as two (or more) graphs with "
+            "Python in between: more dispatch per call and no fusion across the break.",
+            fix="Make the line traceable (no print, .item(), data-dependent Python control flow or unsupported "
+            "calls inside the compiled function), or move it out; TORCH_LOGS=graph_breaks explains each break.",
+            numbers={"breaks": float(len(breaks)), "nested_regions": float(len(nested)), "cost_ns": float(cost)},
+        )
+    ]
+
+
+def _has_region_ancestor(is_region: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """For each op, whether one of its ancestors is a compiled region (ops are numbered parents first)."""
+    out = np.zeros(len(parent), dtype=bool)
+    for i in range(len(parent)):
+        p = int(parent[i])
+        out[i] = p >= 0 and (bool(is_region[p]) or bool(out[p]))
+    return out
