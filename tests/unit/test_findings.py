@@ -30,6 +30,7 @@ PAIRS = [
     ("variance", "finding_variance"),
     ("torch-compile", "finding_recompile"),
     ("torch-compile", "finding_compile_tiny"),
+    ("graph-break", "finding_graph_break"),
 ]
 MiB = 1 << 20
 
@@ -167,6 +168,20 @@ def test_tiny_compiled_regions_cost_more_cpu_than_gpu(rebuilt: dict[str, Profile
     assert f.numbers["region_cpu_ns"] == profile.column("ops", "duration_ns")[regions].sum()
     assert regions.sum() == 8 * len(lo)  # eight calls per step
     assert f.numbers["region_cpu_ns"] > 2 * f.numbers["region_gpu_ns"]
+
+
+def test_graph_break_names_the_line_and_counts_the_extra_regions(rebuilt: dict[str, Profile]) -> None:
+    profile = rebuilt["finding_graph_break"]
+    f = _one(profile, "graph-break")
+    assert f is not None
+    line = next(
+        i + 1
+        for i, t in enumerate((DATA.parent.parent / "examples/findings/graph_break.py").read_text().splitlines())
+        if "graph_break()" in t
+    )
+    assert f.where == [f"examples/findings/graph_break.py:{line}"]
+    steps = len(_steady_steps(profile)[0])
+    assert f.numbers["nested_regions"] == 4 * steps  # four calls per step, each entering the resumed graph
 
 
 def test_not_judged_on_an_imported_trace_without_stacks(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from tests.conftest import CASES, DATA, raw_events
 
 GPU_CASES = [c for c in CASES if c != "cpu"]
 # Kernels run by torch.compile'd code have no Python call of their own to be joined to (issue 9).
-EAGER_CASES = [c for c in GPU_CASES if "compile" not in c]
+EAGER_CASES = [c for c in GPU_CASES if "compile" not in c and "graph_break" not in c]
 
 
 def _us_to_ns(value: float) -> int:
