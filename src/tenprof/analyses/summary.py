@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tenprof.importers.intervals import take, union_length
+from tenprof.importers.intervals import coverage, take, union_length
 from tenprof.store.profile import Profile
 
 
@@ -105,12 +105,7 @@ def step_stats(profile: Profile, starts: np.ndarray, ends: np.ndarray) -> StepSt
         return StepStats(0, 0, 0, 0, 0, 0)
     s_start = steps.column("start_ns").to_numpy()[complete]
     s_end = steps.column("end_ns").to_numpy()[complete]
-    busy = 0
-    for lo, hi in zip(s_start, s_end, strict=True):
-        clipped_start = np.clip(starts, lo, hi)
-        clipped_end = np.clip(ends, lo, hi)
-        inside = clipped_end > clipped_start
-        busy += union_length(clipped_start[inside], clipped_end[inside])
+    busy = int(coverage(starts, ends, s_start, s_end).sum())
     return StepStats(len(d), int(np.median(d)), int(d.min()), int(d.max()), int(d.sum()), busy)
 
 
@@ -122,7 +117,8 @@ def summarize(profile: Profile) -> Summary:
     ends = np.concatenate([k.column("end_ns").to_numpy(), t.column("end_ns").to_numpy()])
     window = int(meta.options.get("trace_span_ns", "0") or 0)
     if window <= 0:
-        window = _window(profile)
+        lo, hi = profiled_span(profile)
+        window = hi - lo
     busy = union_length(starts, ends)
     steps = step_stats(profile, starts, ends)
     devices = [f"GPU {g.index}: {g.name}" for g in meta.gpus] or ["CPU only (no CUDA device recorded)"]
@@ -162,13 +158,14 @@ def summarize(profile: Profile) -> Summary:
     )
 
 
-def _window(profile: Profile) -> int:
-    lo, hi = None, None
-    for name in ("ops", "kernels", "transfers", "api_calls"):
+def profiled_span(
+    profile: Profile, tables: tuple[str, ...] = ("ops", "kernels", "transfers", "api_calls")
+) -> tuple[int, int]:
+    """(first start, last end) over the events of `tables`, (0, 0) when they are empty."""
+    lows, highs = [], []
+    for name in tables:
         tab = profile.table(name)
         if tab.num_rows:
-            s = int(tab.column("start_ns").to_numpy().min())
-            e = int(tab.column("end_ns").to_numpy().max())
-            lo = s if lo is None else min(lo, s)
-            hi = e if hi is None else max(hi, e)
-    return (hi - lo) if lo is not None and hi is not None else 0
+            lows.append(int(tab.column("start_ns").to_numpy().min()))
+            highs.append(int(tab.column("end_ns").to_numpy().max()))
+    return (min(lows), max(highs)) if lows else (0, 0)

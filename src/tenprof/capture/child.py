@@ -20,7 +20,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-STATUS_FILE = "child_status.json"
+from tenprof.capture.rawfiles import STATUS_FILE
+
 EXIT_CAPTURE_FAILED = 5
 
 

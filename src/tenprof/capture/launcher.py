@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tenprof import __version__
+from tenprof.capture.rawfiles import CALLSITES_FILE, CHECKS_FILE, STATUS_FILE, TRACE_FILE
 from tenprof.capture.schedule import Schedule
 from tenprof.errors import TenprofError, UsageError
 from tenprof.importers.trace_import import build_pass, now_iso
@@ -28,10 +29,6 @@ from tenprof.store.meta import GpuInfo, Meta, PassStatus, write_meta
 from tenprof.store.writer import PassWriter
 
 PASSES = ("timeline",)
-STATUS_FILE = "child_status.json"
-TRACE_FILE = "kineto_trace.json"
-CALLSITES_FILE = "callsites.json.gz"
-CHECKS_FILE = "checks.json"
 
 
 @dataclass

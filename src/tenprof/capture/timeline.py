@@ -23,12 +23,9 @@ from torch.autograd.profiler import record_function
 
 from tenprof.capture import runtime
 from tenprof.capture.callsites import CallsiteLog
+from tenprof.capture.rawfiles import CALLSITES_FILE, CHECKS_FILE, TRACE_FILE
 from tenprof.capture.schedule import Schedule
 from tenprof.importers.callsites import SYNC_PREFIX
-
-TRACE_FILE = "kineto_trace.json"
-CALLSITES_FILE = "callsites.json.gz"
-CHECKS_FILE = "checks.json"
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tenprof.analyses.findings.thresholds import Thresholds
-from tenprof.analyses.summary import user_frame_of
+from tenprof.analyses.summary import profiled_span, user_frame_of
 from tenprof.importers.intervals import take
 from tenprof.store.profile import Profile
 
@@ -32,7 +32,7 @@ class Context:
         self.step_start = steps.column("start_ns").to_numpy()[complete]
         self.step_end = steps.column("end_ns").to_numpy()[complete]
         if len(self.step_start) == 0:
-            lo, hi = self._span()
+            lo, hi = profiled_span(profile, ("ops", "kernels", "transfers"))
             self.step_numbers = np.array([-1], dtype=np.int64)
             self.step_start = np.array([lo], dtype=np.int64)
             self.step_end = np.array([hi], dtype=np.int64)
@@ -65,15 +65,6 @@ class Context:
         )
         self.step_count = len(self.step_start)
         self.analysed_ns = int((self.step_end - self.step_start).sum())
-
-    def _span(self) -> tuple[int, int]:
-        lows, highs = [], []
-        for name in ("ops", "kernels", "transfers"):
-            t = self.profile.table(name)
-            if t.num_rows:
-                lows.append(int(t.column("start_ns").to_numpy().min()))
-                highs.append(int(t.column("end_ns").to_numpy().max()))
-        return (min(lows), max(highs)) if lows else (0, 0)
 
     def step_index(self, times: I64) -> I64:
         """Index into the analysed steps of the step covering each time, -1 outside them."""

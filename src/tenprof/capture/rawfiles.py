@@ -1,0 +1,7 @@
+"""Names of the raw files a pass's child writes into `<profile>/<pass>/raw/` (shared by the torch side
+and the torch-free launcher, so each name is written down once)."""
+
+STATUS_FILE = "child_status.json"
+TRACE_FILE = "kineto_trace.json"
+CALLSITES_FILE = "callsites.json.gz"
+CHECKS_FILE = "checks.json"
