@@ -10,8 +10,10 @@ profile) is reported beside it. Configurations:
     tenprof          tenprof run script.py            (timeline pass, Python lines on, memory on)
     tenprof-nolines  tenprof run --no-lines script.py
     tenprof-light    tenprof run --no-lines --no-shapes --no-memory script.py
+    tenprof-tensors  tenprof run --passes tensors script.py   (the tensors pass alone)
     torch            torch.profiler(CPU+CUDA)
     torch-stack      torch.profiler(CPU+CUDA, with_stack, record_shapes, profile_memory)
+    torch-et         torch.profiler.ExecutionTraceObserver (every op's tensors, in C++; no Python lines)
 """
 
 from __future__ import annotations
@@ -33,7 +35,16 @@ WORKLOADS = {
     "conv": ["examples/conv_block.py", "--steps", "10", "--warmup", "3"],
     "mlp": ["examples/small_mlp.py", "--steps", "50", "--warmup", "10"],
 }
-CONFIGS = ("plain", "tenprof", "tenprof-nolines", "tenprof-light", "torch", "torch-stack")
+CONFIGS = (
+    "plain",
+    "tenprof",
+    "tenprof-nolines",
+    "tenprof-light",
+    "tenprof-tensors",
+    "torch",
+    "torch-stack",
+    "torch-et",
+)
 
 
 def command(config: str, workload: list[str], scratch: Path) -> list[str]:
@@ -46,6 +57,7 @@ def command(config: str, workload: list[str], scratch: Path) -> list[str]:
             "tenprof": [],
             "tenprof-nolines": ["--no-lines"],
             "tenprof-light": ["--no-lines", "--no-shapes", "--no-memory"],
+            "tenprof-tensors": ["--passes", "tensors"],
         }[config]
         return [
             py,
@@ -59,6 +71,8 @@ def command(config: str, workload: list[str], scratch: Path) -> list[str]:
             str(scratch / "prof"),
             *script,
         ]
+    if config == "torch-et":
+        return [py, str(ROOT / "benchmarks" / "execution_trace_run.py"), str(scratch / "et.json"), *script]
     stack = ["--stack"] if config == "torch-stack" else []
     return [
         py,

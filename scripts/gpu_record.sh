@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh [record] [overhead REPEATS] [import] [gputests]
+#   usage: bash scripts/gpu_record.sh [record] [findings] [compile] [tensors] [overhead REPEATS] [import] [gputests]
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -19,6 +19,14 @@ record() {  # name, then the example and its arguments
   echo "exit=$?" >> "$WORK/logs/$name.log"
   tenprof view "$WORK/prof/$name" --depth 9 --threshold 1 >> "$WORK/logs/$name.log" 2>&1
   tail -n 40 "$WORK/logs/$name.log" | head -n 30
+}
+
+record_tensors() {  # name, then the example and its arguments: the tensors pass alone
+  local name=$1; shift
+  ( cd "$REPO" && tenprof run --passes tensors --limit 8 -o "$WORK/prof/tensors_$name" "$@" ) > "$WORK/logs/tensors_$name.log" 2>&1
+  echo "exit=$?" >> "$WORK/logs/tensors_$name.log"
+  tail -n 45 "$WORK/logs/tensors_$name.log"
+  head -n 40 "$WORK/prof/tensors_$name/forest.txt"
 }
 
 while [ $# -gt 0 ]; do
@@ -48,6 +56,11 @@ while [ $# -gt 0 ]; do
     record finding_compile_tiny examples/findings/compile_tiny.py
     record finding_compile_tiny_fixed examples/findings/compile_tiny.py --fixed
     for d in "$WORK"/prof/finding_*; do tenprof report "$d" --limit 3 2>&1 | grep -E "^[0-9]+\. |^Findings|seen" | sed "s|^|$(basename "$d"): |"; done
+    ;;
+  tensors)  # the tensors pass (tests/data/tensors/*) and a compiled workload under it
+    record_tensors gpt2 examples/gpt2_train.py --steps 1 --warmup 1
+    record_tensors conv examples/conv_block.py --steps 2 --warmup 1
+    record_tensors compile_tiny examples/findings/compile_tiny.py
     ;;
   overhead)
     repeats=${1:-1}; shift

@@ -61,9 +61,9 @@ class Summary:
         return 100.0 * self.steps_gpu_busy_ns / self.steps_window_ns if self.steps_window_ns else 0.0
 
 
-def user_frame_of(profile: Profile) -> np.ndarray:
+def user_frame_of(profile: Profile, table: str = "frames") -> np.ndarray:
     """For each frame node, the innermost node on its path (itself included) in user code, or -1."""
-    f = profile.table("frames")
+    f = profile.table(table)
     parent = f.column("parent_frame_id").to_numpy()
     is_user = f.column("is_user").to_numpy(zero_copy_only=False)
     out = np.full(len(parent), -1, dtype=np.int64)

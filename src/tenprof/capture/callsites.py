@@ -124,6 +124,14 @@ class FrameInterner:
         return parent
 
 
+def new_interner(stop_code: CodeType | None) -> FrameInterner:
+    """An interner that leaves out frames below `stop_code`, torch's mode plumbing and tenprof's capture."""
+    here = str(Path(__file__).resolve().parent)
+    skip = {f for f in _PLUMBING_FILES if f}
+    skip |= {str(p) for p in Path(here).glob("*.py")}
+    return FrameInterner(stop_code, skip)
+
+
 class CallsiteRecorder(TorchFunctionMode):
     """The TorchFunctionMode that records (thread, start, end, path) for every outermost torch call."""
 
@@ -190,10 +198,7 @@ class CallsiteLog:
     """Everything the sidecar file holds: call records, scopes and clock-sync brackets."""
 
     def __init__(self, stop_code: CodeType | None, record_calls: bool) -> None:
-        here = str(Path(__file__).resolve().parent)
-        skip = {f for f in _PLUMBING_FILES if f}
-        skip |= {str(p) for p in Path(here).glob("*.py")}
-        self.interner = FrameInterner(stop_code, skip)
+        self.interner = new_interner(stop_code)
         self.recorder = CallsiteRecorder(self.interner) if record_calls else None
         self.scopes: list[list[Any]] = []
         self.syncs: list[list[Any]] = []

@@ -58,6 +58,28 @@ def _where(exc: BaseException) -> str:
     return best
 
 
+def _session(spec: dict[str, Any], raw_dir: Path) -> Any:
+    """The recorder of the pass the spec names (both have start(), stop() and trace_written)."""
+    from tenprof.capture.schedule import Schedule
+
+    schedule = Schedule.parse(spec["schedule"]) if spec.get("schedule") else None
+    stop_code = runpy._run_code.__code__  # type: ignore[attr-defined]
+    if spec.get("pass") == "tensors":
+        from tenprof.capture.tensors import TensorsSession
+
+        return TensorsSession(raw_dir, schedule, stop_code=stop_code)
+    from tenprof.capture.timeline import TimelineOptions, TimelineSession
+
+    options = TimelineOptions(
+        lines=spec.get("lines", True),
+        shapes=spec.get("shapes", True),
+        memory=spec.get("memory", True),
+        schedule=schedule,
+        verify=spec.get("verify", False),
+    )
+    return TimelineSession(raw_dir, options, stop_code=stop_code)
+
+
 def run_child(spec: dict[str, Any]) -> int:
     raw_dir = Path(spec["raw_dir"])
     raw_dir.mkdir(parents=True, exist_ok=True)
@@ -70,17 +92,8 @@ def run_child(spec: dict[str, Any]) -> int:
         return EXIT_CAPTURE_FAILED
 
     from tenprof.capture import environment
-    from tenprof.capture.schedule import Schedule
-    from tenprof.capture.timeline import TimelineOptions, TimelineSession
 
     status["env"] = environment.describe()
-    options = TimelineOptions(
-        lines=spec.get("lines", True),
-        shapes=spec.get("shapes", True),
-        memory=spec.get("memory", True),
-        schedule=Schedule.parse(spec["schedule"]) if spec.get("schedule") else None,
-        verify=spec.get("verify", False),
-    )
     target: str = spec["target"]
     sys.argv = [target, *spec.get("args", [])]
     if not spec.get("module"):
@@ -90,11 +103,13 @@ def run_child(spec: dict[str, Any]) -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, _on_sigterm)
     _die_with_parent()
-    session = TimelineSession(raw_dir, options, stop_code=runpy._run_code.__code__)  # type: ignore[attr-defined]
+    session = _session(spec, raw_dir)
     try:
         session.start()
     except Exception as exc:
-        status["error"] = f"torch.profiler could not start: {exc.__class__.__name__}: {exc}"
+        status["error"] = (
+            f"the {spec.get('pass', 'timeline')} recorder could not start: {exc.__class__.__name__}: {exc}"
+        )
         _write_status(raw_dir, status)
         return EXIT_CAPTURE_FAILED
     started = time.perf_counter()

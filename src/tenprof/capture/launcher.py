@@ -1,4 +1,4 @@
-"""`tenprof run`: start one child process per pass, then build the profile from what they recorded.
+"""`tenprof run`: one child process per pass, in turn; each pass's recording becomes its tables.
 
 This module does not import torch: the child does. The parent forwards Ctrl-C to the child (which
 stops the script and saves), waits, imports the raw recording into tables, and writes meta.json.
@@ -20,15 +20,17 @@ from pathlib import Path
 from typing import Any
 
 from tenprof import __version__
-from tenprof.capture.rawfiles import CALLSITES_FILE, CHECKS_FILE, STATUS_FILE, TRACE_FILE
+from tenprof.capture.rawfiles import CALLSITES_FILE, CHECKS_FILE, STATUS_FILE, TENSORS_FILE, TRACE_FILE
 from tenprof.capture.schedule import Schedule
 from tenprof.errors import TenprofError, UsageError
+from tenprof.importers.tensor_import import build_tensors_pass
 from tenprof.importers.trace_import import build_pass, now_iso
 from tenprof.store.directory import prepare_output_dir
 from tenprof.store.meta import GpuInfo, Meta, PassStatus, write_meta
+from tenprof.store.profile import load_profile
 from tenprof.store.writer import PassWriter
 
-PASSES = ("timeline",)
+PASSES = ("timeline", "tensors")
 
 
 @dataclass
@@ -71,8 +73,9 @@ def _child_env() -> dict[str, str]:
     return env
 
 
-def _run_child(req: RunRequest, raw_dir: Path) -> int:
+def _run_child(req: RunRequest, raw_dir: Path, pass_name: str) -> int:
     spec = {
+        "pass": pass_name,
         "raw_dir": str(raw_dir),
         "target": req.target,
         "args": req.args,
@@ -114,6 +117,10 @@ def _signal_name(code: int) -> str:
 
 
 def run_profile(req: RunRequest) -> RunResult:
+    """Run each pass in turn (each one a run of the script); the first pass's run describes the run.
+
+    A pass whose script run was interrupted or failed stops the passes after it: they are marked as not
+    run, with the reason, and what the earlier passes recorded is kept."""
     _check_request(req)
     prepare_output_dir(req.out_dir, req.force)
     command = (["-m", req.target] if req.module else [req.target]) + req.args
@@ -131,55 +138,130 @@ def run_profile(req: RunRequest) -> RunResult:
             "schedule": req.schedule,
         },
     )
-    meta.passes["timeline"] = PassStatus(state="running", started_at=meta.created_at)
-    write_meta(req.out_dir, meta)
+    exit_code = 0
+    stopped = ""
+    for index, pass_name in enumerate(req.passes):
+        if stopped:
+            meta.passes[pass_name] = PassStatus(state="failed", reason=f"not run: {stopped}")
+            write_meta(req.out_dir, meta)
+            continue
+        meta.passes[pass_name] = PassStatus(state="running", started_at=now_iso())
+        write_meta(req.out_dir, meta)
+        writer = PassWriter(req.out_dir, pass_name)
+        raw_dir = writer.tmp_dir / "raw"
+        raw_dir.mkdir()
+        started = time.perf_counter()
+        code = _run_child(req, raw_dir, pass_name)
+        # From here on, what was recorded is turned into tables and meta.json; a Ctrl-C now would only
+        # lose work, so it is ignored until the pass is written (the raw files are kept in any case).
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            meta = _finish_pass(req, pass_name, writer, raw_dir, meta, code, started, describes_run=index == 0)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        if code != 0:
+            exit_code = code if code >= 0 else 128 - code
+            stopped = f"the script stopped early in the {pass_name} pass (exit status {exit_code})"
+    return RunResult(exit_code, meta)
 
-    writer = PassWriter(req.out_dir, "timeline")
-    raw_dir = writer.tmp_dir / "raw"
-    raw_dir.mkdir()
-    started = time.perf_counter()
-    code = _run_child(req, raw_dir)
-    # From here on, what was recorded is turned into tables and meta.json; a Ctrl-C now would only lose
-    # work, so it is ignored until the profile is written (the raw files are kept in any case).
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+def _read_status(raw_dir: Path) -> dict[str, Any]:
+    if (raw_dir / STATUS_FILE).exists():
+        try:
+            status: dict[str, Any] = json.loads((raw_dir / STATUS_FILE).read_text())
+            return status
+        except ValueError:
+            pass
+    return {}
+
+
+def _finish_pass(
+    req: RunRequest,
+    pass_name: str,
+    writer: PassWriter,
+    raw_dir: Path,
+    meta: Meta,
+    code: int,
+    started: float,
+    describes_run: bool,
+) -> Meta:
+    status = _read_status(raw_dir)
+    if status:
+        cut_short = bool(status.get("cut_short"))
+        cut_reason = str(status.get("reason", ""))
+    else:
+        cut_short = True
+        cut_reason = (
+            f"the profiled process was killed by {_signal_name(code)}" if code < 0 else "the profiled process died"
+        )
     try:
-        meta = _finish_run(req, writer, raw_dir, meta, code, started)
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    return RunResult(code if code >= 0 else 128 - code, meta)
-
-
-def _finish_run(req: RunRequest, writer: PassWriter, raw_dir: Path, meta: Meta, code: int, started: float) -> Meta:
-    status: dict[str, Any] = {}
-    try:
-        if (raw_dir / STATUS_FILE).exists():
-            status = json.loads((raw_dir / STATUS_FILE).read_text())
-        env = status.get("env", {})
-        meta.host = env.get("host", "")
-        meta.python_version = env.get("python_version", "")
-        meta.torch_version = env.get("torch_version", "")
-        meta.cuda_version = env.get("cuda_version", "")
-        meta.driver_version = env.get("driver_version", "")
-        meta.gpus = [GpuInfo(**g) for g in env.get("gpus", [])]
-        meta.run.exit_code = code
-        meta.run.wall_time_s = float(status.get("wall_time_s", time.perf_counter() - started))
-        if status:
-            meta.run.cut_short = bool(status.get("cut_short"))
-            meta.run.cut_short_reason = str(status.get("reason", ""))
+        if describes_run:
+            env = status.get("env", {})
+            meta.host = env.get("host", "")
+            meta.python_version = env.get("python_version", "")
+            meta.torch_version = env.get("torch_version", "")
+            meta.cuda_version = env.get("cuda_version", "")
+            meta.driver_version = env.get("driver_version", "")
+            meta.gpus = [GpuInfo(**g) for g in env.get("gpus", [])]
+            meta.run.exit_code = code
+            meta.run.wall_time_s = float(status.get("wall_time_s", time.perf_counter() - started))
+            meta.run.cut_short = cut_short
+            meta.run.cut_short_reason = cut_reason
+        error = str(status.get("error", ""))
+        if pass_name == "timeline":
+            pass_status = finish_timeline(writer, raw_dir, meta, error, req.schedule)
         else:
-            meta.run.cut_short = True
-            meta.run.cut_short_reason = (
-                f"the profiled process was killed by {_signal_name(code)}" if code < 0 else "the profiled process died"
-            )
-        pass_status = finish_timeline(writer, raw_dir, meta, str(status.get("error", "")), req.schedule)
+            pass_status = finish_tensors(writer, raw_dir, meta, error, cut_reason if cut_short else "")
     except Exception as exc:  # never lose the recording to a bug in building the tables
         pass_status = PassStatus(state="failed", reason=f"building the profile failed: {exc.__class__.__name__}: {exc}")
+    pass_status.started_at = meta.passes[pass_name].started_at
     pass_status.duration_s = time.perf_counter() - started
     pass_status.rows = dict(writer.rows)
     writer.commit()  # raw files are kept even when the pass failed
-    meta.passes["timeline"] = pass_status
+    meta.passes[pass_name] = pass_status
     write_meta(req.out_dir, meta)
+    if pass_name == "tensors" and pass_status.state != "failed":
+        problem = write_forest_files(req.out_dir)
+        if problem:
+            pass_status.reason = "; ".join(filter(None, [pass_status.reason, problem]))
+            write_meta(req.out_dir, meta)
     return meta
+
+
+def finish_tensors(writer: PassWriter, raw_dir: Path, meta: Meta, child_error: str, cut_short: str) -> PassStatus:
+    """Raw tensors file -> tables; the caching allocator's totals go to meta.checks["tensors"]."""
+    raw = raw_dir / TENSORS_FILE
+    pass_status = PassStatus(state="failed")
+    if not raw.exists():
+        pass_status.reason = child_error or ("no tensors were written" + (f"; {cut_short}" if cut_short else ""))
+        return pass_status
+    try:
+        report = build_tensors_pass(writer, raw)
+    except TenprofError as exc:
+        pass_status.reason = f"the tensors recording could not be read: {exc}"
+        return pass_status
+    pass_status.state = "partial" if cut_short or report.warnings else "complete"
+    notes = ([f"cut short: {cut_short}"] if cut_short else []) + report.warnings
+    if report.unseen_creators:
+        notes.append(
+            f"{report.unseen_creators} tensors were first seen as inputs: made before recording began or where no "
+            "dispatch hook sees (inside torch.compile graphs, CUDA-graph replays)"
+        )
+    pass_status.reason = "; ".join(notes)
+    if report.cuda_memory:
+        meta.checks["tensors"] = {k: float(v) for k, v in report.cuda_memory.items()}
+    return pass_status
+
+
+def write_forest_files(out_dir: Path) -> str:
+    """forest.txt, forest.dot and (with graphviz) forest.svg in the profile directory; a note on failure."""
+    try:
+        from tenprof.renderers.forest_files import write_forest
+
+        write_forest(load_profile(out_dir), out_dir)
+    except Exception as exc:  # the tables are written; the drawings can be made again with `tenprof export`
+        return f"the forest files could not be written: {exc.__class__.__name__}: {exc}"
+    return ""
 
 
 def finish_timeline(writer: PassWriter, raw_dir: Path, meta: Meta, child_error: str, schedule: str) -> PassStatus:

@@ -1,4 +1,4 @@
-"""`tenprof export DIR --format perfetto|hatchet|json|csv -o FILE`."""
+"""`tenprof export DIR --format perfetto|hatchet|json|csv|forest|forest-dot|forest-svg -o FILE`."""
 
 from __future__ import annotations
 
@@ -8,14 +8,24 @@ from pathlib import Path
 
 import orjson
 
+from tenprof.analyses.tensor_forest import METRICS
 from tenprof.errors import UsageError
+from tenprof.store.profile import Profile
 from tenprof.store.schema import TABLES
 
-FORMATS = ("perfetto", "hatchet", "json", "csv")
+FORMATS = ("perfetto", "hatchet", "json", "csv", "forest", "forest-dot", "forest-svg")
+DEFAULT_NAMES = {
+    "perfetto": "trace.json",
+    "hatchet": "tree.hatchet.json",
+    "json": "report.json",
+    "forest": "forest.txt",
+    "forest-dot": "forest.dot",
+    "forest-svg": "forest.svg",
+}
 
 
 def _default_name(fmt: str, table: str) -> str:
-    return {"perfetto": "trace.json", "hatchet": "tree.hatchet.json", "json": "report.json"}.get(fmt, f"{table}.csv")
+    return DEFAULT_NAMES.get(fmt, f"{table}.csv")
 
 
 class ExportCommand:
@@ -33,12 +43,28 @@ class ExportCommand:
         )
         parser.add_argument("-o", "--output", default=None, help="output file ('-' for standard output)")
         parser.add_argument("--table", default="kernels", choices=sorted(TABLES), help="table for --format csv")
+        parser.add_argument(
+            "--metric", default="bytes", choices=METRICS, help="forest: order trees and size nodes by this"
+        )
+        parser.add_argument("--limit", type=int, default=40, help="forest: groups of trees to show (0: all)")
 
     def run(self, args: argparse.Namespace) -> int:
         from tenprof.cli.common import open_profile
 
         fmt = args.format or _format_from_name(args.output)
         profile = open_profile(args)
+        if fmt.startswith("forest"):
+            if not profile.has_pass("tensors"):
+                raise UsageError(
+                    f"{profile.directory} has no tensors pass; record one with tenprof run --passes timeline,tensors"
+                )
+            if fmt == "forest-svg":
+                from tenprof.renderers.forest_dot import has_graphviz
+
+                if not has_graphviz():
+                    raise UsageError(
+                        "graphviz `dot` is not installed (apt install graphviz); --format forest-dot works"
+                    )
         output = args.output or _default_name(fmt, args.table)
         handle = sys.stdout.buffer if output == "-" else Path(output).open("wb")  # noqa: SIM115 (closed below)
         try:
@@ -56,6 +82,8 @@ class ExportCommand:
                 from tenprof.renderers.json_report import report_json
 
                 handle.write(report_json(profile, all_tallies(profile)).encode())
+            elif fmt.startswith("forest"):
+                handle.write(_forest(profile, fmt, args.metric, args.limit or 10**9))
             else:
                 import pyarrow.csv as pacsv
 
@@ -68,9 +96,28 @@ class ExportCommand:
         return 0
 
 
+def _forest(profile: Profile, fmt: str, metric: str, limit: int) -> bytes:
+    from tenprof.analyses.tensor_forest import Forest
+    from tenprof.renderers.forest_dot import dot_to_svg, forest_dot
+    from tenprof.renderers.forest_files import pass_notes
+    from tenprof.renderers.forest_text import forest_text
+
+    forest = Forest(profile)
+    if fmt == "forest":
+        return forest_text(forest, metric, limit, pass_notes(profile)).encode()
+    dot = forest_dot(forest, metric, limit)
+    return dot.encode() if fmt == "forest-dot" else dot_to_svg(dot)
+
+
 def _format_from_name(name: str | None) -> str:
     if not name or name == "-":
         return "perfetto"
+    if name.endswith(".dot"):
+        return "forest-dot"
+    if name.endswith(".svg"):
+        return "forest-svg"
+    if name.endswith(".txt") and "forest" in Path(name).name:
+        return "forest"
     if name.endswith(".csv"):
         return "csv"
     if "hatchet" in name:

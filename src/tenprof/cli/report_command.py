@@ -9,11 +9,13 @@ from rich.console import Console
 
 from tenprof.analyses import tally as tallies
 from tenprof.analyses.findings import Thresholds, find_all, not_judged
+from tenprof.analyses.memory import memory_report
 from tenprof.analyses.summary import summarize
 from tenprof.analyses.temporal import temporal_breakdown
 from tenprof.cli.common import console, open_profile
 from tenprof.errors import UsageError
 from tenprof.renderers.json_report import report_json
+from tenprof.renderers.memory_text import render_memory
 from tenprof.renderers.text import render_breakdown, render_findings, render_summary, render_tally
 from tenprof.store.profile import Profile
 
@@ -32,17 +34,27 @@ def all_tallies(profile: Profile) -> list[tallies.Tally]:
 
 
 def print_report(profile: Profile, out: Console, limit: int | None, thresholds: Thresholds | None = None) -> None:
-    """Findings first (most costly first), then the summary, the per-step breakdown and the tallies."""
-    render_findings(find_all(profile, thresholds), out, not_judged(profile))
-    render_summary(summarize(profile), out)
-    breakdown = temporal_breakdown(profile)
-    if breakdown and profile.has_gpu:
-        out.print()
-        render_breakdown(breakdown, out)
-    for t in all_tallies(profile):
-        if t.rows:
+    """Findings first (most costly first), then the summary, the per-step breakdown and the tallies;
+    then the memory section when the profile has a tensors pass."""
+    if "timeline" in profile.meta.passes:
+        render_findings(find_all(profile, thresholds), out, not_judged(profile))
+        render_summary(summarize(profile), out)
+        breakdown = temporal_breakdown(profile)
+        if breakdown and profile.has_gpu:
             out.print()
-            render_tally(t, out, limit)
+            render_breakdown(breakdown, out)
+        for t in all_tallies(profile):
+            if t.rows:
+                out.print()
+                render_tally(t, out, limit)
+    else:
+        out.print(f"[bold]tenprof[/bold] · {' '.join(profile.meta.command)}: no timeline pass in this profile")
+        for line in profile.missing():
+            out.print(f"[yellow]Incomplete:[/yellow] {line}")
+    memory = memory_report(profile, limit or 10)
+    if memory is not None:
+        out.print()
+        render_memory(memory, out)
 
 
 class ReportCommand:

@@ -19,7 +19,11 @@ class RunCommand:
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("-o", "--output", default="tenprof-out", help="profile directory (default: tenprof-out)")
         parser.add_argument("--force", action="store_true", help="replace the output directory if it is a profile")
-        parser.add_argument("--passes", default="timeline", help=f"comma-separated passes ({', '.join(PASSES)})")
+        parser.add_argument(
+            "--passes",
+            default="timeline",
+            help=f"comma-separated passes, each a run of the script ({', '.join(PASSES)}), or all",
+        )
         parser.add_argument("-m", dest="module", action="store_true", help="run a module, like python -m")
         parser.add_argument("--no-lines", action="store_true", help="do not record Python call paths (less overhead)")
         parser.add_argument("--no-shapes", action="store_true", help="do not record op input shapes (less overhead)")
@@ -52,7 +56,9 @@ class RunCommand:
             module=args.module,
             out_dir=Path(args.output),
             force=args.force,
-            passes=tuple(p.strip() for p in args.passes.split(",") if p.strip()),
+            passes=PASSES
+            if args.passes.strip() == "all"
+            else tuple(p.strip() for p in args.passes.split(",") if p.strip()),
             lines=not args.no_lines,
             shapes=not args.no_shapes,
             memory=not args.no_memory,
@@ -60,10 +66,10 @@ class RunCommand:
             verify=args.verify,
         )
         result = run_profile(request)
-        status = result.meta.passes.get("timeline")
-        if status is not None and status.state == "failed":
-            print(f"tenprof: the timeline pass failed: {status.reason}", file=sys.stderr)
-        elif not args.quiet:
+        failed = {name: s for name, s in result.meta.passes.items() if s.state == "failed"}
+        for name, status in failed.items():
+            print(f"tenprof: the {name} pass failed: {status.reason}", file=sys.stderr)
+        if not args.quiet and len(failed) < len(result.meta.passes):
             print_report(load_profile(request.out_dir), console(), args.limit or None)
         print(
             f"tenprof: profile written to {request.out_dir}/ (tenprof report {request.out_dir})",

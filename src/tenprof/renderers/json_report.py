@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 
 from tenprof.analyses.findings import Thresholds, find_all, not_judged
+from tenprof.analyses.memory import memory_report
 from tenprof.analyses.summary import summarize
 from tenprof.analyses.tally import Tally
 from tenprof.analyses.temporal import temporal_breakdown
@@ -16,6 +17,7 @@ from tenprof.store.profile import Profile
 
 def report_data(profile: Profile, tallies: list[Tally], thresholds: Thresholds | None = None) -> dict[str, Any]:
     summary = summarize(profile)
+    memory = memory_report(profile)
     data = dataclasses.asdict(summary)
     data["gpu_busy_percent"] = summary.gpu_busy_percent
     data["attribution"]["op_percent"] = summary.attribution.op_percent
@@ -27,6 +29,7 @@ def report_data(profile: Profile, tallies: list[Tally], thresholds: Thresholds |
         "summary": data,
         "steps": [dataclasses.asdict(b) for b in temporal_breakdown(profile)],
         "tallies": [dataclasses.asdict(t) for t in tallies],
+        "memory": dataclasses.asdict(memory) if memory is not None else None,
     }
 
 

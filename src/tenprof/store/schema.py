@@ -146,6 +146,77 @@ MEMORY = _schema(
     Column("op_id", I64, "innermost op enclosing the event, -1 when none"),
 )
 
+I64_LIST = pa.list_(pa.int64())
+
+TENSOR_OPS = _schema(
+    Column("op_seq", I64, "op sequence number of the tensors pass: ops in the order they started, from 0"),
+    Column("name", STR, "aten op, e.g. aten::view (seen at the Python dispatch key: composites arrive split)"),
+    Column("thread_id", I64, "OS thread id (backward ops run in autograd's device threads)"),
+    Column("frame_id", I64, "leaf of the Python call path (tensor_frames), -1 when none (backward ops)"),
+    Column("is_backward", BOOL, "run by the autograd engine"),
+    Column("autograd_seq_nr", I64, "backward: the sequence nr of the node run; forward: the last one made; -1"),
+    Column("forward_op_seq", I64, "backward ops: the forward op whose autograd node this op runs, -1 when none"),
+    Column("step", I64, "number of tenprof.step() calls before the op"),
+    Column("start_unix_ns", I64, "wall-clock time the op's kernel call began (places allocator events)"),
+)
+
+TENSORS = _schema(
+    Column("tensor_id", I64, "one layout on one storage: (storage, offset, shape, stride, dtype)"),
+    Column("storage_id", I64, "the allocation it lives in (storages table)"),
+    Column("device", STR, "e.g. cuda:0, cpu"),
+    Column("dtype", STR, "e.g. float32, bfloat16"),
+    Column("itemsize", I32, "bytes per element"),
+    Column("shape", I64_LIST, ""),
+    Column("stride", I64_LIST, "in elements"),
+    Column("numel", I64, "number of elements"),
+    Column("storage_offset", I64, "in elements"),
+    Column("data_ptr", I64, "address of element 0"),
+    Column("byte_start", I64, "lowest address an element occupies"),
+    Column("byte_end", I64, "one past the highest byte an element occupies (a strided view has gaps inside)"),
+    Column("nbytes", I64, "numel * itemsize"),
+    Column("is_view", BOOL, "made by an op as a new layout on an existing storage"),
+    Column("parent_tensor_id", I64, "views: the input tensor it is a view of, -1 for bases"),
+    Column("view_op", STR, "views: the op that made it, e.g. aten::transpose"),
+    Column("source_tensor_id", I64, "transformations (clone, _to_copy, copy_): the tensor whose values it got"),
+    Column("source_op", STR, "the transformation op, e.g. aten::clone"),
+    Column("creator_op_seq", I64, "op that made it, -1 when made where no dispatch hook sees (or before)"),
+    Column("creator_frame_id", I64, "call path of the creator (a backward op's forward line), -1 when unknown"),
+    Column("first_use_op_seq", I64, "first op that made, read or wrote it"),
+    Column("last_use_op_seq", I64, "last op that made, read or wrote it"),
+    Column("last_read_op_seq", I64, "last op that read it, -1 when never read"),
+    Column("reads", I64, "ops that read it (in-place ops included)"),
+    Column("writes", I64, "ops that wrote it in place or as out="),
+    Column("free_op_seq", I64, "its storage went back to the allocator before this op; -1: alive at the end"),
+)
+
+TENSOR_USES = _schema(
+    Column("op_seq", I64, ""),
+    Column("tensor_id", I64, ""),
+    Column("role", STR, "read | write (out=) | readwrite (in-place) | output (made by the op)"),
+)
+
+STORAGES = _schema(
+    Column("storage_id", I64, "one allocation, from the op that made it to its return to the allocator"),
+    Column("device", STR, ""),
+    Column("address", I64, "base address"),
+    Column("nbytes", I64, "bytes requested (the CUDA caching allocator rounds up to 512)"),
+    Column("alloc_op_seq", I64, "op that made it (or first used it, when made unseen)"),
+    Column("free_op_seq", I64, "went back to the allocator before this op; -1: alive at the end"),
+    Column("base_tensor_id", I64, "the first tensor seen on it (the root of its tree in the forest)"),
+)
+
+ALLOCATOR_EVENTS = _schema(
+    Column("event_id", I64, "order in the CUDA caching allocator's own log"),
+    Column("device", I32, ""),
+    Column("action", STR, "alloc | free_requested | free_completed"),
+    Column("address", I64, ""),
+    Column("bytes", I64, "block size (rounded by the allocator)"),
+    Column("unix_ns", I64, "when, on the wall clock (the allocator's microseconds)"),
+    Column("op_seq", I64, "the op running then (last to start before it), -1 before the first"),
+    Column("allocated_bytes", I64, "bytes allocated on the device after the event (counted from the pass start)"),
+    Column("storage_id", I64, "alloc events: the storage this block became, -1 for memory no op output owns"),
+)
+
 TABLES: dict[str, pa.Schema] = {
     "ops": OPS,
     "kernels": KERNELS,
@@ -155,9 +226,16 @@ TABLES: dict[str, pa.Schema] = {
     "scopes": SCOPES,
     "steps": STEPS,
     "memory": MEMORY,
+    "tensor_ops": TENSOR_OPS,
+    "tensors": TENSORS,
+    "tensor_uses": TENSOR_USES,
+    "storages": STORAGES,
+    "tensor_frames": FRAMES,
+    "allocator_events": ALLOCATOR_EVENTS,
 }
 
 # Which pass writes which table; the loader uses it to say what is missing and why.
 PASS_TABLES: dict[str, tuple[str, ...]] = {
     "timeline": ("ops", "kernels", "transfers", "api_calls", "frames", "scopes", "steps", "memory"),
+    "tensors": ("tensor_ops", "tensors", "tensor_uses", "storages", "tensor_frames", "allocator_events"),
 }

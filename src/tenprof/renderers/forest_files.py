@@ -1,0 +1,29 @@
+"""The files `tenprof run` leaves for the tensors pass: forest.txt, forest.dot, and forest.svg when
+graphviz is installed (the SVG is skipped otherwise, never an error)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tenprof.analyses.tensor_forest import Forest
+from tenprof.renderers.forest_dot import dot_to_svg, forest_dot, has_graphviz
+from tenprof.renderers.forest_text import forest_text
+from tenprof.store.profile import Profile
+
+
+def pass_notes(profile: Profile) -> list[str]:
+    status = profile.meta.passes.get("tensors")
+    return [status.reason] if status is not None and status.reason else []
+
+
+def write_forest(profile: Profile, directory: Path, metric: str = "bytes", limit: int = 40) -> list[Path]:
+    forest = Forest(profile)
+    written = [directory / "forest.txt", directory / "forest.dot"]
+    written[0].write_text(forest_text(forest, metric, limit, pass_notes(profile)))
+    dot = forest_dot(forest, metric, limit)
+    written[1].write_text(dot)
+    if has_graphviz():
+        svg = directory / "forest.svg"
+        svg.write_bytes(dot_to_svg(dot))
+        written.append(svg)
+    return written
