@@ -122,7 +122,7 @@ class TensorRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
         self.interner = new_interner(stop_code)
         self.seq = 0
         self.step = 0
-        # per op: seq, name id, frame id, thread, autograd sequence nr, is_backward, step
+        # per op: seq, name id, frame id, thread, autograd sequence nr, is_backward, step, wall-clock start
         self.ops = array("q")
         # per use: seq, tensor id, role
         self.uses = array("q")
