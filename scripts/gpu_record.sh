@@ -29,6 +29,13 @@ record_tensors() {  # name, then the example and its arguments: the tensors pass
   head -n 40 "$WORK/prof/tensors_$name/forest.txt"
 }
 
+record_counters() {  # name, then the example and its arguments: timeline + counters passes
+  local name=$1; shift
+  ( cd "$REPO" && tenprof run --passes timeline,counters --limit 12 -o "$WORK/prof/counters_$name" "$@" ) > "$WORK/logs/counters_$name.log" 2>&1
+  echo "exit=$?" >> "$WORK/logs/counters_$name.log"
+  tail -n 45 "$WORK/logs/counters_$name.log"
+}
+
 while [ $# -gt 0 ]; do
   task=$1; shift
   case $task in
@@ -61,6 +68,14 @@ while [ $# -gt 0 ]; do
     record_tensors gpt2 examples/gpt2_train.py --steps 1 --warmup 1
     record_tensors conv examples/conv_block.py --steps 2 --warmup 1
     record_tensors compile_tiny examples/findings/compile_tiny.py
+    ;;
+  counters)  # the counters pass on small workloads (tests/data/counters/*)
+    record_counters matmul examples/matmul_add.py --size 1024 --steps 3
+    record_counters mlp examples/small_mlp.py --steps 3 --warmup 1
+    ;;
+  dedup)  # what de-duplication saves on GPT-2 (one training step): MODE is dedup or all
+    mode=${1:-dedup}; shift
+    python3 benchmarks/counters_dedup.py run --mode "$mode" --json "$OUT/counters_$mode.json" 2>&1 | tee "$OUT/counters_$mode.log" | grep -v "^==PROF==" | tail -n 30
     ;;
   overhead)
     repeats=${1:-1}; shift

@@ -19,10 +19,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from tenprof import __version__
-from tenprof.capture.rawfiles import CALLSITES_FILE, CHECKS_FILE, STATUS_FILE, TENSORS_FILE, TRACE_FILE
+from tenprof.capture.ncu_runner import METRICS, Progress, find_ncu, ncu_command, permission_problem
+from tenprof.capture.rawfiles import (
+    CALLSITES_FILE,
+    CHECKS_FILE,
+    COUNTERS_FILE,
+    COUNTERS_OPS_FILE,
+    NCU_LOG_FILE,
+    NCU_REPORT_BASE,
+    STATUS_FILE,
+    TENSORS_FILE,
+    TRACE_FILE,
+)
 from tenprof.capture.schedule import Schedule
 from tenprof.errors import TenprofError, UsageError
+from tenprof.importers.counters_import import build_counters_pass, expected_replays
+from tenprof.importers.ncu_report_reader import read_report
 from tenprof.importers.tensor_import import build_tensors_pass
 from tenprof.importers.trace_import import build_pass, now_iso
 from tenprof.store.directory import prepare_output_dir
@@ -30,7 +45,16 @@ from tenprof.store.meta import GpuInfo, Meta, PassStatus, write_meta
 from tenprof.store.profile import load_profile
 from tenprof.store.writer import PassWriter
 
-PASSES = ("timeline", "tensors")
+PASSES = ("timeline", "tensors", "counters")
+
+
+def all_passes(ncu: str = "") -> tuple[str, ...]:
+    """`--passes all`: the timeline and tensors passes, and the counters pass where ncu is found."""
+    try:
+        find_ncu(ncu)
+    except UsageError:
+        return ("timeline", "tensors")
+    return PASSES
 
 
 @dataclass
@@ -46,6 +70,8 @@ class RunRequest:
     memory: bool = True
     schedule: str = ""
     verify: bool = False
+    ncu: str = ""
+    counters_all: bool = False
     python: str = field(default_factory=lambda: sys.executable)
 
 
@@ -63,6 +89,8 @@ def _check_request(req: RunRequest) -> None:
         raise UsageError(f"{req.target}: no such script")
     if req.schedule:
         Schedule.parse(req.schedule)
+    if "counters" in req.passes:
+        find_ncu(req.ncu)  # fail before any pass runs, naming the fix
 
 
 def _child_env() -> dict[str, str]:
@@ -73,7 +101,7 @@ def _child_env() -> dict[str, str]:
     return env
 
 
-def _run_child(req: RunRequest, raw_dir: Path, pass_name: str) -> int:
+def _run_child(req: RunRequest, raw_dir: Path, pass_name: str, expected_replays: int = 0) -> int:
     spec = {
         "pass": pass_name,
         "raw_dir": str(raw_dir),
@@ -85,13 +113,24 @@ def _run_child(req: RunRequest, raw_dir: Path, pass_name: str) -> int:
         "memory": req.memory,
         "schedule": req.schedule,
         "verify": req.verify,
+        "keep_all": req.counters_all,
     }
     spec_path = raw_dir / "spec.json"
     spec_path.write_text(json.dumps(spec))
+    command = [req.python, "-m", "tenprof.capture.child", str(spec_path)]
+    piped = pass_name == "counters"
+    if piped:
+        command = ncu_command(find_ncu(req.ncu), raw_dir / NCU_REPORT_BASE, command)
     # A session of its own: a Ctrl-C at the terminal reaches only this process, which forwards exactly
     # one SIGINT; SIGTERM and SIGHUP are forwarded as SIGTERM. The child saves on either.
     proc = subprocess.Popen(
-        [req.python, "-m", "tenprof.capture.child", str(spec_path)], env=_child_env(), start_new_session=True
+        command,
+        env=_child_env(),
+        start_new_session=True,
+        stdout=subprocess.PIPE if piped else None,
+        stderr=subprocess.STDOUT if piped else None,
+        text=piped,
+        errors="replace" if piped else None,
     )
 
     def forward(signum: int, frame: Any) -> None:
@@ -103,10 +142,27 @@ def _run_child(req: RunRequest, raw_dir: Path, pass_name: str) -> int:
     watched = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     previous = {s: signal.signal(s, forward) for s in watched}
     try:
+        if piped and proc.stdout is not None:
+            _relay_ncu_output(proc.stdout, raw_dir / NCU_LOG_FILE, expected_replays)
         return proc.wait()
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+
+
+def _relay_ncu_output(stream: Any, log_path: Path, expected: int) -> None:
+    """ncu's lines go to its log and drive the progress line; the script's own lines go to stdout."""
+    progress = Progress(expected, lambda text: print(text, file=sys.stderr, flush=True))
+    with log_path.open("w") as log:
+        for line in stream:
+            log.write(line)
+            if line.startswith("==PROF=="):
+                progress.feed(line)
+            elif line.startswith("==ERROR==") or line.startswith("==WARNING=="):
+                print(line.rstrip(), file=sys.stderr)
+            else:
+                sys.stdout.write(line)
+    print(progress.text() + " (done)", file=sys.stderr, flush=True)
 
 
 def _signal_name(code: int) -> str:
@@ -151,7 +207,8 @@ def run_profile(req: RunRequest) -> RunResult:
         raw_dir = writer.tmp_dir / "raw"
         raw_dir.mkdir()
         started = time.perf_counter()
-        code = _run_child(req, raw_dir, pass_name)
+        expected = _expected_replays(req.out_dir) if pass_name == "counters" else 0
+        code = _run_child(req, raw_dir, pass_name, expected)
         # From here on, what was recorded is turned into tables and meta.json; a Ctrl-C now would only
         # lose work, so it is ignored until the pass is written (the raw files are kept in any case).
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -210,8 +267,10 @@ def _finish_pass(
         error = str(status.get("error", ""))
         if pass_name == "timeline":
             pass_status = finish_timeline(writer, raw_dir, meta, error, req.schedule)
-        else:
+        elif pass_name == "tensors":
             pass_status = finish_tensors(writer, raw_dir, meta, error, cut_reason if cut_short else "")
+        else:
+            pass_status = finish_counters(writer, raw_dir, req, error, cut_reason if cut_short else "")
     except Exception as exc:  # never lose the recording to a bug in building the tables
         pass_status = PassStatus(state="failed", reason=f"building the profile failed: {exc.__class__.__name__}: {exc}")
     pass_status.started_at = meta.passes[pass_name].started_at
@@ -250,6 +309,45 @@ def finish_tensors(writer: PassWriter, raw_dir: Path, meta: Meta, child_error: s
     pass_status.reason = "; ".join(notes)
     if report.cuda_memory:
         meta.checks["tensors"] = {k: float(v) for k, v in report.cuda_memory.items()}
+    return pass_status
+
+
+def _expected_replays(out_dir: Path) -> int:
+    """Kernel signatures in this profile's timeline, for the counters progress line (0: unknown)."""
+    try:
+        profile = load_profile(out_dir)
+        if not profile.has_pass("timeline"):
+            return 0
+        return expected_replays(profile.table("kernels"), profile.table("ops"))
+    except Exception:  # only an estimate
+        return 0
+
+
+def finish_counters(writer: PassWriter, raw_dir: Path, req: RunRequest, child_error: str, cut_short: str) -> PassStatus:
+    """ncu's report -> plain columns (raw/counters.json.gz) -> tables, matched to the timeline's kernels."""
+    pass_status = PassStatus(state="failed")
+    report_path = raw_dir / f"{NCU_REPORT_BASE}.ncu-rep"
+    log = (raw_dir / NCU_LOG_FILE).read_text(errors="replace") if (raw_dir / NCU_LOG_FILE).exists() else ""
+    if not report_path.exists():
+        problem = permission_problem(log) or child_error or "ncu wrote no report"
+        last = [line for line in log.splitlines() if line.startswith("==ERROR==")][-1:]
+        pass_status.reason = problem + (f" ({last[0]})" if last and last[0] not in problem else "")
+        return pass_status
+    try:
+        columns = read_report(report_path, list(METRICS), find_ncu(req.ncu))
+        (raw_dir / COUNTERS_FILE).write_bytes(gzip.compress(orjson.dumps(columns), compresslevel=1))
+        profile = load_profile(req.out_dir)
+        timeline = (
+            {"kernels": profile.table("kernels"), "ops": profile.table("ops")} if profile.has_pass("timeline") else None
+        )
+        report = build_counters_pass(writer, raw_dir / COUNTERS_FILE, raw_dir / COUNTERS_OPS_FILE, timeline)
+    except TenprofError as exc:
+        pass_status.reason = f"the ncu report could not be read: {exc}"
+        return pass_status
+    pass_status.state = "partial" if cut_short else "complete"
+    notes = ([f"cut short: {cut_short}"] if cut_short else []) + report.warnings
+    notes.append(f"{report.replays} kernels replayed for {report.signatures} op signatures")
+    pass_status.reason = "; ".join(notes)
     return pass_status
 
 

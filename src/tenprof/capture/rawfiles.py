@@ -6,3 +6,7 @@ TRACE_FILE = "kineto_trace.json"
 CALLSITES_FILE = "callsites.json.gz"
 CHECKS_FILE = "checks.json"
 TENSORS_FILE = "tensors.json.gz"
+COUNTERS_OPS_FILE = "counters_ops.json.gz"
+NCU_REPORT_BASE = "counters"  # ncu writes counters.ncu-rep
+NCU_LOG_FILE = "ncu.log"
+COUNTERS_FILE = "counters.json.gz"  # the report read into plain columns

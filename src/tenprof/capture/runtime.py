@@ -72,6 +72,15 @@ class Scope:
         return wrapper  # type: ignore[return-value]
 
 
+def leave_mode(mode: Any) -> None:
+    """Pop a torch function/dispatch mode tenprof pushed; if the script left modes of its own pushed
+    above it, torch refuses, and ours goes when they do (the recording has stopped either way)."""
+    try:
+        mode.__exit__(None, None, None)
+    except Exception:
+        pass
+
+
 def step() -> None:
     session = current()
     if session is not None:

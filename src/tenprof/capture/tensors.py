@@ -363,10 +363,7 @@ class TensorsSession:
     def _stop_recording(self) -> None:
         if self._recording:
             self._recording = False
-            try:
-                self.recorder.__exit__(None, None, None)  # type: ignore[no-untyped-call]
-            except Exception:  # the script left modes of its own pushed; ours goes with them
-                pass
+            runtime.leave_mode(self.recorder)
 
     def stop(self) -> None:
         runtime.deactivate(self)

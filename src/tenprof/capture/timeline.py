@@ -81,10 +81,7 @@ class TimelineSession:
         runtime.deactivate(self)
         if self.log.recorder is not None:
             self.log.recorder.close()
-            try:
-                self.log.recorder.__exit__(None, None, None)  # type: ignore[no-untyped-call]
-            except Exception:  # the user's code left its own modes pushed; ours is dropped with them
-                pass
+            runtime.leave_mode(self.log.recorder)
         self._sync()
         if torch.cuda.is_available():
             torch.cuda.synchronize()

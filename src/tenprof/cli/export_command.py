@@ -13,7 +13,7 @@ from tenprof.errors import UsageError
 from tenprof.store.profile import Profile
 from tenprof.store.schema import TABLES
 
-FORMATS = ("perfetto", "hatchet", "json", "csv", "forest", "forest-dot", "forest-svg")
+FORMATS = ("perfetto", "hatchet", "json", "csv", "forest", "forest-dot", "forest-svg", "operators")
 DEFAULT_NAMES = {
     "perfetto": "trace.json",
     "hatchet": "tree.hatchet.json",
@@ -21,6 +21,7 @@ DEFAULT_NAMES = {
     "forest": "forest.txt",
     "forest-dot": "forest.dot",
     "forest-svg": "forest.svg",
+    "operators": "operators.json",
 }
 
 
@@ -53,6 +54,10 @@ class ExportCommand:
 
         fmt = args.format or _format_from_name(args.output)
         profile = open_profile(args)
+        if fmt == "operators" and not profile.has_pass("counters"):
+            raise UsageError(
+                f"{profile.directory} has no counters pass; record one with tenprof run --passes timeline,counters"
+            )
         if fmt.startswith("forest"):
             if not profile.has_pass("tensors"):
                 raise UsageError(
@@ -82,6 +87,11 @@ class ExportCommand:
                 from tenprof.renderers.json_report import report_json
 
                 handle.write(report_json(profile, all_tallies(profile)).encode())
+            elif fmt == "operators":
+                from tenprof.analyses.counters import operators_report
+
+                report = operators_report(profile)
+                handle.write(report.model_dump_json(indent=2).encode() if report is not None else b"{}")
             elif fmt.startswith("forest"):
                 handle.write(_forest(profile, fmt, args.metric, args.limit or 10**9))
             else:
@@ -124,6 +134,8 @@ def _format_from_name(name: str | None) -> str:
         return "hatchet"
     if name.endswith(".json") and "report" in Path(name).name:
         return "json"
+    if name.endswith(".json") and "operators" in Path(name).name:
+        return "operators"
     if name.endswith(".json"):
         return "perfetto"
     raise UsageError(f"cannot tell the format from {name!r}; pass --format ({', '.join(FORMATS)})")

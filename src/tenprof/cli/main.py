@@ -13,6 +13,7 @@ from tenprof.errors import TenprofError
 def _commands() -> dict[str, Any]:
     from tenprof.cli.export_command import ExportCommand
     from tenprof.cli.import_command import ImportCommand
+    from tenprof.cli.import_ncu_command import ImportNcuCommand
     from tenprof.cli.report_command import ReportCommand
     from tenprof.cli.run_command import RunCommand
     from tenprof.cli.view_command import ViewCommand
@@ -23,6 +24,7 @@ def _commands() -> dict[str, Any]:
         "view": ViewCommand(),
         "export": ExportCommand(),
         "import": ImportCommand(),
+        "import-ncu": ImportNcuCommand(),
     }
 
 

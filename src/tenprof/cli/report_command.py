@@ -8,12 +8,14 @@ import sys
 from rich.console import Console
 
 from tenprof.analyses import tally as tallies
+from tenprof.analyses.counters import operators_report
 from tenprof.analyses.findings import Thresholds, find_all, not_judged
 from tenprof.analyses.memory import memory_report
 from tenprof.analyses.summary import summarize
 from tenprof.analyses.temporal import temporal_breakdown
 from tenprof.cli.common import console, open_profile
 from tenprof.errors import UsageError
+from tenprof.renderers.counters_text import render_counters
 from tenprof.renderers.json_report import report_json
 from tenprof.renderers.memory_text import render_memory
 from tenprof.renderers.text import render_breakdown, render_findings, render_summary, render_tally
@@ -51,6 +53,10 @@ def print_report(profile: Profile, out: Console, limit: int | None, thresholds: 
         out.print(f"[bold]tenprof[/bold] · {' '.join(profile.meta.command)}: no timeline pass in this profile")
         for line in profile.missing():
             out.print(f"[yellow]Incomplete:[/yellow] {line}")
+    counters = operators_report(profile)
+    if counters is not None:
+        out.print()
+        render_counters(counters, out, limit)
     memory = memory_report(profile, limit or 10)
     if memory is not None:
         out.print()

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from tenprof.capture.launcher import PASSES, RunRequest, run_profile
+from tenprof.capture.launcher import PASSES, RunRequest, all_passes, run_profile
 from tenprof.cli.common import console
 from tenprof.cli.report_command import print_report
 from tenprof.errors import UsageError
@@ -25,6 +25,12 @@ class RunCommand:
             help=f"comma-separated passes, each a run of the script ({', '.join(PASSES)}), or all",
         )
         parser.add_argument("-m", dest="module", action="store_true", help="run a module, like python -m")
+        parser.add_argument("--ncu", default="", help="counters pass: the ncu executable (default: ncu on PATH)")
+        parser.add_argument(
+            "--counters-all",
+            action="store_true",
+            help="counters pass: replay every kernel, not one per signature (slow; for comparison)",
+        )
         parser.add_argument("--no-lines", action="store_true", help="do not record Python call paths (less overhead)")
         parser.add_argument("--no-shapes", action="store_true", help="do not record op input shapes (less overhead)")
         parser.add_argument("--no-memory", action="store_true", help="do not record allocations (less overhead)")
@@ -56,7 +62,7 @@ class RunCommand:
             module=args.module,
             out_dir=Path(args.output),
             force=args.force,
-            passes=PASSES
+            passes=all_passes(args.ncu)
             if args.passes.strip() == "all"
             else tuple(p.strip() for p in args.passes.split(",") if p.strip()),
             lines=not args.no_lines,
@@ -64,6 +70,8 @@ class RunCommand:
             memory=not args.no_memory,
             schedule=args.schedule,
             verify=args.verify,
+            ncu=args.ncu,
+            counters_all=args.counters_all,
         )
         result = run_profile(request)
         failed = {name: s for name, s in result.meta.passes.items() if s.state == "failed"}

@@ -57,14 +57,20 @@ def now_iso() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
+def begin_import(source_file: Path, out_dir: Path, force: bool, source: str, pass_name: str) -> Meta:
+    """Check the input exists, make the output directory and write meta.json with the pass running."""
+    if not source_file.exists():
+        raise TraceFormatError(f"{source_file}: no such file")
+    prepare_output_dir(out_dir, force)
+    meta = Meta(tenprof_version=__version__, created_at=now_iso(), source=source, command=[str(source_file)])
+    meta.passes[pass_name] = PassStatus(state="running", started_at=meta.created_at)
+    write_meta(out_dir, meta)
+    return meta
+
+
 def import_trace(trace: Path, out_dir: Path, force: bool) -> Meta:
     """`tenprof import`: a torch.profiler / Kineto trace the user already has -> a profile directory."""
-    if not trace.exists():
-        raise TraceFormatError(f"{trace}: no such file")
-    prepare_output_dir(out_dir, force)
-    meta = Meta(tenprof_version=__version__, created_at=now_iso(), source="import", command=[str(trace)])
-    meta.passes["timeline"] = PassStatus(state="running", started_at=meta.created_at)
-    write_meta(out_dir, meta)
+    meta = begin_import(trace, out_dir, force, "import", "timeline")
     started = time.perf_counter()
     writer = PassWriter(out_dir, "timeline")
     try:

@@ -217,6 +217,55 @@ ALLOCATOR_EVENTS = _schema(
     Column("storage_id", I64, "alloc events: the storage this block became, -1 for memory no op output owns"),
 )
 
+KERNEL_METRICS = _schema(
+    Column("replay_id", I64, "kernel as Nsight Compute profiled it (one replay per kernel signature)"),
+    Column("name", STR, "kernel function name (ncu's base name)"),
+    Column("demangled", STR, "full demangled name"),
+    Column("signature_id", I64, "the op signature it ran in (counter_signatures), -1 when unknown"),
+    Column("op", STR, "aten op it ran in"),
+    Column("grid_size", I64, "blocks in the grid"),
+    Column("block_size", I64, "threads per block"),
+    Column("registers_per_thread", I64, ""),
+    Column("duration_ns", F64, "gpu__time_duration.sum (under replay, clocks locked by ncu)"),
+    Column("dram_read_bytes", F64, ""),
+    Column("dram_write_bytes", F64, ""),
+    Column("dram_throughput_pct", F64, "of the measured peak"),
+    Column("memory_throughput_pct", F64, "busiest memory unit (L1, L2, DRAM), % of peak"),
+    Column("sm_throughput_pct", F64, "busiest SM pipeline / issue, % of peak"),
+    Column("l1_hit_rate_pct", F64, ""),
+    Column("l2_hit_rate_pct", F64, ""),
+    Column("achieved_occupancy_pct", F64, "active warps, % of the SM's maximum"),
+    Column("theoretical_occupancy_pct", F64, ""),
+    Column("occupancy_limiter", STR, "registers | shared_mem | warps | blocks: what caps blocks per SM"),
+    Column("tensor_pipe_pct", F64, "tensor-core pipe active, % of peak while the SM is active"),
+    Column("instructions", F64, "warp instructions executed"),
+    Column("flops", F64, "FP32/FP16 FLOPs on the FMA pipes (FMA = 2); tensor-core FLOPs are not counted"),
+    Column("arithmetic_intensity", F64, "flops per DRAM byte, NaN without DRAM traffic"),
+    Column("waves_per_sm", F64, ""),
+    Column("verdict", STR, "memory-bound | compute-bound | latency-bound | occupancy-bound | launch-bound"),
+)
+
+NCU_METRICS = _schema(
+    Column("replay_id", I64, ""),
+    Column("metric", STR, "Nsight Compute's metric name"),
+    Column("value", F64, ""),
+)
+
+COUNTER_SIGNATURES = _schema(
+    Column("signature_id", I64, "one (op, input shapes, dtypes) seen in the counters pass"),
+    Column("op", STR, ""),
+    Column("shapes", STR, "JSON list of the op's tensor input shapes"),
+    Column("dtypes", STR, "JSON list"),
+    Column("first_op_seq", I64, "the op instance that was replayed (its position among all ops)"),
+    Column("count", I64, "op instances with this signature: all get the replayed metrics"),
+)
+
+KERNEL_COUNTERS = _schema(
+    Column("kernel_id", I64, "timeline kernel"),
+    Column("replay_id", I64, "the replay whose metrics it gets, -1 when none matches"),
+    Column("method", STR, "signature | op+launch | launch | none: how the replay was matched"),
+)
+
 TABLES: dict[str, pa.Schema] = {
     "ops": OPS,
     "kernels": KERNELS,
@@ -232,10 +281,15 @@ TABLES: dict[str, pa.Schema] = {
     "storages": STORAGES,
     "tensor_frames": FRAMES,
     "allocator_events": ALLOCATOR_EVENTS,
+    "kernel_metrics": KERNEL_METRICS,
+    "ncu_metrics": NCU_METRICS,
+    "counter_signatures": COUNTER_SIGNATURES,
+    "kernel_counters": KERNEL_COUNTERS,
 }
 
 # Which pass writes which table; the loader uses it to say what is missing and why.
 PASS_TABLES: dict[str, tuple[str, ...]] = {
     "timeline": ("ops", "kernels", "transfers", "api_calls", "frames", "scopes", "steps", "memory"),
     "tensors": ("tensor_ops", "tensors", "tensor_uses", "storages", "tensor_frames", "allocator_events"),
+    "counters": ("kernel_metrics", "ncu_metrics", "counter_signatures", "kernel_counters"),
 }

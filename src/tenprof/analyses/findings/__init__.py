@@ -15,11 +15,21 @@ from tenprof.store.profile import Profile
 
 def find_all(profile: Profile, thresholds: Thresholds | None = None) -> list[Finding]:
     """Every finding the profile supports, most costly first."""
-    from tenprof.analyses.findings import cold_start, compiled, copies, idle, launch_bound, syncs, transfers, variance
+    from tenprof.analyses.findings import (
+        cold_start,
+        compiled,
+        copies,
+        hardware,
+        idle,
+        launch_bound,
+        syncs,
+        transfers,
+        variance,
+    )
 
     ctx = Context(profile, thresholds or Thresholds())
     found: list[Finding] = []
-    for module in (launch_bound, idle, syncs, transfers, copies, cold_start, variance, compiled):
+    for module in (launch_bound, idle, syncs, transfers, copies, cold_start, variance, compiled, hardware):
         found.extend(module.check(ctx))
     found.extend(compiled.graph_breaks(ctx))
     found.sort(key=lambda f: (f.once, -f.cost_ns, f.id))

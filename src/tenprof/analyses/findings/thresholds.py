@@ -30,6 +30,16 @@ class Thresholds:
     """variance: fires when one kernel with one launch shape has a coefficient of variation above this ..."""
     variance_min_share: float = 0.01
     """... and it accounts for at least this share of kernel time."""
+    counters_min_share: float = 0.05
+    """counters (Nsight Compute) findings: an op must take this share of kernel time to be named."""
+    counters_max_tensor_pct: float = 5.0
+    """gemm-without-tensor-cores: a matrix-multiply op whose tensor-core pipe is busy less than this %."""
+    counters_max_dram_pct: float = 30.0
+    """memory-bound-slow: a memory-bound-looking op (< 1 FLOP per DRAM byte) below this % of DRAM peak ..."""
+    counters_min_launch_us: float = 20.0
+    """... whose launches average at least this long (shorter ones are launch-bound, a different problem)."""
+    counters_max_occupancy_pct: float = 25.0
+    """register-limited: achieved occupancy below this %, with registers capping blocks per SM."""
 
     @classmethod
     def describe(cls) -> list[tuple[str, float, str]]:
@@ -52,7 +62,7 @@ class Thresholds:
 
 def _public(field_name: str) -> str:
     """launch_bound_max_gpu_busy -> launch_bound.max_gpu_busy (check name, then the threshold)."""
-    for check in ("launch_bound", "idle", "sync", "transfers", "copies", "cold_start", "variance"):
+    for check in ("launch_bound", "idle", "sync", "transfers", "copies", "cold_start", "variance", "counters"):
         if field_name.startswith(check + "_"):
             return f"{check}.{field_name[len(check) + 1 :]}"
     return field_name

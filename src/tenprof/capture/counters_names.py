@@ -1,0 +1,5 @@
+"""NVTX range names shared by the counters child (which pushes them) and the torch-free launcher and
+importer (which filter and read them)."""
+
+KEEP_RANGE = "tenprof_keep"
+OP_RANGE_PREFIX = "tp:"

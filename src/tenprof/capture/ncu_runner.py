@@ -1,0 +1,124 @@
+"""Running the counters pass's child under Nsight Compute (`ncu`): finding it, the command, progress.
+
+torch-free (the launcher uses it). ncu replays only kernels inside the child's `tenprof_keep` NVTX
+ranges (see tenprof.capture.counters), each several times, collecting `METRICS` (ncu's own names).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from tenprof.capture.counters_names import KEEP_RANGE
+from tenprof.errors import UsageError
+
+# ncu metric name -> tenprof column. Chosen so one replay needs few passes; every name was checked to
+# exist on an H200 with Nsight Compute 2025.3.1.
+METRICS: dict[str, str] = {
+    "gpu__time_duration.sum": "duration_ns",
+    "dram__bytes_read.sum": "dram_read_bytes",
+    "dram__bytes_write.sum": "dram_write_bytes",
+    "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed": "dram_throughput_pct",
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": "memory_throughput_pct",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed": "sm_throughput_pct",
+    "l1tex__t_sector_hit_rate.pct": "l1_hit_rate_pct",
+    "lts__t_sector_hit_rate.pct": "l2_hit_rate_pct",
+    "sm__warps_active.avg.pct_of_peak_sustained_active": "achieved_occupancy_pct",
+    "sm__maximum_warps_per_active_cycle_pct": "theoretical_occupancy_pct",
+    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active": "tensor_pipe_pct",
+    "smsp__inst_executed.sum": "instructions",
+    "launch__waves_per_multiprocessor": "waves_per_sm",
+    "launch__grid_size": "grid_size",
+    "launch__block_size": "block_size",
+    "launch__registers_per_thread": "registers_per_thread",
+    "launch__occupancy_limit_registers": "occupancy_limit_registers",
+    "launch__occupancy_limit_shared_mem": "occupancy_limit_shared_mem",
+    "launch__occupancy_limit_warps": "occupancy_limit_warps",
+    "launch__occupancy_limit_blocks": "occupancy_limit_blocks",
+    "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": "ffma",
+    "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum": "fadd",
+    "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum": "fmul",
+    "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum": "hfma",
+    "smsp__sass_thread_inst_executed_op_hadd_pred_on.sum": "hadd",
+    "smsp__sass_thread_inst_executed_op_hmul_pred_on.sum": "hmul",
+}
+_PROFILING = re.compile(r"==PROF== Profiling \"([^\"]*)\"")
+_PERMISSION = ("ERR_NVGPUCTRPERM", "does not have permission")
+
+
+def find_ncu(explicit: str = "") -> str:
+    """The ncu executable: `--ncu PATH`, else ncu on PATH, else the usual install folders."""
+    if explicit:
+        if not (Path(explicit).is_file() and os.access(explicit, os.X_OK)):
+            raise UsageError(f"--ncu {explicit}: not an executable")
+        return explicit
+    found = shutil.which("ncu")
+    if found:
+        return found
+    for candidate in [*sorted(Path("/opt/nvidia").glob("nsight-compute/*/ncu")), Path("/usr/local/cuda/bin/ncu")]:
+        if candidate.is_file():
+            return str(candidate)
+    raise UsageError(
+        "the counters pass needs Nsight Compute: ncu was not found on PATH "
+        "(install Nsight Compute, or pass --ncu /path/to/ncu)"
+    )
+
+
+def ncu_command(ncu: str, report_base: Path, child: list[str]) -> list[str]:
+    return [
+        ncu,
+        "--target-processes",
+        "all",
+        "--nvtx",
+        "--nvtx-include",
+        f"{KEEP_RANGE}/",
+        "--metrics",
+        ",".join(METRICS),
+        "--force-overwrite",
+        "--export",
+        str(report_base),
+        *child,
+    ]
+
+
+def permission_problem(log_text: str) -> str:
+    if any(marker in log_text for marker in _PERMISSION):
+        return (
+            "ncu may not read the GPU's performance counters (ERR_NVGPUCTRPERM): run as root, or allow "
+            "non-admin profiling (NVreg_RestrictProfilingToAdminUsers=0, "
+            "https://developer.nvidia.com/ERR_NVGPUCTRPERM)"
+        )
+    return ""
+
+
+class Progress:
+    """Counts ncu's `==PROF== Profiling "kernel"` lines and prints done / to do, elapsed and an estimate."""
+
+    def __init__(self, expected: int, write: Callable[[str], None], every_s: float = 5.0) -> None:
+        self.expected = expected
+        self.done = 0
+        self.started = time.monotonic()
+        self._write = write
+        self._every = every_s
+        self._last = 0.0
+
+    def feed(self, line: str) -> None:
+        if not _PROFILING.search(line):
+            return
+        self.done += 1
+        now = time.monotonic()
+        if now - self._last >= self._every:
+            self._last = now
+            self._write(self.text(now))
+
+    def text(self, now: float | None = None) -> str:
+        elapsed = (now or time.monotonic()) - self.started
+        todo = f"/~{self.expected}" if self.expected else ""
+        left = ""
+        if self.expected and self.done and self.done < self.expected:
+            left = f", ~{elapsed / self.done * (self.expected - self.done):.0f}s left"
+        return f"tenprof counters: {self.done}{todo} kernels replayed, {elapsed:.0f}s{left}"

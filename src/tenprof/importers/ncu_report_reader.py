@@ -1,0 +1,82 @@
+"""Read an Nsight Compute report (`.ncu-rep`) into plain columns, with Nsight Compute's Python module.
+
+`ncu_report` ships with Nsight Compute (`<install>/extras/python`) and on PyPI as `ncu-report` (which
+reads reports with no GPU). It is found on the import path, beside the given ncu, or in the usual
+install folders; a clear error names the fix when it is nowhere. The columns (one entry per profiled
+kernel: names, the NVTX push/pop ranges around its launch, and every metric tenprof asks for, under
+ncu's own names) are what `tenprof.importers.counters_import` builds tables from, so tests and
+`tenprof import-ncu` need neither a GPU nor ncu once a report has been read.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from tenprof.errors import TraceFormatError, UsageError
+
+
+def load_ncu_report_module(ncu: str = "") -> ModuleType:
+    try:
+        return importlib.import_module("ncu_report")
+    except ImportError:
+        pass
+    places = []
+    if ncu:
+        places.append(Path(ncu).resolve().parent / "extras" / "python")
+    places += sorted(Path("/opt/nvidia").glob("nsight-compute/*/extras/python"), reverse=True)
+    places += sorted(Path("/usr/local/cuda").glob("nsight-compute*/extras/python"), reverse=True)
+    for place in places:
+        if (place / "ncu_report.py").exists():
+            sys.path.insert(0, str(place))
+            try:
+                return importlib.import_module("ncu_report")
+            except ImportError:
+                sys.path.remove(str(place))
+    raise UsageError(
+        "reading an Nsight Compute report needs its Python module ncu_report: pip install ncu-report, "
+        "or put <Nsight Compute>/extras/python on PYTHONPATH"
+    )
+
+
+def _value(metric: Any) -> float | str | None:
+    if metric is None:
+        return None
+    try:
+        return float(metric.as_double())
+    except Exception:  # string metrics (and any the module cannot give as a number)
+        try:
+            return str(metric.as_string())
+        except Exception:
+            return None
+
+
+def read_report(path: Path, metric_names: list[str], ncu: str = "") -> dict[str, Any]:
+    """Every profiled kernel of the report: replay id, names, NVTX ranges, the asked-for metrics."""
+    module = load_ncu_report_module(ncu)
+    try:
+        context = module.load_report(str(path))
+    except Exception as exc:
+        raise TraceFormatError(f"{path}: not a readable Nsight Compute report ({exc})") from exc
+    kernels: dict[str, list[Any]] = {"replay_id": [], "name": [], "demangled": [], "nvtx": [], "metrics": []}
+    demangled_base = getattr(getattr(module, "IAction", None), "NameBase_DEMANGLED", None)
+    for r in range(context.num_ranges()):
+        rng = context.range_by_idx(r)
+        for a in range(rng.num_actions()):
+            action = rng.action_by_idx(a)
+            ranges: list[str] = []
+            state = action.nvtx_state()
+            if state is not None:
+                for domain_id in state.domains():
+                    ranges.extend(str(n) for n in state.domain_by_id(domain_id).push_pop_ranges())
+            available = set(action.metric_names())
+            values = {n: _value(action.metric_by_name(n)) for n in metric_names if n in available}
+            kernels["replay_id"].append(len(kernels["replay_id"]))
+            kernels["name"].append(str(action.name()))
+            kernels["demangled"].append(str(action.name(demangled_base)) if demangled_base is not None else "")
+            kernels["nvtx"].append(ranges)
+            kernels["metrics"].append(values)
+    return {"version": 1, "source": str(path), "kernels": kernels}
