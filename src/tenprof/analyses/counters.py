@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from tenprof.analyses.roofline import verdict
 from tenprof.analyses.summary import user_frame_of
+from tenprof.importers.counters_import import CONFIDENCE
 from tenprof.store.profile import Profile
 
 SUMMED = ("dram_read_bytes", "dram_write_bytes", "flops", "instructions")
@@ -52,6 +53,7 @@ class KernelEntry(BaseModel):
     time_ns: int = Field(description="timeline time of these launches (0 without a timeline pass)")
     replay_id: int = Field(description="the replay whose metrics they carry")
     method: str = Field(description="how the replay was matched: signature | op+launch | launch | replayed")
+    confidence: str = Field(description="high | medium | low for matches; measured for the replay itself")
     verdict: str
     occupancy_limiter: str
     metrics: dict[str, float] = Field(description="per launch, from the replay")
@@ -197,6 +199,7 @@ def _kernel_entry(row: dict[str, Any], launches: int, time_ns: int, how: str) ->
         time_ns=time_ns,
         replay_id=int(row["replay_id"]),
         method=how,
+        confidence=CONFIDENCE.get(how, "measured"),
         verdict=str(row["verdict"]),
         occupancy_limiter=str(row["occupancy_limiter"]),
         metrics={k: v for k, v in metrics.items() if not math.isnan(v)},

@@ -56,6 +56,10 @@ def read_gz_json(path: Path) -> dict[str, Any]:
     return data
 
 
+# How sure a match is: the same signature was replayed; the same op and launch but other shapes; only
+# the same kernel and launch configuration (another op); nothing.
+CONFIDENCE = {"signature": "high", "op+launch": "medium", "launch": "low", "none": "none"}
+
 _TEMPLATE = re.compile(r"<[^<>]*>")
 
 
@@ -227,7 +231,15 @@ def match_timeline(metrics: pa.Table, sig_shapes: dict[int, str], kernels: pa.Ta
             cache[key] = found
         out_replay[j] = found[0]
         out_method.append(found[1])
-    return pa.table({"kernel_id": kid, "replay_id": out_replay, "method": out_method}, schema=KERNEL_COUNTERS)
+    return pa.table(
+        {
+            "kernel_id": kid,
+            "replay_id": out_replay,
+            "method": out_method,
+            "confidence": [CONFIDENCE[m] for m in out_method],
+        },
+        schema=KERNEL_COUNTERS,
+    )
 
 
 def _tensor_shapes(kineto_shapes: str | None) -> str:

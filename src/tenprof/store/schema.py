@@ -264,6 +264,7 @@ KERNEL_COUNTERS = _schema(
     Column("kernel_id", I64, "timeline kernel"),
     Column("replay_id", I64, "the replay whose metrics it gets, -1 when none matches"),
     Column("method", STR, "signature | op+launch | launch | none: how the replay was matched"),
+    Column("confidence", STR, "high (signature) | medium (op+launch) | low (launch) | none"),
 )
 
 TABLES: dict[str, pa.Schema] = {
