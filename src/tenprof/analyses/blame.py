@@ -1,0 +1,100 @@
+"""Blame shift: move each dependency stall from the instruction that waited to the instruction it
+waited for.
+
+A warp is sampled at the instruction it cannot issue. For a scoreboard stall that is the first
+instruction reading a register whose producer has not delivered yet, so the samples say little about
+*which* load was slow. The rule here:
+
+1. Only dependency stalls move: `long_scoreboard` (waiting on global, local or texture memory) and
+   `short_scoreboard` (shared memory, special functions, shuffles, constant loads through the MIO unit).
+   Every other reason (barrier, branch_resolving, not_selected, the throttles, wait, ...) is about the
+   instruction itself and stays on it.
+2. The candidate producers are the last writers of the registers the stalled instruction reads, found
+   by walking the control-flow graph backwards from it, along every path (loops included). A predicated
+   writer may not have executed, so the walk goes on past it; an unpredicated writer ends that path for
+   that register.
+3. Only candidates whose memory space or unit matches the stall reason keep blame (a long-scoreboard
+   stall cannot be waiting on an add).
+4. The samples are split equally among the matching candidates. The sample does not say which
+   scoreboard was pending, so with several possible producers (an if/else that loads in both arms, a
+   loop-carried load and one before the loop) an equal split is the assumption that claims nothing.
+5. With no matching candidate the samples stay where they were, marked unresolved.
+
+Every sample ends on exactly one instruction (or is split in parts that add up to it): totals are
+conserved, which `tests/unit/test_sass_blame.py` checks on random programs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tenprof.analyses.sass import Program
+
+DEPENDENCY_SPACES = {
+    "long_scoreboard": frozenset({"global", "local", "texture"}),
+    "short_scoreboard": frozenset({"shared", "special", "constant"}),
+}
+
+
+@dataclass(frozen=True)
+class Blamed:
+    stalled_pc: int
+    blamed_pc: int
+    reason: str
+    samples: float
+    shifted: bool  # moved to a producer
+    unresolved: bool = False  # a dependency stall with no matching producer found
+
+
+def producers(program: Program, index: int, registers: frozenset[str]) -> set[int]:
+    """Instruction indexes that may have last written any of `registers` before `index` executes."""
+    ins = program.instructions
+    found: set[int] = set()
+    work = [(program.block_of[index], index - 1, registers)]
+    seen: set[tuple[int, frozenset[str]]] = set()
+    while work:
+        block, position, wanted = work.pop()
+        first = program.blocks[block][0]
+        remaining = set(wanted)
+        for i in range(position, first - 1, -1):
+            hit = ins[i].writes & remaining
+            if hit:
+                found.add(i)
+                if not ins[i].guard:
+                    remaining -= hit
+                if not remaining:
+                    break
+        if remaining:
+            key_regs = frozenset(remaining)
+            for pred in program.predecessors[block]:
+                key = (pred, key_regs)
+                if key not in seen:
+                    seen.add(key)
+                    work.append((pred, program.blocks[pred][1], key_regs))
+    return found
+
+
+def blame(program: Program, samples: list[tuple[int, str, float]]) -> list[Blamed]:
+    """(pc, stall reason, samples) -> where each sample's blame lands (see the module docstring)."""
+    out: list[Blamed] = []
+    cache: dict[tuple[int, str], list[int]] = {}
+    for pc, reason, count in samples:
+        if count <= 0:
+            continue
+        spaces = DEPENDENCY_SPACES.get(reason)
+        index = program.index_of_pc(pc)
+        if spaces is None or index < 0:
+            out.append(Blamed(pc, pc, reason, float(count), shifted=False))
+            continue
+        key = (index, reason)
+        if key not in cache:
+            reads = program.instructions[index].reads
+            cands = producers(program, index, reads) if reads else set()
+            cache[key] = sorted(c for c in cands if program.instructions[c].space in spaces)
+        targets = cache[key]
+        if not targets:
+            out.append(Blamed(pc, pc, reason, float(count), shifted=False, unresolved=True))
+            continue
+        share = float(count) / len(targets)
+        out.extend(Blamed(pc, program.instructions[t].pc, reason, share, shifted=True) for t in targets)
+    return out
