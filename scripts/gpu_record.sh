@@ -73,6 +73,17 @@ while [ $# -gt 0 ]; do
     record_counters matmul examples/matmul_add.py --size 1024 --steps 3
     record_counters mlp examples/small_mlp.py --steps 3 --warmup 1
     ;;
+  stalls)  # the stalls pass on planted kernels (tests/data/stalls/*); the .ncu-rep is not kept
+    ( cd "$REPO" && tenprof run --passes stalls --replay-scopes gather,compute,bank_conflicts --limit 12 -o "$WORK/prof/stalls_planted" examples/stalls/planted.py ) > "$WORK/logs/stalls_planted.log" 2>&1
+    echo "exit=$?" >> "$WORK/logs/stalls_planted.log"
+    grep -v "^==PROF==" "$WORK/logs/stalls_planted.log" | tail -n 60
+    rm -f "$WORK"/prof/stalls_*/stalls/raw/counters.ncu-rep
+    ;;
+  stalls_cost)  # the stalls pass on GPT-2 small, one step, against the plain run (wall time, replays)
+    ( cd "$REPO" && /usr/bin/time -f "plain_wall_s=%e" python3 examples/gpt2_train.py --steps 1 --warmup 0 ) 2>&1 | tail -n 2 | tee "$OUT/stalls_cost.txt"
+    ( cd "$REPO" && /usr/bin/time -f "stalls_wall_s=%e" tenprof run --quiet --passes stalls -o "$WORK/gpt2_stalls" examples/gpt2_train.py --steps 1 --warmup 0 ) 2>&1 | grep -v "^==PROF==" | tail -n 4 | tee -a "$OUT/stalls_cost.txt"
+    python3 -c "import json; m = json.load(open('$WORK/gpt2_stalls/meta.json')); print('stalls pass', m['passes']['stalls'])" | tee -a "$OUT/stalls_cost.txt"
+    ;;
   dedup)  # what de-duplication saves on GPT-2 (one training step): MODE is dedup or all
     mode=${1:-dedup}; shift
     python3 benchmarks/counters_dedup.py run --mode "$mode" --json "$OUT/counters_$mode.json" 2>&1 | tee "$OUT/counters_$mode.log" | grep -v "^==PROF==" | tail -n 30

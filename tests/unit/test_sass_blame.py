@@ -164,3 +164,12 @@ def test_blame_conserves_samples(case: tuple[list[tuple[int, str]], list[tuple[i
         if b.shifted:
             target = p.instructions[p.index_of_pc(b.blamed_pc)]
             assert target.is_load and target.space
+
+
+def test_overwriting_an_address_register_waits_for_the_load_reading_it() -> None:
+    listing = program(
+        "LDG.E.128 R12, desc[UR4][R2.64]",  # 0: reads R2, R3 as its address
+        "CS2R R2, SRZ",  # 1: overwrites R2, R3 while the load may still read them
+        "EXIT",
+    )
+    assert landed(listing, 1, "long_scoreboard") == {pc(0): 12.0}

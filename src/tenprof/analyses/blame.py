@@ -18,7 +18,11 @@ instruction reading a register whose producer has not delivered yet, so the samp
 4. The samples are split equally among the matching candidates. The sample does not say which
    scoreboard was pending, so with several possible producers (an if/else that loads in both arms, a
    loop-carried load and one before the loop) an equal split is the assumption that claims nothing.
-5. With no matching candidate the samples stay where they were, marked unresolved.
+5. A scoreboard also guards the *source* registers of an in-flight load: an instruction that overwrites
+   a register a pending load still reads as its address waits for that load (write-after-read). When no
+   producer matches, the last matching-kind instructions that read a register the stalled instruction
+   writes are the candidates.
+6. With no matching candidate the samples stay where they were, marked unresolved.
 
 Every sample ends on exactly one instruction (or is split in parts that add up to it): totals are
 conserved, which `tests/unit/test_sass_blame.py` checks on random programs.
@@ -26,9 +30,10 @@ conserved, which `tests/unit/test_sass_blame.py` checks on random programs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from tenprof.analyses.sass import Program
+from tenprof.analyses.sass import Instruction, Program
 
 DEPENDENCY_SPACES = {
     "long_scoreboard": frozenset({"global", "local", "texture"}),
@@ -48,6 +53,17 @@ class Blamed:
 
 def producers(program: Program, index: int, registers: frozenset[str]) -> set[int]:
     """Instruction indexes that may have last written any of `registers` before `index` executes."""
+    return _last_touching(program, index, registers, lambda i: i.writes)
+
+
+def readers(program: Program, index: int, registers: frozenset[str]) -> set[int]:
+    """Instruction indexes that may have last read any of `registers` before `index` executes."""
+    return _last_touching(program, index, registers, lambda i: i.reads)
+
+
+def _last_touching(
+    program: Program, index: int, registers: frozenset[str], touched: Callable[[Instruction], frozenset[str]]
+) -> set[int]:
     ins = program.instructions
     found: set[int] = set()
     work = [(program.block_of[index], index - 1, registers)]
@@ -57,7 +73,7 @@ def producers(program: Program, index: int, registers: frozenset[str]) -> set[in
         first = program.blocks[block][0]
         remaining = set(wanted)
         for i in range(position, first - 1, -1):
-            hit = ins[i].writes & remaining
+            hit = touched(ins[i]) & remaining
             if hit:
                 found.add(i)
                 if not ins[i].guard:
@@ -88,9 +104,13 @@ def blame(program: Program, samples: list[tuple[int, str, float]]) -> list[Blame
             continue
         key = (index, reason)
         if key not in cache:
-            reads = program.instructions[index].reads
-            cands = producers(program, index, reads) if reads else set()
-            cache[key] = sorted(c for c in cands if program.instructions[c].space in spaces)
+            stalled = program.instructions[index]
+            cands = producers(program, index, stalled.reads) if stalled.reads else set()
+            matching = sorted(c for c in cands if program.instructions[c].space in spaces)
+            if not matching and stalled.writes:
+                war = readers(program, index, stalled.writes)
+                matching = sorted(c for c in war if program.instructions[c].space in spaces)
+            cache[key] = matching
         targets = cache[key]
         if not targets:
             out.append(Blamed(pc, pc, reason, float(count), shifted=False, unresolved=True))

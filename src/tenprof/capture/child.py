@@ -64,10 +64,11 @@ def _session(spec: dict[str, Any], raw_dir: Path) -> Any:
 
     schedule = Schedule.parse(spec["schedule"]) if spec.get("schedule") else None
     stop_code = runpy._run_code.__code__  # type: ignore[attr-defined]
-    if spec.get("pass") == "counters":
+    if spec.get("pass") in ("counters", "stalls"):
         from tenprof.capture.counters import CountersSession
 
-        return CountersSession(raw_dir, bool(spec.get("keep_all")), stop_code=stop_code)
+        scopes = tuple(spec.get("replay_scopes", ()))
+        return CountersSession(raw_dir, bool(spec.get("keep_all")), scopes, stop_code=stop_code)
     if spec.get("pass") == "tensors":
         from tenprof.capture.tensors import TensorsSession
 

@@ -24,7 +24,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from tenprof.capture import runtime
-from tenprof.capture.counters_names import KEEP_RANGE, OP_RANGE_PREFIX
+from tenprof.capture.counters_names import KEEP_RANGE, OP_RANGE_PREFIX, SCOPE_RANGE_PREFIX
 from tenprof.capture.rawfiles import COUNTERS_OPS_FILE
 
 _is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
@@ -87,11 +87,15 @@ class CountersRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
 
 
 class CountersSession:
-    def __init__(self, raw_dir: Path, keep_all: bool, stop_code: CodeType | None = None) -> None:
+    def __init__(
+        self, raw_dir: Path, keep_all: bool, replay_scopes: tuple[str, ...] = (), stop_code: CodeType | None = None
+    ) -> None:
         self.raw_dir = raw_dir
         self.recorder = CountersRecorder(keep_all)
+        self.replay_scopes = set(replay_scopes)
         self.trace_written = False
         self._active = False
+        self._scopes_seen: set[str] = set()
 
     def start(self) -> None:
         if not torch.cuda.is_available():
@@ -123,7 +127,21 @@ class CountersSession:
         return None
 
     def scope_enter(self, name: str, caller: Any, decorator: bool) -> Any:
-        return None
+        """A scope named in --replay-scopes selects everything it runs for replay (the way to reach kernels
+        launched outside aten ops, like a Triton kernel called directly): its first instance, or every
+        one with keep_all. Other scopes mark nothing, so de-duplication holds inside them."""
+        if name not in self.replay_scopes or not self._active:
+            return False
+        if name in self._scopes_seen and not self.recorder.keep_all:
+            return False
+        self._scopes_seen.add(name)
+        nvtx: Any = torch.cuda.nvtx
+        nvtx.range_push(KEEP_RANGE)
+        nvtx.range_push(f"{SCOPE_RANGE_PREFIX}{name}")
+        return True
 
     def scope_exit(self, token: Any) -> None:
-        return None
+        if token:
+            nvtx: Any = torch.cuda.nvtx
+            nvtx.range_pop()
+            nvtx.range_pop()

@@ -3,3 +3,4 @@ importer (which filter and read them)."""
 
 KEEP_RANGE = "tenprof_keep"
 OP_RANGE_PREFIX = "tp:"
+SCOPE_RANGE_PREFIX = "ts:"

@@ -30,6 +30,7 @@ from tenprof.capture.rawfiles import (
     COUNTERS_OPS_FILE,
     NCU_LOG_FILE,
     NCU_REPORT_BASE,
+    STALLS_FILE,
     STATUS_FILE,
     TENSORS_FILE,
     TRACE_FILE,
@@ -37,7 +38,8 @@ from tenprof.capture.rawfiles import (
 from tenprof.capture.schedule import Schedule
 from tenprof.errors import TenprofError, UsageError
 from tenprof.importers.counters_import import build_counters_pass, expected_replays
-from tenprof.importers.ncu_report_reader import read_report
+from tenprof.importers.ncu_report_reader import read_report, read_source_counters
+from tenprof.importers.stalls_import import build_stalls_pass
 from tenprof.importers.tensor_import import build_tensors_pass
 from tenprof.importers.trace_import import build_pass, now_iso
 from tenprof.store.directory import prepare_output_dir
@@ -45,7 +47,8 @@ from tenprof.store.meta import GpuInfo, Meta, PassStatus, write_meta
 from tenprof.store.profile import load_profile
 from tenprof.store.writer import PassWriter
 
-PASSES = ("timeline", "tensors", "counters")
+PASSES = ("timeline", "tensors", "counters", "stalls")
+NCU_PASSES = ("counters", "stalls")
 
 
 def all_passes(ncu: str = "") -> tuple[str, ...]:
@@ -72,6 +75,7 @@ class RunRequest:
     verify: bool = False
     ncu: str = ""
     counters_all: bool = False
+    replay_scopes: tuple[str, ...] = ()
     python: str = field(default_factory=lambda: sys.executable)
 
 
@@ -89,7 +93,7 @@ def _check_request(req: RunRequest) -> None:
         raise UsageError(f"{req.target}: no such script")
     if req.schedule:
         Schedule.parse(req.schedule)
-    if "counters" in req.passes:
+    if any(p in NCU_PASSES for p in req.passes):
         find_ncu(req.ncu)  # fail before any pass runs, naming the fix
 
 
@@ -114,13 +118,14 @@ def _run_child(req: RunRequest, raw_dir: Path, pass_name: str, expected_replays:
         "schedule": req.schedule,
         "verify": req.verify,
         "keep_all": req.counters_all,
+        "replay_scopes": list(req.replay_scopes),
     }
     spec_path = raw_dir / "spec.json"
     spec_path.write_text(json.dumps(spec))
     command = [req.python, "-m", "tenprof.capture.child", str(spec_path)]
-    piped = pass_name == "counters"
+    piped = pass_name in NCU_PASSES
     if piped:
-        command = ncu_command(find_ncu(req.ncu), raw_dir / NCU_REPORT_BASE, command)
+        command = ncu_command(find_ncu(req.ncu), raw_dir / NCU_REPORT_BASE, command, stalls=pass_name == "stalls")
     # A session of its own: a Ctrl-C at the terminal reaches only this process, which forwards exactly
     # one SIGINT; SIGTERM and SIGHUP are forwarded as SIGTERM. The child saves on either.
     proc = subprocess.Popen(
@@ -143,16 +148,16 @@ def _run_child(req: RunRequest, raw_dir: Path, pass_name: str, expected_replays:
     previous = {s: signal.signal(s, forward) for s in watched}
     try:
         if piped and proc.stdout is not None:
-            _relay_ncu_output(proc.stdout, raw_dir / NCU_LOG_FILE, expected_replays)
+            _relay_ncu_output(proc.stdout, raw_dir / NCU_LOG_FILE, expected_replays, pass_name)
         return proc.wait()
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
 
 
-def _relay_ncu_output(stream: Any, log_path: Path, expected: int) -> None:
+def _relay_ncu_output(stream: Any, log_path: Path, expected: int, pass_name: str) -> None:
     """ncu's lines go to its log and drive the progress line; the script's own lines go to stdout."""
-    progress = Progress(expected, lambda text: print(text, file=sys.stderr, flush=True))
+    progress = Progress(expected, lambda text: print(text, file=sys.stderr, flush=True), label=pass_name)
     with log_path.open("w") as log:
         for line in stream:
             log.write(line)
@@ -207,7 +212,7 @@ def run_profile(req: RunRequest) -> RunResult:
         raw_dir = writer.tmp_dir / "raw"
         raw_dir.mkdir()
         started = time.perf_counter()
-        expected = _expected_replays(req.out_dir) if pass_name == "counters" else 0
+        expected = _expected_replays(req.out_dir) if pass_name in NCU_PASSES else 0
         code = _run_child(req, raw_dir, pass_name, expected)
         # From here on, what was recorded is turned into tables and meta.json; a Ctrl-C now would only
         # lose work, so it is ignored until the pass is written (the raw files are kept in any case).
@@ -269,8 +274,10 @@ def _finish_pass(
             pass_status = finish_timeline(writer, raw_dir, meta, error, req.schedule)
         elif pass_name == "tensors":
             pass_status = finish_tensors(writer, raw_dir, meta, error, cut_reason if cut_short else "")
-        else:
+        elif pass_name == "counters":
             pass_status = finish_counters(writer, raw_dir, req, error, cut_reason if cut_short else "")
+        else:
+            pass_status = finish_stalls(writer, raw_dir, req, error, cut_reason if cut_short else "")
     except Exception as exc:  # never lose the recording to a bug in building the tables
         pass_status = PassStatus(state="failed", reason=f"building the profile failed: {exc.__class__.__name__}: {exc}")
     pass_status.started_at = meta.passes[pass_name].started_at
@@ -323,15 +330,43 @@ def _expected_replays(out_dir: Path) -> int:
         return 0
 
 
+def _ncu_report_or_reason(raw_dir: Path, child_error: str) -> tuple[Path | None, str]:
+    report_path = raw_dir / f"{NCU_REPORT_BASE}.ncu-rep"
+    if report_path.exists():
+        return report_path, ""
+    log = (raw_dir / NCU_LOG_FILE).read_text(errors="replace") if (raw_dir / NCU_LOG_FILE).exists() else ""
+    problem = permission_problem(log) or child_error or "ncu wrote no report"
+    last = [line for line in log.splitlines() if line.startswith("==ERROR==")][-1:]
+    return None, problem + (f" ({last[0]})" if last and last[0] not in problem else "")
+
+
+def finish_stalls(writer: PassWriter, raw_dir: Path, req: RunRequest, child_error: str, cut_short: str) -> PassStatus:
+    """SourceCounters report -> plain columns (raw/stalls.json.gz) -> samples, SASS and blame tables."""
+    pass_status = PassStatus(state="failed")
+    report_path, reason = _ncu_report_or_reason(raw_dir, child_error)
+    if report_path is None:
+        pass_status.reason = reason
+        return pass_status
+    try:
+        columns = read_source_counters(report_path, find_ncu(req.ncu))
+        (raw_dir / STALLS_FILE).write_bytes(gzip.compress(orjson.dumps(columns), compresslevel=1))
+        report = build_stalls_pass(writer, raw_dir / STALLS_FILE, raw_dir / COUNTERS_OPS_FILE)
+    except TenprofError as exc:
+        pass_status.reason = f"the ncu report could not be read: {exc}"
+        return pass_status
+    pass_status.state = "partial" if cut_short else "complete"
+    notes = ([f"cut short: {cut_short}"] if cut_short else []) + report.warnings
+    notes.append(f"{report.kernels} kernels sampled, {report.samples:.0f} warp samples")
+    pass_status.reason = "; ".join(notes)
+    return pass_status
+
+
 def finish_counters(writer: PassWriter, raw_dir: Path, req: RunRequest, child_error: str, cut_short: str) -> PassStatus:
     """ncu's report -> plain columns (raw/counters.json.gz) -> tables, matched to the timeline's kernels."""
     pass_status = PassStatus(state="failed")
-    report_path = raw_dir / f"{NCU_REPORT_BASE}.ncu-rep"
-    log = (raw_dir / NCU_LOG_FILE).read_text(errors="replace") if (raw_dir / NCU_LOG_FILE).exists() else ""
-    if not report_path.exists():
-        problem = permission_problem(log) or child_error or "ncu wrote no report"
-        last = [line for line in log.splitlines() if line.startswith("==ERROR==")][-1:]
-        pass_status.reason = problem + (f" ({last[0]})" if last and last[0] not in problem else "")
+    report_path, reason = _ncu_report_or_reason(raw_dir, child_error)
+    if report_path is None:
+        pass_status.reason = reason
         return pass_status
     try:
         columns = read_report(report_path, list(METRICS), find_ncu(req.ncu))

@@ -68,7 +68,10 @@ def find_ncu(explicit: str = "") -> str:
     )
 
 
-def ncu_command(ncu: str, report_base: Path, child: list[str]) -> list[str]:
+def ncu_command(ncu: str, report_base: Path, child: list[str], stalls: bool = False) -> list[str]:
+    """The counters pass collects METRICS; the stalls pass collects the SourceCounters section (per-PC
+    warp-state samples and the SASS)."""
+    what = ["--section", "SourceCounters"] if stalls else ["--metrics", ",".join(METRICS)]
     return [
         ncu,
         "--target-processes",
@@ -76,8 +79,7 @@ def ncu_command(ncu: str, report_base: Path, child: list[str]) -> list[str]:
         "--nvtx",
         "--nvtx-include",
         f"{KEEP_RANGE}/",
-        "--metrics",
-        ",".join(METRICS),
+        *what,
         "--force-overwrite",
         "--export",
         str(report_base),
@@ -98,8 +100,11 @@ def permission_problem(log_text: str) -> str:
 class Progress:
     """Counts ncu's `==PROF== Profiling "kernel"` lines and prints done / to do, elapsed and an estimate."""
 
-    def __init__(self, expected: int, write: Callable[[str], None], every_s: float = 5.0) -> None:
+    def __init__(
+        self, expected: int, write: Callable[[str], None], every_s: float = 5.0, label: str = "counters"
+    ) -> None:
         self.expected = expected
+        self.label = label
         self.done = 0
         self.started = time.monotonic()
         self._write = write
@@ -121,4 +126,4 @@ class Progress:
         left = ""
         if self.expected and self.done and self.done < self.expected:
             left = f", ~{elapsed / self.done * (self.expected - self.done):.0f}s left"
-        return f"tenprof counters: {self.done}{todo} kernels replayed, {elapsed:.0f}s{left}"
+        return f"tenprof {self.label}: {self.done}{todo} kernels replayed, {elapsed:.0f}s{left}"

@@ -10,3 +10,4 @@ COUNTERS_OPS_FILE = "counters_ops.json.gz"
 NCU_REPORT_BASE = "counters"  # ncu writes counters.ncu-rep
 NCU_LOG_FILE = "ncu.log"
 COUNTERS_FILE = "counters.json.gz"  # the report read into plain columns
+STALLS_FILE = "stalls.json.gz"  # the SourceCounters report read into plain columns

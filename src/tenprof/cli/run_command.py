@@ -31,6 +31,12 @@ class RunCommand:
             action="store_true",
             help="counters pass: replay every kernel, not one per signature (slow; for comparison)",
         )
+        parser.add_argument(
+            "--replay-scopes",
+            default="",
+            help="counters/stalls passes: also replay every kernel inside these tenprof.scope names "
+            "(comma-separated; the way to reach kernels launched outside aten ops, e.g. Triton kernels)",
+        )
         parser.add_argument("--no-lines", action="store_true", help="do not record Python call paths (less overhead)")
         parser.add_argument("--no-shapes", action="store_true", help="do not record op input shapes (less overhead)")
         parser.add_argument("--no-memory", action="store_true", help="do not record allocations (less overhead)")
@@ -72,6 +78,7 @@ class RunCommand:
             verify=args.verify,
             ncu=args.ncu,
             counters_all=args.counters_all,
+            replay_scopes=tuple(x.strip() for x in args.replay_scopes.split(",") if x.strip()),
         )
         result = run_profile(request)
         failed = {name: s for name, s in result.meta.passes.items() if s.state == "failed"}

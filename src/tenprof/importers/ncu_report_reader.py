@@ -80,3 +80,73 @@ def read_report(path: Path, metric_names: list[str], ncu: str = "") -> dict[str,
             kernels["nvtx"].append(ranges)
             kernels["metrics"].append(values)
     return {"version": 1, "source": str(path), "kernels": kernels}
+
+
+STALL_PREFIX = "smsp__pcsamp_warps_issue_stalled_"
+
+
+def read_source_counters(path: Path, ncu: str = "") -> dict[str, Any]:
+    """Per profiled kernel: warp-stall samples per (PC, reason) from the SourceCounters section, the SASS
+    of every PC any per-PC metric names, and the NVTX ranges around its launch."""
+    module = load_ncu_report_module(ncu)
+    try:
+        context = module.load_report(str(path))
+    except Exception as exc:
+        raise TraceFormatError(f"{path}: not a readable Nsight Compute report ({exc})") from exc
+    kernels: list[dict[str, Any]] = []
+    for r in range(context.num_ranges()):
+        rng = context.range_by_idx(r)
+        for a in range(rng.num_actions()):
+            action = rng.action_by_idx(a)
+            ranges: list[str] = []
+            state = action.nvtx_state()
+            if state is not None:
+                for domain_id in state.domains():
+                    ranges.extend(str(n) for n in state.domain_by_id(domain_id).push_pop_ranges())
+            samples: list[list[Any]] = []  # pc, reason, samples
+            pcs: set[int] = set()
+            dropped = 0.0
+            for name in action.metric_names():
+                metric = action.metric_by_name(name)
+                if metric is None:
+                    continue
+                if "dropped" in name:
+                    value = _value(metric)
+                    dropped += value if isinstance(value, float) else 0.0
+                try:
+                    if not metric.has_correlation_ids():
+                        continue
+                    ids = metric.correlation_ids()
+                    count = metric.num_instances()
+                except Exception:
+                    continue
+                stall = name.startswith(STALL_PREFIX) and not name.endswith("_not_issued")
+                for i in range(count):
+                    try:
+                        pc = int(ids.as_uint64(i))
+                    except Exception:
+                        continue
+                    pcs.add(pc)
+                    if stall:
+                        value = float(metric.as_double(i))
+                        if value > 0:
+                            samples.append([pc, name[len(STALL_PREFIX) :], value])
+            sass = {}
+            for pc in sorted(pcs):
+                try:
+                    text = str(action.sass_by_pc(pc))
+                except Exception:
+                    text = ""
+                if text.strip():  # some per-PC-looking metrics are instanced by other ids: no SASS there
+                    sass[pc] = text
+            kernels.append(
+                {
+                    "replay_id": len(kernels),
+                    "name": str(action.name()),
+                    "nvtx": ranges,
+                    "samples": samples,
+                    "sass": [[pc, text] for pc, text in sass.items()],
+                    "dropped": dropped,
+                }
+            )
+    return {"version": 1, "source": str(path), "kernels": kernels}

@@ -267,6 +267,40 @@ KERNEL_COUNTERS = _schema(
     Column("confidence", STR, "high (signature) | medium (op+launch) | low (launch) | none"),
 )
 
+STALL_KERNELS = _schema(
+    Column("replay_id", I64, "kernel as the stalls pass sampled it (one per signature or scope)"),
+    Column("name", STR, "kernel function name"),
+    Column("op", STR, "aten op it ran in, '' when none"),
+    Column("scope", STR, "tenprof.scope it ran in, '' when none"),
+    Column("samples", F64, "warp-state samples of all reasons"),
+    Column("dropped", F64, "samples ncu reports as dropped (buffer full), 0 when none"),
+)
+
+PC_SAMPLES = _schema(
+    Column("replay_id", I64, ""),
+    Column("pc", I64, "instruction address"),
+    Column("reason", STR, "stall reason, ncu's name without smsp__pcsamp_warps_issue_stalled_"),
+    Column("samples", F64, ""),
+)
+
+SASS = _schema(
+    Column("replay_id", I64, ""),
+    Column("pc", I64, ""),
+    Column("text", STR, "the instruction as ncu prints it"),
+    Column("opcode", STR, ""),
+    Column("space", STR, "memory space / unit of a variable-latency result: global, shared, ... or ''"),
+)
+
+BLAME = _schema(
+    Column("replay_id", I64, ""),
+    Column("stalled_pc", I64, "where the warp was sampled"),
+    Column("blamed_pc", I64, "where the blame landed (a producer, or the instruction itself)"),
+    Column("reason", STR, ""),
+    Column("samples", F64, "samples (split equally among candidate producers)"),
+    Column("shifted", BOOL, "moved to a producer"),
+    Column("unresolved", BOOL, "a dependency stall whose producer was not found"),
+)
+
 TABLES: dict[str, pa.Schema] = {
     "ops": OPS,
     "kernels": KERNELS,
@@ -286,6 +320,10 @@ TABLES: dict[str, pa.Schema] = {
     "ncu_metrics": NCU_METRICS,
     "counter_signatures": COUNTER_SIGNATURES,
     "kernel_counters": KERNEL_COUNTERS,
+    "stall_kernels": STALL_KERNELS,
+    "pc_samples": PC_SAMPLES,
+    "sass": SASS,
+    "blame": BLAME,
 }
 
 # Which pass writes which table; the loader uses it to say what is missing and why.
@@ -293,4 +331,5 @@ PASS_TABLES: dict[str, tuple[str, ...]] = {
     "timeline": ("ops", "kernels", "transfers", "api_calls", "frames", "scopes", "steps", "memory"),
     "tensors": ("tensor_ops", "tensors", "tensor_uses", "storages", "tensor_frames", "allocator_events"),
     "counters": ("kernel_metrics", "ncu_metrics", "counter_signatures", "kernel_counters"),
+    "stalls": ("stall_kernels", "pc_samples", "sass", "blame"),
 }

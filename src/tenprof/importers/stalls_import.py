@@ -1,0 +1,97 @@
+"""Stalls pass: per-PC warp-stall samples and SASS (read by ncu_report_reader.read_source_counters)
+-> tables, with the blame shift (tenprof.analyses.blame) applied per kernel."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from tenprof.analyses.blame import blame
+from tenprof.analyses.sass import parse_program
+from tenprof.capture.counters_names import OP_RANGE_PREFIX, SCOPE_RANGE_PREFIX
+from tenprof.importers.counters_import import base_name, read_gz_json
+from tenprof.store.schema import BLAME, PC_SAMPLES, SASS, STALL_KERNELS
+from tenprof.store.writer import PassWriter
+
+
+@dataclass
+class StallsReport:
+    kernels: int = 0
+    samples: float = 0.0
+    dropped: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+
+def _last(ranges: list[str], prefix: str) -> str:
+    for r in reversed(ranges):
+        if r.startswith(prefix):
+            return r[len(prefix) :]
+    return ""
+
+
+def build_stall_tables(
+    data: dict[str, Any], signatures: dict[str, Any] | None
+) -> tuple[dict[str, pa.Table], StallsReport]:
+    sig_op: dict[int, str] = {}
+    if signatures:
+        s = signatures["signatures"]
+        sig_op = {int(k): str(o) for k, o in zip(s["signature_id"], s["op"], strict=True)}
+    kernels: dict[str, list[Any]] = {c: [] for c in STALL_KERNELS.names}
+    samples: dict[str, list[Any]] = {c: [] for c in PC_SAMPLES.names}
+    sass: dict[str, list[Any]] = {c: [] for c in SASS.names}
+    blamed: dict[str, list[Any]] = {c: [] for c in BLAME.names}
+    report = StallsReport()
+    for k in data["kernels"]:
+        rid = int(k["replay_id"])
+        sig = _last(k["nvtx"], OP_RANGE_PREFIX)
+        total = float(sum(v for _, _, v in k["samples"]))
+        kernels["replay_id"].append(rid)
+        kernels["name"].append(base_name(str(k["name"])))
+        kernels["op"].append(sig_op.get(int(sig), "") if sig.isdigit() else "")
+        kernels["scope"].append(_last(k["nvtx"], SCOPE_RANGE_PREFIX))
+        kernels["samples"].append(total)
+        kernels["dropped"].append(float(k.get("dropped", 0.0)))
+        report.samples += total
+        report.dropped += float(k.get("dropped", 0.0))
+        program = parse_program([(int(pc), str(text)) for pc, text in k["sass"] if str(text).strip()])
+        for ins in program.instructions:
+            sass["replay_id"].append(rid)
+            sass["pc"].append(ins.pc)
+            sass["text"].append(ins.text)
+            sass["opcode"].append(ins.opcode)
+            sass["space"].append(ins.space)
+        triples = [(int(pc), str(reason), float(v)) for pc, reason, v in k["samples"]]
+        for pc, reason, v in triples:
+            samples["replay_id"].append(rid)
+            samples["pc"].append(pc)
+            samples["reason"].append(reason)
+            samples["samples"].append(v)
+        for b in blame(program, triples):
+            blamed["replay_id"].append(rid)
+            blamed["stalled_pc"].append(b.stalled_pc)
+            blamed["blamed_pc"].append(b.blamed_pc)
+            blamed["reason"].append(b.reason)
+            blamed["samples"].append(b.samples)
+            blamed["shifted"].append(b.shifted)
+            blamed["unresolved"].append(b.unresolved)
+    report.kernels = len(kernels["replay_id"])
+    if report.dropped:
+        report.warnings.append(f"ncu dropped {report.dropped:.0f} samples (its sample buffer overflowed)")
+    tables = {
+        "stall_kernels": pa.table(kernels, schema=STALL_KERNELS),
+        "pc_samples": pa.table(samples, schema=PC_SAMPLES),
+        "sass": pa.table(sass, schema=SASS),
+        "blame": pa.table(blamed, schema=BLAME),
+    }
+    return tables, report
+
+
+def build_stalls_pass(writer: PassWriter, raw: Path, signatures: Path | None) -> StallsReport:
+    sigs = read_gz_json(signatures) if signatures is not None and signatures.exists() else None
+    tables, report = build_stall_tables(read_gz_json(raw), sigs)
+    for name, table in tables.items():
+        writer.write_table(name, table)
+    return report

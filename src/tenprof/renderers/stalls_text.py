@@ -1,0 +1,21 @@
+"""The stalls section of `tenprof report`: per sampled kernel, the instructions that took the blame."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+
+from tenprof.analyses.stalls import KernelStalls
+
+
+def render_stalls(kernels: list[KernelStalls], console: Console, limit: int | None) -> None:
+    console.print("[bold]Warp stalls, blamed on the instruction waited for[/bold] (Nsight Compute PC sampling)")
+    for k in kernels[: limit or None]:
+        where = f" in {escape(k.where)}" if k.where else ""
+        console.print(
+            f"  {escape(k.name[:70])}{where}: {k.samples:.0f} samples, {k.memory_share:.0%} waiting on memory"
+        )
+        for h in k.hot:
+            mix = ", ".join(f"{r} {v:.0f}" for r, v in list(h.reasons.items())[:3])
+            moved = f", {h.shifted_in:.0f} shifted here" if h.shifted_in else ""
+            console.print(f"    {h.share:5.1%}  {h.pc:#x}  {escape(h.text[:60]):<60}  {mix}{moved}")
