@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tenprof.cli.common import console
 from tenprof.cli.report_command import print_report
-from tenprof.importers.counters_import import import_ncu_report
+from tenprof.importers.ncu_import import import_ncu_report
 from tenprof.store.profile import load_profile
 
 

@@ -29,11 +29,7 @@ import pyarrow as pa
 from tenprof.analyses.roofline import occupancy_limiter, verdict
 from tenprof.capture.counters_names import KEEP_RANGE, OP_RANGE_PREFIX
 from tenprof.capture.ncu_runner import METRICS
-from tenprof.capture.rawfiles import COUNTERS_FILE
 from tenprof.errors import TraceFormatError
-from tenprof.importers.ncu_report_reader import read_report
-from tenprof.importers.trace_import import begin_import
-from tenprof.store.meta import Meta, PassStatus, write_meta
 from tenprof.store.schema import COUNTER_SIGNATURES, KERNEL_COUNTERS, KERNEL_METRICS, NCU_METRICS
 from tenprof.store.writer import PassWriter
 
@@ -289,34 +285,3 @@ def build_counters_pass(
     for name, table in tables.items():
         writer.write_table(name, table)
     return report
-
-
-def import_ncu_report(report: Path, out_dir: Path, force: bool) -> Meta:
-    """`tenprof import-ncu`: an Nsight Compute report the user made -> a profile with a counters pass.
-
-    Metrics tenprof asks for that the report lacks read as missing (NaN); without tenprof's NVTX ranges
-    the kernels have no op, and each counts once."""
-    meta = begin_import(report, out_dir, force, "import-ncu", "counters")
-    writer = PassWriter(out_dir, "counters")
-    raw_dir = writer.tmp_dir / "raw"
-    raw_dir.mkdir()
-    try:
-        columns = read_report(report, list(METRICS))
-        (raw_dir / COUNTERS_FILE).write_bytes(gzip.compress(orjson.dumps(columns), compresslevel=1))
-        tables, result = build_counter_tables(columns, None, None)
-        for name, table in tables.items():
-            writer.write_table(name, table)
-    except Exception as exc:
-        writer.abandon()
-        meta.passes["counters"] = PassStatus(state="failed", reason=f"the report could not be read: {exc}")
-        write_meta(out_dir, meta)
-        raise
-    writer.commit()
-    meta.passes["counters"] = PassStatus(
-        state="complete",
-        started_at=meta.created_at,
-        reason="; ".join([*result.warnings, f"{result.replays} kernels in the report"]),
-        rows=dict(writer.rows),
-    )
-    write_meta(out_dir, meta)
-    return meta

@@ -1,0 +1,74 @@
+"""`tenprof import-ncu`: an Nsight Compute report the user made -> a profile.
+
+Its metrics become a counters pass (what tenprof asks for and the report lacks reads as missing); if
+the report has SourceCounters data (per-PC warp samples), a stalls pass too, with the blame shift.
+Without tenprof's NVTX ranges the kernels have no op, and each counts once.
+"""
+
+from __future__ import annotations
+
+import gzip
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from tenprof.capture.ncu_runner import METRICS
+from tenprof.capture.rawfiles import COUNTERS_FILE, STALLS_FILE
+from tenprof.importers.counters_import import build_counter_tables
+from tenprof.importers.ncu_report_reader import read_report, read_source_counters
+from tenprof.importers.stalls_import import build_stall_tables
+from tenprof.importers.trace_import import begin_import
+from tenprof.store.meta import Meta, PassStatus, write_meta
+from tenprof.store.writer import PassWriter
+
+
+def _write_pass(
+    out_dir: Path, name: str, raw_file: str, columns: dict[str, Any], tables: dict[str, Any]
+) -> dict[str, int]:
+    writer = PassWriter(out_dir, name)
+    raw_dir = writer.tmp_dir / "raw"
+    raw_dir.mkdir()
+    try:
+        (raw_dir / raw_file).write_bytes(gzip.compress(orjson.dumps(columns), compresslevel=1))
+        for table_name, table in tables.items():
+            writer.write_table(table_name, table)
+    except Exception:
+        writer.abandon()
+        raise
+    writer.commit()
+    return dict(writer.rows)
+
+
+def import_ncu_report(report: Path, out_dir: Path, force: bool) -> Meta:
+    meta = begin_import(report, out_dir, force, "import-ncu", "counters")
+    started = time.perf_counter()
+    try:
+        columns = read_report(report, list(METRICS))
+        tables, result = build_counter_tables(columns, None, None)
+        rows = _write_pass(out_dir, "counters", COUNTERS_FILE, columns, tables)
+    except Exception as exc:
+        meta.passes["counters"] = PassStatus(state="failed", reason=f"the report could not be read: {exc}")
+        write_meta(out_dir, meta)
+        raise
+    meta.passes["counters"] = PassStatus(
+        state="complete",
+        started_at=meta.created_at,
+        duration_s=time.perf_counter() - started,
+        reason="; ".join([*result.warnings, f"{result.replays} kernels in the report"]),
+        rows=rows,
+    )
+    source = read_source_counters(report)
+    if any(k["samples"] for k in source["kernels"]):
+        stall_tables, stalls = build_stall_tables(source, None)
+        meta.passes["stalls"] = PassStatus(
+            state="complete",
+            started_at=meta.created_at,
+            reason="; ".join(
+                [*stalls.warnings, f"{stalls.kernels} kernels sampled, {stalls.samples:.0f} warp samples"]
+            ),
+            rows=_write_pass(out_dir, "stalls", STALLS_FILE, source, stall_tables),
+        )
+    write_meta(out_dir, meta)
+    return meta
