@@ -14,7 +14,7 @@ from typing import Any
 
 from tenprof import __version__
 from tenprof.capture import environment
-from tenprof.capture.launcher import finish_timeline
+from tenprof.capture.pass_builders import finish_timeline
 from tenprof.capture.schedule import Schedule
 from tenprof.capture.timeline import TimelineOptions, TimelineSession
 from tenprof.importers.trace_import import now_iso

@@ -7,10 +7,8 @@ Whatever happens to the child, what it managed to record is kept under `<dir>/<p
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -19,32 +17,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from tenprof import __version__
-from tenprof.capture.ncu_runner import METRICS, Progress, find_ncu, ncu_command, permission_problem
-from tenprof.capture.rawfiles import (
-    CALLSITES_FILE,
-    CHECKS_FILE,
-    COUNTERS_FILE,
-    COUNTERS_OPS_FILE,
-    NCU_LOG_FILE,
-    NCU_REPORT_BASE,
-    STALLS_FILE,
-    STATUS_FILE,
-    TENSORS_FILE,
-    TRACE_FILE,
+from tenprof.capture.ncu_runner import Progress, find_ncu, ncu_command
+from tenprof.capture.pass_builders import (
+    expected_replays_of,
+    finish_counters,
+    finish_stalls,
+    finish_tensors,
+    finish_timeline,
+    write_forest_files,
 )
+from tenprof.capture.rawfiles import NCU_LOG_FILE, NCU_REPORT_BASE, STATUS_FILE
 from tenprof.capture.schedule import Schedule
-from tenprof.errors import TenprofError, UsageError
-from tenprof.importers.counters_import import build_counters_pass, expected_replays
-from tenprof.importers.ncu_report_reader import read_report, read_source_counters
-from tenprof.importers.stalls_import import build_stalls_pass
-from tenprof.importers.tensor_import import build_tensors_pass
-from tenprof.importers.trace_import import build_pass, now_iso
+from tenprof.errors import UsageError
+from tenprof.importers.trace_import import now_iso
 from tenprof.store.directory import prepare_output_dir
 from tenprof.store.meta import GpuInfo, Meta, PassStatus, write_meta
-from tenprof.store.profile import load_profile
 from tenprof.store.writer import PassWriter
 
 PASSES = ("timeline", "tensors", "counters", "stalls")
@@ -52,7 +40,8 @@ NCU_PASSES = ("counters", "stalls")
 
 
 def all_passes(ncu: str = "") -> tuple[str, ...]:
-    """`--passes all`: the timeline and tensors passes, and the counters pass where ncu is found."""
+    """`--passes all`: the timeline and tensors passes, and the ncu passes (counters, stalls) where ncu is
+    found."""
     try:
         find_ncu(ncu)
     except UsageError:
@@ -212,7 +201,7 @@ def run_profile(req: RunRequest) -> RunResult:
         raw_dir = writer.tmp_dir / "raw"
         raw_dir.mkdir()
         started = time.perf_counter()
-        expected = _expected_replays(req.out_dir) if pass_name in NCU_PASSES else 0
+        expected = expected_replays_of(req.out_dir) if pass_name in NCU_PASSES else 0
         code = _run_child(req, raw_dir, pass_name, expected)
         # From here on, what was recorded is turned into tables and meta.json; a Ctrl-C now would only
         # lose work, so it is ignored until the pass is written (the raw files are kept in any case).
@@ -270,14 +259,15 @@ def _finish_pass(
             meta.run.cut_short = cut_short
             meta.run.cut_short_reason = cut_reason
         error = str(status.get("error", ""))
+        cut = cut_reason if cut_short else ""
         if pass_name == "timeline":
             pass_status = finish_timeline(writer, raw_dir, meta, error, req.schedule)
         elif pass_name == "tensors":
-            pass_status = finish_tensors(writer, raw_dir, meta, error, cut_reason if cut_short else "")
+            pass_status = finish_tensors(writer, raw_dir, meta, error, cut)
         elif pass_name == "counters":
-            pass_status = finish_counters(writer, raw_dir, req, error, cut_reason if cut_short else "")
+            pass_status = finish_counters(writer, raw_dir, req.out_dir, req.ncu, error, cut)
         else:
-            pass_status = finish_stalls(writer, raw_dir, req, error, cut_reason if cut_short else "")
+            pass_status = finish_stalls(writer, raw_dir, req.ncu, error, cut)
     except Exception as exc:  # never lose the recording to a bug in building the tables
         pass_status = PassStatus(state="failed", reason=f"building the profile failed: {exc.__class__.__name__}: {exc}")
     pass_status.started_at = meta.passes[pass_name].started_at
@@ -292,147 +282,3 @@ def _finish_pass(
             pass_status.reason = "; ".join(filter(None, [pass_status.reason, problem]))
             write_meta(req.out_dir, meta)
     return meta
-
-
-def finish_tensors(writer: PassWriter, raw_dir: Path, meta: Meta, child_error: str, cut_short: str) -> PassStatus:
-    """Raw tensors file -> tables; the caching allocator's totals go to meta.checks["tensors"]."""
-    raw = raw_dir / TENSORS_FILE
-    pass_status = PassStatus(state="failed")
-    if not raw.exists():
-        pass_status.reason = child_error or ("no tensors were written" + (f"; {cut_short}" if cut_short else ""))
-        return pass_status
-    try:
-        report = build_tensors_pass(writer, raw)
-    except TenprofError as exc:
-        pass_status.reason = f"the tensors recording could not be read: {exc}"
-        return pass_status
-    pass_status.state = "partial" if cut_short or report.warnings else "complete"
-    notes = ([f"cut short: {cut_short}"] if cut_short else []) + report.warnings
-    if report.unseen_creators:
-        notes.append(
-            f"{report.unseen_creators} tensors were first seen as inputs: made before recording began or where no "
-            "dispatch hook sees (inside torch.compile graphs, CUDA-graph replays)"
-        )
-    pass_status.reason = "; ".join(notes)
-    if report.cuda_memory:
-        meta.checks["tensors"] = {k: float(v) for k, v in report.cuda_memory.items()}
-    return pass_status
-
-
-def _expected_replays(out_dir: Path) -> int:
-    """Kernel signatures in this profile's timeline, for the counters progress line (0: unknown)."""
-    try:
-        profile = load_profile(out_dir)
-        if not profile.has_pass("timeline"):
-            return 0
-        return expected_replays(profile.table("kernels"), profile.table("ops"))
-    except Exception:  # only an estimate
-        return 0
-
-
-def _ncu_report_or_reason(raw_dir: Path, child_error: str) -> tuple[Path | None, str]:
-    report_path = raw_dir / f"{NCU_REPORT_BASE}.ncu-rep"
-    if report_path.exists():
-        return report_path, ""
-    log = (raw_dir / NCU_LOG_FILE).read_text(errors="replace") if (raw_dir / NCU_LOG_FILE).exists() else ""
-    problem = permission_problem(log) or child_error or "ncu wrote no report"
-    last = [line for line in log.splitlines() if line.startswith("==ERROR==")][-1:]
-    return None, problem + (f" ({last[0]})" if last and last[0] not in problem else "")
-
-
-def finish_stalls(writer: PassWriter, raw_dir: Path, req: RunRequest, child_error: str, cut_short: str) -> PassStatus:
-    """SourceCounters report -> plain columns (raw/stalls.json.gz) -> samples, SASS and blame tables."""
-    pass_status = PassStatus(state="failed")
-    report_path, reason = _ncu_report_or_reason(raw_dir, child_error)
-    if report_path is None:
-        pass_status.reason = reason
-        return pass_status
-    try:
-        columns = read_source_counters(report_path, find_ncu(req.ncu))
-        (raw_dir / STALLS_FILE).write_bytes(gzip.compress(orjson.dumps(columns), compresslevel=1))
-        report = build_stalls_pass(writer, raw_dir / STALLS_FILE, raw_dir / COUNTERS_OPS_FILE)
-    except TenprofError as exc:
-        pass_status.reason = f"the ncu report could not be read: {exc}"
-        return pass_status
-    pass_status.state = "partial" if cut_short else "complete"
-    notes = ([f"cut short: {cut_short}"] if cut_short else []) + report.warnings
-    notes.append(f"{report.kernels} kernels sampled, {report.samples:.0f} warp samples")
-    pass_status.reason = "; ".join(notes)
-    return pass_status
-
-
-def finish_counters(writer: PassWriter, raw_dir: Path, req: RunRequest, child_error: str, cut_short: str) -> PassStatus:
-    """ncu's report -> plain columns (raw/counters.json.gz) -> tables, matched to the timeline's kernels."""
-    pass_status = PassStatus(state="failed")
-    report_path, reason = _ncu_report_or_reason(raw_dir, child_error)
-    if report_path is None:
-        pass_status.reason = reason
-        return pass_status
-    try:
-        columns = read_report(report_path, list(METRICS), find_ncu(req.ncu))
-        (raw_dir / COUNTERS_FILE).write_bytes(gzip.compress(orjson.dumps(columns), compresslevel=1))
-        profile = load_profile(req.out_dir)
-        timeline = (
-            {"kernels": profile.table("kernels"), "ops": profile.table("ops")} if profile.has_pass("timeline") else None
-        )
-        report = build_counters_pass(writer, raw_dir / COUNTERS_FILE, raw_dir / COUNTERS_OPS_FILE, timeline)
-    except TenprofError as exc:
-        pass_status.reason = f"the ncu report could not be read: {exc}"
-        return pass_status
-    pass_status.state = "partial" if cut_short else "complete"
-    notes = ([f"cut short: {cut_short}"] if cut_short else []) + report.warnings
-    notes.append(f"{report.replays} kernels replayed for {report.signatures} op signatures")
-    pass_status.reason = "; ".join(notes)
-    return pass_status
-
-
-def write_forest_files(out_dir: Path) -> str:
-    """forest.txt, forest.dot and (with graphviz) forest.svg in the profile directory; a note on failure."""
-    try:
-        from tenprof.renderers.forest_files import write_forest
-
-        write_forest(load_profile(out_dir), out_dir)
-    except Exception as exc:  # the tables are written; the drawings can be made again with `tenprof export`
-        return f"the forest files could not be written: {exc.__class__.__name__}: {exc}"
-    return ""
-
-
-def finish_timeline(writer: PassWriter, raw_dir: Path, meta: Meta, child_error: str, schedule: str) -> PassStatus:
-    """Raw recording -> tables, for `tenprof run` and `tenprof.profile()` alike. A bad recording gives a
-    failed status saying what went wrong (the raw files stay where they are); only bugs raise."""
-    trace = raw_dir / TRACE_FILE
-    pass_status = PassStatus(state="failed", started_at=meta.created_at)
-    if child_error and not trace.exists():
-        pass_status.reason = child_error
-    elif not trace.exists():
-        pass_status.reason = (
-            "no trace was written"
-            + (
-                " (the --schedule's active steps were never reached; does the script call tenprof.step()?)"
-                if schedule
-                else ""
-            )
-            + (f"; {meta.run.cut_short_reason}" if meta.run.cut_short_reason else "")
-        )
-    else:
-        try:
-            report = build_pass(writer, trace, raw_dir / CALLSITES_FILE)
-            pass_status.state = "partial" if meta.run.cut_short else "complete"
-            pass_status.reason = "; ".join(
-                ([f"cut short: {meta.run.cut_short_reason}"] if meta.run.cut_short else []) + report.warnings
-            )
-            meta.options["trace_span_ns"] = str(report.span_end_ns - report.span_start_ns)
-            meta.options["clock_offset_ns"] = str(report.clock_offset_ns)
-            meta.options["clock_uncertainty_ns"] = str(report.clock_uncertainty_ns)
-            _compress(trace)
-        except TenprofError as exc:
-            pass_status.reason = f"the trace could not be imported: {exc}"
-    if (raw_dir / CHECKS_FILE).exists():
-        meta.checks = json.loads((raw_dir / CHECKS_FILE).read_text())
-    return pass_status
-
-
-def _compress(path: Path) -> None:
-    with path.open("rb") as src, gzip.open(str(path) + ".gz", "wb", compresslevel=1) as dst:
-        shutil.copyfileobj(src, dst, length=1 << 20)
-    path.unlink()

@@ -1,0 +1,182 @@
+"""Each pass's raw recording -> its tables and status (for `tenprof run` and `tenprof.profile()`).
+
+torch-free. A bad recording gives a failed status saying what went wrong, in words a user can act on;
+the raw files stay where they are; only bugs raise.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import orjson
+
+from tenprof.capture.ncu_runner import METRICS, find_ncu, permission_problem
+from tenprof.capture.rawfiles import (
+    CALLSITES_FILE,
+    CHECKS_FILE,
+    COUNTERS_FILE,
+    COUNTERS_OPS_FILE,
+    NCU_LOG_FILE,
+    NCU_REPORT_BASE,
+    STALLS_FILE,
+    TENSORS_FILE,
+    TRACE_FILE,
+)
+from tenprof.errors import TenprofError
+from tenprof.importers.counters_import import build_counters_pass, expected_replays
+from tenprof.importers.ncu_report_reader import read_report, read_source_counters
+from tenprof.importers.stalls_import import build_stalls_pass
+from tenprof.importers.tensor_import import build_tensors_pass
+from tenprof.importers.trace_import import build_pass
+from tenprof.store.meta import Meta, PassStatus
+from tenprof.store.profile import load_profile
+from tenprof.store.writer import PassWriter
+
+
+def finish_tensors(writer: PassWriter, raw_dir: Path, meta: Meta, child_error: str, cut_short: str) -> PassStatus:
+    """Raw tensors file -> tables; the caching allocator's totals go to meta.checks["tensors"]."""
+    raw = raw_dir / TENSORS_FILE
+    pass_status = PassStatus(state="failed")
+    if not raw.exists():
+        pass_status.reason = child_error or ("no tensors were written" + (f"; {cut_short}" if cut_short else ""))
+        return pass_status
+    try:
+        report = build_tensors_pass(writer, raw)
+    except TenprofError as exc:
+        pass_status.reason = f"the tensors recording could not be read: {exc}"
+        return pass_status
+    pass_status.state = "partial" if cut_short or report.warnings else "complete"
+    notes = ([f"cut short: {cut_short}"] if cut_short else []) + report.warnings
+    if report.unseen_creators:
+        notes.append(
+            f"{report.unseen_creators} tensors were first seen as inputs: made before recording began or where no "
+            "dispatch hook sees (inside torch.compile graphs, CUDA-graph replays)"
+        )
+    pass_status.reason = "; ".join(notes)
+    if report.cuda_memory:
+        meta.checks["tensors"] = {k: float(v) for k, v in report.cuda_memory.items()}
+    return pass_status
+
+
+def expected_replays_of(out_dir: Path) -> int:
+    """Kernel signatures in this profile's timeline, for the counters progress line (0: unknown)."""
+    try:
+        profile = load_profile(out_dir)
+        if not profile.has_pass("timeline"):
+            return 0
+        return expected_replays(profile.table("kernels"), profile.table("ops"))
+    except Exception:  # only an estimate
+        return 0
+
+
+def _ncu_report_or_reason(raw_dir: Path, child_error: str) -> tuple[Path | None, str]:
+    report_path = raw_dir / f"{NCU_REPORT_BASE}.ncu-rep"
+    if report_path.exists():
+        return report_path, ""
+    log = (raw_dir / NCU_LOG_FILE).read_text(errors="replace") if (raw_dir / NCU_LOG_FILE).exists() else ""
+    problem = permission_problem(log) or child_error or "ncu wrote no report"
+    last = [line for line in log.splitlines() if line.startswith("==ERROR==")][-1:]
+    return None, problem + (f" ({last[0]})" if last and last[0] not in problem else "")
+
+
+def finish_stalls(writer: PassWriter, raw_dir: Path, ncu: str, child_error: str, cut_short: str) -> PassStatus:
+    """SourceCounters report -> plain columns (raw/stalls.json.gz) -> samples, SASS and blame tables."""
+    pass_status = PassStatus(state="failed")
+    report_path, reason = _ncu_report_or_reason(raw_dir, child_error)
+    if report_path is None:
+        pass_status.reason = reason
+        return pass_status
+    try:
+        columns = read_source_counters(report_path, find_ncu(ncu))
+        (raw_dir / STALLS_FILE).write_bytes(gzip.compress(orjson.dumps(columns), compresslevel=1))
+        report = build_stalls_pass(writer, raw_dir / STALLS_FILE, raw_dir / COUNTERS_OPS_FILE)
+    except TenprofError as exc:
+        pass_status.reason = f"the ncu report could not be read: {exc}"
+        return pass_status
+    pass_status.state = "partial" if cut_short else "complete"
+    notes = ([f"cut short: {cut_short}"] if cut_short else []) + report.warnings
+    notes.append(f"{report.kernels} kernels sampled, {report.samples:.0f} warp samples")
+    pass_status.reason = "; ".join(notes)
+    return pass_status
+
+
+def finish_counters(
+    writer: PassWriter, raw_dir: Path, out_dir: Path, ncu: str, child_error: str, cut_short: str
+) -> PassStatus:
+    """ncu's report -> plain columns (raw/counters.json.gz) -> tables, matched to the timeline's kernels."""
+    pass_status = PassStatus(state="failed")
+    report_path, reason = _ncu_report_or_reason(raw_dir, child_error)
+    if report_path is None:
+        pass_status.reason = reason
+        return pass_status
+    try:
+        columns = read_report(report_path, list(METRICS), find_ncu(ncu))
+        (raw_dir / COUNTERS_FILE).write_bytes(gzip.compress(orjson.dumps(columns), compresslevel=1))
+        profile = load_profile(out_dir)
+        timeline = (
+            {"kernels": profile.table("kernels"), "ops": profile.table("ops")} if profile.has_pass("timeline") else None
+        )
+        report = build_counters_pass(writer, raw_dir / COUNTERS_FILE, raw_dir / COUNTERS_OPS_FILE, timeline)
+    except TenprofError as exc:
+        pass_status.reason = f"the ncu report could not be read: {exc}"
+        return pass_status
+    pass_status.state = "partial" if cut_short else "complete"
+    notes = ([f"cut short: {cut_short}"] if cut_short else []) + report.warnings
+    notes.append(f"{report.replays} kernels replayed for {report.signatures} op signatures")
+    pass_status.reason = "; ".join(notes)
+    return pass_status
+
+
+def write_forest_files(out_dir: Path) -> str:
+    """forest.txt, forest.dot and (with graphviz) forest.svg in the profile directory; a note on failure."""
+    try:
+        from tenprof.renderers.forest_files import write_forest
+
+        write_forest(load_profile(out_dir), out_dir)
+    except Exception as exc:  # the tables are written; the drawings can be made again with `tenprof export`
+        return f"the forest files could not be written: {exc.__class__.__name__}: {exc}"
+    return ""
+
+
+def finish_timeline(writer: PassWriter, raw_dir: Path, meta: Meta, child_error: str, schedule: str) -> PassStatus:
+    """Raw recording -> tables, for `tenprof run` and `tenprof.profile()` alike. A bad recording gives a
+    failed status saying what went wrong (the raw files stay where they are); only bugs raise."""
+    trace = raw_dir / TRACE_FILE
+    pass_status = PassStatus(state="failed", started_at=meta.created_at)
+    if child_error and not trace.exists():
+        pass_status.reason = child_error
+    elif not trace.exists():
+        pass_status.reason = (
+            "no trace was written"
+            + (
+                " (the --schedule's active steps were never reached; does the script call tenprof.step()?)"
+                if schedule
+                else ""
+            )
+            + (f"; {meta.run.cut_short_reason}" if meta.run.cut_short_reason else "")
+        )
+    else:
+        try:
+            report = build_pass(writer, trace, raw_dir / CALLSITES_FILE)
+            pass_status.state = "partial" if meta.run.cut_short else "complete"
+            pass_status.reason = "; ".join(
+                ([f"cut short: {meta.run.cut_short_reason}"] if meta.run.cut_short else []) + report.warnings
+            )
+            meta.options["trace_span_ns"] = str(report.span_end_ns - report.span_start_ns)
+            meta.options["clock_offset_ns"] = str(report.clock_offset_ns)
+            meta.options["clock_uncertainty_ns"] = str(report.clock_uncertainty_ns)
+            _compress(trace)
+        except TenprofError as exc:
+            pass_status.reason = f"the trace could not be imported: {exc}"
+    if (raw_dir / CHECKS_FILE).exists():
+        meta.checks = json.loads((raw_dir / CHECKS_FILE).read_text())
+    return pass_status
+
+
+def _compress(path: Path) -> None:
+    with path.open("rb") as src, gzip.open(str(path) + ".gz", "wb", compresslevel=1) as dst:
+        shutil.copyfileobj(src, dst, length=1 << 20)
+    path.unlink()
