@@ -126,3 +126,72 @@ def test_scopes_mark_kernels_only_when_asked(monkeypatch: pytest.MonkeyPatch, tm
     session.scope_exit(token)
     assert session.scope_enter("gather", None, False) is False  # second instance: already replayed
     assert pushed == ["tenprof_keep", "ts:gather", "pop", "pop"]
+
+
+def test_rollup_per_scope_without_a_timeline(planted: Profile) -> None:
+    from tenprof.analyses.stalls import stall_rollup
+
+    rows = {r.op: r for r in stall_rollup(planted)}
+    assert {"scope gather", "scope compute", "scope bank_conflicts"} <= rows.keys()
+    gather, compute = rows["scope gather"], rows["scope compute"]
+    assert gather.weighted_samples == _kernel(planted, "gather")["samples"]  # one instance each
+    assert gather.memory_samples > 10 * compute.memory_samples
+    assert gather.top_load.lstrip("@!P0123 ").startswith("LDG")
+
+
+def test_rollup_spreads_over_timeline_lines_and_weights_by_instances(tmp_path: Any) -> None:
+    """A sampled kernel standing for 3 op instances, in a profile whose timeline ran it at one line."""
+    import pyarrow as pa
+
+    from tenprof.analyses.stalls import stall_rollup
+    from tenprof.store.schema import BLAME, SASS, STALL_KERNELS
+
+    target = tmp_path / "prof"
+    shutil.copytree(DATA / "counters" / "matmul", target)
+    writer = PassWriter(target, "stalls")
+    row = {"replay_id": 0, "name": "elementwise_kernel", "op": "aten::add", "scope": "", "signature_id": 4}
+    writer.write_table(
+        "stall_kernels",
+        pa.table(
+            {**{k: [v] for k, v in row.items()}, "instances": [3], "samples": [100.0], "dropped": [0.0]},
+            schema=STALL_KERNELS,
+        ),
+    )
+    writer.write_table(
+        "sass",
+        pa.table(
+            {
+                "replay_id": [0],
+                "pc": [16],
+                "text": ["LDG.E R4, desc[UR4][R2.64]"],
+                "opcode": ["LDG"],
+                "space": ["global"],
+            },
+            schema=SASS,
+        ),
+    )
+    writer.write_table(
+        "blame",
+        pa.table(
+            {
+                "replay_id": [0, 0],
+                "stalled_pc": [32, 48],
+                "blamed_pc": [16, 48],
+                "reason": ["long_scoreboard", "barrier"],
+                "samples": [40.0, 60.0],
+                "shifted": [True, False],
+                "unresolved": [False, False],
+            },
+            schema=BLAME,
+        ),
+    )
+    writer.commit()
+    from tenprof.store.meta import PassStatus, read_meta, write_meta
+
+    meta = read_meta(target)
+    meta.passes["stalls"] = PassStatus(state="complete")
+    write_meta(target, meta)
+    (row_out,) = stall_rollup(load_profile(target))
+    assert row_out.op == "aten::add" and row_out.line.endswith("matmul_add.py:36")
+    assert row_out.weighted_samples == 300.0 and row_out.memory_samples == 120.0
+    assert row_out.top_load.startswith("LDG")

@@ -73,3 +73,73 @@ def kernel_stalls(profile: Profile, limit: int = 5) -> list[KernelStalls]:
             )
         )
     return out
+
+
+@dataclass(frozen=True)
+class StallRollup:
+    """Stall samples summed per op (or scope), each sampled kernel weighted by how many op instances it
+    stands for, and, with a timeline in the profile, spread over the Python lines that ran those kernels
+    in proportion to their kernel time there."""
+
+    op: str
+    line: str
+    weighted_samples: float
+    memory_samples: float  # long + short scoreboard, after the blame shift
+    top_load: str  # the instruction that took the most memory blame
+
+
+def stall_rollup(profile: Profile) -> list[StallRollup]:
+    kernels = profile.table("stall_kernels").to_pylist()
+    if not kernels:
+        return []
+    text = {(r["replay_id"], r["pc"]): r["text"] for r in profile.table("sass").to_pylist()}
+    memory: dict[int, float] = defaultdict(float)
+    loads: dict[int, dict[int, float]] = defaultdict(lambda: defaultdict(float))
+    for r in profile.table("blame").to_pylist():
+        if r["reason"] in MEMORY_REASONS:
+            memory[r["replay_id"]] += r["samples"]
+            loads[r["replay_id"]][r["blamed_pc"]] += r["samples"]
+    lines = _lines_by_op_and_kernel(profile)
+    rows: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
+    top: dict[tuple[str, str], tuple[float, str]] = {}
+    for k in kernels:
+        where = k["op"] or (f"scope {k['scope']}" if k["scope"] else "(no op)")
+        spread = lines.get((k["op"], k["name"])) or {"": 1.0}
+        weight = float(k.get("instances", 1) or 1)
+        best_pc, best = max(loads[k["replay_id"]].items(), key=lambda kv: kv[1], default=(-1, 0.0))
+        for line, share in spread.items():
+            key = (where, line)
+            rows[key][0] += k["samples"] * weight * share
+            rows[key][1] += memory[k["replay_id"]] * weight * share
+            if best * weight * share > top.get(key, (0.0, ""))[0]:
+                top[key] = (best * weight * share, text.get((k["replay_id"], best_pc), ""))
+    out = [StallRollup(op, line, v[0], v[1], top.get((op, line), (0.0, ""))[1]) for (op, line), v in rows.items()]
+    out.sort(key=lambda r: -r.memory_samples)
+    return out
+
+
+def _lines_by_op_and_kernel(profile: Profile) -> dict[tuple[str, str], dict[str, float]]:
+    """(aten op, kernel function name) -> {user line: share of that kernel's timeline time}."""
+    if not profile.has_pass("timeline"):
+        return {}
+    from tenprof.analyses.summary import user_frame_of
+    from tenprof.importers.counters_import import base_name
+
+    k = profile.table("kernels")
+    ops = profile.table("ops")
+    op_name = ops.column("name").to_pylist()
+    frame = ops.column("frame_id").to_pylist()
+    user = user_frame_of(profile)
+    f = profile.table("frames")
+    files, numbers = f.column("file").to_pylist(), f.column("line").to_pylist()
+    time: dict[tuple[str, str], dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for name, op, duration in zip(
+        k.column("name").to_pylist(), k.column("op_id").to_pylist(), k.column("duration_ns").to_pylist(), strict=True
+    ):
+        if op is None or op < 0:
+            continue
+        fr = frame[op]
+        u = int(user[fr]) if fr is not None and fr >= 0 else -1
+        line = f"{files[u]}:{numbers[u]}" if u >= 0 else ""
+        time[(op_name[op], base_name(name))][line] += float(duration)
+    return {key: {line: t / sum(v.values()) for line, t in v.items()} for key, v in time.items() if sum(v.values()) > 0}

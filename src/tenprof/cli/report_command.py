@@ -11,7 +11,7 @@ from tenprof.analyses import tally as tallies
 from tenprof.analyses.counters import operators_report
 from tenprof.analyses.findings import Thresholds, find_all, not_judged
 from tenprof.analyses.memory import memory_report
-from tenprof.analyses.stalls import kernel_stalls
+from tenprof.analyses.stalls import kernel_stalls, stall_rollup
 from tenprof.analyses.summary import summarize
 from tenprof.analyses.temporal import temporal_breakdown
 from tenprof.cli.common import console, open_profile
@@ -19,7 +19,7 @@ from tenprof.errors import UsageError
 from tenprof.renderers.counters_text import render_counters
 from tenprof.renderers.json_report import report_json
 from tenprof.renderers.memory_text import render_memory
-from tenprof.renderers.stalls_text import render_stalls
+from tenprof.renderers.stalls_text import render_rollup, render_stalls
 from tenprof.renderers.text import render_breakdown, render_findings, render_summary, render_tally
 from tenprof.store.profile import Profile
 
@@ -63,6 +63,7 @@ def print_report(profile: Profile, out: Console, limit: int | None, thresholds: 
     if stalls:
         out.print()
         render_stalls(stalls, out, limit)
+        render_rollup(stall_rollup(profile), out, limit)
     memory = memory_report(profile, limit or 10)
     if memory is not None:
         out.print()

@@ -36,9 +36,11 @@ def build_stall_tables(
     data: dict[str, Any], signatures: dict[str, Any] | None
 ) -> tuple[dict[str, pa.Table], StallsReport]:
     sig_op: dict[int, str] = {}
+    sig_count: dict[int, int] = {}
     if signatures:
         s = signatures["signatures"]
         sig_op = {int(k): str(o) for k, o in zip(s["signature_id"], s["op"], strict=True)}
+        sig_count = {int(k): int(c) for k, c in zip(s["signature_id"], s["count"], strict=True)}
     kernels: dict[str, list[Any]] = {c: [] for c in STALL_KERNELS.names}
     samples: dict[str, list[Any]] = {c: [] for c in PC_SAMPLES.names}
     sass: dict[str, list[Any]] = {c: [] for c in SASS.names}
@@ -50,8 +52,11 @@ def build_stall_tables(
         total = float(sum(v for _, _, v in k["samples"]))
         kernels["replay_id"].append(rid)
         kernels["name"].append(base_name(str(k["name"])))
-        kernels["op"].append(sig_op.get(int(sig), "") if sig.isdigit() else "")
+        sid = int(sig) if sig.isdigit() else -1
+        kernels["op"].append(sig_op.get(sid, ""))
         kernels["scope"].append(_last(k["nvtx"], SCOPE_RANGE_PREFIX))
+        kernels["signature_id"].append(sid)
+        kernels["instances"].append(sig_count.get(sid, 1))
         kernels["samples"].append(total)
         kernels["dropped"].append(float(k.get("dropped", 0.0)))
         report.samples += total

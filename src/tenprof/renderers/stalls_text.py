@@ -5,7 +5,17 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
-from tenprof.analyses.stalls import KernelStalls
+from tenprof.analyses.stalls import KernelStalls, StallRollup
+
+
+def render_rollup(rows: list[StallRollup], console: Console, limit: int | None) -> None:
+    console.print("  By op and line (each sampled kernel counted once per op instance it stands for):")
+    for r in rows[: limit or None]:
+        line = f" at {escape(r.line)}" if r.line else ""
+        load = f"; most blamed: {escape(r.top_load[:50])}" if r.top_load else ""
+        console.print(
+            f"    {r.memory_samples:10.0f} memory / {r.weighted_samples:10.0f} samples  {escape(r.op)}{line}{load}"
+        )
 
 
 def render_stalls(kernels: list[KernelStalls], console: Console, limit: int | None) -> None:

@@ -272,6 +272,8 @@ STALL_KERNELS = _schema(
     Column("name", STR, "kernel function name"),
     Column("op", STR, "aten op it ran in, '' when none"),
     Column("scope", STR, "tenprof.scope it ran in, '' when none"),
+    Column("signature_id", I64, "the op signature it ran in (its first instance was sampled), -1 when none"),
+    Column("instances", I64, "op instances with that signature in the run (1 for scopes and unknown)"),
     Column("samples", F64, "warp-state samples of all reasons"),
     Column("dropped", F64, "samples ncu reports as dropped (buffer full), 0 when none"),
 )
