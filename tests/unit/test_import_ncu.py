@@ -79,6 +79,11 @@ class Action:
     def sass_by_pc(self, pc: int) -> str:
         return SASS.get(pc, "")
 
+    def source_info(self, pc: int) -> Any:
+        if pc not in SASS:
+            return None
+        return types.SimpleNamespace(file_name=lambda: "/tmp/kernel.py", line=lambda: 10 + (pc - BASE) // 16)
+
 
 class Range:
     def __init__(self, actions: list[Action]) -> None:
@@ -139,4 +144,5 @@ def test_import_ncu_builds_counters_and_stalls(tmp_path: Path, monkeypatch: pyte
     (stalls,) = kernel_stalls(profile)
     top = stalls.hot[0]
     assert top.pc == BASE and top.text.startswith("LDG") and top.shifted_in == 30.0
+    assert top.source == "/tmp/kernel.py:10"
     assert stalls.samples == 35.0

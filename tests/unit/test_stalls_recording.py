@@ -166,6 +166,8 @@ def test_rollup_spreads_over_timeline_lines_and_weights_by_instances(tmp_path: A
                 "text": ["LDG.E R4, desc[UR4][R2.64]"],
                 "opcode": ["LDG"],
                 "space": ["global"],
+                "file": [""],
+                "line": [-1],
             },
             schema=SASS,
         ),

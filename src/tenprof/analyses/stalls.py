@@ -20,6 +20,7 @@ class HotInstruction:
     share: float  # of the kernel's samples
     reasons: dict[str, float]
     shifted_in: float  # of which moved here from the instructions that waited for it
+    source: str = ""  # file:line of the instruction when the kernel has line info (Triton)
 
 
 @dataclass(frozen=True)
@@ -36,9 +37,12 @@ def kernel_stalls(profile: Profile, limit: int = 5) -> list[KernelStalls]:
     kernels = profile.table("stall_kernels").to_pylist()
     if not kernels:
         return []
-    text: dict[tuple[int, int], tuple[str, str]] = {
-        (r["replay_id"], r["pc"]): (r["text"], r["space"]) for r in profile.table("sass").to_pylist()
-    }
+    text: dict[tuple[int, int], tuple[str, str]] = {}
+    source: dict[tuple[int, int], str] = {}
+    for r in profile.table("sass").to_pylist():
+        text[(r["replay_id"], r["pc"])] = (r["text"], r["space"])
+        if r["file"]:
+            source[(r["replay_id"], r["pc"])] = f"{r['file']}:{r['line']}"
     by_kernel: dict[int, dict[int, dict[str, float]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(float)))
     moved: dict[tuple[int, int], float] = defaultdict(float)
     for r in profile.table("blame").to_pylist():
@@ -67,6 +71,7 @@ def kernel_stalls(profile: Profile, limit: int = 5) -> list[KernelStalls]:
                         share=sum(reasons.values()) / total,
                         reasons=dict(sorted(reasons.items(), key=lambda kv: -kv[1])),
                         shifted_in=moved.get((rid, pc), 0.0),
+                        source=source.get((rid, pc), ""),
                     )
                     for pc, reasons in hot
                 ],

@@ -85,6 +85,17 @@ def read_report(path: Path, metric_names: list[str], ncu: str = "") -> dict[str,
 STALL_PREFIX = "smsp__pcsamp_warps_issue_stalled_"
 
 
+def _source_line(action: Any, pc: int) -> tuple[str, int] | None:
+    """(file, line) of a PC when the kernel carries line info (Triton kernels, -lineinfo builds)."""
+    try:
+        info = action.source_info(pc)
+        if info is None:
+            return None
+        return str(info.file_name()), int(info.line())
+    except Exception:
+        return None
+
+
 def read_source_counters(path: Path, ncu: str = "") -> dict[str, Any]:
     """Per profiled kernel: warp-stall samples per (PC, reason) from the SourceCounters section, the SASS
     of every PC any per-PC metric names, and the NVTX ranges around its launch."""
@@ -132,6 +143,7 @@ def read_source_counters(path: Path, ncu: str = "") -> dict[str, Any]:
                         if value > 0:
                             samples.append([pc, name[len(STALL_PREFIX) :], value])
             sass = {}
+            lines: list[list[Any]] = []
             for pc in sorted(pcs):
                 try:
                     text = str(action.sass_by_pc(pc))
@@ -139,6 +151,9 @@ def read_source_counters(path: Path, ncu: str = "") -> dict[str, Any]:
                     text = ""
                 if text.strip():  # some per-PC-looking metrics are instanced by other ids: no SASS there
                     sass[pc] = text
+                    where = _source_line(action, pc)
+                    if where is not None:
+                        lines.append([pc, *where])
             kernels.append(
                 {
                     "replay_id": len(kernels),
@@ -146,6 +161,7 @@ def read_source_counters(path: Path, ncu: str = "") -> dict[str, Any]:
                     "nvtx": ranges,
                     "samples": samples,
                     "sass": [[pc, text] for pc, text in sass.items()],
+                    "source_lines": lines,
                     "dropped": dropped,
                 }
             )

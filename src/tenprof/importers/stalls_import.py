@@ -62,12 +62,15 @@ def build_stall_tables(
         report.samples += total
         report.dropped += float(k.get("dropped", 0.0))
         program = parse_program([(int(pc), str(text)) for pc, text in k["sass"] if str(text).strip()])
+        where = {int(pc): (str(f), int(n)) for pc, f, n in k.get("source_lines", [])}
         for ins in program.instructions:
             sass["replay_id"].append(rid)
             sass["pc"].append(ins.pc)
             sass["text"].append(ins.text)
             sass["opcode"].append(ins.opcode)
             sass["space"].append(ins.space)
+            sass["file"].append(where.get(ins.pc, ("", -1))[0])
+            sass["line"].append(where.get(ins.pc, ("", -1))[1])
         triples = [(int(pc), str(reason), float(v)) for pc, reason, v in k["samples"]]
         for pc, reason, v in triples:
             samples["replay_id"].append(rid)

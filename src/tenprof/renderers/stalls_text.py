@@ -28,4 +28,5 @@ def render_stalls(kernels: list[KernelStalls], console: Console, limit: int | No
         for h in k.hot:
             mix = ", ".join(f"{r} {v:.0f}" for r, v in list(h.reasons.items())[:3])
             moved = f", {h.shifted_in:.0f} shifted here" if h.shifted_in else ""
-            console.print(f"    {h.share:5.1%}  {h.pc:#x}  {escape(h.text[:60]):<60}  {mix}{moved}")
+            source = f"  ({escape(h.source.rsplit('/', 1)[-1])})" if h.source else ""
+            console.print(f"    {h.share:5.1%}  {h.pc:#x}  {escape(h.text[:60]):<60}  {mix}{moved}{source}")

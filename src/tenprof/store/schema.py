@@ -291,6 +291,8 @@ SASS = _schema(
     Column("text", STR, "the instruction as ncu prints it"),
     Column("opcode", STR, ""),
     Column("space", STR, "memory space / unit of a variable-latency result: global, shared, ... or ''"),
+    Column("file", STR, "source file of the instruction when the kernel has line info (Triton), else ''"),
+    Column("line", I32, "its line, -1 when unknown"),
 )
 
 BLAME = _schema(
