@@ -78,3 +78,23 @@ def test_missing_counter_permission_is_named(tmp_path: Path, capsys: pytest.Capt
     status = load_profile(out).meta.passes["counters"]
     assert status.state == "failed" and "ERR_NVGPUCTRPERM" in status.reason and "NVreg_Restrict" in status.reason
     assert "the counters pass failed" in capsys.readouterr().err
+
+
+def test_counters_and_stalls_share_one_ncu_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ncu_report", fake_module(["tenprof_keep", "tp:0"]))
+    calls = tmp_path / "calls"
+    body = WORKS + f'open({str(calls)!r}, "a").write(" ".join(args) + "\\n")\n'
+    script = tmp_path / "job.py"
+    script.write_text("pass\n")
+    out = tmp_path / "prof"
+    ncu = _fake_ncu(tmp_path, body)
+    args = ["run", "--quiet", "--passes", "stalls,counters", "--ncu", str(ncu), "-o", str(out), str(script)]
+    assert main(args) == 0
+    (call,) = calls.read_text().splitlines()  # one ncu run
+    assert "--metrics" in call and "--section SourceCounters" in call
+    profile = load_profile(out)
+    assert profile.meta.passes["counters"].state == "complete"
+    stalls = profile.meta.passes["stalls"]
+    assert stalls.state == "complete" and "counters pass's ncu run" in stalls.reason
+    assert profile.table("stall_kernels").column("op").to_pylist() == ["aten::mm"]
+    assert (out / "stalls" / "raw" / "stalls.json.gz").exists()

@@ -94,6 +94,19 @@ def _child_env() -> dict[str, str]:
     return env
 
 
+def _shares_ncu_run(passes: tuple[str, ...]) -> bool:
+    """Counters and stalls asked together: one ncu run collects both (the counters pass's)."""
+    return "counters" in passes and "stalls" in passes
+
+
+def _ordered(passes: tuple[str, ...]) -> tuple[str, ...]:
+    """The stalls pass reads the counters pass's report when they share a run, so it comes after it."""
+    if not _shares_ncu_run(passes):
+        return passes
+    rest = [p for p in passes if p != "stalls"]
+    return (*rest[: rest.index("counters") + 1], "stalls", *rest[rest.index("counters") + 1 :])
+
+
 def _run_child(req: RunRequest, raw_dir: Path, pass_name: str, expected_replays: int = 0) -> int:
     spec = {
         "pass": pass_name,
@@ -114,7 +127,14 @@ def _run_child(req: RunRequest, raw_dir: Path, pass_name: str, expected_replays:
     command = [req.python, "-m", "tenprof.capture.child", str(spec_path)]
     piped = pass_name in NCU_PASSES
     if piped:
-        command = ncu_command(find_ncu(req.ncu), raw_dir / NCU_REPORT_BASE, command, stalls=pass_name == "stalls")
+        shared = _shares_ncu_run(req.passes)
+        command = ncu_command(
+            find_ncu(req.ncu),
+            raw_dir / NCU_REPORT_BASE,
+            command,
+            metrics=pass_name == "counters",
+            stalls=pass_name == "stalls" or shared,
+        )
     # A session of its own: a Ctrl-C at the terminal reaches only this process, which forwards exactly
     # one SIGINT; SIGTERM and SIGHUP are forwarded as SIGTERM. The child saves on either.
     proc = subprocess.Popen(
@@ -190,7 +210,10 @@ def run_profile(req: RunRequest) -> RunResult:
     )
     exit_code = 0
     stopped = ""
-    for index, pass_name in enumerate(req.passes):
+    for index, pass_name in enumerate(_ordered(req.passes)):
+        if pass_name == "stalls" and _shares_ncu_run(req.passes) and not stopped:
+            meta = _stalls_from_counters_run(req, meta)
+            continue
         if stopped:
             meta.passes[pass_name] = PassStatus(state="failed", reason=f"not run: {stopped}")
             write_meta(req.out_dir, meta)
@@ -214,6 +237,28 @@ def run_profile(req: RunRequest) -> RunResult:
             exit_code = code if code >= 0 else 128 - code
             stopped = f"the script stopped early in the {pass_name} pass (exit status {exit_code})"
     return RunResult(exit_code, meta)
+
+
+def _stalls_from_counters_run(req: RunRequest, meta: Meta) -> Meta:
+    """The stalls pass built from the report of the counters pass's ncu run (no second run)."""
+    started = time.perf_counter()
+    counters = meta.passes.get("counters")
+    writer = PassWriter(req.out_dir, "stalls")
+    report_dir = req.out_dir / "counters" / "raw"
+    if counters is None or not report_dir.is_dir():
+        pass_status = PassStatus(state="failed", reason="not run: the counters pass's ncu run left no report")
+    else:
+        cut = counters.reason if counters.state == "partial" else ""
+        pass_status = finish_stalls(writer, report_dir, req.ncu, "", cut)
+        if pass_status.state != "failed":
+            pass_status.reason = "; ".join(filter(None, [pass_status.reason, "sampled in the counters pass's ncu run"]))
+    pass_status.started_at = now_iso()
+    pass_status.duration_s = time.perf_counter() - started
+    pass_status.rows = dict(writer.rows)
+    writer.commit()
+    meta.passes["stalls"] = pass_status
+    write_meta(req.out_dir, meta)
+    return meta
 
 
 def _read_status(raw_dir: Path) -> dict[str, Any]:

@@ -68,10 +68,10 @@ def find_ncu(explicit: str = "") -> str:
     )
 
 
-def ncu_command(ncu: str, report_base: Path, child: list[str], stalls: bool = False) -> list[str]:
+def ncu_command(ncu: str, report_base: Path, child: list[str], metrics: bool = True, stalls: bool = False) -> list[str]:
     """The counters pass collects METRICS; the stalls pass collects the SourceCounters section (per-PC
-    warp-state samples and the SASS)."""
-    what = ["--section", "SourceCounters"] if stalls else ["--metrics", ",".join(METRICS)]
+    warp-state samples and the SASS); one run can collect both."""
+    what = (["--metrics", ",".join(METRICS)] if metrics else []) + (["--section", "SourceCounters"] if stalls else [])
     return [
         ncu,
         "--target-processes",

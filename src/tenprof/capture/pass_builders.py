@@ -82,17 +82,22 @@ def _ncu_report_or_reason(raw_dir: Path, child_error: str) -> tuple[Path | None,
     return None, problem + (f" ({last[0]})" if last and last[0] not in problem else "")
 
 
-def finish_stalls(writer: PassWriter, raw_dir: Path, ncu: str, child_error: str, cut_short: str) -> PassStatus:
-    """SourceCounters report -> plain columns (raw/stalls.json.gz) -> samples, SASS and blame tables."""
+def finish_stalls(writer: PassWriter, report_dir: Path, ncu: str, child_error: str, cut_short: str) -> PassStatus:
+    """SourceCounters report -> plain columns (raw/stalls.json.gz) -> samples, SASS and blame tables.
+
+    `report_dir` holds ncu's report and the child's signature table: this pass's own raw folder, or the
+    counters pass's when one ncu run served both."""
     pass_status = PassStatus(state="failed")
-    report_path, reason = _ncu_report_or_reason(raw_dir, child_error)
+    report_path, reason = _ncu_report_or_reason(report_dir, child_error)
     if report_path is None:
         pass_status.reason = reason
         return pass_status
+    raw_dir = writer.tmp_dir / "raw"
+    raw_dir.mkdir(exist_ok=True)
     try:
         columns = read_source_counters(report_path, find_ncu(ncu))
         (raw_dir / STALLS_FILE).write_bytes(gzip.compress(orjson.dumps(columns), compresslevel=1))
-        report = build_stalls_pass(writer, raw_dir / STALLS_FILE, raw_dir / COUNTERS_OPS_FILE)
+        report = build_stalls_pass(writer, raw_dir / STALLS_FILE, report_dir / COUNTERS_OPS_FILE)
     except TenprofError as exc:
         pass_status.reason = f"the ncu report could not be read: {exc}"
         return pass_status
