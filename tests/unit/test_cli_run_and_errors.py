@@ -118,6 +118,7 @@ def test_schedule_records_only_the_active_steps(tmp_path: Path) -> None:
         (["run"], 2, "nothing to run"),
         (["run", "--schedule", "wait=x", str(EXAMPLE)], 2, "bad --schedule"),
         (["run", "--passes", "timeline,bogus", str(EXAMPLE)], 2, "unknown pass 'bogus'"),
+        (["run", "--passes", "tensors,timeline,tensors", str(EXAMPLE)], 2, "pass 'tensors' given twice"),
         (["report", "/nonexistent/profile"], 3, "no such profile directory"),
         (["report", str(DATA), "--limit", "2"], 3, "not a tenprof profile"),
         (["report", str(DATA / "mlp"), "--steps", "40:"], 2, "selects none of the recorded steps"),

@@ -78,6 +78,9 @@ def _check_request(req: RunRequest) -> None:
     unknown = [p for p in req.passes if p not in PASSES]
     if unknown:
         raise UsageError(f"unknown pass {unknown[0]!r}; available: {', '.join(PASSES)}")
+    repeated = sorted({p for p in req.passes if req.passes.count(p) > 1})
+    if repeated:
+        raise UsageError(f"pass {repeated[0]!r} given twice in --passes")
     if not req.module and not Path(req.target).is_file():
         raise UsageError(f"{req.target}: no such script")
     if req.schedule:
