@@ -149,7 +149,14 @@ def test_rollup_spreads_over_timeline_lines_and_weights_by_instances(tmp_path: A
     target = tmp_path / "prof"
     shutil.copytree(DATA / "counters" / "matmul", target)
     writer = PassWriter(target, "stalls")
-    row = {"replay_id": 0, "name": "elementwise_kernel", "op": "aten::add", "scope": "", "signature_id": 4}
+    row = {
+        "replay_id": 0,
+        "name": "elementwise_kernel",
+        "op": "aten::add",
+        "scope": "",
+        "signature_id": 4,
+        "first_op_seq": 7,
+    }
     writer.write_table(
         "stall_kernels",
         pa.table(

@@ -37,10 +37,12 @@ def build_stall_tables(
 ) -> tuple[dict[str, pa.Table], StallsReport]:
     sig_op: dict[int, str] = {}
     sig_count: dict[int, int] = {}
+    sig_first: dict[int, int] = {}
     if signatures:
         s = signatures["signatures"]
         sig_op = {int(k): str(o) for k, o in zip(s["signature_id"], s["op"], strict=True)}
         sig_count = {int(k): int(c) for k, c in zip(s["signature_id"], s["count"], strict=True)}
+        sig_first = {int(k): int(c) for k, c in zip(s["signature_id"], s["first_op_seq"], strict=True)}
     kernels: dict[str, list[Any]] = {c: [] for c in STALL_KERNELS.names}
     samples: dict[str, list[Any]] = {c: [] for c in PC_SAMPLES.names}
     sass: dict[str, list[Any]] = {c: [] for c in SASS.names}
@@ -57,6 +59,7 @@ def build_stall_tables(
         kernels["scope"].append(_last(k["nvtx"], SCOPE_RANGE_PREFIX))
         kernels["signature_id"].append(sid)
         kernels["instances"].append(sig_count.get(sid, 1))
+        kernels["first_op_seq"].append(sig_first.get(sid, -1))
         kernels["samples"].append(total)
         kernels["dropped"].append(float(k.get("dropped", 0.0)))
         report.samples += total

@@ -274,6 +274,7 @@ STALL_KERNELS = _schema(
     Column("scope", STR, "tenprof.scope it ran in, '' when none"),
     Column("signature_id", I64, "the op signature it ran in (its first instance was sampled), -1 when none"),
     Column("instances", I64, "op instances with that signature in the run (1 for scopes and unknown)"),
+    Column("first_op_seq", I64, "the op instance that was sampled (dispatch order, as the tensors pass counts)"),
     Column("samples", F64, "warp-state samples of all reasons"),
     Column("dropped", F64, "samples ncu reports as dropped (buffer full), 0 when none"),
 )
@@ -305,6 +306,17 @@ BLAME = _schema(
     Column("unresolved", BOOL, "a dependency stall whose producer was not found"),
 )
 
+ACCESSES = _schema(
+    Column("op_seq", I64, "op instance of the launch (dispatch order, as the tensors pass counts)"),
+    Column("kernel", STR, "kernel function name, to check the join"),
+    Column("ordinal", I32, "launch index within the op"),
+    Column("pc_offset", I64, "instruction offset from the kernel's first instruction"),
+    Column("address", I64, "device address touched"),
+    Column("bytes", I64, "bytes per access"),
+    Column("is_write", BOOL, ""),
+    Column("count", I64, "accesses recorded with this (pc, address)"),
+)
+
 TABLES: dict[str, pa.Schema] = {
     "ops": OPS,
     "kernels": KERNELS,
@@ -328,6 +340,7 @@ TABLES: dict[str, pa.Schema] = {
     "pc_samples": PC_SAMPLES,
     "sass": SASS,
     "blame": BLAME,
+    "accesses": ACCESSES,
 }
 
 # Which pass writes which table; the loader uses it to say what is missing and why.
@@ -336,4 +349,5 @@ PASS_TABLES: dict[str, tuple[str, ...]] = {
     "tensors": ("tensor_ops", "tensors", "tensor_uses", "storages", "tensor_frames", "allocator_events"),
     "counters": ("kernel_metrics", "ncu_metrics", "counter_signatures", "kernel_counters"),
     "stalls": ("stall_kernels", "pc_samples", "sass", "blame"),
+    "accesses": ("accesses",),
 }
