@@ -12,6 +12,7 @@ import math
 import shutil
 import subprocess
 from io import StringIO
+from pathlib import Path
 
 from tenprof.analyses.tensor_forest import Forest, group_roots
 from tenprof.errors import UsageError
@@ -100,3 +101,13 @@ def dot_to_svg(dot_text: str) -> bytes:
     if done.returncode != 0:
         raise UsageError(f"dot failed: {done.stderr.decode(errors='replace').strip()[:200]}")
     return done.stdout
+
+
+def write_dot_and_svg(dot: str, directory: Path, stem: str) -> list[Path]:
+    """`<stem>.dot`, and `<stem>.svg` when graphviz is installed (skipped otherwise, never an error)."""
+    written = [directory / f"{stem}.dot"]
+    written[0].write_text(dot)
+    if has_graphviz():
+        written.append(directory / f"{stem}.svg")
+        written[1].write_bytes(dot_to_svg(dot))
+    return written

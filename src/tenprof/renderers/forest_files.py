@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tenprof.analyses.tensor_forest import Forest
-from tenprof.renderers.forest_dot import dot_to_svg, forest_dot, has_graphviz
+from tenprof.renderers.forest_dot import forest_dot, write_dot_and_svg
 from tenprof.renderers.forest_text import forest_text
 from tenprof.store.profile import Profile
 
@@ -18,12 +18,6 @@ def pass_notes(profile: Profile) -> list[str]:
 
 def write_forest(profile: Profile, directory: Path, metric: str = "bytes", limit: int = 40) -> list[Path]:
     forest = Forest(profile)
-    written = [directory / "forest.txt", directory / "forest.dot"]
-    written[0].write_text(forest_text(forest, metric, limit, pass_notes(profile)))
-    dot = forest_dot(forest, metric, limit)
-    written[1].write_text(dot)
-    if has_graphviz():
-        svg = directory / "forest.svg"
-        svg.write_bytes(dot_to_svg(dot))
-        written.append(svg)
-    return written
+    text = directory / "forest.txt"
+    text.write_text(forest_text(forest, metric, limit, pass_notes(profile)))
+    return [text, *write_dot_and_svg(forest_dot(forest, metric, limit), directory, "forest")]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tenprof.analyses.tensor_forest import Forest
 from tenprof.analyses.tensor_stall_cost import NO_ACCESS, NO_TENSOR, TensorCost
-from tenprof.renderers.forest_dot import dot_to_svg, forest_dot, has_graphviz
+from tenprof.renderers.forest_dot import forest_dot, write_dot_and_svg
 
 BUCKETS = {NO_TENSOR: "(no tensor: workspace or allocator slack)", NO_ACCESS: "(no access record for the load)"}
 
@@ -54,12 +54,6 @@ def blame_dot(costs: list[TensorCost], forest: Forest, limit: int = 40) -> str:
 
 
 def write_stall_cost(costs: list[TensorCost], forest: Forest, directory: Path) -> list[Path]:
-    written = [directory / "tensor_stall_cost.csv", directory / "blame.dot"]
-    write_cost_csv(costs, forest, written[0])
-    dot = blame_dot(costs, forest)
-    written[1].write_text(dot)
-    if has_graphviz():
-        svg = directory / "blame.svg"
-        svg.write_bytes(dot_to_svg(dot))
-        written.append(svg)
-    return written
+    table = directory / "tensor_stall_cost.csv"
+    write_cost_csv(costs, forest, table)
+    return [table, *write_dot_and_svg(blame_dot(costs, forest), directory, "blame")]
