@@ -42,6 +42,29 @@ def load_ncu_report_module(ncu: str = "") -> ModuleType:
     )
 
 
+def _actions(module: ModuleType, path: Path) -> list[Any]:
+    """Every profiled kernel (action) of every range of the report."""
+    try:
+        context = module.load_report(str(path))
+    except Exception as exc:
+        raise TraceFormatError(f"{path}: not a readable Nsight Compute report ({exc})") from exc
+    actions = []
+    for r in range(context.num_ranges()):
+        rng = context.range_by_idx(r)
+        actions.extend(rng.action_by_idx(a) for a in range(rng.num_actions()))
+    return actions
+
+
+def _nvtx_ranges(action: Any) -> list[str]:
+    """The push/pop NVTX ranges open around the kernel's launch, outermost first."""
+    ranges: list[str] = []
+    state = action.nvtx_state()
+    if state is not None:
+        for domain_id in state.domains():
+            ranges.extend(str(n) for n in state.domain_by_id(domain_id).push_pop_ranges())
+    return ranges
+
+
 def _value(metric: Any) -> float | str | None:
     if metric is None:
         return None
@@ -57,28 +80,16 @@ def _value(metric: Any) -> float | str | None:
 def read_report(path: Path, metric_names: list[str], ncu: str = "") -> dict[str, Any]:
     """Every profiled kernel of the report: replay id, names, NVTX ranges, the asked-for metrics."""
     module = load_ncu_report_module(ncu)
-    try:
-        context = module.load_report(str(path))
-    except Exception as exc:
-        raise TraceFormatError(f"{path}: not a readable Nsight Compute report ({exc})") from exc
     kernels: dict[str, list[Any]] = {"replay_id": [], "name": [], "demangled": [], "nvtx": [], "metrics": []}
     demangled_base = getattr(getattr(module, "IAction", None), "NameBase_DEMANGLED", None)
-    for r in range(context.num_ranges()):
-        rng = context.range_by_idx(r)
-        for a in range(rng.num_actions()):
-            action = rng.action_by_idx(a)
-            ranges: list[str] = []
-            state = action.nvtx_state()
-            if state is not None:
-                for domain_id in state.domains():
-                    ranges.extend(str(n) for n in state.domain_by_id(domain_id).push_pop_ranges())
-            available = set(action.metric_names())
-            values = {n: _value(action.metric_by_name(n)) for n in metric_names if n in available}
-            kernels["replay_id"].append(len(kernels["replay_id"]))
-            kernels["name"].append(str(action.name()))
-            kernels["demangled"].append(str(action.name(demangled_base)) if demangled_base is not None else "")
-            kernels["nvtx"].append(ranges)
-            kernels["metrics"].append(values)
+    for action in _actions(module, path):
+        available = set(action.metric_names())
+        values = {n: _value(action.metric_by_name(n)) for n in metric_names if n in available}
+        kernels["replay_id"].append(len(kernels["replay_id"]))
+        kernels["name"].append(str(action.name()))
+        kernels["demangled"].append(str(action.name(demangled_base)) if demangled_base is not None else "")
+        kernels["nvtx"].append(_nvtx_ranges(action))
+        kernels["metrics"].append(values)
     return {"version": 1, "source": str(path), "kernels": kernels}
 
 
@@ -99,70 +110,58 @@ def _source_line(action: Any, pc: int) -> tuple[str, int] | None:
 def read_source_counters(path: Path, ncu: str = "") -> dict[str, Any]:
     """Per profiled kernel: warp-stall samples per (PC, reason) from the SourceCounters section, the SASS
     of every PC any per-PC metric names, and the NVTX ranges around its launch."""
-    module = load_ncu_report_module(ncu)
-    try:
-        context = module.load_report(str(path))
-    except Exception as exc:
-        raise TraceFormatError(f"{path}: not a readable Nsight Compute report ({exc})") from exc
     kernels: list[dict[str, Any]] = []
-    for r in range(context.num_ranges()):
-        rng = context.range_by_idx(r)
-        for a in range(rng.num_actions()):
-            action = rng.action_by_idx(a)
-            ranges: list[str] = []
-            state = action.nvtx_state()
-            if state is not None:
-                for domain_id in state.domains():
-                    ranges.extend(str(n) for n in state.domain_by_id(domain_id).push_pop_ranges())
-            samples: list[list[Any]] = []  # pc, reason, samples
-            pcs: set[int] = set()
-            dropped = 0.0
-            for name in action.metric_names():
-                metric = action.metric_by_name(name)
-                if metric is None:
+    for action in _actions(load_ncu_report_module(ncu), path):
+        ranges = _nvtx_ranges(action)
+        samples: list[list[Any]] = []  # pc, reason, samples
+        pcs: set[int] = set()
+        dropped = 0.0
+        for name in action.metric_names():
+            metric = action.metric_by_name(name)
+            if metric is None:
+                continue
+            if "dropped" in name:
+                value = _value(metric)
+                dropped += value if isinstance(value, float) else 0.0
+            try:
+                if not metric.has_correlation_ids():
                     continue
-                if "dropped" in name:
-                    value = _value(metric)
-                    dropped += value if isinstance(value, float) else 0.0
+                ids = metric.correlation_ids()
+                count = metric.num_instances()
+            except Exception:
+                continue
+            stall = name.startswith(STALL_PREFIX) and not name.endswith("_not_issued")
+            for i in range(count):
                 try:
-                    if not metric.has_correlation_ids():
-                        continue
-                    ids = metric.correlation_ids()
-                    count = metric.num_instances()
+                    pc = int(ids.as_uint64(i))
                 except Exception:
                     continue
-                stall = name.startswith(STALL_PREFIX) and not name.endswith("_not_issued")
-                for i in range(count):
-                    try:
-                        pc = int(ids.as_uint64(i))
-                    except Exception:
-                        continue
-                    pcs.add(pc)
-                    if stall:
-                        value = float(metric.as_double(i))
-                        if value > 0:
-                            samples.append([pc, name[len(STALL_PREFIX) :], value])
-            sass = {}
-            lines: list[list[Any]] = []
-            for pc in sorted(pcs):
-                try:
-                    text = str(action.sass_by_pc(pc))
-                except Exception:
-                    text = ""
-                if text.strip():  # some per-PC-looking metrics are instanced by other ids: no SASS there
-                    sass[pc] = text
-                    where = _source_line(action, pc)
-                    if where is not None:
-                        lines.append([pc, *where])
-            kernels.append(
-                {
-                    "replay_id": len(kernels),
-                    "name": str(action.name()),
-                    "nvtx": ranges,
-                    "samples": samples,
-                    "sass": [[pc, text] for pc, text in sass.items()],
-                    "source_lines": lines,
-                    "dropped": dropped,
-                }
-            )
+                pcs.add(pc)
+                if stall:
+                    value = float(metric.as_double(i))
+                    if value > 0:
+                        samples.append([pc, name[len(STALL_PREFIX) :], value])
+        sass = {}
+        lines: list[list[Any]] = []
+        for pc in sorted(pcs):
+            try:
+                text = str(action.sass_by_pc(pc))
+            except Exception:
+                text = ""
+            if text.strip():  # some per-PC-looking metrics are instanced by other ids: no SASS there
+                sass[pc] = text
+                where = _source_line(action, pc)
+                if where is not None:
+                    lines.append([pc, *where])
+        kernels.append(
+            {
+                "replay_id": len(kernels),
+                "name": str(action.name()),
+                "nvtx": ranges,
+                "samples": samples,
+                "sass": [[pc, text] for pc, text in sass.items()],
+                "source_lines": lines,
+                "dropped": dropped,
+            }
+        )
     return {"version": 1, "source": str(path), "kernels": kernels}
