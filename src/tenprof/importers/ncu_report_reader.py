@@ -48,7 +48,7 @@ def _actions(module: ModuleType, path: Path) -> list[Any]:
         context = module.load_report(str(path))
     except Exception as exc:
         raise TraceFormatError(f"{path}: not a readable Nsight Compute report ({exc})") from exc
-    actions = []
+    actions: list[Any] = []
     for r in range(context.num_ranges()):
         rng = context.range_by_idx(r)
         actions.extend(rng.action_by_idx(a) for a in range(rng.num_actions()))
