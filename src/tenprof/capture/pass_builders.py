@@ -11,8 +11,6 @@ import json
 import shutil
 from pathlib import Path
 
-import orjson
-
 from tenprof.capture.ncu_runner import METRICS, find_ncu, permission_problem
 from tenprof.capture.rawfiles import (
     CALLSITES_FILE,
@@ -26,7 +24,7 @@ from tenprof.capture.rawfiles import (
     TRACE_FILE,
 )
 from tenprof.errors import TenprofError
-from tenprof.importers.counters_import import build_counters_pass, expected_replays
+from tenprof.importers.counters_import import build_counters_pass, expected_replays, write_gz_json
 from tenprof.importers.ncu_report_reader import read_report, read_source_counters
 from tenprof.importers.stalls_import import build_stalls_pass
 from tenprof.importers.tensor_import import build_tensors_pass
@@ -95,17 +93,13 @@ def finish_stalls(writer: PassWriter, report_dir: Path, ncu: str, child_error: s
     raw_dir = writer.tmp_dir / "raw"
     raw_dir.mkdir(exist_ok=True)
     try:
-        columns = read_source_counters(report_path, find_ncu(ncu))
-        (raw_dir / STALLS_FILE).write_bytes(gzip.compress(orjson.dumps(columns), compresslevel=1))
+        write_gz_json(raw_dir / STALLS_FILE, read_source_counters(report_path, find_ncu(ncu)))
         report = build_stalls_pass(writer, raw_dir / STALLS_FILE, report_dir / COUNTERS_OPS_FILE)
     except TenprofError as exc:
         pass_status.reason = f"the ncu report could not be read: {exc}"
         return pass_status
-    pass_status.state = "partial" if cut_short else "complete"
-    notes = ([f"cut short: {cut_short}"] if cut_short else []) + report.warnings
-    notes.append(f"{report.kernels} kernels sampled, {report.samples:.0f} warp samples")
-    pass_status.reason = "; ".join(notes)
-    return pass_status
+    summary = f"{report.kernels} kernels sampled, {report.samples:.0f} warp samples"
+    return _built(cut_short, [*report.warnings, summary])
 
 
 def finish_counters(
@@ -118,8 +112,7 @@ def finish_counters(
         pass_status.reason = reason
         return pass_status
     try:
-        columns = read_report(report_path, list(METRICS), find_ncu(ncu))
-        (raw_dir / COUNTERS_FILE).write_bytes(gzip.compress(orjson.dumps(columns), compresslevel=1))
+        write_gz_json(raw_dir / COUNTERS_FILE, read_report(report_path, list(METRICS), find_ncu(ncu)))
         profile = load_profile(out_dir)
         timeline = (
             {"kernels": profile.table("kernels"), "ops": profile.table("ops")} if profile.has_pass("timeline") else None
@@ -128,11 +121,17 @@ def finish_counters(
     except TenprofError as exc:
         pass_status.reason = f"the ncu report could not be read: {exc}"
         return pass_status
-    pass_status.state = "partial" if cut_short else "complete"
-    notes = ([f"cut short: {cut_short}"] if cut_short else []) + report.warnings
-    notes.append(f"{report.replays} kernels replayed for {report.signatures} op signatures")
-    pass_status.reason = "; ".join(notes)
-    return pass_status
+    return _built(
+        cut_short, [*report.warnings, f"{report.replays} kernels replayed for {report.signatures} op signatures"]
+    )
+
+
+def _built(cut_short: str, notes: list[str]) -> PassStatus:
+    """The status of a pass whose tables were written: partial when the script was cut short."""
+    return PassStatus(
+        state="partial" if cut_short else "complete",
+        reason="; ".join([*([f"cut short: {cut_short}"] if cut_short else []), *notes]),
+    )
 
 
 def write_forest_files(out_dir: Path) -> str:

@@ -7,16 +7,13 @@ Without tenprof's NVTX ranges the kernels have no op, and each counts once.
 
 from __future__ import annotations
 
-import gzip
 import time
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from tenprof.capture.ncu_runner import METRICS
 from tenprof.capture.rawfiles import COUNTERS_FILE, STALLS_FILE
-from tenprof.importers.counters_import import build_counter_tables
+from tenprof.importers.counters_import import build_counter_tables, write_gz_json
 from tenprof.importers.ncu_report_reader import read_report, read_source_counters
 from tenprof.importers.stalls_import import build_stall_tables
 from tenprof.importers.trace_import import begin_import
@@ -31,7 +28,7 @@ def _write_pass(
     raw_dir = writer.tmp_dir / "raw"
     raw_dir.mkdir()
     try:
-        (raw_dir / raw_file).write_bytes(gzip.compress(orjson.dumps(columns), compresslevel=1))
+        write_gz_json(raw_dir / raw_file, columns)
         for table_name, table in tables.items():
             writer.write_table(table_name, table)
     except Exception:
