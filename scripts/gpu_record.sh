@@ -73,11 +73,26 @@ while [ $# -gt 0 ]; do
     record_counters matmul examples/matmul_add.py --size 1024 --steps 3
     record_counters mlp examples/small_mlp.py --steps 3 --warmup 1
     ;;
-  stalls)  # the stalls pass on planted kernels (tests/data/stalls/*); the .ncu-rep is not kept
-    ( cd "$REPO" && tenprof run --passes stalls --replay-scopes gather,compute,bank_conflicts --limit 12 -o "$WORK/prof/stalls_planted" examples/stalls/planted.py ) > "$WORK/logs/stalls_planted.log" 2>&1
+  stalls)  # timeline + stalls on planted kernels (tests/data/stalls/planted); the .ncu-rep is not kept
+    ( cd "$REPO" && tenprof run --passes timeline,stalls --replay-scopes gather,compute,bank_conflicts --limit 12 -o "$WORK/prof/stalls_planted" examples/stalls/planted.py ) > "$WORK/logs/stalls_planted.log" 2>&1
     echo "exit=$?" >> "$WORK/logs/stalls_planted.log"
-    grep -v "^==PROF==" "$WORK/logs/stalls_planted.log" | tail -n 60
+    grep -v "^==PROF==" "$WORK/logs/stalls_planted.log" | tail -n 80
     rm -f "$WORK"/prof/stalls_*/stalls/raw/counters.ncu-rep
+    ;;
+  stalls_combined)  # timeline + counters + stalls sharing one ncu run on the small MLP (tests/data/stalls/mlp)
+    ( cd "$REPO" && /usr/bin/time -f "combined_wall_s=%e" tenprof run --passes timeline,counters,stalls --limit 8 -o "$WORK/prof/stalls_mlp" examples/small_mlp.py --steps 2 --warmup 1 ) > "$WORK/logs/stalls_mlp.log" 2>&1
+    echo "exit=$?" >> "$WORK/logs/stalls_mlp.log"
+    grep -v "^==PROF==" "$WORK/logs/stalls_mlp.log" | tail -n 60
+    grep -c "tenprof_keep" "$WORK"/prof/stalls_mlp/*/raw/ncu.log 2>/dev/null
+    ls -la "$WORK"/prof/stalls_mlp/*/raw/
+    rm -f "$WORK"/prof/stalls_*/*/raw/counters.ncu-rep
+    ;;
+  stalls_import)  # a SourceCounters report made with plain ncu, read by tenprof import-ncu
+    ( cd "$REPO" && ncu --section SourceCounters --section SpeedOfLight -c 4 -f -o "$WORK/plain_sc" python3 examples/matmul_add.py --size 1024 --steps 1 ) > "$WORK/logs/stalls_import.log" 2>&1
+    tenprof import-ncu "$WORK/plain_sc.ncu-rep" -o "$WORK/prof/stalls_import" >> "$WORK/logs/stalls_import.log" 2>&1
+    echo "exit=$?" >> "$WORK/logs/stalls_import.log"
+    tenprof report "$WORK/prof/stalls_import" --limit 5 >> "$WORK/logs/stalls_import.log" 2>&1
+    grep -v "^==PROF==" "$WORK/logs/stalls_import.log" | tail -n 60
     ;;
   stalls_cost)  # the stalls pass on GPT-2 small, one step, against the plain run (wall time, replays)
     ( cd "$REPO" && /usr/bin/time -f "plain_wall_s=%e" python3 examples/gpt2_train.py --steps 1 --warmup 0 ) 2>&1 | tail -n 2 | tee "$OUT/stalls_cost.txt"
@@ -99,6 +114,7 @@ while [ $# -gt 0 ]; do
     python3 -m pytest -q -m gpu tests/gpu -p no:cacheprovider 2>&1 | tee "$OUT/gputests.txt" | tail -n 15
     ;;
   esac
+  # after every task, so a call cut off by its time limit still brings back what was recorded
+  tar -C "$WORK" -czf "$OUT/recordings.tgz" prof logs 2>/dev/null
 done
-tar -C "$WORK" -czf "$OUT/recordings.tgz" prof logs 2>/dev/null
 ls -la "$OUT"

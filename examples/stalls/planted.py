@@ -1,6 +1,6 @@
 """Kernels whose warp stalls have a known cause, for checking the stalls pass's blame shift.
 
-    tenprof run --passes stalls --replay-scopes gather,compute,bank_conflicts examples/stalls/planted.py
+    tenprof run --passes timeline,stalls --replay-scopes gather,compute,bank_conflicts examples/stalls/planted.py
 
 - gather: one kernel loads x[i] (coalesced), idx[i] (coalesced) and table[idx[i]] (a random gather
   over 256 MB), and uses x and the gathered value in separate instructions; the long-scoreboard stalls

@@ -204,3 +204,73 @@ def test_rollup_spreads_over_timeline_lines_and_weights_by_instances(tmp_path: A
     assert row_out.op == "aten::add" and row_out.line.endswith("matmul_add.py:36")
     assert row_out.weighted_samples == 300.0 and row_out.memory_samples == 120.0
     assert row_out.top_load.startswith("LDG")
+
+
+def test_triton_kernel_instructions_carry_their_source_lines(planted: Profile) -> None:
+    """Triton kernels have line info: the gather kernel's loads map to the lines of planted.py that
+    load (x at line 26, idx at 28, table[idx] at 29), read with ncu's source_info."""
+    k = _kernel(planted, "gather")
+    rows = [r for r in planted.table("sass").to_pylist() if r["replay_id"] == k["replay_id"]]
+    loads = {r["line"] for r in rows if r["opcode"] == "LDG"}
+    assert all(r["file"].endswith("planted.py") for r in rows if r["opcode"] == "LDG")
+    assert loads == {26, 28, 29}
+    blame = _blame_by_pc(planted, k["replay_id"], "long_scoreboard")
+    by_line: dict[int, float] = defaultdict(float)
+    for r in rows:
+        by_line[r["line"]] += blame.get(r["pc"], 0.0)
+    assert max(by_line, key=lambda line: by_line[line]) == 29  # the gather through idx
+
+
+def test_roll_up_reaches_python_lines_when_the_timeline_ran(planted: Profile) -> None:
+    """The recording has a timeline pass too: op kernels (torch.randn in the script) get their line."""
+    from tenprof.analyses.stalls import stall_rollup
+
+    assert planted.has_pass("timeline")
+    lines = {r.op: r.line for r in stall_rollup(planted) if r.op.startswith("aten::")}
+    assert lines and all(line.startswith("examples/stalls/planted.py:") for line in lines.values())
+
+
+@pytest.fixture(scope="module")
+def combined(tmp_path_factory: pytest.TempPathFactory) -> Profile:
+    """tests/data/stalls/mlp: timeline, counters and stalls, the last two from one ncu run."""
+    target = tmp_path_factory.mktemp("stalls") / "mlp"
+    shutil.copytree(DATA / "stalls" / "mlp", target)
+    return load_profile(target)
+
+
+def test_counters_and_stalls_share_one_ncu_run(combined: Profile) -> None:
+    assert "sampled in the counters pass's ncu run" in combined.meta.passes["stalls"].reason
+    assert not (combined.directory / "stalls" / "raw" / "child_status.json").exists()  # no second script run
+    replays = combined.table("kernel_metrics").num_rows
+    assert combined.table("stall_kernels").num_rows == replays == 16
+    sampled = {(k["op"], k["first_op_seq"]) for k in combined.table("stall_kernels").to_pylist()}
+    signatures = {(s["op"], s["first_op_seq"]) for s in combined.table("counter_signatures").to_pylist()}
+    assert sampled <= signatures
+
+
+def test_combined_run_rolls_stalls_up_to_python_lines(combined: Profile) -> None:
+    from tenprof.analyses.stalls import stall_rollup
+
+    rows = stall_rollup(combined)
+    assert sum(r.weighted_samples for r in rows) > 0
+    mm = [r for r in rows if r.op == "aten::mm"]
+    assert mm and mm[0].line == "examples/small_mlp.py:36"
+    assert rows[0].op == "aten::mm"  # the backward GEMMs stand for the most op instances
+
+
+def test_report_made_with_plain_ncu_is_analysed(tmp_path: Any) -> None:
+    """tests/data/stalls/imported: `ncu --section SourceCounters` made by hand, read by import-ncu.
+    The bf16 cuBLAS GEMM (nvjet, TMA loads) waits on its barrier try-wait loop, not on an LDG."""
+    target = tmp_path / "imported"
+    shutil.copytree(DATA / "stalls" / "imported", target)
+    raw = target / "stalls" / "raw"
+    writer = PassWriter(target, "stalls")
+    shutil.copytree(raw, writer.tmp_dir / "raw")
+    build_stalls_pass(writer, raw / "stalls.json.gz", None)
+    writer.commit()
+    profile = load_profile(target)
+    kernels = {k.name: k for k in kernel_stalls(profile)}
+    assert len(profile.table("stall_kernels")) == 4
+    gemm = next(k for name, k in kernels.items() if name.startswith("nvjet"))
+    assert gemm.memory_share > 0.3
+    assert "SYNCS" in gemm.hot[0].text

@@ -124,7 +124,10 @@ def stall_rollup(profile: Profile) -> list[StallRollup]:
 
 
 def _lines_by_op_and_kernel(profile: Profile) -> dict[tuple[str, str], dict[str, float]]:
-    """(aten op, kernel function name) -> {user line: share of that kernel's timeline time}."""
+    """(aten op, kernel function name) -> {user line: share of that kernel's timeline time}.
+
+    A kernel counts for its own op and every op enclosing it: the stalls pass names the op its dispatch
+    mode saw (aten::randn), the timeline the innermost op that launched (aten::normal_)."""
     if not profile.has_pass("timeline"):
         return {}
     from tenprof.analyses.summary import user_frame_of
@@ -133,6 +136,7 @@ def _lines_by_op_and_kernel(profile: Profile) -> dict[tuple[str, str], dict[str,
     k = profile.table("kernels")
     ops = profile.table("ops")
     op_name = ops.column("name").to_pylist()
+    parent = ops.column("parent_op_id").to_pylist()
     frame = ops.column("frame_id").to_pylist()
     user = user_frame_of(profile)
     f = profile.table("frames")
@@ -146,5 +150,8 @@ def _lines_by_op_and_kernel(profile: Profile) -> dict[tuple[str, str], dict[str,
         fr = frame[op]
         u = int(user[fr]) if fr is not None and fr >= 0 else -1
         line = f"{files[u]}:{numbers[u]}" if u >= 0 else ""
-        time[(op_name[op], base_name(name))][line] += float(duration)
+        kernel = base_name(name)
+        while op is not None and op >= 0:
+            time[(op_name[op], kernel)][line] += float(duration)
+            op = parent[op]
     return {key: {line: t / sum(v.values()) for line, t in v.items()} for key, v in time.items() if sum(v.values()) > 0}
