@@ -36,6 +36,20 @@ record_counters() {  # name, then the example and its arguments: timeline + coun
   tail -n 45 "$WORK/logs/counters_$name.log"
 }
 
+passes() {  # each pass's state and note, from a profile's meta.json
+  python3 -c "import json,sys; m=json.load(open(sys.argv[1]+'/meta.json')); [print(k, v['state'], round(v.get('duration_s') or 0, 1), 's', v.get('reason','')[:300]) for k, v in m['passes'].items()]; print('script wall', m['run'].get('wall_time_s'))" "$1"
+}
+
+record_cost() {  # name, then the example and its arguments: every pass the tensor stall cost needs
+  local name=$1; shift
+  ( cd "$REPO" && tenprof run --quiet --passes timeline,tensors,stalls,accesses --access-every "${ACCESS_EVERY:-64}" -o "$WORK/prof/cost_$name" "$@" ) > "$WORK/logs/cost_$name.log" 2>&1
+  echo "exit=$?" >> "$WORK/logs/cost_$name.log"
+  grep -v "^==PROF==" "$WORK/logs/cost_$name.log" | tail -n 8
+  passes "$WORK/prof/cost_$name"
+  head -n 8 "$WORK/prof/cost_$name/tensor_stall_cost.csv" 2>/dev/null | cut -c1-260
+  rm -f "$WORK"/prof/cost_"$name"/*/raw/counters.ncu-rep
+}
+
 while [ $# -gt 0 ]; do
   task=$1; shift
   case $task in
@@ -98,6 +112,59 @@ while [ $# -gt 0 ]; do
     ( cd "$REPO" && /usr/bin/time -f "plain_wall_s=%e" python3 examples/gpt2_train.py --steps 1 --warmup 0 ) 2>&1 | tail -n 2 | tee "$OUT/stalls_cost.txt"
     ( cd "$REPO" && /usr/bin/time -f "stalls_wall_s=%e" tenprof run --quiet --passes stalls -o "$WORK/gpt2_stalls" examples/gpt2_train.py --steps 1 --warmup 0 ) 2>&1 | grep -v "^==PROF==" | tail -n 4 | tee -a "$OUT/stalls_cost.txt"
     python3 -c "import json; m = json.load(open('$WORK/gpt2_stalls/meta.json')); print('stalls pass', m['passes']['stalls'])" | tee -a "$OUT/stalls_cost.txt"
+    ;;
+  access_smoke)  # build the access tool and run it once on a small script
+    python3 -c "from tenprof.capture.access_build import build_access_tool; print(build_access_tool())" 2>&1 | tee "$OUT/access_build.txt"
+    cat "${TENPROF_CACHE:-$HOME/.cache/tenprof}"/access/build-*/build.log 2>/dev/null | head -40
+    ( cd "$REPO" && tenprof run --quiet --passes tensors,accesses -o "$WORK/prof/access_smoke" examples/matmul_add.py --size 256 --steps 2 --dtype float32 ) > "$WORK/logs/access_smoke.log" 2>&1
+    echo "exit=$?" >> "$WORK/logs/access_smoke.log"
+    tail -n 20 "$WORK/logs/access_smoke.log"
+    passes "$WORK/prof/access_smoke"
+    head -n 12 "$WORK"/prof/access_smoke/accesses/raw/access-launches-*.tsv | cut -c1-200
+    cat "$WORK"/prof/access_smoke/accesses/raw/access-log-*.txt 2>/dev/null | head
+    ;;
+  access_planted)  # planted workloads for the tensor stall cost (tests/data/tensor_cost/*), kept small
+    export ACCESS_EVERY=1024
+    record_cost transposed examples/tensor_cost/transposed.py
+    record_cost embedding_random examples/tensor_cost/embedding.py --order random --lookups 1048576
+    record_cost embedding_sorted examples/tensor_cost/embedding.py --order sorted --lookups 1048576
+    record_cost matmul4096 examples/matmul_add.py --size 4096 --steps 3
+    record_cost matmul4096_fp32 examples/matmul_add.py --size 4096 --steps 3 --dtype float32
+    for name in transposed embedding_random; do python3 scripts/access_join_check.py "$WORK/prof/cost_$name" 2>&1 | tee "$WORK/logs/diag_$name.log" | head -n 30; done
+    du -sh "$WORK"/prof/cost_*
+    unset ACCESS_EVERY
+    ;;
+  access_diag)  # the stalls x accesses join on two planted workloads, PC offsets side by side
+    for name in transposed embedding_random; do
+      case $name in
+      transposed) record_cost transposed examples/tensor_cost/transposed.py ;;
+      embedding_random) record_cost embedding_random examples/tensor_cost/embedding.py --order random ;;
+      esac
+      python3 scripts/access_join_check.py "$WORK/prof/cost_$name" 2>&1 | tee "$WORK/logs/diag_$name.log"
+    done
+    rm -f "$WORK"/prof/cost_*/accesses/raw/*.bin
+    ;;
+  access_cost)  # GPT-2 one step: un-profiled, tensors, tensors+accesses, compute-sanitizer memcheck
+    cd "$REPO"
+    for mode in plain tensors accesses memcheck; do
+      case $mode in
+      plain) cmd=(python3 examples/gpt2_train.py --steps 1 --warmup 1) ;;
+      tensors) cmd=(tenprof run --quiet --passes tensors -o "$WORK/gpt2_t" examples/gpt2_train.py --steps 1 --warmup 1) ;;
+      accesses) cmd=(tenprof run --quiet --passes tensors,accesses -o "$WORK/gpt2_ta" examples/gpt2_train.py --steps 1 --warmup 1) ;;
+      memcheck) cmd=(compute-sanitizer --tool memcheck python3 examples/gpt2_train.py --steps 1 --warmup 1) ;;
+      esac
+      /usr/bin/time -f "${mode}_wall_s=%e" "${cmd[@]}" 2>&1 | grep -E "loop_s|wall_s|ERROR SUMMARY" | sed "s/^/$mode: /" | tee -a "$OUT/access_cost.txt"
+    done
+    passes "$WORK/gpt2_ta" | tee -a "$OUT/access_cost.txt"
+    cd - > /dev/null
+    ;;
+  access_gpt2)  # GPT-2 one step with every pass: the top tensors by stall cost (then the report's last section)
+    ( cd "$REPO" && /usr/bin/time -f "all_wall_s=%e" tenprof run --quiet --passes timeline,tensors,stalls,accesses -o "$WORK/prof/cost_gpt2" examples/gpt2_train.py --steps 1 --warmup 0 ) > "$WORK/logs/cost_gpt2.log" 2>&1
+    grep -v "^==PROF==" "$WORK/logs/cost_gpt2.log" | tail -n 5
+    passes "$WORK/prof/cost_gpt2"
+    head -n 25 "$WORK/prof/cost_gpt2/tensor_stall_cost.csv" | cut -c1-260
+    tenprof report "$WORK/prof/cost_gpt2" --limit 8 2>&1 | sed -n '/^Tensors the memory stalls/,$p' | tee "$OUT/gpt2_stall_cost_report.txt"
+    rm -f "$WORK"/prof/cost_gpt2/*/raw/counters.ncu-rep
     ;;
   dedup)  # what de-duplication saves on GPT-2 (one training step): MODE is dedup or all
     mode=${1:-dedup}; shift

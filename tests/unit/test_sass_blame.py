@@ -110,6 +110,21 @@ def test_if_else_loads_split_the_blame() -> None:
     assert landed(listing, 4, "long_scoreboard") == {pc(1): 6.0, pc(3): 6.0}
 
 
+def test_two_loaded_operands_split_by_the_sectors_each_load_requested() -> None:
+    """b + a.t(): the add waits on a coalesced load (4 sectors a request) and a strided one (32)."""
+    listing = program(
+        "LDG.E R4, desc[UR4][R2.64]",  # 0: coalesced
+        "LDG.E R6, desc[UR4][R8.64]",  # 1: strided
+        "FADD R5, R4, R6",  # 2: stalls
+        "EXIT",
+    )
+    weighted = blame(parse_program(listing), [(pc(2), "long_scoreboard", 36.0)], {pc(0): 4.0, pc(1): 32.0})
+    assert {b.blamed_pc: b.samples for b in weighted} == {pc(0): 4.0, pc(1): 32.0}
+    # a candidate without a weight: the equal split, claiming nothing
+    equal = blame(parse_program(listing), [(pc(2), "long_scoreboard", 36.0)], {pc(1): 32.0})
+    assert {b.blamed_pc: b.samples for b in equal} == {pc(0): 18.0, pc(1): 18.0}
+
+
 def test_non_dependency_and_unmatched_stalls_stay() -> None:
     listing = program("IADD3 R4, R1, R2, RZ", "FADD R5, R4, R4", "BAR.SYNC 0x0", "EXIT")
     p = parse_program(listing)
@@ -152,12 +167,15 @@ def programs(draw: st.DrawFn) -> tuple[list[tuple[int, str]], list[tuple[int, st
 
 
 @settings(max_examples=300, deadline=None)
-@given(programs())
-def test_blame_conserves_samples(case: tuple[list[tuple[int, str]], list[tuple[int, str, float]]]) -> None:
+@given(programs(), st.dictionaries(st.integers(0, 15).map(pc), st.floats(0.0, 64.0), max_size=8))
+def test_blame_conserves_samples(
+    case: tuple[list[tuple[int, str]], list[tuple[int, str, float]]], weights: dict[int, float]
+) -> None:
     listing, samples = case
     p = parse_program(listing)
-    out = blame(p, samples)
-    assert abs(sum(b.samples for b in out) - sum(s for _, _, s in samples)) < 1e-9
+    for given_weights in (None, weights):
+        out = blame(p, samples, given_weights)
+        assert abs(sum(b.samples for b in out) - sum(s for _, _, s in samples)) < 1e-9
     pcs = {pc_ for pc_, _ in listing}
     for b in out:
         assert b.blamed_pc in pcs

@@ -175,6 +175,7 @@ def test_rollup_spreads_over_timeline_lines_and_weights_by_instances(tmp_path: A
                 "space": ["global"],
                 "file": [""],
                 "line": [-1],
+                "l2_sectors": [-1.0],
             },
             schema=SASS,
         ),

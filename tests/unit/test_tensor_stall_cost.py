@@ -52,6 +52,7 @@ def profile(tmp_path_factory: pytest.TempPathFactory) -> Profile:
         "space": ["", "global", "", "global"],
         "file": ["", "", "", ""],
         "line": [-1, -1, -1, -1],
+        "l2_sectors": [-1.0, -1.0, -1.0, -1.0],
     }
     blame = {
         "replay_id": [0, 0, 1],
@@ -65,8 +66,9 @@ def profile(tmp_path_factory: pytest.TempPathFactory) -> Profile:
     # 9 reads inside b (strided: every 64th float of a's storage is a row of b) and 1 outside any tensor
     addresses = [b["data_ptr"] + 4 * 64 * k for k in range(9)] + [16]
     accesses = {
+        "launch_id": [3] * 10,
         "op_seq": [add] * 10,
-        "kernel": ["elementwise_kernel"] * 10,
+        "kernel": ["_ZN2at6native18elementwise_kernelILi128ELi4EEEviT1_"] * 10,
         "ordinal": [0] * 10,
         "pc_offset": [0x10] * 10,
         "address": addresses,
@@ -114,3 +116,14 @@ def test_csv_and_blame_forest(profile: Profile, tmp_path: Path) -> None:
     base = forest.path_to_root(b)[-1]
     assert f'T{base} -> T{b} [label="t", color=red' in dot  # the blamed path is red
     assert "81.0%" in dot
+
+
+def test_kernel_names_match_across_ncu_and_the_sanitizer() -> None:
+    from tenprof.analyses.tensor_stall_cost import same_kernel
+
+    assert same_kernel("gather_kernel", "gather_kernel")  # Triton: extern "C", not mangled
+    mangled = "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15CUDAFunctor_addIfEEEEviT0_"
+    assert same_kernel("vectorized_elementwise_kernel", mangled)
+    assert same_kernel("void at::native::vectorized_elementwise_kernel<4, add>(int, add)", mangled)
+    assert not same_kernel("elementwise_kernel", mangled)  # a suffix of another identifier
+    assert not same_kernel("gather_kernel", "compute_kernel")

@@ -15,9 +15,13 @@ instruction reading a register whose producer has not delivered yet, so the samp
    that register.
 3. Only candidates whose memory space or unit matches the stall reason keep blame (a long-scoreboard
    stall cannot be waiting on an add).
-4. The samples are split equally among the matching candidates. The sample does not say which
-   scoreboard was pending, so with several possible producers (an if/else that loads in both arms, a
-   loop-carried load and one before the loop) an equal split is the assumption that claims nothing.
+4. The sample does not say which scoreboard was pending. With several possible producers (an if/else
+   that loads in both arms, a loop-carried load and one before the loop, an add of two loaded values)
+   the samples are split in proportion to a per-instruction weight when the caller has one for every
+   candidate: for the stalls pass, the L2 sectors each load requested (ncu's per-PC source counters),
+   since a warp waiting on two loads waits for the one that needs the most memory transactions (a
+   strided load of 32 sectors per request against a coalesced one of 4). Without weights, or when a
+   candidate has none, the split is equal, the assumption that claims nothing.
 5. A scoreboard also guards the *source* registers of an in-flight load: an instruction that overwrites
    a register a pending load still reads as its address waits for that load (write-after-read). When no
    producer matches, the last matching-kind instructions that read a register the stalled instruction
@@ -30,7 +34,7 @@ conserved, which `tests/unit/test_sass_blame.py` checks on random programs.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from tenprof.analyses.sass import Instruction, Program
@@ -90,8 +94,11 @@ def _last_touching(
     return found
 
 
-def blame(program: Program, samples: list[tuple[int, str, float]]) -> list[Blamed]:
-    """(pc, stall reason, samples) -> where each sample's blame lands (see the module docstring)."""
+def blame(
+    program: Program, samples: list[tuple[int, str, float]], weights: Mapping[int, float] | None = None
+) -> list[Blamed]:
+    """(pc, stall reason, samples) -> where each sample's blame lands (see the module docstring).
+    `weights`: pc -> weight for splitting among several candidate producers (rule 4)."""
     out: list[Blamed] = []
     cache: dict[tuple[int, str], list[int]] = {}
     for pc, reason, count in samples:
@@ -115,6 +122,13 @@ def blame(program: Program, samples: list[tuple[int, str, float]]) -> list[Blame
         if not targets:
             out.append(Blamed(pc, pc, reason, float(count), shifted=False, unresolved=True))
             continue
-        share = float(count) / len(targets)
-        out.extend(Blamed(pc, program.instructions[t].pc, reason, share, shifted=True) for t in targets)
+        pcs = [program.instructions[t].pc for t in targets]
+        given = [weights.get(p, 0.0) for p in pcs] if weights else []
+        if len(pcs) > 1 and given and all(w > 0 for w in given):
+            total = sum(given)
+            out.extend(
+                Blamed(pc, p, reason, float(count) * w / total, shifted=True) for p, w in zip(pcs, given, strict=True)
+            )
+        else:
+            out.extend(Blamed(pc, p, reason, float(count) / len(pcs), shifted=True) for p in pcs)
     return out

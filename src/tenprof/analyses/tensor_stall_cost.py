@@ -7,13 +7,22 @@ Joins three passes, all keyed by the dispatch-order op number the tensors pass d
   launch ordinal, the kernel name kept to check the join;
 - tensors: which live tensors contain an address at that op (`AddressIndex`).
 
-For each blamed load, the access records of the same op instance, kernel name and PC offset (offset from
-the kernel's first instruction, since the two runs load the code at different addresses) give the bytes
-it read from each tensor; its samples are split by those bytes. Among several views containing an
-address, the one the op used (tensor_uses) is charged, else the storage's base. What cannot be charged
-is kept under named buckets, never dropped: `(no tensor)` for addresses in no live tensor (workspaces,
-allocator slack) and `(no access record)` for loads the access pass did not see (e.g. TMA bulk copies on
-Hopper). The total always equals the memory-stall samples blamed on loads.
+Which samples count: every long-scoreboard sample (a warp waiting on global/local memory) of the
+sampled kernels, each weighted by the op instances its kernel stands for (the stalls pass samples one
+op instance per signature; the tensors named are that instance's). Where they go:
+- blamed on a load with access records of the same op instance, kernel and PC offset (offset from the
+  kernel's first instruction, since the two runs load the code at different addresses): split among the
+  tensors the load touched by bytes; among several views containing an address, the one the op used
+  (tensor_uses) is charged, else the storage's base; addresses in no live tensor go to `(no tensor)`
+  (workspaces, allocator slack);
+- blamed on a load the access pass has no record for: `(no access record)`;
+- left on a wait instruction (no load register to shift to) in a kernel that copies global memory
+  asynchronously (TMA `UTMALDG`, bulk `UBLKCP`, cp.async `LDGSTS`, whose data arrive through shared
+  memory and a barrier): split among the tensors the op read, by their bytes, and marked inferred;
+- anything else: `(unresolved memory stall)`.
+Kernel names are compared as ncu and the sanitizer give them: ncu's function name must be the
+sanitizer's (mangled) name or appear in it as a mangled identifier (`gather_kernel`,
+`_ZN...29vectorized_elementwise_kernel...`). The total always equals the samples counted.
 """
 
 from __future__ import annotations
@@ -24,12 +33,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from tenprof.analyses.address_lookup import AddressIndex
+from tenprof.importers.counters_import import base_name
 from tenprof.store.profile import Profile
 
 MEMORY_REASONS = ("long_scoreboard",)
 TENSOR_SPACES = ("global", "local", "texture")
+ASYNC_COPY_OPCODES = ("UTMALDG", "UBLKCP", "LDGSTS")
 NO_TENSOR = -1
 NO_ACCESS = -2
+UNRESOLVED = -3
 
 
 @dataclass(frozen=True)
@@ -39,6 +51,7 @@ class TensorCost:
     share: float  # of all memory-stall samples blamed on loads
     kernels: tuple[str, ...]
     load_pcs: tuple[int, ...]
+    inferred: float = 0.0  # of `samples`, charged through the op's inputs (asynchronous copies)
 
 
 def tensor_stall_cost(profile: Profile) -> list[TensorCost]:
@@ -48,35 +61,54 @@ def tensor_stall_cost(profile: Profile) -> list[TensorCost]:
     kernels = {k["replay_id"]: k for k in profile.table("stall_kernels").to_pylist()}
     space: dict[tuple[int, int], str] = {}
     first_pc: dict[int, int] = {}
+    copies_async: set[int] = set()
     for r in profile.table("sass").to_pylist():
         space[(r["replay_id"], r["pc"])] = r["space"]
         first_pc[r["replay_id"]] = min(first_pc.get(r["replay_id"], r["pc"]), r["pc"])
-    loads: dict[tuple[int, int], float] = defaultdict(float)
+        if str(r["opcode"]).startswith(ASYNC_COPY_OPCODES):
+            copies_async.add(r["replay_id"])
+    waits: dict[tuple[int, int], float] = defaultdict(float)
     for r in blame:
-        if r["reason"] in MEMORY_REASONS and space.get((r["replay_id"], r["blamed_pc"])) in TENSOR_SPACES:
-            loads[(r["replay_id"], r["blamed_pc"])] += r["samples"]
-    total = sum(loads.values())
+        if r["reason"] in MEMORY_REASONS:
+            weight = float(kernels.get(r["replay_id"], {}).get("instances", 1) or 1)
+            waits[(r["replay_id"], r["blamed_pc"])] += r["samples"] * weight
+    total = sum(waits.values())
     if not total:
         return []
-    accesses = profile.table("accesses").to_pylist()
-    by_key: dict[tuple[int, str, int], list[dict[str, object]]] = defaultdict(list)
+    accesses = profile.table("accesses").to_pylist() if profile.has_pass("accesses") else []
+    by_key: dict[tuple[int, int], list[dict[str, object]]] = defaultdict(list)
     for a in accesses:
-        by_key[(int(a["op_seq"]), str(a["kernel"]), int(a["pc_offset"]))].append(a)
+        by_key[(int(a["op_seq"]), int(a["pc_offset"]))].append(a)
     index = AddressIndex.from_profile(profile) if accesses else None
     used = _tensors_used(profile)
     base_of = profile.table("storages").column("base_tensor_id").to_numpy()
     charged: dict[int, float] = defaultdict(float)
+    inferred: dict[int, float] = defaultdict(float)
     where: dict[int, set[tuple[str, int]]] = defaultdict(set)
-    for (rid, pc), samples in loads.items():
+    inputs: dict[int, dict[int, float]] = {}
+    for (rid, pc), samples in waits.items():
         kernel = kernels.get(rid, {})
+        name = str(kernel.get("name", ""))
         op_seq = int(kernel.get("first_op_seq", -1) or -1)
-        records = by_key.get((op_seq, str(kernel.get("name", "")), pc - first_pc.get(rid, pc)), [])
-        shares = _byte_shares(records, op_seq, index, used, base_of) if records and index is not None else {}
-        if not shares:
-            shares = {NO_ACCESS: 1.0}
+        guessed = False
+        if space.get((rid, pc)) in TENSOR_SPACES:
+            records = [
+                a for a in by_key.get((op_seq, pc - first_pc.get(rid, pc)), []) if same_kernel(name, str(a["kernel"]))
+            ]
+            shares = _byte_shares(records, op_seq, index, used, base_of) if records and index is not None else {}
+            shares = shares or {NO_ACCESS: 1.0}
+        elif rid in copies_async and op_seq >= 0:
+            if op_seq not in inputs:
+                inputs[op_seq] = _input_shares(profile, op_seq)
+            shares = inputs[op_seq] or {UNRESOLVED: 1.0}
+            guessed = UNRESOLVED not in shares
+        else:
+            shares = {UNRESOLVED: 1.0}
         for tensor, share in shares.items():
             charged[tensor] += samples * share
-            where[tensor].add((str(kernel.get("name", "")), pc))
+            if guessed:
+                inferred[tensor] += samples * share
+            where[tensor].add((name, pc))
     out = [
         TensorCost(
             tensor_id=t,
@@ -84,11 +116,32 @@ def tensor_stall_cost(profile: Profile) -> list[TensorCost]:
             share=v / total,
             kernels=tuple(sorted({k for k, _ in where[t]})),
             load_pcs=tuple(sorted({p for _, p in where[t]})),
+            inferred=inferred.get(t, 0.0),
         )
         for t, v in charged.items()
     ]
     out.sort(key=lambda c: -c.samples)
     return out
+
+
+def _input_shares(profile: Profile, op_seq: int) -> dict[int, float]:
+    """The tensors op `op_seq` read (role read or readwrite), by their bytes."""
+    rows = profile.sql(
+        "select u.tensor_id, t.nbytes from tensor_uses u join tensors t using (tensor_id) "
+        f"where u.op_seq = {int(op_seq)} and u.role in ('read', 'readwrite')"
+    ).to_pylist()
+    total = float(sum(int(r["nbytes"] or 0) for r in rows))
+    if not total:
+        return {}
+    return {int(r["tensor_id"]): int(r["nbytes"] or 0) / total for r in rows if r["nbytes"]}
+
+
+def same_kernel(ncu_name: str, sanitizer_name: str) -> bool:
+    """ncu's kernel name (demangled or its function name) names the sanitizer's (mangled) kernel."""
+    if ncu_name == sanitizer_name:
+        return True
+    base = base_name(ncu_name)
+    return bool(base) and (base == sanitizer_name or f"{len(base)}{base}" in sanitizer_name)
 
 
 def _tensors_used(profile: Profile) -> dict[int, set[int]]:
@@ -107,7 +160,7 @@ def _byte_shares(
     base_of: np.ndarray,
 ) -> dict[int, float]:
     addresses = np.array([int(r["address"]) for r in records], dtype=np.int64)  # type: ignore[call-overload]
-    weights = np.array([int(r["bytes"]) * int(r["count"]) for r in records], dtype=np.float64)  # type: ignore[call-overload]
+    weights = np.array([int(r["bytes"]) for r in records], dtype=np.float64)  # type: ignore[call-overload]
     matches = index.lookup(addresses, np.full(len(addresses), op_seq, dtype=np.int64))
     storages = index.storage_of(addresses, np.full(len(addresses), op_seq, dtype=np.int64))
     candidates: dict[int, list[int]] = defaultdict(list)

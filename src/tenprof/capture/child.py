@@ -72,7 +72,7 @@ def _session(spec: dict[str, Any], raw_dir: Path) -> Any:
     if spec.get("pass") == "tensors":
         from tenprof.capture.tensors import TensorsSession
 
-        return TensorsSession(raw_dir, schedule, stop_code=stop_code)
+        return TensorsSession(raw_dir, schedule, stop_code=stop_code, access_library=spec.get("access_library", ""))
     from tenprof.capture.timeline import TimelineOptions, TimelineSession
 
     options = TimelineOptions(
@@ -88,7 +88,13 @@ def _session(spec: dict[str, Any], raw_dir: Path) -> Any:
 def run_child(spec: dict[str, Any]) -> int:
     raw_dir = Path(spec["raw_dir"])
     raw_dir.mkdir(parents=True, exist_ok=True)
-    status: dict[str, Any] = {"exit_code": None, "cut_short": False, "reason": "", "trace_written": False}
+    status: dict[str, Any] = {
+        "exit_code": None,
+        "cut_short": False,
+        "reason": "",
+        "trace_written": False,
+        "pid": os.getpid(),  # names the access pass's files (per process: the script may start others)
+    }
     try:
         import torch  # noqa: F401
     except ImportError:

@@ -18,14 +18,23 @@ from pathlib import Path
 from typing import Any
 
 from tenprof import __version__
+from tenprof.capture.access_build import (
+    DEFAULT_EVERY,
+    AccessTool,
+    AccessToolUnavailable,
+    build_access_tool,
+    find_toolkit,
+)
 from tenprof.capture.ncu_runner import Progress, find_ncu, ncu_command
 from tenprof.capture.pass_builders import (
     expected_replays_of,
+    finish_accesses,
     finish_counters,
     finish_stalls,
     finish_tensors,
     finish_timeline,
     write_forest_files,
+    write_stall_cost_files,
 )
 from tenprof.capture.rawfiles import NCU_LOG_FILE, NCU_REPORT_BASE, STATUS_FILE
 from tenprof.capture.schedule import Schedule
@@ -35,18 +44,25 @@ from tenprof.store.directory import prepare_output_dir
 from tenprof.store.meta import GpuInfo, Meta, PassStatus, write_meta
 from tenprof.store.writer import PassWriter
 
-PASSES = ("timeline", "tensors", "counters", "stalls")
+PASSES = ("timeline", "tensors", "counters", "stalls", "accesses")
 NCU_PASSES = ("counters", "stalls")
 
 
 def all_passes(ncu: str = "") -> tuple[str, ...]:
-    """`--passes all`: the timeline and tensors passes, and the ncu passes (counters, stalls) where ncu is
-    found."""
+    """`--passes all`: the timeline and tensors passes, the ncu passes (counters, stalls) where ncu is
+    found, and the accesses pass where the CUDA toolkit (nvcc, compute-sanitizer) is."""
+    passes = ["timeline", "tensors"]
     try:
         find_ncu(ncu)
+        passes += ["counters", "stalls"]
     except UsageError:
-        return ("timeline", "tensors")
-    return PASSES
+        pass
+    try:
+        find_toolkit()
+        passes.append("accesses")
+    except AccessToolUnavailable:
+        pass
+    return tuple(passes)
 
 
 @dataclass
@@ -64,6 +80,7 @@ class RunRequest:
     verify: bool = False
     ncu: str = ""
     counters_all: bool = False
+    access_every: int = DEFAULT_EVERY
     replay_scopes: tuple[str, ...] = ()
     python: str = field(default_factory=lambda: sys.executable)
 
@@ -87,6 +104,13 @@ def _check_request(req: RunRequest) -> None:
         Schedule.parse(req.schedule)
     if any(p in NCU_PASSES for p in req.passes):
         find_ncu(req.ncu)  # fail before any pass runs, naming the fix
+    if req.access_every < 1:
+        raise UsageError("--access-every must be at least 1")
+    if "accesses" in req.passes and "tensors" not in req.passes:
+        raise UsageError(
+            "the accesses pass records during the tensors pass's run (addresses need its tensors): "
+            "add tensors, e.g. --passes tensors,accesses"
+        )
 
 
 def _child_env() -> dict[str, str]:
@@ -103,14 +127,19 @@ def _shares_ncu_run(passes: tuple[str, ...]) -> bool:
 
 
 def _ordered(passes: tuple[str, ...]) -> tuple[str, ...]:
-    """The stalls pass reads the counters pass's report when they share a run, so it comes after it."""
-    if not _shares_ncu_run(passes):
-        return passes
-    rest = [p for p in passes if p != "stalls"]
-    return (*rest[: rest.index("counters") + 1], "stalls", *rest[rest.index("counters") + 1 :])
+    """A pass built from another pass's run comes right after it: stalls after counters when they share
+    ncu's run, accesses after tensors (always)."""
+    ordered = list(passes)
+    for rider, host in (("stalls", "counters"), ("accesses", "tensors")):
+        if rider in ordered and host in ordered and (rider != "stalls" or _shares_ncu_run(passes)):
+            ordered.remove(rider)
+            ordered.insert(ordered.index(host) + 1, rider)
+    return tuple(ordered)
 
 
-def _run_child(req: RunRequest, raw_dir: Path, pass_name: str, expected_replays: int = 0) -> int:
+def _run_child(
+    req: RunRequest, raw_dir: Path, pass_name: str, expected_replays: int = 0, access: AccessTool | None = None
+) -> int:
     spec = {
         "pass": pass_name,
         "raw_dir": str(raw_dir),
@@ -124,6 +153,7 @@ def _run_child(req: RunRequest, raw_dir: Path, pass_name: str, expected_replays:
         "verify": req.verify,
         "keep_all": req.counters_all,
         "replay_scopes": list(req.replay_scopes),
+        "access_library": str(access.library) if access is not None else "",
     }
     spec_path = raw_dir / "spec.json"
     spec_path.write_text(json.dumps(spec))
@@ -140,9 +170,12 @@ def _run_child(req: RunRequest, raw_dir: Path, pass_name: str, expected_replays:
         )
     # A session of its own: a Ctrl-C at the terminal reaches only this process, which forwards exactly
     # one SIGINT; SIGTERM and SIGHUP are forwarded as SIGTERM. The child saves on either.
+    env = _child_env()
+    if access is not None:
+        env.update(access.environment(raw_dir, every=req.access_every))
     proc = subprocess.Popen(
         command,
-        env=_child_env(),
+        env=env,
         start_new_session=True,
         stdout=subprocess.PIPE if piped else None,
         stderr=subprocess.STDOUT if piped else None,
@@ -209,13 +242,18 @@ def run_profile(req: RunRequest) -> RunResult:
             "shapes": str(req.shapes).lower(),
             "memory": str(req.memory).lower(),
             "schedule": req.schedule,
+            **({"access_every": str(req.access_every)} if "accesses" in req.passes else {}),
         },
     )
     exit_code = 0
     stopped = ""
+    access, access_problem = _access_tool(req)
     for index, pass_name in enumerate(_ordered(req.passes)):
         if pass_name == "stalls" and _shares_ncu_run(req.passes) and not stopped:
             meta = _stalls_from_counters_run(req, meta)
+            continue
+        if pass_name == "accesses":
+            meta = _accesses_from_tensors_run(req, meta, access_problem)
             continue
         if stopped:
             meta.passes[pass_name] = PassStatus(state="failed", reason=f"not run: {stopped}")
@@ -228,7 +266,7 @@ def run_profile(req: RunRequest) -> RunResult:
         raw_dir.mkdir()
         started = time.perf_counter()
         expected = expected_replays_of(req.out_dir) if pass_name in NCU_PASSES else 0
-        code = _run_child(req, raw_dir, pass_name, expected)
+        code = _run_child(req, raw_dir, pass_name, expected, access if pass_name == "tensors" else None)
         # From here on, what was recorded is turned into tables and meta.json; a Ctrl-C now would only
         # lose work, so it is ignored until the pass is written (the raw files are kept in any case).
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -239,6 +277,10 @@ def run_profile(req: RunRequest) -> RunResult:
         if code != 0:
             exit_code = code if code >= 0 else 128 - code
             stopped = f"the script stopped early in the {pass_name} pass (exit status {exit_code})"
+    if "accesses" in req.passes:
+        problem = write_stall_cost_files(req.out_dir)
+        if problem:
+            print(f"tenprof: {problem}", file=sys.stderr)
     return RunResult(exit_code, meta)
 
 
@@ -260,6 +302,45 @@ def _stalls_from_counters_run(req: RunRequest, meta: Meta) -> Meta:
     pass_status.rows = dict(writer.rows)
     writer.commit()
     meta.passes["stalls"] = pass_status
+    write_meta(req.out_dir, meta)
+    return meta
+
+
+def _access_tool(req: RunRequest) -> tuple[AccessTool | None, str]:
+    """The access tool, built now if needed; or why the accesses pass cannot run (the others still do)."""
+    if "accesses" not in req.passes:
+        return None, ""
+    print("tenprof: preparing the access tool (built with nvcc on first use)", file=sys.stderr, flush=True)
+    try:
+        return build_access_tool(), ""
+    except AccessToolUnavailable as exc:
+        print(f"tenprof: the accesses pass will not run: {exc}", file=sys.stderr, flush=True)
+        return None, str(exc)
+
+
+def _accesses_from_tensors_run(req: RunRequest, meta: Meta, problem: str) -> Meta:
+    """The accesses pass built from what the access tool wrote during the tensors pass's run."""
+    started = time.perf_counter()
+    writer = PassWriter(req.out_dir, "accesses")
+    tensors = meta.passes.get("tensors")
+    tensors_raw = req.out_dir / "tensors" / "raw"
+    status = _read_status(tensors_raw) if tensors_raw.is_dir() else {}
+    if problem:
+        pass_status = PassStatus(state="failed", reason=problem)
+    elif tensors is None or not status.get("pid"):
+        pass_status = PassStatus(state="failed", reason="not run: the tensors pass's run did not start")
+    else:
+        cut = tensors.reason if tensors.state == "partial" and status.get("cut_short") else ""
+        try:
+            pass_status = finish_accesses(writer, tensors_raw, int(status["pid"]), cut)
+        except Exception as exc:  # never lose the recording to a bug in building the tables
+            reason = f"building the profile failed: {exc.__class__.__name__}: {exc}"
+            pass_status = PassStatus(state="failed", reason=reason)
+    pass_status.started_at = now_iso()
+    pass_status.duration_s = time.perf_counter() - started
+    pass_status.rows = dict(writer.rows)
+    writer.commit()
+    meta.passes["accesses"] = pass_status
     write_meta(req.out_dir, meta)
     return meta
 
@@ -314,7 +395,7 @@ def _finish_pass(
             pass_status = finish_tensors(writer, raw_dir, meta, error, cut)
         elif pass_name == "counters":
             pass_status = finish_counters(writer, raw_dir, req.out_dir, req.ncu, error, cut)
-        else:
+        elif pass_name == "stalls":
             pass_status = finish_stalls(writer, raw_dir, req.ncu, error, cut)
     except Exception as exc:  # never lose the recording to a bug in building the tables
         pass_status = PassStatus(state="failed", reason=f"building the profile failed: {exc.__class__.__name__}: {exc}")

@@ -24,6 +24,7 @@ from tenprof.capture.rawfiles import (
     TRACE_FILE,
 )
 from tenprof.errors import TenprofError
+from tenprof.importers.access_import import access_files, build_accesses_pass
 from tenprof.importers.counters_import import build_counters_pass, expected_replays, write_gz_json
 from tenprof.importers.ncu_report_reader import read_report, read_source_counters
 from tenprof.importers.stalls_import import build_stalls_pass
@@ -126,6 +127,33 @@ def finish_counters(
     )
 
 
+def finish_accesses(writer: PassWriter, tensors_raw: Path, pid: int, cut_short: str) -> PassStatus:
+    """The access tool's files (written into the tensors pass's raw folder by process `pid`) -> tables.
+
+    The files move into this pass's raw folder; files of other processes (the script's own children,
+    should the tool have started there) are removed."""
+    raw_dir = writer.tmp_dir / "raw"
+    raw_dir.mkdir(exist_ok=True)
+    for path in access_files(tensors_raw, pid):
+        if path.exists():
+            shutil.move(str(path), raw_dir / path.name)
+    for stray in tensors_raw.glob("access-*"):
+        stray.unlink()
+    launches_file, _, log_file = access_files(raw_dir, pid)
+    if not launches_file.exists():
+        problems = log_file.read_text(errors="replace").strip().splitlines()[:1] if log_file.exists() else []
+        return PassStatus(state="failed", reason=problems[0] if problems else "the access tool recorded nothing")
+    report = build_accesses_pass(writer, raw_dir, pid)
+    records = access_files(raw_dir, pid)[1]
+    if records.exists():
+        _compress(records)  # what the tables were built from stays, smaller
+    notes = [f"{report.launches} kernel launches, {report.records} access records for {report.accesses} warp accesses"]
+    if report.dropped_weight:
+        notes.append(f"{report.dropped_weight} warp accesses not recorded (the per-launch buffer was full)")
+    notes += [f"access tool: {p}" for p in report.problems[:3]]
+    return _built(cut_short, notes)
+
+
 def _built(cut_short: str, notes: list[str]) -> PassStatus:
     """The status of a pass whose tables were written: partial when the script was cut short."""
     return PassStatus(
@@ -142,6 +170,25 @@ def write_forest_files(out_dir: Path) -> str:
         write_forest(load_profile(out_dir), out_dir)
     except Exception as exc:  # the tables are written; the drawings can be made again with `tenprof export`
         return f"the forest files could not be written: {exc.__class__.__name__}: {exc}"
+    return ""
+
+
+def write_stall_cost_files(out_dir: Path) -> str:
+    """tensor_stall_cost.csv and blame.dot (+ .svg) when the tensors, stalls and accesses passes were
+    built; a note on failure."""
+    try:
+        profile = load_profile(out_dir)
+        if not all(profile.has_pass(p) for p in ("tensors", "stalls", "accesses")):
+            return ""
+        from tenprof.analyses.tensor_forest import Forest
+        from tenprof.analyses.tensor_stall_cost import tensor_stall_cost
+        from tenprof.renderers.stall_cost_files import write_stall_cost
+
+        costs = tensor_stall_cost(profile)
+        if costs:
+            write_stall_cost(costs, Forest(profile), out_dir)
+    except Exception as exc:  # the tables are written; the files can be made again with `tenprof export`
+        return f"the tensor stall cost files could not be written: {exc.__class__.__name__}: {exc}"
     return ""
 
 

@@ -40,6 +40,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from tenprof.capture import runtime
+from tenprof.capture.access_hook import AccessHook
 from tenprof.capture.callsites import new_interner
 from tenprof.capture.rawfiles import TENSORS_FILE
 from tenprof.capture.schedule import Schedule
@@ -121,6 +122,7 @@ class TensorRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
         super().__init__()  # type: ignore[no-untyped-call]
         self.interner = new_interner(stop_code)
         self.seq = 0
+        self.access: AccessHook | None = None
         self.step = 0
         # per op: seq, name id, frame id, thread, autograd sequence nr, is_backward, step, wall-clock start
         self.ops = array("q")
@@ -231,7 +233,14 @@ class TensorRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
         except Exception as exc:
             self._give_up(exc)
             return func(*args, **kwargs)
-        out = func(*args, **kwargs)
+        if self.access is None:
+            out = func(*args, **kwargs)
+        else:  # the access pass: the sanitizer tool tags this op's kernel launches with its number
+            self.access.enter(before[1])
+            try:
+                out = func(*args, **kwargs)
+            finally:
+                self.access.leave(before[1])
         try:
             self._after(before, out)
         except Exception as exc:
@@ -344,15 +353,20 @@ class TensorRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
 class TensorsSession:
     """Runs the recorder for a whole script (or until a --schedule's active steps end)."""
 
-    def __init__(self, raw_dir: Path, schedule: Schedule | None, stop_code: CodeType | None = None) -> None:
+    def __init__(
+        self, raw_dir: Path, schedule: Schedule | None, stop_code: CodeType | None = None, access_library: str = ""
+    ) -> None:
         self.raw_dir = raw_dir
         self.recorder = TensorRecorder(stop_code)
+        self.access_library = access_library
         self.stop_after_step = schedule.wait + schedule.warmup + schedule.active if schedule is not None else -1
         self.trace_written = False
         self._recording = False
         self._allocator_history = False
 
     def start(self) -> None:
+        if self.access_library:  # before CUDA starts, so a tool that did not start stops the pass at once
+            self.recorder.access = AccessHook(self.access_library, self.raw_dir)
         if torch.cuda.is_available():
             torch.cuda.reset_peak_memory_stats()
             self._allocator_history = _start_allocator_history()
@@ -373,6 +387,8 @@ class TensorsSession:
         data["allocator"] = _stop_allocator_history() if self._allocator_history else {}
         data["compiled_graphs"] = _compiled_graphs()
         (self.raw_dir / TENSORS_FILE).write_bytes(gzip.compress(orjson.dumps(data), compresslevel=1))
+        if self.recorder.access is not None:
+            self.recorder.access.flush()
         self.trace_written = True
 
     # -- the Session protocol used by tenprof.scope / tenprof.step

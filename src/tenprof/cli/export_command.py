@@ -1,4 +1,5 @@
-"""`tenprof export DIR --format perfetto|hatchet|json|csv|forest|forest-dot|forest-svg -o FILE`."""
+"""`tenprof export DIR --format perfetto|hatchet|json|csv|forest|forest-dot|forest-svg|operators|stall-cost|blame-dot
+-o FILE`."""
 
 from __future__ import annotations
 
@@ -13,7 +14,18 @@ from tenprof.errors import UsageError
 from tenprof.store.profile import Profile
 from tenprof.store.schema import TABLES
 
-FORMATS = ("perfetto", "hatchet", "json", "csv", "forest", "forest-dot", "forest-svg", "operators")
+FORMATS = (
+    "perfetto",
+    "hatchet",
+    "json",
+    "csv",
+    "forest",
+    "forest-dot",
+    "forest-svg",
+    "operators",
+    "stall-cost",
+    "blame-dot",
+)
 DEFAULT_NAMES = {
     "perfetto": "trace.json",
     "hatchet": "tree.hatchet.json",
@@ -22,6 +34,8 @@ DEFAULT_NAMES = {
     "forest-dot": "forest.dot",
     "forest-svg": "forest.svg",
     "operators": "operators.json",
+    "stall-cost": "tensor_stall_cost.csv",
+    "blame-dot": "blame.dot",
 }
 
 
@@ -58,6 +72,13 @@ class ExportCommand:
             raise UsageError(
                 f"{profile.directory} has no counters pass; record one with tenprof run --passes timeline,counters"
             )
+        if fmt in ("stall-cost", "blame-dot"):
+            missing = [p for p in ("tensors", "stalls", "accesses") if not profile.has_pass(p)]
+            if missing:
+                raise UsageError(
+                    f"{profile.directory} has no {', '.join(missing)} pass; record with "
+                    "tenprof run --passes timeline,tensors,stalls,accesses"
+                )
         if fmt.startswith("forest"):
             if not profile.has_pass("tensors"):
                 raise UsageError(
@@ -94,6 +115,8 @@ class ExportCommand:
                 handle.write(report.model_dump_json(indent=2).encode() if report is not None else b"{}")
             elif fmt.startswith("forest"):
                 handle.write(_forest(profile, fmt, args.metric, args.limit or 10**9))
+            elif fmt in ("stall-cost", "blame-dot"):
+                handle.write(_stall_cost(profile, fmt))
             else:
                 import pyarrow.csv as pacsv
 
@@ -104,6 +127,15 @@ class ExportCommand:
         if output != "-":
             print(f"wrote {output} ({fmt})", file=sys.stderr)
         return 0
+
+
+def _stall_cost(profile: Profile, fmt: str) -> bytes:
+    from tenprof.analyses.tensor_forest import Forest
+    from tenprof.analyses.tensor_stall_cost import tensor_stall_cost
+    from tenprof.renderers.stall_cost_files import blame_dot, cost_csv
+
+    costs, forest = tensor_stall_cost(profile), Forest(profile)
+    return (cost_csv(costs, forest) if fmt == "stall-cost" else blame_dot(costs, forest)).encode()
 
 
 def _forest(profile: Profile, fmt: str, metric: str, limit: int) -> bytes:

@@ -14,11 +14,14 @@ from tenprof.analyses.memory import memory_report
 from tenprof.analyses.stalls import kernel_stalls, stall_rollup
 from tenprof.analyses.summary import summarize
 from tenprof.analyses.temporal import temporal_breakdown
+from tenprof.analyses.tensor_forest import Forest
+from tenprof.analyses.tensor_stall_cost import tensor_stall_cost
 from tenprof.cli.common import console, open_profile
 from tenprof.errors import UsageError
 from tenprof.renderers.counters_text import render_counters
 from tenprof.renderers.json_report import report_json
 from tenprof.renderers.memory_text import render_memory
+from tenprof.renderers.stall_cost_text import render_stall_cost
 from tenprof.renderers.stalls_text import render_rollup, render_stalls
 from tenprof.renderers.text import render_breakdown, render_findings, render_summary, render_tally
 from tenprof.store.profile import Profile
@@ -68,6 +71,11 @@ def print_report(profile: Profile, out: Console, limit: int | None, thresholds: 
     if memory is not None:
         out.print()
         render_memory(memory, out)
+    if all(profile.has_pass(p) for p in ("tensors", "stalls", "accesses")):
+        costs = tensor_stall_cost(profile)
+        if costs:
+            out.print()
+            render_stall_cost(costs, Forest(profile), out, limit)
 
 
 class ReportCommand:

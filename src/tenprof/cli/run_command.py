@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from tenprof.capture.access_build import DEFAULT_EVERY, DEFAULT_FIRST
 from tenprof.capture.launcher import PASSES, RunRequest, all_passes, run_profile
 from tenprof.cli.common import console
 from tenprof.cli.report_command import print_report
@@ -36,6 +37,13 @@ class RunCommand:
             default="",
             help="counters/stalls passes: also replay every kernel inside these tenprof.scope names "
             "(comma-separated; the way to reach kernels launched outside aten ops, e.g. Triton kernels)",
+        )
+        parser.add_argument(
+            "--access-every",
+            type=int,
+            default=DEFAULT_EVERY,
+            help=f"accesses pass: after the first {DEFAULT_FIRST} warp accesses of an instruction in a launch, "
+            f"record one in N (default {DEFAULT_EVERY}; larger is faster and smaller)",
         )
         parser.add_argument("--no-lines", action="store_true", help="do not record Python call paths (less overhead)")
         parser.add_argument("--no-shapes", action="store_true", help="do not record op input shapes (less overhead)")
@@ -78,6 +86,7 @@ class RunCommand:
             verify=args.verify,
             ncu=args.ncu,
             counters_all=args.counters_all,
+            access_every=args.access_every,
             replay_scopes=tuple(x.strip() for x in args.replay_scopes.split(",") if x.strip()),
         )
         result = run_profile(request)

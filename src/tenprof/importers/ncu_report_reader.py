@@ -108,12 +108,14 @@ def _source_line(action: Any, pc: int) -> tuple[str, int] | None:
 
 
 def read_source_counters(path: Path, ncu: str = "") -> dict[str, Any]:
-    """Per profiled kernel: warp-stall samples per (PC, reason) from the SourceCounters section, the SASS
-    of every PC any per-PC metric names, and the NVTX ranges around its launch."""
+    """Per profiled kernel: warp-stall samples per (PC, reason) from the SourceCounters section, the other
+    per-PC metrics (memory sectors, executed instructions, ...) by ncu's names, the SASS of every PC any
+    per-PC metric names, and the NVTX ranges around its launch."""
     kernels: list[dict[str, Any]] = []
     for action in _actions(load_ncu_report_module(ncu), path):
         ranges = _nvtx_ranges(action)
         samples: list[list[Any]] = []  # pc, reason, samples
+        per_pc: list[list[Any]] = []  # pc, metric name, value (the non-stall per-PC metrics)
         pcs: set[int] = set()
         dropped = 0.0
         for name in action.metric_names():
@@ -137,10 +139,16 @@ def read_source_counters(path: Path, ncu: str = "") -> dict[str, Any]:
                 except Exception:
                     continue
                 pcs.add(pc)
-                if stall:
+                try:
                     value = float(metric.as_double(i))
-                    if value > 0:
-                        samples.append([pc, name[len(STALL_PREFIX) :], value])
+                except Exception:
+                    continue
+                if value <= 0:
+                    continue
+                if stall:
+                    samples.append([pc, name[len(STALL_PREFIX) :], value])
+                elif not name.startswith(STALL_PREFIX):
+                    per_pc.append([pc, name, value])
         sass = {}
         lines: list[list[Any]] = []
         for pc in sorted(pcs):
@@ -159,6 +167,7 @@ def read_source_counters(path: Path, ncu: str = "") -> dict[str, Any]:
                 "name": str(action.name()),
                 "nvtx": ranges,
                 "samples": samples,
+                "pc_metrics": per_pc,
                 "sass": [[pc, text] for pc, text in sass.items()],
                 "source_lines": lines,
                 "dropped": dropped,

@@ -32,6 +32,46 @@ def _last(ranges: list[str], prefix: str) -> str:
     return ""
 
 
+# Device code lives far above 4 GiB in the process's address space; per-PC metrics whose correlation ids
+# are offsets into the function (seen with ncu 2025.3 on H200) give small numbers.
+_CODE_ADDRESS = 1 << 32
+
+
+def _code_rows(rows: list[Any], sampled: list[int]) -> list[tuple[int, str]]:
+    """The kernel's SASS at its code addresses. ncu lists some PCs twice, once as an offset from the
+    function start (a small number whose text repeats the instruction at that offset); those copies
+    are dropped, so the listing is one function starting at its first instruction."""
+    code = [(int(pc), str(text)) for pc, text in rows if str(text).strip() and str(text) != "N/A"]
+    if any(pc >= _CODE_ADDRESS for pc in sampled) or any(pc >= _CODE_ADDRESS for pc, _ in code):
+        code = [(pc, text) for pc, text in code if pc >= _CODE_ADDRESS]
+    return code
+
+
+def _sector_metric(names: set[str]) -> str:
+    """The per-PC metric counting the L2 sectors a global memory instruction requested, as this ncu
+    names it (the theoretical count, not the ideal or the excess)."""
+    plain = sorted(
+        n for n in names if "sectors" in n and "global" in n and not any(w in n for w in ("ideal", "excessive"))
+    )
+    preferred = [n for n in plain if "l2_theoretical_sectors_global" in n]
+    return (preferred or plain or [""])[0]
+
+
+def _sectors_by_pc(k: dict[str, Any], code: list[tuple[int, str]]) -> dict[int, float]:
+    """pc -> L2 sectors requested, at code addresses (offsets from the function start are moved there)."""
+    rows = k.get("pc_metrics", [])
+    metric = _sector_metric({str(name) for _, name, _ in rows})
+    if not metric or not code:
+        return {}
+    start = min(pc for pc, _ in code)
+    out: dict[int, float] = {}
+    for pc, name, value in rows:
+        if name == metric:
+            at = int(pc) if int(pc) >= _CODE_ADDRESS or start < _CODE_ADDRESS else start + int(pc)
+            out[at] = out.get(at, 0.0) + float(value)
+    return out
+
+
 def build_stall_tables(
     data: dict[str, Any], signatures: dict[str, Any] | None
 ) -> tuple[dict[str, pa.Table], StallsReport]:
@@ -64,7 +104,9 @@ def build_stall_tables(
         kernels["dropped"].append(float(k.get("dropped", 0.0)))
         report.samples += total
         report.dropped += float(k.get("dropped", 0.0))
-        program = parse_program([(int(pc), str(text)) for pc, text in k["sass"] if str(text).strip()])
+        code = _code_rows(k["sass"], [int(pc) for pc, _, _ in k["samples"]])
+        program = parse_program(code)
+        sectors = _sectors_by_pc(k, code)
         where = {int(pc): (str(f), int(n)) for pc, f, n in k.get("source_lines", [])}
         for ins in program.instructions:
             sass["replay_id"].append(rid)
@@ -74,13 +116,14 @@ def build_stall_tables(
             sass["space"].append(ins.space)
             sass["file"].append(where.get(ins.pc, ("", -1))[0])
             sass["line"].append(where.get(ins.pc, ("", -1))[1])
+            sass["l2_sectors"].append(sectors.get(ins.pc, -1.0))
         triples = [(int(pc), str(reason), float(v)) for pc, reason, v in k["samples"]]
         for pc, reason, v in triples:
             samples["replay_id"].append(rid)
             samples["pc"].append(pc)
             samples["reason"].append(reason)
             samples["samples"].append(v)
-        for b in blame(program, triples):
+        for b in blame(program, triples, sectors):
             blamed["replay_id"].append(rid)
             blamed["stalled_pc"].append(b.stalled_pc)
             blamed["blamed_pc"].append(b.blamed_pc)

@@ -5,21 +5,42 @@ down to the view the kernels read) in red."""
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 
 from tenprof.analyses.tensor_forest import Forest
-from tenprof.analyses.tensor_stall_cost import NO_ACCESS, NO_TENSOR, TensorCost
+from tenprof.analyses.tensor_stall_cost import NO_ACCESS, NO_TENSOR, UNRESOLVED, TensorCost
 from tenprof.renderers.forest_dot import forest_dot, write_dot_and_svg
 
-BUCKETS = {NO_TENSOR: "(no tensor: workspace or allocator slack)", NO_ACCESS: "(no access record for the load)"}
+BUCKETS = {
+    NO_TENSOR: "(no tensor: workspace or allocator slack)",
+    NO_ACCESS: "(no access record for the load)",
+    UNRESOLVED: "(unresolved memory stall)",
+}
 
 
 def write_cost_csv(costs: list[TensorCost], forest: Forest, path: Path) -> None:
+    path.write_text(cost_csv(costs, forest), newline="")
+
+
+def cost_csv(costs: list[TensorCost], forest: Forest) -> str:
     c = forest.columns
-    with path.open("w", newline="") as handle:
+    with io.StringIO(newline="") as handle:
         out = csv.writer(handle)
         out.writerow(
-            ["tensor", "view_of", "view_op", "type", "creator_op", "line", "samples", "percent", "kernels", "load_pcs"]
+            [
+                "tensor",
+                "view_of",
+                "view_op",
+                "type",
+                "creator_op",
+                "line",
+                "samples",
+                "percent",
+                "inferred_samples",
+                "kernels",
+                "load_pcs",
+            ]
         )
         for cost in costs:
             t = cost.tensor_id
@@ -40,10 +61,12 @@ def write_cost_csv(costs: list[TensorCost], forest: Forest, path: Path) -> None:
                     *row,
                     f"{cost.samples:.1f}",
                     f"{100 * cost.share:.2f}",
+                    f"{cost.inferred:.1f}",
                     ";".join(cost.kernels),
                     ";".join(hex(p) for p in cost.load_pcs),
                 ]
             )
+        return handle.getvalue()
 
 
 def blame_dot(costs: list[TensorCost], forest: Forest, limit: int = 40) -> str:

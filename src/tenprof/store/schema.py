@@ -294,6 +294,7 @@ SASS = _schema(
     Column("space", STR, "memory space / unit of a variable-latency result: global, shared, ... or ''"),
     Column("file", STR, "source file of the instruction when the kernel has line info (Triton), else ''"),
     Column("line", I32, "its line, -1 when unknown"),
+    Column("l2_sectors", F64, "L2 sectors this instruction requested for global memory (ncu), -1 when unknown"),
 )
 
 BLAME = _schema(
@@ -307,14 +308,29 @@ BLAME = _schema(
 )
 
 ACCESSES = _schema(
-    Column("op_seq", I64, "op instance of the launch (dispatch order, as the tensors pass counts)"),
-    Column("kernel", STR, "kernel function name, to check the join"),
+    Column("launch_id", I64, "the launch (access_launches)"),
+    Column("op_seq", I64, "op instance of the launch (dispatch order, as the tensors pass counts); -1 outside ops"),
+    Column("kernel", STR, "kernel function name (mangled), to check the join"),
     Column("ordinal", I32, "launch index within the op"),
     Column("pc_offset", I64, "instruction offset from the kernel's first instruction"),
-    Column("address", I64, "device address touched"),
-    Column("bytes", I64, "bytes per access"),
+    Column("address", I64, "device address the warp's first active lane touched"),
+    Column("bytes", I64, "bytes the sampled warp accesses moved (access size x active lanes), times count"),
     Column("is_write", BOOL, ""),
-    Column("count", I64, "accesses recorded with this (pc, address)"),
+    Column("count", I64, "warp accesses these records stand for (sampling weight)"),
+)
+
+ACCESS_LAUNCHES = _schema(
+    Column("launch_id", I64, ""),
+    Column("op_seq", I64, "op instance (-1 outside ops)"),
+    Column("last_op_seq", I64, "the last op that started before the launch (for the address lookup)"),
+    Column("ordinal", I32, "launch index within the op"),
+    Column("kernel", STR, "kernel function name (mangled)"),
+    Column("records", I64, "records read back"),
+    Column("claimed", I64, "records the kernel tried to write (more than records when the buffer was full)"),
+    Column("dropped_weight", I64, "warp accesses whose record did not fit the buffer"),
+    Column("accesses", I64, "warp accesses the records stand for"),
+    Column("grid", STR, ""),
+    Column("block", STR, ""),
 )
 
 TABLES: dict[str, pa.Schema] = {
@@ -341,6 +357,7 @@ TABLES: dict[str, pa.Schema] = {
     "sass": SASS,
     "blame": BLAME,
     "accesses": ACCESSES,
+    "access_launches": ACCESS_LAUNCHES,
 }
 
 # Which pass writes which table; the loader uses it to say what is missing and why.
@@ -349,5 +366,5 @@ PASS_TABLES: dict[str, tuple[str, ...]] = {
     "tensors": ("tensor_ops", "tensors", "tensor_uses", "storages", "tensor_frames", "allocator_events"),
     "counters": ("kernel_metrics", "ncu_metrics", "counter_signatures", "kernel_counters"),
     "stalls": ("stall_kernels", "pc_samples", "sass", "blame"),
-    "accesses": ("accesses",),
+    "accesses": ("accesses", "access_launches"),
 }

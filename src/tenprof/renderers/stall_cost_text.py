@@ -1,0 +1,36 @@
+"""The tensor stall cost section of `tenprof report`: the tensors memory stalls were charged to, most
+first, each with what to do about it, and the share that could not be charged to a tensor."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+
+from tenprof.analyses.tensor_advice import advice
+from tenprof.analyses.tensor_forest import Forest
+from tenprof.analyses.tensor_stall_cost import TensorCost
+from tenprof.renderers.stall_cost_files import BUCKETS
+
+
+def render_stall_cost(costs: list[TensorCost], forest: Forest, console: Console, limit: int | None) -> None:
+    console.print(
+        "[bold]Tensors the memory stalls waited on[/bold] (stalls x accesses x tensors; each sampled kernel "
+        "counted once per op instance it stands for)"
+    )
+    tensors = [c for c in costs if c.tensor_id >= 0]
+    for c in tensors[: limit or 10]:
+        t = c.tensor_id
+        parent = int(forest.columns["parent_tensor_id"][t])
+        base = forest.path_to_root(t)[-1]
+        what = f"T{t} {forest.describe(t)}"
+        if parent >= 0:
+            what += f", view ({forest.columns['view_op'][t]}) of T{base}"
+        made = " ".join(filter(None, [forest.creator_op(t), forest.creator_line(t)]))
+        guessed = f", {c.inferred / c.samples:.0%} inferred" if c.inferred else ""
+        console.print(f"  {c.share:6.1%}  {escape(what)}  made by {escape(made or '?')}{guessed}")
+        console.print(f"          kernels: {escape(', '.join(k[:50] for k in c.kernels[:3]))}")
+        console.print(f"          do: {escape(advice(c, forest))}")
+    rest = [c for c in costs if c.tensor_id < 0]
+    if rest:
+        parts = ", ".join(f"{c.share:.1%} {BUCKETS[c.tensor_id]}" for c in rest)
+        console.print(f"  not charged to a tensor: {escape(parts)}")

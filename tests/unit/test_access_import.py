@@ -1,0 +1,110 @@
+"""The access tool's raw files (tenprof/native/access_tool.cpp) read into the accesses tables: written
+here byte by byte in the documented layout, since the tool itself needs a GPU."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+
+from tenprof.importers.access_import import RECORD, build_access_tables
+
+PID = 4242
+
+
+def _write(
+    raw: Path, launches: list[str], records: list[tuple[int, int, int, int, int, int]], tail: bytes = b""
+) -> None:
+    (raw / f"access-launches-{PID}.tsv").write_text("".join(line + "\n" for line in launches))
+    data = b"".join(
+        struct.pack("<IIQII", launch, pc, address, nbytes, flags | (weight << 8))
+        for launch, pc, address, nbytes, flags, weight in records
+    )
+    (raw / f"access-records-{PID}.bin").write_bytes(data + tail)
+
+
+def test_record_layout_is_24_packed_bytes() -> None:
+    assert RECORD.itemsize == 24
+
+
+def test_records_are_summed_per_launch_pc_and_address_with_their_weights(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        [
+            "0\t7\t7\t0\t3\t3\t0\t140000\t4,1,1\t128,1,1\t_ZN2at6native18elementwise_kernelEv",
+            "1\t-1\t7\t0\t1\t1\t0\t150000\t1,1,1\t32,1,1\tgather_kernel",
+        ],
+        [
+            (0, 0x40, 0x1000, 128, 1, 1),
+            (0, 0x40, 0x1000, 128, 1, 1),  # the same warp address again (a loop): summed
+            (0, 0x80, 0x2000, 512, 2, 64),  # a sampled store standing for 64 warp accesses
+            (1, 0x10, 0x3000, 4, 1, 1),
+            (9, 0x10, 0x3000, 4, 1, 1),  # a launch the launch file does not have: dropped
+        ],
+        tail=b"\x00" * 10,  # a record cut short by a crash
+    )
+    tables, report = build_access_tables(tmp_path, PID)
+    rows = tables["accesses"].to_pylist()
+    assert len(rows) == 3
+    load = next(r for r in rows if r["pc_offset"] == 0x40)
+    assert (load["op_seq"], load["count"], load["bytes"], load["is_write"]) == (7, 2, 256, False)
+    store = next(r for r in rows if r["pc_offset"] == 0x80)
+    assert (store["count"], store["bytes"], store["is_write"]) == (64, 512 * 64, True)
+    outside = next(r for r in rows if r["launch_id"] == 1)
+    assert outside["op_seq"] == -1 and outside["kernel"] == "gather_kernel"
+    launches = tables["access_launches"].to_pylist()
+    assert [lr["accesses"] for lr in launches] == [66, 1]
+    assert launches[1]["last_op_seq"] == 7
+    assert (report.launches, report.records, report.accesses) == (2, 4, 67)
+
+
+def test_full_buffer_and_tool_problems_are_reported(tmp_path: Path) -> None:
+    _write(
+        tmp_path, ["0\t3\t3\t0\t2\t5\t192\t140000\t1,1,1\t32,1,1\tk"], [(0, 0, 0x10, 4, 1, 1), (0, 0, 0x20, 4, 1, 1)]
+    )
+    (tmp_path / f"access-log-{PID}.txt").write_text("sanitizerPatchModule failed: invalid (7)\n")
+    _, report = build_access_tables(tmp_path, PID)
+    assert report.dropped_weight == 192
+    assert report.problems == ["sanitizerPatchModule failed: invalid (7)"]
+
+
+def test_no_files_give_empty_tables(tmp_path: Path) -> None:
+    tables, report = build_access_tables(tmp_path, PID)
+    assert tables["accesses"].num_rows == 0 and report.launches == 0
+
+
+@pytest.mark.parametrize("line", ["0\t3\t3", "not\ta\tlaunch"])
+def test_cut_lines_are_skipped(tmp_path: Path, line: str) -> None:
+    _write(tmp_path, [line], [])
+    tables, _ = build_access_tables(tmp_path, PID)
+    assert tables["access_launches"].num_rows == 0
+
+
+def test_built_pass_moves_this_process_files_and_keeps_the_records_gzipped(tmp_path: Path) -> None:
+    from tenprof.capture.pass_builders import finish_accesses
+    from tenprof.store.writer import PassWriter
+
+    tensors_raw = tmp_path / "tensors" / "raw"
+    tensors_raw.mkdir(parents=True)
+    _write(tensors_raw, ["0\t3\t3\t0\t1\t1\t0\t140000\t1,1,1\t32,1,1\tk"], [(0, 0x10, 0x40, 128, 1, 1)])
+    (tensors_raw / "access-launches-99.tsv").write_text("")  # a child process of the script: dropped
+    writer = PassWriter(tmp_path, "accesses")
+    status = finish_accesses(writer, tensors_raw, PID, "")
+    writer.commit()
+    raw = tmp_path / "accesses" / "raw"
+    assert status.state == "complete"
+    assert "1 kernel launches, 1 access records for 1 warp accesses" in status.reason
+    assert (raw / f"access-records-{PID}.bin.gz").exists() and not (raw / f"access-records-{PID}.bin").exists()
+    assert not list(tensors_raw.glob("access-*"))
+    tables, _ = build_access_tables(raw, PID)  # rebuilt from the kept files
+    assert tables["accesses"].num_rows == 1
+
+
+def test_nothing_recorded_fails_with_the_tool_problem(tmp_path: Path) -> None:
+    from tenprof.capture.pass_builders import finish_accesses
+    from tenprof.store.writer import PassWriter
+
+    (tmp_path / f"access-log-{PID}.txt").write_text("sanitizerAddPatchesFromFile failed: not found (3)\n")
+    status = finish_accesses(PassWriter(tmp_path, "accesses"), tmp_path, PID, "")
+    assert status.state == "failed" and "sanitizerAddPatchesFromFile" in status.reason

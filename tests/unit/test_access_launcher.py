@@ -1,0 +1,49 @@
+"""The accesses pass from `tenprof run` on a machine without the CUDA toolkit: a clear reason, and the
+other passes still run; asked for without the tensors pass: a usage error before anything runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tenprof.capture import access_build
+from tenprof.cli.main import main
+
+
+def test_missing_toolkit_fails_only_the_accesses_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "no-cuda"))
+    monkeypatch.setattr(access_build, "find_toolkit", _no_toolkit)
+    script = tmp_path / "job.py"
+    script.write_text("import torch\nx = torch.ones(4) + 1\n")
+    out = tmp_path / "prof"
+    assert main(["run", "--quiet", "--passes", "tensors,accesses", "-o", str(out), str(script)]) == 0
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["passes"]["tensors"]["state"] == "complete"
+    assert meta["passes"]["accesses"]["state"] == "failed"
+    assert "nvcc" in meta["passes"]["accesses"]["reason"]
+    assert "the accesses pass will not run" in capsys.readouterr().err
+
+
+def test_accesses_without_tensors_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "job.py"
+    script.write_text("print('ran')\n")
+    assert main(["run", "--passes", "timeline,accesses", "-o", str(tmp_path / "p"), str(script)]) == 2
+    err = capsys.readouterr()
+    assert "add tensors" in err.err and "ran" not in err.out
+    assert not (tmp_path / "p").exists()
+
+
+def test_build_commands_name_the_sanitizer_and_the_architecture(tmp_path: Path) -> None:
+    kit = access_build.Toolkit(Path("/cuda/bin/nvcc"), Path("/cuda/compute-sanitizer"))
+    patch, library = access_build.build_commands(kit, "sm_90", tmp_path)
+    assert "--compile-as-tools-patch" in patch and "-arch=sm_90" in patch and "--fatbin" in patch
+    assert "-lsanitizer-public" in library and "-Xlinker=-rpath,/cuda/compute-sanitizer" in library
+
+
+def _no_toolkit() -> access_build.Toolkit:
+    raise access_build.AccessToolUnavailable("the accesses pass needs the CUDA toolkit's nvcc to build its tool")
