@@ -126,12 +126,28 @@ while [ $# -gt 0 ]; do
   access_planted)  # planted workloads for the tensor stall cost (tests/data/tensor_cost/*), kept small
     export ACCESS_EVERY=1024
     record_cost transposed examples/tensor_cost/transposed.py
-    record_cost embedding_random examples/tensor_cost/embedding.py --order random --lookups 1048576
-    record_cost embedding_sorted examples/tensor_cost/embedding.py --order sorted --lookups 1048576
+    record_cost embedding_random examples/tensor_cost/embedding.py --order random
+    record_cost embedding_sorted examples/tensor_cost/embedding.py --order sorted
     record_cost matmul4096 examples/matmul_add.py --size 4096 --steps 3
     record_cost matmul4096_fp32 examples/matmul_add.py --size 4096 --steps 3 --dtype float32
     for name in transposed embedding_random; do python3 scripts/access_join_check.py "$WORK/prof/cost_$name" 2>&1 | tee "$WORK/logs/diag_$name.log" | head -n 30; done
     du -sh "$WORK"/prof/cost_*
+    unset ACCESS_EVERY
+    ;;
+  access_embedding)  # only the embedding pairs: 16-float rows, and 1-float rows (one lane, one row)
+    export ACCESS_EVERY=1024
+    record_cost embedding16_random examples/tensor_cost/embedding.py --order random --dim 16 --rows 4194304
+    record_cost embedding16_sorted examples/tensor_cost/embedding.py --order sorted --dim 16 --rows 4194304
+    record_cost embedding_random examples/tensor_cost/embedding.py --order random
+    record_cost embedding_sorted examples/tensor_cost/embedding.py --order sorted
+    for d in "$WORK"/prof/cost_embedding*; do python3 -c "import sys; from tenprof.store.profile import load_profile; p=load_profile(sys.argv[1]); print(sys.argv[1].rsplit('/',1)[-1], p.sql(\"select name[1:50], count(*), avg(duration_ns) from kernels group by 1 order by 3 desc limit 2\").to_pylist())" "$d"; done
+    unset ACCESS_EVERY
+    ;;
+  access_embedding1)  # only the 1-float-row pair (the default)
+    export ACCESS_EVERY=1024
+    record_cost embedding_random examples/tensor_cost/embedding.py --order random
+    record_cost embedding_sorted examples/tensor_cost/embedding.py --order sorted
+    for d in "$WORK"/prof/cost_embedding*; do python3 -c "import sys; from tenprof.store.profile import load_profile; p=load_profile(sys.argv[1]); print(sys.argv[1].rsplit('/',1)[-1], p.sql(\"select name[1:50], count(*), avg(duration_ns) from kernels group by 1 order by 3 desc limit 2\").to_pylist())" "$d"; done
     unset ACCESS_EVERY
     ;;
   access_diag)  # the stalls x accesses join on two planted workloads, PC offsets side by side

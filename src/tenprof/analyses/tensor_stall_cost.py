@@ -52,6 +52,7 @@ class TensorCost:
     kernels: tuple[str, ...]
     load_pcs: tuple[int, ...]
     inferred: float = 0.0  # of `samples`, charged through the op's inputs (asynchronous copies)
+    ops: tuple[str, ...] = ()  # the ops whose kernels waited on it
 
 
 def tensor_stall_cost(profile: Profile) -> list[TensorCost]:
@@ -85,6 +86,7 @@ def tensor_stall_cost(profile: Profile) -> list[TensorCost]:
     charged: dict[int, float] = defaultdict(float)
     inferred: dict[int, float] = defaultdict(float)
     where: dict[int, set[tuple[str, int]]] = defaultdict(set)
+    by_ops: dict[int, set[str]] = defaultdict(set)
     inputs: dict[int, dict[int, float]] = {}
     for (rid, pc), samples in waits.items():
         kernel = kernels.get(rid, {})
@@ -109,6 +111,8 @@ def tensor_stall_cost(profile: Profile) -> list[TensorCost]:
             if guessed:
                 inferred[tensor] += samples * share
             where[tensor].add((name, pc))
+            if kernel.get("op"):
+                by_ops[tensor].add(str(kernel["op"]))
     out = [
         TensorCost(
             tensor_id=t,
@@ -117,6 +121,7 @@ def tensor_stall_cost(profile: Profile) -> list[TensorCost]:
             kernels=tuple(sorted({k for k, _ in where[t]})),
             load_pcs=tuple(sorted({p for _, p in where[t]})),
             inferred=inferred.get(t, 0.0),
+            ops=tuple(sorted(by_ops[t])),
         )
         for t, v in charged.items()
     ]

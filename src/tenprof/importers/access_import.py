@@ -114,7 +114,7 @@ def build_access_tables(raw_dir: Path, pid: int) -> tuple[dict[str, pa.Table], A
                 "bytes": weight * records["bytes"].astype(np.int64),
             }
         )
-        .group_by(["row", "pc_offset", "address", "is_write"], use_threads=False)
+        .group_by(["row", "pc_offset", "address", "is_write"])
         .aggregate([("count", "sum"), ("bytes", "sum")])
         .sort_by([("row", "ascending"), ("pc_offset", "ascending"), ("address", "ascending")])
     )

@@ -25,10 +25,12 @@ def render_stall_cost(costs: list[TensorCost], forest: Forest, console: Console,
         what = f"T{t} {forest.describe(t)}"
         if parent >= 0:
             what += f", view ({forest.columns['view_op'][t]}) of T{base}"
-        made = " ".join(filter(None, [forest.creator_op(t), forest.creator_line(t)]))
+        via = forest.creator_library_line(t)
+        made = " ".join(filter(None, [forest.creator_op(t), forest.creator_line(t), f"(via {via})" if via else ""]))
         guessed = f", {c.inferred / c.samples:.0%} inferred" if c.inferred else ""
         console.print(f"  {c.share:6.1%}  {escape(what)}  made by {escape(made or '?')}{guessed}")
-        console.print(f"          kernels: {escape(', '.join(k[:50] for k in c.kernels[:3]))}")
+        read_by = ", ".join(c.ops[:3]) or "kernels outside ops"
+        console.print(f"          read by {escape(read_by)}: {escape(', '.join(k[:50] for k in c.kernels[:3]))}")
         console.print(f"          do: {escape(advice(c, forest))}")
     rest = [c for c in costs if c.tensor_id < 0]
     if rest:
