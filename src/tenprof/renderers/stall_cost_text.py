@@ -32,6 +32,13 @@ def render_stall_cost(costs: list[TensorCost], forest: Forest, console: Console,
         read_by = ", ".join(c.ops[:3]) or "kernels outside ops"
         console.print(f"          read by {escape(read_by)}: {escape(', '.join(k[:50] for k in c.kernels[:3]))}")
         console.print(f"          do: {escape(advice(c, forest))}")
+    total = sum(c.samples for c in costs)
+    inferred = sum(c.inferred for c in costs)
+    if inferred and total:
+        console.print(
+            f"  inferred, not measured: {inferred / total:.1%} of the memory stalls wait on asynchronous copies "
+            "(TMA, cp.async) the sanitizer cannot follow; charged to the op's inputs by bytes"
+        )
     rest = [c for c in costs if c.tensor_id < 0]
     if rest:
         parts = ", ".join(f"{c.share:.1%} {BUCKETS[c.tensor_id]}" for c in rest)
