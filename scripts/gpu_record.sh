@@ -113,6 +113,19 @@ while [ $# -gt 0 ]; do
     ( cd "$REPO" && /usr/bin/time -f "stalls_wall_s=%e" tenprof run --quiet --passes stalls -o "$WORK/gpt2_stalls" examples/gpt2_train.py --steps 1 --warmup 0 ) 2>&1 | grep -v "^==PROF==" | tail -n 4 | tee -a "$OUT/stalls_cost.txt"
     python3 -c "import json; m = json.load(open('$WORK/gpt2_stalls/meta.json')); print('stalls pass', m['passes']['stalls'])" | tee -a "$OUT/stalls_cost.txt"
     ;;
+  ranks)  # DDP on 2 GPUs under torchrun, balanced and with rank 1 slowed (tests/data/ranks/*)
+    nvidia-smi -L
+    ( cd "$REPO" && tenprof run -l "python3 -m torch.distributed.run --nproc-per-node 2" --limit 8 -o "$WORK/prof/ranks_balanced" examples/ddp_train.py ) > "$WORK/logs/ranks_balanced.log" 2>&1
+    echo "exit=$?" >> "$WORK/logs/ranks_balanced.log"
+    grep -v "^W1126\|USDT" "$WORK/logs/ranks_balanced.log" | tail -n 40
+    ( cd "$REPO" && python3 -m torch.distributed.run --nproc-per-node 2 -m tenprof run -o "$WORK/prof/ranks_slowed" examples/ddp_train.py --slow-rank 1 ) > "$WORK/logs/ranks_slowed.log" 2>&1
+    echo "exit=$?" >> "$WORK/logs/ranks_slowed.log"
+    tenprof report "$WORK/prof/ranks_slowed" --limit 8 >> "$WORK/logs/ranks_slowed.log" 2>&1
+    tenprof report "$WORK/prof/ranks_slowed" --rank 1 --limit 3 > "$WORK/logs/ranks_slowed_rank1.log" 2>&1
+    grep -v "^W1126\|USDT" "$WORK/logs/ranks_slowed.log" | tail -n 40
+    head -n 30 "$WORK/logs/ranks_slowed_rank1.log"
+    du -sh "$WORK"/prof/ranks_*
+    ;;
   access_smoke)  # build the access tool and run it once on a small script
     python3 -c "from tenprof.capture.access_build import build_access_tool; print(build_access_tool())" 2>&1 | tee "$OUT/access_build.txt"
     cat "${TENPROF_CACHE:-$HOME/.cache/tenprof}"/access/build-*/build.log 2>/dev/null | head -40

@@ -163,8 +163,19 @@ def run_child(spec: dict[str, Any]) -> int:
             status["error"] = f"saving the trace failed: {exc.__class__.__name__}: {exc}"
         status["trace_written"] = session.trace_written
         status["exit_code"] = exit_code
+        status["cuda_device"] = _cuda_device()
         _write_status(raw_dir, status)
     return exit_code
+
+
+def _cuda_device() -> int:
+    """The CUDA device the script used (the current one at its end), -1 when CUDA was never used."""
+    try:
+        import torch
+
+        return int(torch.cuda.current_device()) if torch.cuda.is_initialized() else -1  # type: ignore[no-untyped-call]
+    except Exception:
+        return -1
 
 
 def main() -> None:

@@ -36,6 +36,7 @@ from tenprof.capture.pass_builders import (
     write_forest_files,
     write_stall_cost_files,
 )
+from tenprof.capture.ranks import RankInfo
 from tenprof.capture.rawfiles import NCU_LOG_FILE, NCU_REPORT_BASE, STATUS_FILE
 from tenprof.capture.schedule import Schedule
 from tenprof.errors import UsageError
@@ -82,6 +83,7 @@ class RunRequest:
     counters_all: bool = False
     access_every: int = DEFAULT_EVERY
     replay_scopes: tuple[str, ...] = ()
+    rank: RankInfo | None = None
     python: str = field(default_factory=lambda: sys.executable)
 
 
@@ -245,6 +247,9 @@ def run_profile(req: RunRequest) -> RunResult:
             **({"access_every": str(req.access_every)} if "accesses" in req.passes else {}),
         },
     )
+    if req.rank is not None:
+        meta.rank, meta.local_rank = req.rank.rank, req.rank.local_rank
+        meta.world_size, meta.launcher = req.rank.world_size, req.rank.launcher
     exit_code = 0
     stopped = ""
     access, access_problem = _access_tool(req)
@@ -384,6 +389,8 @@ def _finish_pass(
             meta.driver_version = env.get("driver_version", "")
             meta.gpus = [GpuInfo(**g) for g in env.get("gpus", [])]
             meta.run.exit_code = code
+            meta.pid = int(status.get("pid", 0) or 0)
+            meta.run.cuda_device = int(status.get("cuda_device", -1))
             meta.run.wall_time_s = float(status.get("wall_time_s", time.perf_counter() - started))
             meta.run.cut_short = cut_short
             meta.run.cut_short_reason = cut_reason

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from rich.console import Console
 
@@ -17,6 +18,7 @@ from tenprof.analyses.temporal import temporal_breakdown
 from tenprof.analyses.tensor_forest import Forest
 from tenprof.analyses.tensor_stall_cost import tensor_stall_cost
 from tenprof.cli.common import console, open_profile
+from tenprof.cli.ranks_report import print_ranks_report
 from tenprof.errors import UsageError
 from tenprof.renderers.counters_text import render_counters
 from tenprof.renderers.json_report import report_json
@@ -24,6 +26,8 @@ from tenprof.renderers.memory_text import render_memory
 from tenprof.renderers.stall_cost_text import render_stall_cost
 from tenprof.renderers.stalls_text import render_rollup, render_stalls
 from tenprof.renderers.text import render_breakdown, render_findings, render_summary, render_tally
+from tenprof.store.directory import rank_dir, rank_dirs
+from tenprof.store.meta import META_FILE
 from tenprof.store.profile import Profile
 
 
@@ -94,6 +98,9 @@ class ReportCommand:
             help="override a finding's threshold (repeatable); see --list-thresholds",
         )
         parser.add_argument("--list-thresholds", action="store_true", help="print the findings' thresholds and exit")
+        parser.add_argument(
+            "--rank", type=int, default=None, help="a multi-rank profile: report this rank alone (default: merged)"
+        )
 
     def run(self, args: argparse.Namespace) -> int:
         if args.list_thresholds:
@@ -103,6 +110,18 @@ class ReportCommand:
         if not args.profile:
             raise UsageError("give a profile directory (tenprof report tenprof-out)")
         thresholds = Thresholds().with_overrides(args.threshold)
+        top = Path(args.profile)
+        if rank_dirs(top) and not (top / META_FILE).exists():
+            if args.rank is None:
+                if args.json:
+                    raise UsageError("--json reports one rank: add --rank N")
+                print_ranks_report(top, console(), args.limit or None)
+                return 0
+            args.profile = str(rank_dir(top, args.rank))
+            if not (Path(args.profile) / META_FILE).exists():
+                raise UsageError(f"{top} has no rank {args.rank}; ranks: {', '.join(p.name for p in rank_dirs(top))}")
+        elif args.rank is not None:
+            raise UsageError(f"{top} is a single-process profile; --rank is for a directory of ranks")
         profile = open_profile(args)
         if args.json:
             sys.stdout.write(report_json(profile, all_tallies(profile), thresholds))

@@ -8,9 +8,12 @@ from pathlib import Path
 
 from tenprof.capture.access_build import DEFAULT_EVERY, DEFAULT_FIRST
 from tenprof.capture.launcher import PASSES, RunRequest, all_passes, run_profile
+from tenprof.capture.ranks import rank_from_env
 from tenprof.cli.common import console
+from tenprof.cli.launch import run_under_launcher
 from tenprof.cli.report_command import print_report
 from tenprof.errors import UsageError
+from tenprof.store.directory import rank_dir
 from tenprof.store.profile import load_profile
 
 
@@ -58,6 +61,13 @@ class RunCommand:
             action="store_true",
             help="also store torch.profiler's own totals in meta.json, to cross-check",
         )
+        parser.add_argument(
+            "-l",
+            "--launcher",
+            default="",
+            help='start the ranks with this launcher, e.g. -l "torchrun --nproc-per-node 2": each rank profiles '
+            "itself into OUTPUT/rankNNNNN, then the merged report is printed",
+        )
         parser.add_argument("--quiet", action="store_true", help="do not print the report at the end")
         parser.add_argument("--limit", type=int, default=10, help="rows per tally in the report")
         parser.add_argument(
@@ -69,12 +79,17 @@ class RunCommand:
             raise UsageError(
                 "nothing to run: give a script (tenprof run train.py) or a module (tenprof run -m pkg.mod)"
             )
+        if args.launcher:
+            return run_under_launcher(args.launcher, args.argv, args.target, Path(args.output), args.quiet, args.limit)
         target, *script_args = args.target
+        rank = rank_from_env()
+        out_dir = rank_dir(Path(args.output), rank.rank) if rank is not None else Path(args.output)
         request = RunRequest(
             target=target,
             args=script_args,
             module=args.module,
-            out_dir=Path(args.output),
+            out_dir=out_dir,
+            rank=rank,
             force=args.force,
             passes=all_passes(args.ncu)
             if args.passes.strip() == "all"
@@ -93,6 +108,9 @@ class RunCommand:
         failed = {name: s for name, s in result.meta.passes.items() if s.state == "failed"}
         for name, status in failed.items():
             print(f"tenprof: the {name} pass failed: {status.reason}", file=sys.stderr)
+        if rank is not None:  # one report for all ranks, not one each: `tenprof report OUTPUT`
+            print(f"tenprof: rank {rank.rank} wrote {out_dir}/ (tenprof report {args.output})", file=sys.stderr)
+            return result.exit_code
         if not args.quiet and len(failed) < len(result.meta.passes):
             print_report(load_profile(request.out_dir), console(), args.limit or None)
         print(

@@ -38,6 +38,7 @@ class RunInfo(BaseModel):
     cut_short: bool = False
     cut_short_reason: str = ""
     wall_time_s: float = 0.0
+    cuda_device: int = Field(-1, description="the CUDA device the script used (current device at its end), -1 if none")
 
 
 class Meta(BaseModel):
@@ -49,6 +50,10 @@ class Meta(BaseModel):
     cwd: str = ""
     host: str = ""
     pid: int = 0
+    rank: int = Field(-1, description="rank in a multi-process job (torchrun, mpirun, srun), -1 when alone")
+    local_rank: int = -1
+    world_size: int = 1
+    launcher: str = Field("", description="the launcher whose variables named the rank")
     python_version: str = ""
     torch_version: str = ""
     cuda_version: str = ""

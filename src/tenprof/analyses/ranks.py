@@ -1,0 +1,235 @@
+"""Many ranks, one report: per-rank summaries merged as a stream, imbalance, stragglers and where they
+fall behind.
+
+Each rank's profile (`<out>/rankNNNNN/`) is opened, reduced to a `RankSummary` and its per-line times,
+and dropped before the next one is opened: merging holds one rank's tables at a time, and its cost grows
+linearly with the number of ranks. Cross-rank tallies that need rows of every rank (kernel totals) run
+in DuckDB over the ranks' Parquet files (`rank*/timeline/kernels.parquet`), the same files Spark or Dask
+read.
+
+Per rank and per complete step (medians over steps): step time, compute (a non-collective kernel runs),
+communication (a collective kernel runs: NCCL), exposed communication (communication while no compute
+kernel runs, HTA's definition), transfers, idle; overlap = 1 - exposed / communication.
+
+Stragglers. With collectives every step all ranks' steps take the same time, and the rank the others
+wait for is the one that waits least inside collectives. A rank is named a straggler when its collective
+time per step is under half the median of the other ranks' and the difference is at least 10% of the
+step, or when its step time is over 1.2x the median step of all ranks (ranks that do not synchronize).
+Where it falls behind: the line of the user's code whose GPU kernel time plus op CPU time per step
+exceeds the other ranks' median the most.
+
+Clocks. Ranks on one host share its clock (Kineto's timestamps), so their times are compared as they
+are. For several hosts each rank's clock is shifted by the median, over its collective kernels, of the
+difference between the end of its k-th collective and the end of rank 0's k-th: every rank issues the
+same collectives in the same order (NCCL requires it) and a collective ends at nearly the same moment on
+every rank (measured here on one host: within 5 us). The report states which method was used.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tenprof.analyses.summary import user_frame_of
+from tenprof.importers.intervals import coverage
+from tenprof.store.directory import rank_dirs
+from tenprof.store.profile import Profile, load_profile
+
+COLLECTIVE_WORDS = ("nccl", "allreduce", "all_reduce", "allgather", "reducescatter", "broadcast")
+STRAGGLER_WAIT_RATIO = 0.5
+STRAGGLER_MIN_STEP_SHARE = 0.1
+STRAGGLER_STEP_RATIO = 1.2
+
+
+def is_collective(kernel_name: str) -> bool:
+    name = kernel_name.lower()
+    return any(w in name for w in COLLECTIVE_WORDS)
+
+
+@dataclass
+class RankSummary:
+    rank: int
+    host: str
+    pid: int
+    device: str
+    steps: int
+    step_ns: float
+    compute_ns: float
+    communication_ns: float
+    exposed_ns: float
+    transfers_ns: float
+    idle_ns: float
+    collective_ends: list[int] = field(default_factory=list)  # end of every collective kernel, in order
+    windows: tuple[list[int], list[int]] = ([], [])  # the steps' [start, end) on this rank's clock
+    clock_offset_ns: int = 0
+
+    @property
+    def overlap(self) -> float:
+        return 1.0 - self.exposed_ns / self.communication_ns if self.communication_ns else math.nan
+
+
+@dataclass(frozen=True)
+class Straggler:
+    rank: int
+    reason: str
+    line: str
+    line_excess_ns: float  # per step, over the other ranks' median at that line
+    op: str = ""  # the op at that line with the largest excess
+
+
+@dataclass
+class RanksReport:
+    ranks: list[RankSummary]
+    hosts: list[str]
+    devices: list[str]
+    clock_method: str
+    stragglers: list[Straggler]
+
+
+def rank_summary(profile: Profile, rank: int) -> RankSummary:
+    meta = profile.meta
+    k, t, steps = profile.table("kernels"), profile.table("transfers"), profile.table("steps")
+    names = k.column("name").to_pylist()
+    comm = np.array([is_collective(n) for n in names], dtype=bool)
+    ks, ke = k.column("start_ns").to_numpy(), k.column("end_ns").to_numpy()
+    ts, te = t.column("start_ns").to_numpy(), t.column("end_ns").to_numpy()
+    complete = steps.column("complete").to_numpy(zero_copy_only=False) if steps.num_rows else np.zeros(0, bool)
+    lo = steps.column("start_ns").to_numpy()[complete] if steps.num_rows else np.zeros(0, np.int64)
+    hi = steps.column("end_ns").to_numpy()[complete] if steps.num_rows else np.zeros(0, np.int64)
+    if not len(lo) and len(ks):  # no steps marked: the whole profiled span is one step
+        lo, hi = np.array([min(ks.min(), ts.min() if len(ts) else ks.min())]), np.array([ke.max()])
+    compute = coverage(ks[~comm], ke[~comm], lo, hi)
+    communication = coverage(ks[comm], ke[comm], lo, hi)
+    with_comm = coverage(ks, ke, lo, hi)
+    busy = coverage(np.concatenate([ks, ts]), np.concatenate([ke, te]), lo, hi)
+    ends = np.sort(ke[comm]).tolist()
+    gpu = meta.gpus[meta.run.cuda_device] if 0 <= meta.run.cuda_device < len(meta.gpus) else None
+    device = f"GPU {gpu.index}: {gpu.name}" if gpu is not None else ("CPU" if not meta.gpus else "GPU ?")
+
+    def med(values: np.ndarray) -> float:
+        return float(np.median(values)) if len(values) else 0.0
+
+    return RankSummary(
+        rank=rank,
+        host=meta.host,
+        pid=meta.pid,
+        device=device,
+        steps=len(lo),
+        step_ns=med(hi - lo),
+        compute_ns=med(compute),
+        communication_ns=med(communication),
+        exposed_ns=med(with_comm - compute),
+        transfers_ns=med(busy - with_comm),
+        idle_ns=med((hi - lo) - busy),
+        collective_ends=ends,
+        windows=(lo.tolist(), hi.tolist()),
+    )
+
+
+def line_times(profile: Profile, windows: tuple[list[int], list[int]]) -> dict[tuple[str, str], float]:
+    """(user line, op) -> GPU kernel time plus op CPU self time per step: the median over the steps (so
+    the first step's start-up work does not count), of the ops that start inside each step."""
+    ops = profile.table("ops")
+    frames = profile.table("frames")
+    user = user_frame_of(profile)
+    files, numbers = frames.column("file").to_pylist(), frames.column("line").to_pylist()
+    op_frame = ops.column("frame_id").to_numpy()
+    op_name = ops.column("name").to_pylist()
+    lo, hi = np.asarray(windows[0], dtype=np.int64), np.asarray(windows[1], dtype=np.int64)
+    if not len(lo):
+        return {}
+    start = ops.column("start_ns").to_numpy()
+    step_of = np.searchsorted(lo, start, side="right") - 1
+    step_of[(step_of < 0) | (start >= hi[np.maximum(step_of, 0)])] = -1
+
+    def line_of(frame: int) -> str:
+        u = int(user[frame]) if frame >= 0 else -1
+        return f"{files[u]}:{numbers[u]}" if u >= 0 else ""
+
+    per_step: dict[tuple[str, str], np.ndarray] = {}
+
+    def add(op: int, ns: float) -> None:
+        line = line_of(int(op_frame[op]))
+        if line and step_of[op] >= 0:
+            per_step.setdefault((line, str(op_name[op])), np.zeros(len(lo)))[step_of[op]] += ns
+
+    k = profile.table("kernels")
+    for op, duration in zip(k.column("op_id").to_pylist(), k.column("duration_ns").to_pylist(), strict=True):
+        if op is not None and op >= 0:
+            add(int(op), float(duration))
+    for op, ns in enumerate(ops.column("self_duration_ns").to_numpy().tolist()):
+        add(op, float(ns))
+    return {key: float(np.median(v)) for key, v in per_step.items()}
+
+
+def ranks_report(out_dir: Path) -> RanksReport:
+    """Stream over the ranks' profiles under `out_dir` (see the module docstring)."""
+    summaries: list[RankSummary] = []
+    lines: list[dict[tuple[str, str], float]] = []
+    for directory in rank_dirs(out_dir):
+        profile = load_profile(directory)
+        rank = profile.meta.rank if profile.meta.rank >= 0 else len(summaries)
+        summary = rank_summary(profile, rank)
+        summaries.append(summary)
+        lines.append(line_times(profile, summary.windows))
+        del profile
+    hosts = sorted({s.host for s in summaries})
+    method = _align_clocks(summaries, hosts)
+    return RanksReport(
+        ranks=summaries,
+        hosts=hosts,
+        devices=sorted({f"{s.host} {s.device}" for s in summaries}),
+        clock_method=method,
+        stragglers=_stragglers(summaries, lines),
+    )
+
+
+def _align_clocks(ranks: list[RankSummary], hosts: list[str]) -> str:
+    if len(hosts) <= 1:
+        return "one host: the ranks share its clock (Kineto timestamps); no shift applied"
+    reference = next((r for r in ranks if r.rank == 0), ranks[0])
+    for r in ranks:
+        pairs = [
+            (a, b) for a, b in zip(r.collective_ends, reference.collective_ends, strict=False) if a >= 0 and b >= 0
+        ]
+        r.clock_offset_ns = int(np.median([b - a for a, b in pairs])) if pairs and r.host != reference.host else 0
+    return (
+        f"{len(hosts)} hosts: each rank shifted by the median difference between the ends of its collective "
+        f"kernels and rank {reference.rank}'s, matched in order (collectives end together on every rank)"
+    )
+
+
+def _stragglers(ranks: list[RankSummary], lines: list[dict[tuple[str, str], float]]) -> list[Straggler]:
+    if len(ranks) < 2:
+        return []
+    step_median = float(np.median([r.step_ns for r in ranks]))
+    out: list[Straggler] = []
+    for i, r in enumerate(ranks):
+        others = [o for o in ranks if o is not r]
+        wait_others = float(np.median([o.communication_ns for o in others]))
+        reason = ""
+        if (
+            wait_others > 0
+            and r.communication_ns < STRAGGLER_WAIT_RATIO * wait_others
+            and wait_others - r.communication_ns >= STRAGGLER_MIN_STEP_SHARE * r.step_ns
+        ):
+            reason = (
+                f"the other ranks wait {wait_others / 1e6:.2f} ms per step in collectives, rank {r.rank} "
+                f"{r.communication_ns / 1e6:.2f} ms: they wait for it"
+            )
+        elif step_median > 0 and r.step_ns > STRAGGLER_STEP_RATIO * step_median:
+            reason = f"its step takes {r.step_ns / 1e6:.2f} ms, {r.step_ns / step_median:.2f}x the median rank's"
+        if not reason:
+            continue
+        theirs = [lines[j] for j in range(len(ranks)) if j != i]
+        excess = {key: v - float(np.median([o.get(key, 0.0) for o in theirs])) for key, v in lines[i].items()}
+        by_line: dict[str, float] = {}
+        for (line, _), extra in excess.items():
+            by_line[line] = by_line.get(line, 0.0) + extra
+        line, extra = max(by_line.items(), key=lambda kv: kv[1], default=("", 0.0))
+        op = max(((o, v) for (ln, o), v in excess.items() if ln == line), key=lambda kv: kv[1], default=("", 0.0))[0]
+        out.append(Straggler(r.rank, reason, line, extra, op))
+    return out

@@ -1,0 +1,36 @@
+"""`tenprof report OUT` where OUT holds one profile per rank (`rankNNNNN/`): the merged report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+from rich.console import Console
+
+from tenprof.analyses.ranks import ranks_report
+from tenprof.renderers.ranks_text import render_ranks
+
+
+def kernels_across_ranks(out_dir: Path) -> list[dict[str, object]]:
+    """Per kernel name, its GPU time in each rank, as min / median / max over the ranks: one DuckDB query
+    over every rank's kernels.parquet (streamed by DuckDB, not loaded rank by rank into Python)."""
+    pattern = str(out_dir / "rank[0-9]*" / "timeline" / "kernels.parquet")
+    query = f"""
+        with per_rank as (
+            select name, filename as rank_file, sum(duration_ns) as ns
+            from read_parquet('{pattern.replace("'", "''")}', filename = true)
+            group by name, filename
+        )
+        select name, count(*) as ranks, min(ns) as min_ns, median(ns) as median_ns, max(ns) as max_ns
+        from per_rank group by name order by median_ns desc
+    """
+    try:
+        relation = duckdb.sql(query)
+        result = relation.fetchall() if relation is not None else []
+    except duckdb.Error:  # no rank has a timeline pass
+        return []
+    return [dict(zip(("name", "ranks", "min_ns", "median_ns", "max_ns"), row, strict=True)) for row in result]
+
+
+def print_ranks_report(out_dir: Path, console: Console, limit: int | None) -> None:
+    render_ranks(ranks_report(out_dir), kernels_across_ranks(out_dir), console, limit)

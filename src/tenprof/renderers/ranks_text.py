@@ -1,0 +1,86 @@
+"""The merged report of a multi-rank profile: who ran where, per-rank step breakdown with min / median /
+max, stragglers and where they fall behind, how clocks were aligned, and kernels across ranks."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from tenprof.analyses.ranks import RanksReport, RankSummary
+
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("Step", "step_ns"),
+    ("Compute", "compute_ns"),
+    ("Comm.", "communication_ns"),
+    ("Exposed comm.", "exposed_ns"),
+    ("Transfers", "transfers_ns"),
+    ("Idle", "idle_ns"),
+)
+
+
+def _ms(ns: float) -> str:
+    return f"{ns / 1e6:.2f}ms"
+
+
+def _overlap(value: float) -> str:
+    return "" if math.isnan(value) else f"{value:.0%}"
+
+
+def render_ranks(report: RanksReport, kernels: list[dict[str, object]], console: Console, limit: int | None) -> None:
+    ranks = report.ranks
+    console.print(
+        f"[bold]tenprof[/bold] · {len(ranks)} ranks: {len(report.hosts)} host(s) ({escape(', '.join(report.hosts))}), "
+        f"{len({(r.host, r.pid) for r in ranks})} processes, {len(report.devices)} devices"
+    )
+    table = Table(title="Per rank, median per step", title_justify="left")
+    for name in ("Rank", "Host", "Device", "Steps", *(c for c, _ in COLUMNS), "Overlap"):
+        table.add_column(name, justify="left" if name in ("Host", "Device") else "right")
+    for r in ranks:
+        table.add_row(
+            str(r.rank), escape(r.host), escape(r.device), str(r.steps),
+            *(_ms(getattr(r, key)) for _, key in COLUMNS), _overlap(r.overlap),
+        )  # fmt: skip
+    for label, pick in (("min", np.min), ("median", np.median), ("max", np.max)):
+        table.add_row(
+            label, "", "", "", *(_ms(float(pick([getattr(r, key) for r in ranks]))) for _, key in COLUMNS),
+            _overlap(float(pick([r.overlap for r in ranks]))) if not any(math.isnan(r.overlap) for r in ranks) else "",
+        )  # fmt: skip
+    console.print(table)
+    console.print(
+        "  Exposed communication: a collective runs while no compute kernel does; "
+        "overlap = 1 - exposed / communication."
+    )
+    if report.stragglers:
+        for s in report.stragglers:
+            op = f" ({escape(s.op)} most)" if s.op else ""
+            where = f"; it spends {_ms(s.line_excess_ns)} more per step at {escape(s.line)}{op}" if s.line else ""
+            console.print(f"[bold]Straggler: rank {s.rank}[/bold]: {escape(s.reason)}{where}")
+    else:
+        console.print("No straggler: no rank's collective wait or step time stands out.")
+    console.print(f"  Clocks: {escape(report.clock_method)}.")
+    if len(report.hosts) > 1:
+        shifts = ", ".join(f"rank {r.rank} {r.clock_offset_ns / 1e6:+.3f}ms" for r in ranks)
+        console.print(f"  Clock shifts: {shifts}")
+    _render_kernels(kernels, console, limit)
+
+
+def _render_kernels(rows: list[dict[str, object]], console: Console, limit: int | None) -> None:
+    if not rows:
+        return
+    table = Table(title="Kernels across ranks (GPU time per rank)", title_justify="left")
+    for name in ("Kernel", "Ranks", "Min", "Median", "Max"):
+        table.add_column(name, justify="left" if name == "Kernel" else "right")
+    for r in rows[: limit or None]:
+        table.add_row(
+            escape(str(r["name"])[:70]), str(r["ranks"]),
+            *(_ms(float(r[k])) for k in ("min_ns", "median_ns", "max_ns")),  # type: ignore[arg-type]
+        )  # fmt: skip
+    console.print(table)
+
+
+def rank_row(r: RankSummary) -> dict[str, object]:
+    return {"rank": r.rank, "host": r.host, "device": r.device, **{k: getattr(r, k) for _, k in COLUMNS}}

@@ -1,0 +1,143 @@
+"""Many ranks: rank identity from each launcher's variables, the launcher command, per-rank output
+directories, and the merged report on two real ranks recorded on two H200s (tests/data/ranks: DDP under
+torchrun, balanced and with rank 1 slowed at a planted line)."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tenprof.analyses.ranks import ranks_report
+from tenprof.capture.ranks import rank_from_env
+from tenprof.cli.launch import rank_command
+from tenprof.cli.main import main
+from tenprof.cli.ranks_report import kernels_across_ranks
+from tenprof.store.directory import rank_dirs
+from tests.conftest import DATA
+
+ROOT = DATA.parents[1]
+
+RANKS = DATA / "ranks"
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"RANK": "1", "LOCAL_RANK": "1", "WORLD_SIZE": "2"}, (1, 1, 2, "torchrun")),
+        (
+            {"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_LOCAL_RANK": "1", "OMPI_COMM_WORLD_SIZE": "4"},
+            (3, 1, 4, "mpirun (Open MPI)"),
+        ),
+        ({"PMI_RANK": "2", "PMI_SIZE": "8"}, (2, -1, 8, "mpirun (MPICH)")),
+        ({"SLURM_PROCID": "5", "SLURM_LOCALID": "1", "SLURM_NTASKS": "16"}, (5, 1, 16, "srun")),
+    ],
+)
+def test_rank_from_each_launcher(env: dict[str, str], expected: tuple[int, int, int, str]) -> None:
+    info = rank_from_env(env)
+    assert info is not None and (info.rank, info.local_rank, info.world_size, info.launcher) == expected
+
+
+def test_one_process_is_not_a_rank() -> None:
+    assert rank_from_env({"SLURM_PROCID": "0", "SLURM_NTASKS": "1"}) is None
+    assert rank_from_env({}) is None
+
+
+def test_launcher_command_keeps_options_and_the_scripts_own_arguments() -> None:
+    argv = ["run", "-l", "torchrun --nproc-per-node 2", "-o", "out", "train.py", "-l", "3"]
+    assert rank_command("torchrun --nproc-per-node 2", argv, ["train.py", "-l", "3"]) == [
+        "torchrun", "--nproc-per-node", "2", "-m", "tenprof", "run", "-o", "out", "train.py", "-l", "3",
+    ]  # fmt: skip
+    mpi = rank_command("mpirun -n 4", ["run", "--launcher=mpirun -n 4", "train.py"], ["train.py"])
+    assert mpi[:3] == ["mpirun", "-n", "4"] and mpi[4:] == ["-m", "tenprof", "run", "train.py"]
+
+
+def test_each_rank_writes_its_own_directory_and_the_report_merges(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = tmp_path / "job.py"
+    script.write_text(
+        "import torch\nimport tenprof\n"
+        "for _ in range(3):\n    x = torch.ones(64, 64) @ torch.ones(64, 64)\n    tenprof.step()\n"
+    )
+    out = tmp_path / "out"
+    for rank in (0, 1):
+        monkeypatch.setenv("RANK", str(rank))
+        monkeypatch.setenv("LOCAL_RANK", str(rank))
+        monkeypatch.setenv("WORLD_SIZE", "2")
+        assert main(["run", "-o", str(out), str(script)]) == 0
+    assert [p.name for p in rank_dirs(out)] == ["rank00000", "rank00001"]
+    assert not (out / "meta.json").exists()  # no file shared by the ranks
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 0
+    merged = capsys.readouterr().out
+    assert "2 ranks: 1 host(s)" in merged and "min" in merged and "max" in merged
+    assert main(["report", str(out), "--rank", "1"]) == 0
+    assert main(["report", str(out), "--rank", "7"]) == 2
+    assert "no rank 7" in capsys.readouterr().err
+
+
+def test_balanced_ddp_overlaps_its_allreduce_and_names_no_straggler() -> None:
+    report = ranks_report(RANKS / "balanced")
+    assert [r.rank for r in report.ranks] == [0, 1] and report.hosts == ["vm"] and len(report.devices) == 2
+    assert not report.stragglers
+    for r in report.ranks:
+        assert r.steps == 6 and r.communication_ns > 0
+        assert r.exposed_ns < r.communication_ns and not math.isnan(r.overlap) and r.overlap > 0.5
+        parts = r.compute_ns + r.exposed_ns + r.transfers_ns + r.idle_ns
+        assert parts == pytest.approx(r.step_ns, rel=0.05)  # medians of parts that sum per step
+    assert "no shift" in report.clock_method
+
+
+def test_slowed_rank_is_named_with_the_line_where_it_falls_behind() -> None:
+    report = ranks_report(RANKS / "slowed")
+    (straggler,) = report.stragglers
+    planted = next(
+        i
+        for i, text in enumerate((ROOT / "examples" / "ddp_train.py").read_text().splitlines(), 1)
+        if "planted" in text
+    )
+    assert straggler.rank == 1 and straggler.line == f"examples/ddp_train.py:{planted}"
+    assert straggler.line_excess_ns > 0.2 * report.ranks[1].step_ns
+    fast, slow = report.ranks
+    assert fast.communication_ns > 10 * slow.communication_ns  # rank 0 waits in the all-reduce for rank 1
+
+
+def test_kernels_across_ranks_come_from_one_query_over_the_parquet_files() -> None:
+    rows = kernels_across_ranks(RANKS / "slowed")
+    nccl = next(r for r in rows if "AllReduce" in str(r["name"]))
+    assert nccl["ranks"] == 2 and float(nccl["max_ns"]) > 5 * float(nccl["min_ns"])  # type: ignore[arg-type]
+
+
+def test_report_of_a_single_profile_rejects_rank(tmp_path: Path) -> None:
+    shutil.copytree(RANKS / "slowed" / "rank00000", tmp_path / "p")
+    assert main(["report", str(tmp_path / "p"), "--rank", "0"]) == 2
+
+
+def test_ranks_on_two_hosts_are_aligned_on_their_collectives(tmp_path: Path) -> None:
+    """The balanced recording with rank 1 moved to another host whose clock runs 5 ms ahead: the shift
+    found from the ends of each step's last collective undoes it."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    target = tmp_path / "two_hosts"
+    shutil.copytree(RANKS / "balanced", target)
+    rank1 = target / "rank00001"
+    meta = json.loads((rank1 / "meta.json").read_text())
+    meta["host"] = "other"
+    (rank1 / "meta.json").write_text(json.dumps(meta))
+    for name in ("kernels", "steps"):
+        path = rank1 / "timeline" / f"{name}.parquet"
+        table = pq.read_table(path)
+        for column in ("start_ns", "end_ns"):
+            shifted = pa.array(table.column(column).to_numpy() + 5_000_000)
+            table = table.set_column(table.schema.get_field_index(column), column, shifted)
+        pq.write_table(table, path)
+    report = ranks_report(target)
+    assert report.hosts == ["other", "vm"] and "2 hosts" in report.clock_method
+    offsets = {r.rank: r.clock_offset_ns for r in report.ranks}
+    assert offsets[0] == 0 and offsets[1] == pytest.approx(-5_000_000, abs=300_000)
