@@ -105,6 +105,15 @@ def test_slowed_rank_is_named_with_the_line_where_it_falls_behind() -> None:
     assert fast.communication_ns > 10 * slow.communication_ns  # rank 0 waits in the all-reduce for rank 1
 
 
+def test_merged_report_as_json(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    assert main(["report", str(RANKS / "slowed"), "--json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert [r["rank"] for r in body["ranks"]] == [0, 1] and body["stragglers"][0]["rank"] == 1
+    assert body["stragglers"][0]["op"] == "aten::mm" and 0 < body["ranks"][0]["overlap"] < 1
+
+
 def test_kernels_across_ranks_come_from_one_query_over_the_parquet_files() -> None:
     rows = kernels_across_ranks(RANKS / "slowed")
     nccl = next(r for r in rows if "AllReduce" in str(r["name"]))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import math
 from pathlib import Path
 
 import duckdb
@@ -34,3 +37,23 @@ def kernels_across_ranks(out_dir: Path) -> list[dict[str, object]]:
 
 def print_ranks_report(out_dir: Path, console: Console, limit: int | None) -> None:
     render_ranks(ranks_report(out_dir), kernels_across_ranks(out_dir), console, limit)
+
+
+def ranks_json(out_dir: Path) -> str:
+    """The merged report as JSON: hosts, devices, clock method, per-rank summaries (with overlap),
+    stragglers and the kernels across ranks."""
+    report = ranks_report(out_dir)
+    ranks = []
+    for r in report.ranks:
+        row = {k: v for k, v in dataclasses.asdict(r).items() if k not in ("collective_ends", "windows")}
+        row["overlap"] = None if math.isnan(r.overlap) else r.overlap
+        ranks.append(row)
+    body = {
+        "hosts": report.hosts,
+        "devices": report.devices,
+        "clock_method": report.clock_method,
+        "ranks": ranks,
+        "stragglers": [dataclasses.asdict(s) for s in report.stragglers],
+        "kernels": kernels_across_ranks(out_dir),
+    }
+    return json.dumps(body, indent=2, default=float)

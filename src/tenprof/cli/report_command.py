@@ -18,7 +18,7 @@ from tenprof.analyses.temporal import temporal_breakdown
 from tenprof.analyses.tensor_forest import Forest
 from tenprof.analyses.tensor_stall_cost import tensor_stall_cost
 from tenprof.cli.common import console, open_profile
-from tenprof.cli.ranks_report import print_ranks_report
+from tenprof.cli.ranks_report import print_ranks_report, ranks_json
 from tenprof.errors import UsageError
 from tenprof.renderers.counters_text import render_counters
 from tenprof.renderers.json_report import report_json
@@ -114,8 +114,9 @@ class ReportCommand:
         if rank_dirs(top) and not (top / META_FILE).exists():
             if args.rank is None:
                 if args.json:
-                    raise UsageError("--json reports one rank: add --rank N")
-                print_ranks_report(top, console(), args.limit or None)
+                    sys.stdout.write(ranks_json(top) + "\n")
+                else:
+                    print_ranks_report(top, console(), args.limit or None)
                 return 0
             args.profile = str(rank_dir(top, args.rank))
             if not (Path(args.profile) / META_FILE).exists():
