@@ -113,6 +113,21 @@ while [ $# -gt 0 ]; do
     ( cd "$REPO" && /usr/bin/time -f "stalls_wall_s=%e" tenprof run --quiet --passes stalls -o "$WORK/gpt2_stalls" examples/gpt2_train.py --steps 1 --warmup 0 ) 2>&1 | grep -v "^==PROF==" | tail -n 4 | tee -a "$OUT/stalls_cost.txt"
     python3 -c "import json; m = json.load(open('$WORK/gpt2_stalls/meta.json')); print('stalls pass', m['passes']['stalls'])" | tee -a "$OUT/stalls_cost.txt"
     ;;
+  compiled)  # torch.compile: small MLP, GPT-2 default and reduce-overhead (tests/data/compiled/*)
+    for spec in "mlp default" "gpt2 default" "gpt2 reduce-overhead"; do
+      set -- $spec "$@"; model=$1; mode=$2; shift 2
+      name="compiled_${model}_${mode//-/_}"
+      ( cd "$REPO" && /usr/bin/time -f "wall_s=%e" tenprof run --quiet -o "$WORK/prof/$name" examples/compiled_train.py --model "$model" --mode "$mode" ) > "$WORK/logs/$name.log" 2>&1
+      echo "exit=$?" >> "$WORK/logs/$name.log"
+      tail -n 4 "$WORK/logs/$name.log"
+      tenprof report "$WORK/prof/$name" --limit 6 2>&1 | sed -n '/^Compiled code/,/^$/p' | head -n 24 | tee "$OUT/$name.txt"
+      passes "$WORK/prof/$name"
+      # the fixtures keep the tables and the generated code, not the large Kineto trace
+      rm -f "$WORK/prof/$name"/timeline/raw/kineto_trace.json* "$WORK/prof/$name"/timeline/raw/callsites.json.gz
+      du -sh "$WORK/prof/$name"
+      [ "$model" = gpt2 ] && [ "$mode" = default ] && rm -rf "$WORK/prof/$name"
+    done
+    ;;
   ranks)  # DDP on 2 GPUs under torchrun, balanced and with rank 1 slowed (tests/data/ranks/*)
     nvidia-smi -L
     ( cd "$REPO" && tenprof run -l "python3 -m torch.distributed.run --nproc-per-node 2" --limit 8 -o "$WORK/prof/ranks_balanced" examples/ddp_train.py ) > "$WORK/logs/ranks_balanced.log" 2>&1

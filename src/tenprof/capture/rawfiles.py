@@ -11,3 +11,4 @@ NCU_REPORT_BASE = "counters"  # ncu writes counters.ncu-rep
 NCU_LOG_FILE = "ncu.log"
 COUNTERS_FILE = "counters.json.gz"  # the report read into plain columns
 STALLS_FILE = "stalls.json.gz"  # the SourceCounters report read into plain columns
+COMPILED_CODE_FILE = "compiled_code.json.gz"  # torch.compile wrapper sources (tenprof.capture.compiled_code)

@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from tenprof.analyses import tally as tallies
+from tenprof.analyses.compiled import compiled_report
 from tenprof.analyses.counters import operators_report
 from tenprof.analyses.findings import Thresholds, find_all, not_judged
 from tenprof.analyses.memory import memory_report
@@ -20,6 +21,7 @@ from tenprof.analyses.tensor_stall_cost import tensor_stall_cost
 from tenprof.cli.common import console, open_profile
 from tenprof.cli.ranks_report import print_ranks_report, ranks_json
 from tenprof.errors import UsageError
+from tenprof.renderers.compiled_text import render_compiled
 from tenprof.renderers.counters_text import render_counters
 from tenprof.renderers.json_report import report_json
 from tenprof.renderers.memory_text import render_memory
@@ -62,6 +64,10 @@ def print_report(profile: Profile, out: Console, limit: int | None, thresholds: 
         out.print(f"[bold]tenprof[/bold] · {' '.join(profile.meta.command)}: no timeline pass in this profile")
         for line in profile.missing():
             out.print(f"[yellow]Incomplete:[/yellow] {line}")
+    compiled = compiled_report(profile) if "timeline" in profile.meta.passes else None
+    if compiled is not None:
+        out.print()
+        render_compiled(compiled, out, limit)
     counters = operators_report(profile)
     if counters is not None:
         out.print()

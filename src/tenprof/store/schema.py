@@ -307,6 +307,16 @@ BLAME = _schema(
     Column("unresolved", BOOL, "a dependency stall whose producer was not found"),
 )
 
+COMPILED_KERNELS = _schema(
+    Column("kernel", STR, "generated kernel name (Triton), as in the kernels table"),
+    Column("aten_ops", STR, "aten ops the kernel computes, comma-separated (aten::add,aten::gelu)"),
+    Column("lines", STR, "user source lines of those ops, ';'-separated file:line"),
+    Column("generated_file", STR, "the kernel's generated source file (Inductor's `kernel path`)"),
+    Column("wrapper_file", STR, "the generated wrapper module that launches it"),
+    Column("source", STR, "where the attribution came from: inductor-comments | kernel-name"),
+    Column("confidence", STR, "high (Inductor's own records) | low (parsed from the kernel name)"),
+)
+
 ACCESSES = _schema(
     Column("launch_id", I64, "the launch (access_launches)"),
     Column("op_seq", I64, "op instance of the launch (dispatch order, as the tensors pass counts); -1 outside ops"),
@@ -358,11 +368,12 @@ TABLES: dict[str, pa.Schema] = {
     "blame": BLAME,
     "accesses": ACCESSES,
     "access_launches": ACCESS_LAUNCHES,
+    "compiled_kernels": COMPILED_KERNELS,
 }
 
 # Which pass writes which table; the loader uses it to say what is missing and why.
 PASS_TABLES: dict[str, tuple[str, ...]] = {
-    "timeline": ("ops", "kernels", "transfers", "api_calls", "frames", "scopes", "steps", "memory"),
+    "timeline": ("ops", "kernels", "transfers", "api_calls", "frames", "scopes", "steps", "memory", "compiled_kernels"),
     "tensors": ("tensor_ops", "tensors", "tensor_uses", "storages", "tensor_frames", "allocator_events"),
     "counters": ("kernel_metrics", "ncu_metrics", "counter_signatures", "kernel_counters"),
     "stalls": ("stall_kernels", "pc_samples", "sass", "blame"),

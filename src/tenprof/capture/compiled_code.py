@@ -1,0 +1,50 @@
+"""torch.compile's generated code, kept with the timeline pass so compiled kernels can be attributed.
+
+In the profiled process: `enable_origin_comments()` turns on Inductor's `comment_origin`, which writes
+into each generated Triton kernel the aten ops it computes and the user's source line of each (the
+FX node's stack trace); it changes comments only, not the kernels. `dump_compiled_code(raw_dir)` copies
+the source of every wrapper module Inductor loaded (they hold each kernel's source, its metadata comment
+"Original ATen: [...]" and its `# kernel path:`) into `raw/compiled_code.json.gz`, read by
+tenprof.importers.compiled_import. Both do nothing when torch.compile was not used.
+"""
+
+from __future__ import annotations
+
+import gzip
+import sys
+from pathlib import Path
+
+import orjson
+
+from tenprof.capture.rawfiles import COMPILED_CODE_FILE
+
+
+def enable_origin_comments() -> None:
+    try:
+        import torch._inductor.config as inductor_config
+
+        inductor_config.comment_origin = True
+    except Exception:  # no Inductor in this torch: nothing to annotate
+        pass
+
+
+def dump_compiled_code(raw_dir: Path) -> int:
+    """The generated wrapper modules' sources; returns how many were written."""
+    codecache = sys.modules.get("torch._inductor.codecache")
+    if codecache is None:  # torch.compile never ran
+        return 0
+    modules = getattr(getattr(codecache, "PyCodeCache", None), "modules", [])
+    rows = []
+    for module in list(modules.values() if isinstance(modules, dict) else modules):
+        path = getattr(module, "__file__", None)
+        if not path:
+            continue
+        try:
+            source = Path(path).read_text(errors="replace")
+        except OSError:
+            continue
+        if "async_compile" in source:  # a wrapper (output code), not a lone kernel module
+            rows.append({"path": str(path), "source": source})
+    if rows:
+        (raw_dir / COMPILED_CODE_FILE).write_bytes(gzip.compress(orjson.dumps(rows), compresslevel=6))
+    return len(rows)
