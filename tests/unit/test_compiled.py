@@ -110,3 +110,12 @@ def test_cuda_graph_replays_get_the_op_they_ran_under_when_captured(tmp_path: Pa
     )
     attention = [r for r in report.rows if "sdpa" in r.kernel]
     assert attention and all("attention" in r.aten_ops for r in attention)
+
+
+def test_compile_finding_does_not_advise_cuda_graphs_to_a_run_that_replays_them() -> None:
+    from tenprof.analyses.findings import find_all
+
+    profile = load_profile(DATA / "compiled" / "gpt2_reduce_overhead")
+    finding = next(f for f in find_all(profile) if f.id == "torch-compile")
+    assert finding.numbers["replays_cuda_graphs"] == 1.0
+    assert "already replay CUDA graphs" in finding.fix and "mode='reduce-overhead'" not in finding.fix
