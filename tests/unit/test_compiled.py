@@ -52,6 +52,7 @@ def test_wrapper_comments_give_ops_lines_and_the_generated_file() -> None:
     assert kernel.lines == ("/home/u/model.py:10",)  # tenprof's own recorder frame is dropped
     assert kernel.generated_file == "/tmp/torchinductor_u/ab/cabc.py"
     assert (kernel.source, kernel.confidence) == ("inductor-comments", "high")
+    assert kernel.counts == (-1, -1, -1)  # no inductor_meta in this snippet
 
 
 def test_kernel_name_fallback() -> None:
@@ -99,6 +100,9 @@ def test_mlp_kernels_point_at_the_lines_of_the_block(tmp_path: Path) -> None:
     assert lines & forward
     gelu = [r for r in report.rows if "gelu" in r.kernel]
     assert gelu and all("aten::gelu" in r.aten_ops for r in gelu)
+    for r in (r for r in report.rows if r.kernel.startswith("triton_")):  # launch metadata
+        assert r.kind in ("pointwise", "reduction", "persistent_reduction") and "load(s)" in r.memory_ops
+        assert "warps" in r.launch and "grid" in r.launch
 
 
 def test_cuda_graph_replays_get_the_op_they_ran_under_when_captured(tmp_path: Path) -> None:

@@ -36,6 +36,9 @@ class CompiledKernelRow:
     source: str
     confidence: str
     generated_file: str
+    kind: str = ""  # pointwise, reduction, ... (Triton kernels)
+    memory_ops: str = ""  # "2 loads, 1 store" as Inductor counted them
+    launch: str = ""  # "grid 512, 4 warps, 0 B shared" (median launch)
 
 
 @dataclass(frozen=True)
@@ -128,6 +131,7 @@ def compiled_report(profile: Profile) -> CompiledReport | None:
     if not compiled_ns:
         return None
     rows = []
+    launches = _launch_shapes(profile)
     for name, (calls, total) in sorted(per_kernel.items(), key=lambda kv: -kv[1][1]):
         info = described.get(name, {})
         if name in replayed:
@@ -142,12 +146,44 @@ def compiled_report(profile: Profile) -> CompiledReport | None:
                 source=str(info.get("source", "timeline (aten op)")),
                 confidence=str(info.get("confidence", "high")),
                 generated_file=str(info.get("generated_file", "")),
+                kind=str(info.get("kind", "") or ""),
+                memory_ops=_memory_ops(info),
+                launch=launches.get(name, ""),
             )
         )
     kernel_ns = int(duration[steady].sum())
     return CompiledReport(
         kernel_ns, int(compiled_ns), int(with_ops), int(with_lines), rows, int(all_ops), int(all_lines)
     )
+
+
+def _memory_ops(info: dict[str, object]) -> str:
+    loads, stores = int(info.get("num_load", -1) or -1), int(info.get("num_store", -1) or -1)  # type: ignore[call-overload]
+    if loads < 0 and stores < 0:
+        return ""
+    return f"{max(loads, 0)} load(s), {max(stores, 0)} store(s)"
+
+
+def _launch_shapes(profile: Profile) -> dict[str, str]:
+    """Kernel name -> its median launch: grid blocks, warps per block, shared memory."""
+    k = profile.table("kernels")
+    if k.num_rows == 0:
+        return {}
+    grid = (k.column("grid_x").to_numpy() * k.column("grid_y").to_numpy() * k.column("grid_z").to_numpy()).astype(float)
+    threads = (k.column("block_x").to_numpy() * k.column("block_y").to_numpy() * k.column("block_z").to_numpy()).astype(
+        float
+    )
+    shared = k.column("shared_memory_bytes").to_numpy().astype(float)
+    names = np.asarray(k.column("name").to_pylist(), dtype=object)
+    out: dict[str, str] = {}
+    for name in np.unique(names).tolist():
+        mask = names == name
+        warps = float(np.median(threads[mask])) / 32
+        smem = float(np.median(shared[mask]))
+        out[name] = f"grid {np.median(grid[mask]):.0f}, {warps:g} warps" + (
+            f", {smem:.0f} B shared" if smem >= 0 else ""
+        )
+    return out
 
 
 def _steady(profile: Profile, starts: np.ndarray) -> np.ndarray:

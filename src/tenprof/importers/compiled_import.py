@@ -30,6 +30,17 @@ _KERNEL_PATH = re.compile(r"^# kernel path: (\S+)", re.MULTILINE)
 _ORIGIN_OP = re.compile(r"# call_function (aten\.\w+)")
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 _NAME = re.compile(r"^triton_(?:poi|red|per|tem|mm|bmm|for|spl|unk)_fused_(.+?)(?:_\d+)?$")
+_META_COUNT = re.compile(r"'(num_load|num_store|num_reduction)': (\d+)")
+KINDS = {
+    "poi": "pointwise",
+    "red": "reduction",
+    "per": "persistent_reduction",
+    "tem": "template",
+    "for": "foreach",
+    "spl": "split_scan",
+    "mm": "matmul",
+    "bmm": "matmul",
+}
 
 
 @dataclass(frozen=True)
@@ -41,6 +52,7 @@ class CompiledKernel:
     wrapper_file: str
     source: str
     confidence: str
+    counts: tuple[int, int, int] = (-1, -1, -1)  # num_load, num_store, num_reduction from inductor_meta
 
 
 _TENPROF_DIR = str(Path(__file__).resolve().parents[1])
@@ -79,9 +91,11 @@ def parse_wrapper(source: str, wrapper_file: str = "") -> list[CompiledKernel]:
         lines = [f"{file}:{line}" for file, line in _FRAME.findall(body) if not _is_tenprof(file)]
         path = _KERNEL_PATH.search(header)
         generated = path.group(1) if path else ""
+        meta = dict(_META_COUNT.findall(body))
+        counts = (int(meta.get("num_load", -1)), int(meta.get("num_store", -1)), int(meta.get("num_reduction", -1)))
         if ops or lines:
             kernel = CompiledKernel(
-                name, _unique(ops), _unique(lines), generated, wrapper_file, "inductor-comments", "high"
+                name, _unique(ops), _unique(lines), generated, wrapper_file, "inductor-comments", "high", counts
             )
             out.append(kernel)
     return out
@@ -94,6 +108,12 @@ def from_kernel_name(name: str) -> CompiledKernel | None:
         return None
     words = [w for w in match.group(1).split("_") if w and not w.isdigit()]
     return CompiledKernel(name, _unique([f"aten::{w}" for w in words]), (), "", "", "kernel-name", "low")
+
+
+def kind_of(name: str) -> str:
+    """Inductor's kernel category from its name prefix (`triton_poi_...` -> pointwise)."""
+    parts = name.split("_")
+    return KINDS.get(parts[1], "") if len(parts) > 2 and parts[0] == "triton" else ""
 
 
 def build_compiled_table(rows: list[dict[str, Any]], kernel_names: list[str]) -> pa.Table:
@@ -118,6 +138,10 @@ def build_compiled_table(rows: list[dict[str, Any]], kernel_names: list[str]) ->
             "wrapper_file": [k.wrapper_file for k in kernels],
             "source": [k.source for k in kernels],
             "confidence": [k.confidence for k in kernels],
+            "kind": [kind_of(k.kernel) for k in kernels],
+            "num_load": [k.counts[0] for k in kernels],
+            "num_store": [k.counts[1] for k in kernels],
+            "num_reduction": [k.counts[2] for k in kernels],
         },
         schema=COMPILED_KERNELS,
     )

@@ -31,5 +31,8 @@ def render_compiled(report: CompiledReport, console: Console, limit: int | None)
         what = f"computes {r.aten_ops[:90]}" if r.aten_ops else "no aten ops known"
         detail = what + (f"; from {lines}" if lines else "") + f"  ({r.source}, {r.confidence} confidence)"
         console.print(f"                    {escape(detail)}")
+        shape = ", ".join(filter(None, [r.kind, r.memory_ops, r.launch]))
+        if shape:
+            console.print(f"                    {escape(shape)}")
         if r.generated_file:
             console.print(f"                    generated source: {escape(r.generated_file)}")

@@ -315,6 +315,10 @@ COMPILED_KERNELS = _schema(
     Column("wrapper_file", STR, "the generated wrapper module that launches it"),
     Column("source", STR, "where the attribution came from: inductor-comments | kernel-name"),
     Column("confidence", STR, "high (Inductor's own records) | low (parsed from the kernel name)"),
+    Column("kind", STR, "pointwise | reduction | persistent_reduction | template | ... (from the name)"),
+    Column("num_load", I32, "loads Inductor counted in the kernel (inductor_meta), -1 when unknown"),
+    Column("num_store", I32, "stores Inductor counted, -1 when unknown"),
+    Column("num_reduction", I32, "reductions Inductor counted, -1 when unknown"),
 )
 
 ACCESSES = _schema(
