@@ -123,3 +123,13 @@ def test_compile_finding_does_not_advise_cuda_graphs_to_a_run_that_replays_them(
     finding = next(f for f in find_all(profile) if f.id == "torch-compile")
     assert finding.numbers["replays_cuda_graphs"] == 1.0
     assert "already replay CUDA graphs" in finding.fix and "mode='reduce-overhead'" not in finding.fix
+
+
+def test_generated_code_can_be_exported_from_the_profile(tmp_path: Path) -> None:
+    from tenprof.cli.main import main
+
+    out = tmp_path / "gen"
+    assert main(["export", str(DATA / "compiled" / "mlp_default"), "--format", "generated-code", "-o", str(out)]) == 0
+    written = {p.name: p.read_text() for p in out.glob("*.py")}
+    assert written and any("triton_poi_fused_gelu" in text for text in written.values())
+    assert main(["export", str(DATA / "gpt2"), "--format", "generated-code", "-o", str(tmp_path / "none")]) == 2

@@ -25,6 +25,7 @@ FORMATS = (
     "operators",
     "stall-cost",
     "blame-dot",
+    "generated-code",
 )
 DEFAULT_NAMES = {
     "perfetto": "trace.json",
@@ -36,6 +37,7 @@ DEFAULT_NAMES = {
     "operators": "operators.json",
     "stall-cost": "tensor_stall_cost.csv",
     "blame-dot": "blame.dot",
+    "generated-code": "generated-code",
 }
 
 
@@ -91,6 +93,8 @@ class ExportCommand:
                     raise UsageError(
                         "graphviz `dot` is not installed (apt install graphviz); --format forest-dot works"
                     )
+        if fmt == "generated-code":
+            return _write_generated_code(profile, Path(args.output or "generated-code"))
         output = args.output or _default_name(fmt, args.table)
         handle = sys.stdout.buffer if output == "-" else Path(output).open("wb")  # noqa: SIM115 (closed below)
         try:
@@ -127,6 +131,21 @@ class ExportCommand:
         if output != "-":
             print(f"wrote {output} ({fmt})", file=sys.stderr)
         return 0
+
+
+def _write_generated_code(profile: Profile, out_dir: Path) -> int:
+    """torch.compile's generated wrapper modules kept by the timeline pass, one .py file each."""
+    from tenprof.capture.rawfiles import COMPILED_CODE_FILE
+    from tenprof.importers.compiled_import import read_compiled_code
+
+    rows = read_compiled_code(profile.directory / "timeline" / "raw" / COMPILED_CODE_FILE)
+    if not rows:
+        raise UsageError(f"{profile.directory} keeps no torch.compile code (no compiled code ran in its timeline pass)")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for row in rows:
+        (out_dir / Path(str(row["path"])).name).write_text(str(row["source"]))
+    print(f"wrote {len(rows)} generated modules to {out_dir}/ (generated-code)", file=sys.stderr)
+    return 0
 
 
 def _stall_cost(profile: Profile, fmt: str) -> bytes:

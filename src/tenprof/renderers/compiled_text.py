@@ -36,3 +36,7 @@ def render_compiled(report: CompiledReport, console: Console, limit: int | None)
             console.print(f"                    {escape(shape)}")
         if r.generated_file:
             console.print(f"                    generated source: {escape(r.generated_file)}")
+    if any(r.generated_file for r in report.rows):
+        console.print(
+            "  The generated modules are kept in the profile: tenprof export DIR --format generated-code -o DIR2"
+        )
