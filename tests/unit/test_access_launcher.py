@@ -47,3 +47,19 @@ def test_build_commands_name_the_sanitizer_and_the_architecture(tmp_path: Path) 
 
 def _no_toolkit() -> access_build.Toolkit:
     raise access_build.AccessToolUnavailable("the accesses pass needs the CUDA toolkit's nvcc to build its tool")
+
+
+def test_a_tool_that_does_not_start_fails_only_the_accesses_pass(tmp_path: Path) -> None:
+    """The library cannot be loaded in the child: the tensors recorder still records, and says why."""
+    from tenprof.capture.tensors import TensorsSession
+
+    session = TensorsSession(tmp_path, None, access_library=str(tmp_path / "missing.so"))
+    session.start()
+    try:
+        import torch
+
+        torch.ones(3) + 1
+    finally:
+        session.stop()
+    assert "could not be loaded" in session.access_error
+    assert session.recorder.access is None and session.recorder.seq > 0

@@ -150,3 +150,40 @@ def test_ranks_on_two_hosts_are_aligned_on_their_collectives(tmp_path: Path) -> 
     assert report.hosts == ["other", "vm"] and "2 hosts" in report.clock_method
     offsets = {r.rank: r.clock_offset_ns for r in report.ranks}
     assert offsets[0] == 0 and offsets[1] == pytest.approx(-5_000_000, abs=300_000)
+
+
+def test_launcher_flag_in_every_spelling_is_not_handed_to_the_ranks() -> None:
+    for argv in (["run", "-ltorchrun", "t.py"], ["run", "--launch", "torchrun", "t.py"], ["run", "--la=x", "t.py"]):
+        assert rank_command("mpirun -n 2", argv, ["t.py"])[-4:] == ["-m", "tenprof", "run", "t.py"]
+
+
+def test_launcher_refuses_an_existing_output_and_force_clears_old_ranks(tmp_path: Path) -> None:
+    from tenprof.cli.launch import run_under_launcher
+    from tenprof.errors import UsageError
+
+    out = tmp_path / "out"
+    shutil.copytree(RANKS / "balanced", out)
+    with pytest.raises(UsageError, match="already exists"):
+        run_under_launcher("true", ["run", "t.py"], ["t.py"], out, True, 5)
+    assert run_under_launcher("true", ["run", "t.py"], ["t.py"], out, True, 5, force=True) == 0
+    assert not rank_dirs(out)  # the earlier run's ranks are gone before the new ones start
+
+
+def test_empty_output_and_ranks_without_a_timeline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from tenprof.cli.common import console
+    from tenprof.cli.ranks_report import print_ranks_report
+
+    (tmp_path / "empty").mkdir()
+    print_ranks_report(tmp_path / "empty", console(), 5)
+    assert "no rank profiles" in capsys.readouterr().out
+    out = tmp_path / "three"
+    shutil.copytree(RANKS / "balanced", out)
+    failed = out / "rank00002"
+    failed.mkdir()
+    meta = json.loads((out / "rank00000" / "meta.json").read_text())
+    meta["rank"], meta["passes"] = 2, {}
+    (failed / "meta.json").write_text(json.dumps(meta))
+    report = ranks_report(out)
+    assert len(report.ranks) == 3 and not report.stragglers  # a rank with no timeline is not a straggler

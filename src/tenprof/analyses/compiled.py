@@ -158,7 +158,9 @@ def compiled_report(profile: Profile) -> CompiledReport | None:
 
 
 def _memory_ops(info: dict[str, object]) -> str:
-    loads, stores = int(info.get("num_load", -1) or -1), int(info.get("num_store", -1) or -1)  # type: ignore[call-overload]
+    raw_loads, raw_stores = info.get("num_load"), info.get("num_store")
+    loads = -1 if raw_loads is None else int(raw_loads)  # type: ignore[call-overload]
+    stores = -1 if raw_stores is None else int(raw_stores)  # type: ignore[call-overload]
     if loads < 0 and stores < 0:
         return ""
     return f"{max(loads, 0)} load(s), {max(stores, 0)} store(s)"
@@ -174,10 +176,12 @@ def _launch_shapes(profile: Profile) -> dict[str, str]:
         float
     )
     shared = k.column("shared_memory_bytes").to_numpy().astype(float)
-    names = np.asarray(k.column("name").to_pylist(), dtype=object)
+    unique, group = np.unique(np.asarray(k.column("name").to_pylist(), dtype=object), return_inverse=True)
+    order = np.argsort(group, kind="stable")
+    bounds = np.searchsorted(group[order], np.arange(len(unique) + 1))
     out: dict[str, str] = {}
-    for name in np.unique(names).tolist():
-        mask = names == name
+    for g, name in enumerate(unique.tolist()):
+        mask = order[bounds[g] : bounds[g + 1]]
         warps = float(np.median(threads[mask])) / 32
         smem = float(np.median(shared[mask]))
         out[name] = f"grid {np.median(grid[mask]):.0f}, {warps:g} warps" + (

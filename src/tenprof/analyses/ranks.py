@@ -106,7 +106,10 @@ def rank_summary(profile: Profile, rank: int) -> RankSummary:
     with_comm = coverage(ks, ke, lo, hi)
     busy = coverage(np.concatenate([ks, ts]), np.concatenate([ke, te]), lo, hi)
     ends = np.sort(ke[comm]).tolist()
-    gpu = meta.gpus[meta.run.cuda_device] if 0 <= meta.run.cuda_device < len(meta.gpus) else None
+    # the device its kernels ran on (the current device at the end can differ from the one used)
+    devices = k.column("device").to_numpy()
+    used = int(np.bincount(devices[devices >= 0]).argmax()) if (devices >= 0).any() else meta.run.cuda_device
+    gpu = next((g for g in meta.gpus if g.index == used), None) if used >= 0 else None
     device = f"GPU {gpu.index}: {gpu.name}" if gpu is not None else ("CPU" if not meta.gpus else "GPU ?")
 
     def med(values: np.ndarray) -> float:
@@ -203,12 +206,14 @@ def _align_clocks(ranks: list[RankSummary], hosts: list[str]) -> str:
 
 
 def _stragglers(ranks: list[RankSummary], lines: list[dict[tuple[str, str], float]]) -> list[Straggler]:
-    if len(ranks) < 2:
+    judged = [i for i, r in enumerate(ranks) if r.steps > 0 and r.step_ns > 0]  # ranks with a timeline
+    if len(judged) < 2:
         return []
-    step_median = float(np.median([r.step_ns for r in ranks]))
+    step_median = float(np.median([ranks[i].step_ns for i in judged]))
     out: list[Straggler] = []
-    for i, r in enumerate(ranks):
-        others = [o for o in ranks if o is not r]
+    for i in judged:
+        r = ranks[i]
+        others = [ranks[j] for j in judged if j != i]
         wait_others = float(np.median([o.communication_ns for o in others]))
         reason = ""
         if (
@@ -224,7 +229,7 @@ def _stragglers(ranks: list[RankSummary], lines: list[dict[tuple[str, str], floa
             reason = f"its step takes {r.step_ns / 1e6:.2f} ms, {r.step_ns / step_median:.2f}x the median rank's"
         if not reason:
             continue
-        theirs = [lines[j] for j in range(len(ranks)) if j != i]
+        theirs = [lines[j] for j in judged if j != i]
         excess = {key: v - float(np.median([o.get(key, 0.0) for o in theirs])) for key, v in lines[i].items()}
         by_line: dict[str, float] = {}
         for (line, _), extra in excess.items():

@@ -91,7 +91,8 @@ def tensor_stall_cost(profile: Profile) -> list[TensorCost]:
     for (rid, pc), samples in waits.items():
         kernel = kernels.get(rid, {})
         name = str(kernel.get("name", ""))
-        op_seq = int(kernel.get("first_op_seq", -1) or -1)
+        first = kernel.get("first_op_seq")
+        op_seq = -1 if first is None else int(first)
         guessed = False
         if space.get((rid, pc)) in TENSOR_SPACES:
             records = [

@@ -92,9 +92,15 @@ def gpu_architecture() -> str:
     smi = shutil.which("nvidia-smi")
     if smi is None:
         raise AccessToolUnavailable("the accesses pass needs an NVIDIA GPU (nvidia-smi was not found)")
+    # the first GPU the profiled process will see
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    select = [f"--id={visible}"] if visible else []
     try:
         text = subprocess.run(
-            [smi, "--query-gpu=compute_cap", "--format=csv,noheader"], capture_output=True, text=True, timeout=30
+            [smi, *select, "--query-gpu=compute_cap", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
         ).stdout
         major, minor = text.splitlines()[0].strip().split(".")
         return f"sm_{int(major)}{int(minor)}"

@@ -127,6 +127,8 @@ def run_child(spec: dict[str, Any]) -> int:
         )
         _write_status(raw_dir, status)
         return EXIT_CAPTURE_FAILED
+    if getattr(session, "access_error", ""):
+        status["access_error"] = session.access_error
     started = time.perf_counter()
     exit_code = 0
     try:

@@ -330,8 +330,8 @@ def _accesses_from_tensors_run(req: RunRequest, meta: Meta, problem: str) -> Met
     tensors = meta.passes.get("tensors")
     tensors_raw = req.out_dir / "tensors" / "raw"
     status = _read_status(tensors_raw) if tensors_raw.is_dir() else {}
-    if problem:
-        pass_status = PassStatus(state="failed", reason=problem)
+    if problem or status.get("access_error"):
+        pass_status = PassStatus(state="failed", reason=problem or str(status["access_error"]))
     elif tensors is None or not status.get("pid"):
         pass_status = PassStatus(state="failed", reason="not run: the tensors pass's run did not start")
     else:

@@ -40,7 +40,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from tenprof.capture import runtime
-from tenprof.capture.access_hook import AccessHook
+from tenprof.capture.access_hook import AccessHook, AccessHookError
 from tenprof.capture.callsites import new_interner
 from tenprof.capture.rawfiles import TENSORS_FILE
 from tenprof.capture.schedule import Schedule
@@ -359,14 +359,18 @@ class TensorsSession:
         self.raw_dir = raw_dir
         self.recorder = TensorRecorder(stop_code)
         self.access_library = access_library
+        self.access_error = ""
         self.stop_after_step = schedule.wait + schedule.warmup + schedule.active if schedule is not None else -1
         self.trace_written = False
         self._recording = False
         self._allocator_history = False
 
     def start(self) -> None:
-        if self.access_library:  # before CUDA starts, so a tool that did not start stops the pass at once
-            self.recorder.access = AccessHook(self.access_library, self.raw_dir)
+        if self.access_library:  # a tool that did not start fails the accesses pass only (access_error)
+            try:
+                self.recorder.access = AccessHook(self.access_library, self.raw_dir)
+            except AccessHookError as exc:
+                self.access_error = str(exc)
         if torch.cuda.is_available():
             torch.cuda.reset_peak_memory_stats()
             self._allocator_history = _start_allocator_history()

@@ -9,13 +9,28 @@ tenprof never starts ranks of its own: torchrun (or `python -m torch.distributed
 from __future__ import annotations
 
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from tenprof.errors import UsageError
+from tenprof.store.directory import rank_dirs
 
 _LAUNCHER_FLAGS = ("-l", "--launcher")
+
+
+def _long_prefixes() -> tuple[str, ...]:
+    """What argparse accepts for --launcher: the flag or any unambiguous prefix (no other run option
+    starts with --l)."""
+    return tuple("--launcher"[:n] for n in range(3, len("--launcher") + 1))
+
+
+def _names_launcher(word: str) -> bool:
+    """`-l`, `-lVALUE`, `--launcher`, `--launcher=VALUE` and argparse's prefixes of it (`--launch ...`)."""
+    if word.startswith("--"):
+        return word.split("=", 1)[0] in _long_prefixes()
+    return word.startswith("-l")
 
 
 def rank_command(launcher: str, argv: list[str], target: list[str]) -> list[str]:
@@ -30,18 +45,38 @@ def rank_command(launcher: str, argv: list[str], target: list[str]) -> list[str]
     for word in options[1:] if options[:1] == ["run"] else options:
         if skip_value:
             skip_value = False
-        elif word in _LAUNCHER_FLAGS:
-            skip_value = True
-        elif not any(word.startswith(flag + "=") for flag in _LAUNCHER_FLAGS):
+        elif _names_launcher(word):
+            skip_value = "=" not in word and word in ("-l", *_long_prefixes())
+        else:
             rest.append(word)
     if Path(words[0]).name == "torchrun" or "torch.distributed.run" in words:
         return [*words, "-m", "tenprof", "run", *rest, *target]
     return [*words, sys.executable, "-m", "tenprof", "run", *rest, *target]
 
 
+def _prepare_ranks_dir(out_dir: Path, force: bool) -> None:
+    """Once, before any rank starts: an existing output directory is refused, or with --force emptied of
+    the earlier run's ranks (so fewer ranks this time do not leave stale ones in the merged report)."""
+    if not out_dir.exists():
+        return
+    if not out_dir.is_dir():
+        raise UsageError(f"{out_dir} exists and is not a directory; choose another with -o")
+    entries = list(out_dir.iterdir())
+    if not entries:
+        return
+    if not force:
+        raise UsageError(f"{out_dir} already exists; pass --force to replace it or -o DIR to choose another")
+    ranks = set(rank_dirs(out_dir))
+    if any(e not in ranks for e in entries):
+        raise UsageError(f"{out_dir} holds more than rank profiles; refusing to replace it")
+    for entry in entries:
+        shutil.rmtree(entry)
+
+
 def run_under_launcher(
-    launcher: str, argv: list[str], target: list[str], out_dir: Path, quiet: bool, limit: int
+    launcher: str, argv: list[str], target: list[str], out_dir: Path, quiet: bool, limit: int, force: bool = False
 ) -> int:
+    _prepare_ranks_dir(out_dir, force)
     command = rank_command(launcher, argv, target)
     print("tenprof: starting the ranks: " + shlex.join(command), file=sys.stderr, flush=True)
     try:

@@ -80,7 +80,9 @@ class RunCommand:
                 "nothing to run: give a script (tenprof run train.py) or a module (tenprof run -m pkg.mod)"
             )
         if args.launcher:
-            return run_under_launcher(args.launcher, args.argv, args.target, Path(args.output), args.quiet, args.limit)
+            return run_under_launcher(
+                args.launcher, args.argv, args.target, Path(args.output), args.quiet, args.limit, args.force
+            )
         target, *script_args = args.target
         rank = rank_from_env()
         out_dir = rank_dir(Path(args.output), rank.rank) if rank is not None else Path(args.output)

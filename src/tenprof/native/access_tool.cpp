@@ -205,7 +205,9 @@ void on_launch_end() {
             std::memcpy(counts, buffers.staging, sizeof(counts));
             const uint64_t written = counts[0] < g_tool->capacity ? counts[0] : g_tool->capacity;
             uint64_t function_pc = 0, function_size = 0;
-            sanitizerGetFunctionPcAndSize(p.module, p.name.c_str(), &function_pc, &function_size);
+            // Without the start, offsets would be absolute PCs and match nothing: say so in the log.
+            ok(sanitizerGetFunctionPcAndSize(p.module, p.name.c_str(), &function_pc, &function_size),
+               "sanitizerGetFunctionPcAndSize");
             const uint32_t launch = g_tool->next_launch++;
             if (written > 0 && ok(sanitizerMemcpyDeviceToHost(buffers.staging, buffers.device->records,
                                                               sizeof(TenprofAccessRecord) * written, p.stream),

@@ -32,6 +32,9 @@ def _overlap(value: float) -> str:
 
 def render_ranks(report: RanksReport, kernels: list[dict[str, object]], console: Console, limit: int | None) -> None:
     ranks = report.ranks
+    if not ranks:
+        console.print("tenprof: no rank profiles (rankNNNNN/meta.json) were found")
+        return
     console.print(
         f"[bold]tenprof[/bold] · {len(ranks)} ranks: {len(report.hosts)} host(s) ({escape(', '.join(report.hosts))}), "
         f"{len({(r.host, r.pid) for r in ranks})} processes, {len(report.devices)} devices"

@@ -54,8 +54,9 @@ def check(ctx: Context) -> list[Finding]:
     k_op = k.column("op_id").to_numpy()
     k_api = k.column("api_call_id").to_numpy()
     # a kernel replayed from a CUDA graph has no op: take the op around its cudaGraphLaunch
-    via_api = np.where((k_op < 0) & (k_api >= 0), api_op[np.clip(k_api, 0, max(len(api_op) - 1, 0))], -1)
-    k_op = np.where(k_op >= 0, k_op, via_api if len(api_op) else -1)
+    if len(api_op):
+        via_api = np.where((k_op < 0) & (k_api >= 0), api_op[np.clip(k_api, 0, len(api_op) - 1)], -1)
+        k_op = np.where(k_op >= 0, k_op, via_api)
     top = ctx.profile.column("ops", "top_op_id")
     k_top = np.where(k_op >= 0, top[np.clip(k_op, 0, None)], -1)
     gpu_by_top = np.bincount(
@@ -68,15 +69,17 @@ def check(ctx: Context) -> list[Finding]:
         for s, n in zip(api.column("start_ns").to_numpy().tolist(), api_names, strict=True)
         if n.startswith("cudaGraphInstantiate")
     ]
+    recorded: set[int] = set()
     if recording:  # leave out the steps that recorded CUDA graphs
         step_of = ctx.step_index(start)
         recorded = {int(x) for x in ctx.step_index(np.asarray(recording, dtype=np.int64)).tolist() if x >= 0}
         region_ops = [i for i in region_ops if int(step_of[i]) not in recorded]
+    kept_steps = max(ctx.step_count - len(recorded), 1)
     region_arr = np.asarray(region_ops, dtype=np.int64)
     cpu = int(duration_ns[region_arr].sum()) if len(region_arr) else 0
     gpu = int(gpu_by_top[region_arr].sum()) if len(region_arr) else 0
     lookup_us = float(duration_ns[lookups].mean()) / 1e3 if lookups else 0.0
-    frames_per_step = per_step(len(region_ops), ctx)
+    frames_per_step = len(region_ops) / kept_steps
     # Regions that compile or autotune are slow for that reason, not for being small.
     tiny = ctx.profile.has_gpu and len(region_arr) > 0 and cpu > 2 * gpu and not compile_ops
     if not (compile_ns or recompiles or tiny):
@@ -118,8 +121,8 @@ def check(ctx: Context) -> list[Finding]:
             title=(
                 f"torch.compile compiled {recompiles} time(s) inside the steady steps ({duration(compile_ns)})"
                 if compile_ns or recompiles
-                else f"Compiled regions cost {duration(per_step(cpu, ctx))} CPU per step for "
-                f"{duration(per_step(gpu, ctx))} of GPU work"
+                else f"Compiled regions cost {duration(cpu // kept_steps)} CPU per step for "
+                f"{duration(gpu // kept_steps)} of GPU work"
             ),
             cost_ns=int(compile_ns + (max(cpu - gpu, 0) if tiny else 0)),
             seen=seen,
