@@ -133,3 +133,17 @@ def test_generated_code_can_be_exported_from_the_profile(tmp_path: Path) -> None
     written = {p.name: p.read_text() for p in out.glob("*.py")}
     assert written and any("triton_poi_fused_gelu" in text for text in written.values())
     assert main(["export", str(DATA / "gpt2"), "--format", "generated-code", "-o", str(tmp_path / "none")]) == 2
+
+
+def test_compile_time_against_the_steady_step() -> None:
+    from tenprof.analyses.findings import find_all
+
+    profile = load_profile(DATA / "compiled" / "gpt2_reduce_overhead")
+    finding = next(f for f in find_all(profile) if f.id == "torch-compile-time")
+    compile_ns = profile.sql("select sum(duration_ns) from ops where name = 'entire_frame_compile'").column(0)[0]
+    assert finding.numbers["compile_ns"] == pytest.approx(float(compile_ns.as_py()))
+    assert finding.numbers["steps_worth"] > 100 and finding.once
+    mlp = load_profile(DATA / "compiled" / "mlp_default")
+    assert any(f.id == "torch-compile-time" for f in find_all(mlp)) == (
+        mlp.sql("select sum(duration_ns) from ops where name = 'entire_frame_compile'").column(0)[0].as_py() > 0
+    )

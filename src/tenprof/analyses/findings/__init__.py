@@ -32,6 +32,7 @@ def find_all(profile: Profile, thresholds: Thresholds | None = None) -> list[Fin
     for module in (launch_bound, idle, syncs, transfers, copies, cold_start, variance, compiled, hardware):
         found.extend(module.check(ctx))
     found.extend(compiled.graph_breaks(ctx))
+    found.extend(compiled.compile_time(ctx))
     found.sort(key=lambda f: (f.once, -f.cost_ns, f.id))
     return found
 

@@ -191,3 +191,41 @@ def _has_region_ancestor(is_region: np.ndarray, parent: np.ndarray) -> np.ndarra
         p = int(parent[i])
         out[i] = p >= 0 and (bool(is_region[p]) or bool(out[p]))
     return out
+
+
+def compile_time(ctx: Context) -> list[Finding]:
+    """torch-compile-time: the time torch.compile spent compiling (`entire_frame_compile`, wherever it
+    falls) against the steady step it produced: how many steps the compilation is worth. A one-off cost;
+    reported when compiling took longer than the steady steps recorded (then the run was mostly compile)."""
+    ops = ctx.profile.table("ops")
+    names = ctx.op_names()
+    durations = ops.column("duration_ns").to_numpy()
+    compiles = [i for i, name in enumerate(names) if name == "entire_frame_compile"]
+    if not compiles or not ctx.step_count:
+        return []
+    compile_ns = int(durations[compiles].sum())
+    step_ns = float(np.median(ctx.step_end - ctx.step_start))
+    steady_ns = int((ctx.step_end - ctx.step_start).sum())
+    if step_ns <= 0 or compile_ns <= steady_ns:
+        return []
+    worth = compile_ns / step_ns
+    return [
+        Finding(
+            id="torch-compile-time",
+            title=f"torch.compile spent {duration(compile_ns)} compiling, {worth:.0f} steady steps' worth",
+            cost_ns=compile_ns,
+            seen=[
+                f"{len(compiles)} compilation(s), {duration(compile_ns)} in all",
+                f"steady step (median of the {ctx.step_count} analysed): {duration(int(step_ns))}; "
+                f"the recorded steady steps took {duration(steady_ns)} in all",
+            ],
+            where=ctx.where(np.asarray(compiles, dtype=np.int64)),
+            why="Compilation is paid before the compiled code runs; a run shorter than a few hundred steps spends "
+            "most of its time compiling, and a benchmark that includes it measures the compiler.",
+            fix="Profile and benchmark after warm-up (`tenprof report --steps 2:`); for short jobs compile less "
+            "(a smaller region, mode='default' instead of max-autotune) or keep Inductor's caches between runs "
+            "(TORCHINDUCTOR_CACHE_DIR, torch.compiler.save_cache_artifacts).",
+            numbers={"compile_ns": float(compile_ns), "steady_step_ns": step_ns, "steps_worth": worth},
+            once=True,
+        )
+    ]
