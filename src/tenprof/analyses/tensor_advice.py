@@ -17,20 +17,10 @@ Rules, first match wins (each states the evidence it uses):
 
 from __future__ import annotations
 
+from tenprof.analyses.op_kinds import GEMM_OPS
 from tenprof.analyses.tensor_forest import Forest
 from tenprof.analyses.tensor_stall_cost import TensorCost
 
-GEMM_OPS = {
-    "aten::mm",
-    "aten::addmm",
-    "aten::bmm",
-    "aten::baddbmm",
-    "aten::matmul",
-    "aten::linear",
-    "aten::_scaled_mm",
-    "aten::addmv",
-    "aten::mv",
-}
 GEMM_KERNEL_WORDS = ("gemm", "gemv", "nvjet", "xmma", "cutlass", "cublas")
 GATHER_WORDS = ("gather", "index", "embedding", "scatter")
 # Ops whose outputs are inputs of the program, not intermediates of it.

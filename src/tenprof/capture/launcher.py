@@ -302,11 +302,18 @@ def _stalls_from_counters_run(req: RunRequest, meta: Meta) -> Meta:
         pass_status = finish_stalls(writer, report_dir, req.ncu, "", cut)
         if pass_status.state != "failed":
             pass_status.reason = "; ".join(filter(None, [pass_status.reason, "sampled in the counters pass's ncu run"]))
+    return _commit_rider(req, meta, "stalls", writer, pass_status, started)
+
+
+def _commit_rider(
+    req: RunRequest, meta: Meta, name: str, writer: PassWriter, pass_status: PassStatus, started: float
+) -> Meta:
+    """Write a pass built from another pass's run (no run of its own) and record it in meta.json."""
     pass_status.started_at = now_iso()
     pass_status.duration_s = time.perf_counter() - started
     pass_status.rows = dict(writer.rows)
     writer.commit()
-    meta.passes["stalls"] = pass_status
+    meta.passes[name] = pass_status
     write_meta(req.out_dir, meta)
     return meta
 
@@ -341,13 +348,7 @@ def _accesses_from_tensors_run(req: RunRequest, meta: Meta, problem: str) -> Met
         except Exception as exc:  # never lose the recording to a bug in building the tables
             reason = f"building the profile failed: {exc.__class__.__name__}: {exc}"
             pass_status = PassStatus(state="failed", reason=reason)
-    pass_status.started_at = now_iso()
-    pass_status.duration_s = time.perf_counter() - started
-    pass_status.rows = dict(writer.rows)
-    writer.commit()
-    meta.passes["accesses"] = pass_status
-    write_meta(req.out_dir, meta)
-    return meta
+    return _commit_rider(req, meta, "accesses", writer, pass_status, started)
 
 
 def _read_status(raw_dir: Path) -> dict[str, Any]:

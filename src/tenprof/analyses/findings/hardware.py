@@ -16,17 +16,8 @@ from __future__ import annotations
 from tenprof.analyses.counters import OperatorEntry, operators_report
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.model import Finding
+from tenprof.analyses.op_kinds import GEMM_OPS
 from tenprof.renderers.units import duration
-
-GEMM_OPS = {
-    "aten::mm",
-    "aten::addmm",
-    "aten::bmm",
-    "aten::baddbmm",
-    "aten::matmul",
-    "aten::linear",
-    "aten::_addmm_activation",
-}
 
 
 def check(ctx: Context) -> list[Finding]:

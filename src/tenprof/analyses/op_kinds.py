@@ -1,0 +1,19 @@
+"""Names of aten ops by what they do, shared by the analyses that judge them."""
+
+from __future__ import annotations
+
+# Matrix multiplies: cuBLAS/CUTLASS GEMMs (and GEMVs) run under these ops.
+GEMM_OPS = frozenset(
+    {
+        "aten::mm",
+        "aten::addmm",
+        "aten::bmm",
+        "aten::baddbmm",
+        "aten::matmul",
+        "aten::linear",
+        "aten::_addmm_activation",
+        "aten::_scaled_mm",
+        "aten::addmv",
+        "aten::mv",
+    }
+)
