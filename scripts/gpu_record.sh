@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh [record] [findings] [compile] [tensors] [overhead REPEATS] [import] [gputests]
+#   usage: bash scripts/gpu_record.sh TASK... (record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -117,16 +117,46 @@ while [ $# -gt 0 ]; do
     for spec in "mlp default" "gpt2 default" "gpt2 reduce-overhead"; do
       set -- $spec "$@"; model=$1; mode=$2; shift 2
       name="compiled_${model}_${mode//-/_}"
-      ( cd "$REPO" && /usr/bin/time -f "wall_s=%e" tenprof run --quiet -o "$WORK/prof/$name" examples/compiled_train.py --model "$model" --mode "$mode" ) > "$WORK/logs/$name.log" 2>&1
+      # GPT-2 default: only steps 2-3 are recorded (its compile step alone makes an 18 MB profile)
+      sched=""; [ "$model" = gpt2 ] && [ "$mode" = default ] && sched="--schedule wait=1,warmup=1,active=2"
+      ( cd "$REPO" && /usr/bin/time -f "wall_s=%e" tenprof run --quiet $sched -o "$WORK/prof/$name" examples/compiled_train.py --model "$model" --mode "$mode" ) > "$WORK/logs/$name.log" 2>&1
       echo "exit=$?" >> "$WORK/logs/$name.log"
       tail -n 4 "$WORK/logs/$name.log"
-      tenprof report "$WORK/prof/$name" --limit 6 2>&1 | sed -n '/^Compiled code/,/^$/p' | head -n 24 | tee "$OUT/$name.txt"
+      tenprof report "$WORK/prof/$name" --limit 6 2>&1 | sed -n '/^Compiled code/,/^$/p' | head -n 40 | tee "$OUT/$name.txt"
       passes "$WORK/prof/$name"
       # the fixtures keep the tables and the generated code, not the large Kineto trace
       rm -f "$WORK/prof/$name"/timeline/raw/kineto_trace.json* "$WORK/prof/$name"/timeline/raw/callsites.json.gz
       du -sh "$WORK/prof/$name"
-      [ "$model" = gpt2 ] && [ "$mode" = default ] && rm -rf "$WORK/prof/$name"
     done
+    ;;
+  compiled_autotune)  # torch.compile mode=max-autotune on the MLP (Triton GEMM templates); autotuning not recorded
+    ( cd "$REPO" && /usr/bin/time -f "wall_s=%e" timeout "${AUTOTUNE_LIMIT_S:-300}" tenprof run --quiet --schedule wait=2,warmup=1,active=2 -o "$WORK/prof/compiled_mlp_max_autotune" examples/compiled_train.py --model mlp --mode max-autotune ) > "$WORK/logs/compiled_mlp_max_autotune.log" 2>&1
+    echo "exit=$?" >> "$WORK/logs/compiled_mlp_max_autotune.log"
+    tail -n 4 "$WORK/logs/compiled_mlp_max_autotune.log"
+    tenprof report "$WORK/prof/compiled_mlp_max_autotune" --limit 6 2>&1 | sed -n '/^Compiled code/,/^$/p' | head -n 40 | tee "$OUT/compiled_mlp_max_autotune.txt"
+    passes "$WORK/prof/compiled_mlp_max_autotune"
+    rm -f "$WORK"/prof/compiled_mlp_max_autotune/timeline/raw/kineto_trace.json* "$WORK"/prof/compiled_mlp_max_autotune/timeline/raw/callsites.json.gz
+    du -sh "$WORK/prof/compiled_mlp_max_autotune"
+    ;;
+  compiled_stalls)  # timeline + counters + stalls (one ncu run) on the compiled MLP: generated kernels replayed
+    # logs go straight to $OUT: a call cut off by its time limit still shows how far ncu got
+    ( cd "$REPO" && /usr/bin/time -f "wall_s=%e" timeout "${STALLS_LIMIT_S:-400}" tenprof run --quiet --passes timeline,counters,stalls -o "$WORK/prof/compiled_mlp_stalls" examples/compiled_train.py --model mlp --steps 2 --warmup 1 ) > "$OUT/compiled_mlp_stalls.log" 2>&1
+    echo "exit=$?" >> "$OUT/compiled_mlp_stalls.log"
+    grep -v "^==PROF==" "$OUT/compiled_mlp_stalls.log" | tail -n 8
+    grep -c "==PROF== Profiling" "$WORK"/prof/compiled_mlp_stalls/*/raw/ncu.log 2>/dev/null
+    passes "$WORK/prof/compiled_mlp_stalls"
+    tenprof report "$WORK/prof/compiled_mlp_stalls" --limit 6 > "$OUT/compiled_mlp_stalls.txt" 2>&1
+    sed -n '/^Warp stalls/,$p' "$OUT/compiled_mlp_stalls.txt" | head -n 60
+    rm -f "$WORK"/prof/compiled_mlp_stalls/*/raw/counters.ncu-rep "$WORK"/prof/compiled_mlp_stalls/timeline/raw/kineto_trace.json* "$WORK"/prof/compiled_mlp_stalls/timeline/raw/callsites.json.gz
+    du -sh "$WORK"/prof/compiled_mlp_stalls/*
+    ;;
+  compiled_trace)  # a plain torch.profiler trace of the compiled MLP (kernels declaring FLOPs/bytes), imported
+    ( cd "$REPO" && TORCHINDUCTOR_BENCHMARK_KERNEL=1 python3 examples/compiled_torch_profiler.py -o "$WORK/prof/compiled_trace.json.gz" ) > "$WORK/logs/compiled_trace.log" 2>&1
+    echo "exit=$?" >> "$WORK/logs/compiled_trace.log"
+    tail -n 3 "$WORK/logs/compiled_trace.log"
+    ls -la "$WORK/prof/compiled_trace.json.gz"
+    tenprof import "$WORK/prof/compiled_trace.json.gz" -o "$WORK/prof/compiled_trace_imported" > /dev/null 2>&1; echo "import exit=$?"
+    tenprof report "$WORK/prof/compiled_trace_imported" --limit 6 2>&1 | sed -n '/^Compiled code/,/^$/p' | head -n 40 | tee "$OUT/compiled_trace_imported.txt"
     ;;
   ranks)  # DDP on 2 GPUs under torchrun, balanced and with rank 1 slowed (tests/data/ranks/*)
     nvidia-smi -L

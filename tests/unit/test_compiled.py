@@ -147,3 +147,13 @@ def test_compile_time_against_the_steady_step() -> None:
     assert any(f.id == "torch-compile-time" for f in find_all(mlp)) == (
         mlp.sql("select sum(duration_ns) from ops where name = 'entire_frame_compile'").column(0)[0].as_py() > 0
     )
+
+
+def test_embedded_kernel_source_and_extern_gemm_calls() -> None:
+    from tenprof.importers.compiled_import import embedded_kernels, extern_calls
+
+    start, end = embedded_kernels(WRAPPER)["triton_poi_fused_gelu_0"]
+    lines = WRAPPER[start:end].split("\n")
+    assert lines[0] == "" and lines[2].startswith("def triton_poi_fused_gelu_0(")  # the file starts with a newline
+    calls = "extern_kernels.mm(buf9, x)\n        extern_kernels.bias_addmm(b, buf1, w)\nextern_kernels.bmm(a, b)"
+    assert extern_calls(calls) == ["aten::mm", "aten::addmm", "aten::bmm"]

@@ -160,7 +160,13 @@ def test_rollup_spreads_over_timeline_lines_and_weights_by_instances(tmp_path: A
     writer.write_table(
         "stall_kernels",
         pa.table(
-            {**{k: [v] for k, v in row.items()}, "instances": [3], "samples": [100.0], "dropped": [0.0]},
+            {
+                **{k: [v] for k, v in row.items()},
+                "instances": [3],
+                "samples": [100.0],
+                "dropped": [0.0],
+                "compiled_kernel": [False],
+            },
             schema=STALL_KERNELS,
         ),
     )

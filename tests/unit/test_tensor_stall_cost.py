@@ -43,6 +43,7 @@ def profile(tmp_path_factory: pytest.TempPathFactory) -> Profile:
         "first_op_seq": [add, add],
         "samples": [100.0, 10.0],
         "dropped": [0.0, 0.0],
+        "compiled_kernel": [False, False],
     }
     sass = {
         "replay_id": [0, 0, 0, 1],

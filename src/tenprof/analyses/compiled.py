@@ -7,7 +7,9 @@ generated code lists them, when an enclosing op is an aten op, or (kernels repla
 which run under no op) when the same kernel ran under an aten op elsewhere in the profile, typically
 while the graph was captured (`source = capture`, confidence medium); to a source line when the generated
 code lists the original lines, or when its op has a line of the user's code (the line that called the
-compiled function, at least).
+compiled function, at least). A library GEMM replayed from a CUDA graph whose capture the profile does
+not hold (a `--schedule` that skipped it) gets the GEMM ops the generated wrappers call through
+`extern_kernels` (`source = wrapper GEMM calls`, confidence low).
 
 Only steady-state steps count when the profile has two or more complete steps: the first step holds the
 compilation, whose autotuning launches thousands of benchmark kernels.
@@ -15,12 +17,14 @@ compilation, whose autotuning launches thousands of benchmark kernels.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from tenprof.analyses.summary import user_frame_of
 from tenprof.importers.compiled_import import from_kernel_name
+from tenprof.renderers.units import si
 from tenprof.store.profile import Profile
 
 REGION_MARKS = ("Torch-Compiled Region", "CompiledFxGraph", "CompiledFunction")
@@ -39,6 +43,10 @@ class CompiledKernelRow:
     kind: str = ""  # pointwise, reduction, ... (Triton kernels)
     memory_ops: str = ""  # "2 loads, 1 store" as Inductor counted them
     launch: str = ""  # "grid 512, 4 warps, 0 B shared" (median launch)
+    config: str = ""  # the Triton config autotuning chose: "4 warps, 1 stage, XBLOCK=1024"
+    declared: str = ""  # what the kernel declares per launch and the rate its mean launch reached
+    region: str = ""  # the compiled region it ran in: "frame 0/0, forward" or "backward"
+    called_from: str = ""  # the user's line that called the compiled function (for backward: its forward's)
 
 
 @dataclass(frozen=True)
@@ -50,6 +58,8 @@ class CompiledReport:
     rows: list[CompiledKernelRow]
     all_with_ops_ns: int = 0  # all kernels (compiled or eager) attributed to aten ops
     all_with_lines_ns: int = 0  # all kernels attributed to a source line
+    low_confidence_ns: int = 0  # compiled kernel time whose ops come from kernel names or the wrapper's GEMM calls
+    has_generated_code: bool = False  # the profile keeps Inductor's generated code (tenprof run)
 
     @property
     def ops_share(self) -> float:
@@ -72,10 +82,18 @@ def compiled_report(profile: Profile) -> CompiledReport | None:
     under_aten = np.zeros(n, dtype=bool)
     aten_name = [""] * n  # the innermost aten op enclosing (or being) each op
     has_line = np.zeros(n, dtype=bool)
+    frame_region = [""] * n  # the enclosing `Torch-Compiled Region: F/C`'s "F/C"
+    backward = np.zeros(n, dtype=bool)  # inside a compiled backward
+    region_op = np.full(n, -1, dtype=np.int64)  # the outermost compiled-region record enclosing the op
     for i in range(n):  # ops are numbered by start time: a parent comes before its children
         p = int(parent[i])
         own = str(names[i])
-        in_region[i] = any(m in own for m in REGION_MARKS) or (p >= 0 and in_region[p])
+        match = _REGION_ID.match(own)
+        frame_region[i] = match.group(1) if match else (frame_region[p] if p >= 0 else "")
+        backward[i] = "CompiledFunctionBackward" in own or (p >= 0 and bool(backward[p]))
+        marked = any(m in own for m in REGION_MARKS)
+        region_op[i] = region_op[p] if p >= 0 and region_op[p] >= 0 else (i if marked else -1)
+        in_region[i] = marked or (p >= 0 and in_region[p])
         under_aten[i] = own.startswith("aten::") or (p >= 0 and under_aten[p])
         aten_name[i] = own if own.startswith("aten::") else (aten_name[p] if p >= 0 else "")
         f = int(frame[i])
@@ -104,6 +122,8 @@ def compiled_report(profile: Profile) -> CompiledReport | None:
                 "generated_file": "",
             }
     all_ops = all_lines = 0
+    extern = extern_gemm_ops(profile)
+    by_wrapper: set[str] = set()
     for name, op, d, keep in zip(kernel_names, op_of.tolist(), duration.tolist(), steady.tolist(), strict=True):
         if not keep:
             continue
@@ -111,6 +131,11 @@ def compiled_report(profile: Profile) -> CompiledReport | None:
         inside = op is not None and op >= 0 and bool(in_region[op])
         under = op is not None and op >= 0 and under_aten[op]
         known_ops = (info is not None and bool(info["aten_ops"])) or under or name in captured
+        if not known_ops and inside and extern and GEMM_KERNEL.search(name):
+            # a library GEMM replayed from a CUDA graph whose capture was not recorded: the wrapper's
+            # extern GEMM calls are the only GEMMs the compiled code makes
+            known_ops = True
+            by_wrapper.add(name)
         known_line = (info is not None and bool(info["lines"])) or (op is not None and op >= 0 and has_line[op])
         all_ops += d if known_ops else 0
         all_lines += d if known_line else 0
@@ -132,10 +157,18 @@ def compiled_report(profile: Profile) -> CompiledReport | None:
         return None
     rows = []
     launches = _launch_shapes(profile)
+    where = _regions(profile, kernel_names, op_of, steady, frame_region, backward, region_op)
+    low_confidence = 0
     for name, (calls, total) in sorted(per_kernel.items(), key=lambda kv: -kv[1][1]):
         info = described.get(name, {})
         if name in replayed:
             info = {"aten_ops": captured[name], "source": "capture", "confidence": "medium"}
+        elif name in by_wrapper:
+            info = {"aten_ops": extern, "source": "wrapper GEMM calls", "confidence": "low"}
+        elif name not in described and not timeline_op.get(name):
+            info = {"source": "nothing known", "confidence": "none"}
+        if info.get("confidence") == "low":
+            low_confidence += total
         rows.append(
             CompiledKernelRow(
                 kernel=name,
@@ -149,12 +182,97 @@ def compiled_report(profile: Profile) -> CompiledReport | None:
                 kind=str(info.get("kind", "") or ""),
                 memory_ops=_memory_ops(info),
                 launch=launches.get(name, ""),
+                config=_config(info),
+                declared=_declared(info, total / max(calls, 1)),
+                region=where.get(name, ("", ""))[0],
+                called_from=where.get(name, ("", ""))[1],
             )
         )
     kernel_ns = int(duration[steady].sum())
     return CompiledReport(
-        kernel_ns, int(compiled_ns), int(with_ops), int(with_lines), rows, int(all_ops), int(all_lines)
+        kernel_ns,
+        int(compiled_ns),
+        int(with_ops),
+        int(with_lines),
+        rows,
+        int(all_ops),
+        int(all_lines),
+        int(low_confidence),
+        any(r.get("wrapper_file") for r in described.values()),
     )
+
+
+_REGION_ID = re.compile(r"^Torch-Compiled Region: (\d+/\d+)")
+
+
+def _regions(
+    profile: Profile,
+    kernel_names: list[str],
+    op_of: np.ndarray,
+    steady: np.ndarray,
+    frame_region: list[str],
+    backward: np.ndarray,
+    region_op: np.ndarray,
+) -> dict[str, tuple[str, str]]:
+    """Kernel name -> (its compiled region, the user line that entered it), from its first steady launch
+    inside one; a kernel replayed from a CUDA graph goes by the op around its cudaGraphLaunch."""
+    api_op = profile.table("api_calls").column("op_id").to_numpy()
+    k_api = profile.table("kernels").column("api_call_id").to_numpy()
+    ops = profile.table("ops")
+    frame = ops.column("frame_id").to_numpy()
+    user = user_frame_of(profile)
+    frames = profile.table("frames")
+    files, lines = frames.column("file").to_pylist(), frames.column("line").to_pylist()
+    out: dict[str, tuple[str, str]] = {}
+    for j, name in enumerate(kernel_names):
+        if name in out or not steady[j]:
+            continue
+        op = int(op_of[j])
+        if op < 0 and 0 <= k_api[j] < len(api_op):
+            op = int(api_op[k_api[j]])
+        if op < 0 or region_op[op] < 0:
+            continue
+        label = "backward" if backward[op] else "forward"
+        if frame_region[op]:
+            label = f"frame {frame_region[op]}, {label}"
+        f = int(frame[region_op[op]])
+        u = int(user[f]) if f >= 0 else -1
+        out[name] = (label, f"{files[u]}:{lines[u]}" if u >= 0 else "")
+    return out
+
+
+GEMM_KERNEL = re.compile(r"gemm|nvjet|cutlass|xmma|splitKreduce|cublas", re.IGNORECASE)
+
+
+def extern_gemm_ops(profile: Profile) -> str:
+    """The aten GEMM ops the kept generated wrappers call through `extern_kernels` (comma-separated)."""
+    from tenprof.capture.rawfiles import COMPILED_CODE_FILE
+    from tenprof.importers.compiled_import import extern_calls, read_compiled_code
+
+    ops: dict[str, None] = {}
+    for row in read_compiled_code(profile.directory / "timeline" / "raw" / COMPILED_CODE_FILE):
+        ops.update(dict.fromkeys(op for op in extern_calls(str(row.get("source", ""))) if "mm" in op))
+    return ",".join(ops)
+
+
+def _config(info: dict[str, object]) -> str:
+    warps, stages, blocks = info.get("num_warps"), info.get("num_stages"), info.get("block_sizes")
+    parts = [f"{warps} warps" if warps is not None else "", f"{stages} stage(s)" if stages is not None else ""]
+    return ", ".join(p for p in [*parts, str(blocks or "")] if p)
+
+
+def _declared(info: dict[str, object], mean_ns: float) -> str:
+    """`declares 8.4 MB, 2.1 GFLOP per launch: 2.9 TB/s, 740 TFLOP/s at its mean duration`."""
+    amounts, rates = [], []
+    for key, unit, rate_unit in (("bytes", "B", "B/s"), ("flops", "FLOP", "FLOP/s")):
+        value = info.get(key)
+        if isinstance(value, (int, float)) and value == value and value > 0:
+            amounts.append(si(float(value), unit))
+            if mean_ns > 0:
+                rates.append(si(float(value) / (mean_ns * 1e-9), rate_unit))
+    if not amounts:
+        return ""
+    return f"declares {', '.join(amounts)} per launch" + (f": {', '.join(rates)} at its mean duration" if rates else "")
 
 
 def _memory_ops(info: dict[str, object]) -> str:

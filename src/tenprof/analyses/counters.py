@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 
 from tenprof.analyses.roofline import verdict
 from tenprof.analyses.summary import user_frame_of
-from tenprof.importers.counters_import import CONFIDENCE
+from tenprof.importers.counters_import import CONFIDENCE, inside_autotuning
 from tenprof.store.profile import Profile
 
 SUMMED = ("dram_read_bytes", "dram_write_bytes", "flops", "instructions")
@@ -132,18 +132,37 @@ def operators_report(profile: Profile) -> OperatorsReport | None:
         u = int(user[frames[op]])
         return f"{files[u]}:{lines[u]}" if u >= 0 else ""
 
+    autotuning = inside_autotuning(op_names, ops.column("parent_op_id").to_numpy())
+    compiled = {
+        r["kernel"]: (f"compiled: {r['aten_ops']}", (r["lines"] or "").split(";")[0])
+        for r in profile.table("compiled_kernels").to_pylist()
+        if r["aten_ops"]
+    }
+
+    def key_of(op: int) -> tuple[str, str]:
+        """A generated kernel's record (its launch, named after it) stands for the aten ops it fuses."""
+        if op < 0:
+            return ("(no op)", "")
+        fused = compiled.get(op_names[op])
+        if fused is not None:
+            return (fused[0], fused[1] or line_of(op))
+        return (op_names[op], line_of(op))
+
     groups: dict[tuple[str, str], dict[tuple[int, str], list[int]]] = defaultdict(lambda: defaultdict(list))
     calls: dict[tuple[str, str], set[int]] = defaultdict(set)
     unattributed: dict[tuple[str, str], list[int]] = defaultdict(list)
     for j in range(kernels.num_rows):
         op = int(op_of[j])
         if replay[j] < 0:
-            reason = "no replay has this kernel name and launch configuration" + (
-                "" if op >= 0 else " (it ran outside any aten op: compiled graph or extension)"
-            )
+            if op >= 0 and autotuning[op]:
+                reason = "a benchmark launch of torch.compile's autotuning (only the launch after it is replayed)"
+            else:
+                reason = "no replay has this kernel name and launch configuration" + (
+                    "" if op >= 0 else " (it ran outside any aten op: compiled graph or extension)"
+                )
             unattributed[(names[j], reason)].append(j)
             continue
-        key = (op_names[op] if op >= 0 else "(no op)", line_of(op))
+        key = key_of(op)
         groups[key][(int(replay[j]), method[j])].append(j)
         calls[key].add(op)
     operators = []

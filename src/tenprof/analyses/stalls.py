@@ -1,10 +1,16 @@
 """Where warps waited, after the blame shift: per sampled kernel, the instructions that took the most
-blame, each with its stall-reason mix and the share of the kernel's samples it holds."""
+blame, each with its stall-reason mix and the share of the kernel's samples it holds.
+
+A torch.compile generated kernel ran in no aten op: it is placed at the aten ops it fuses and their
+source lines (`compiled_kernels`, or its name when the profile has no timeline), and each hot
+instruction also gets the text of its line in the generated kernel file (GeneratedSource)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from tenprof.store.profile import Profile
 
@@ -21,6 +27,7 @@ class HotInstruction:
     reasons: dict[str, float]
     shifted_in: float  # of which moved here from the instructions that waited for it
     source: str = ""  # file:line of the instruction when the kernel has line info (Triton)
+    source_text: str = ""  # that line of the generated code, when the profile keeps it (torch.compile)
 
 
 @dataclass(frozen=True)
@@ -33,16 +40,54 @@ class KernelStalls:
     hot: list[HotInstruction] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class CompiledPlace:
+    aten_ops: str  # comma-separated
+    lines: tuple[str, ...]  # file:line of those ops
+
+
+def compiled_places(profile: Profile) -> dict[str, CompiledPlace]:
+    """Generated kernel name -> the aten ops it fuses and their lines, from the timeline's
+    compiled_kernels; the names of sampled Triton kernels fill in when the profile has no timeline."""
+    from tenprof.importers.compiled_import import from_kernel_name
+
+    out = {
+        r["kernel"]: CompiledPlace(r["aten_ops"], tuple(x for x in (r["lines"] or "").split(";") if x))
+        for r in profile.table("compiled_kernels").to_pylist()
+    }
+    for name in profile.table("stall_kernels").column("name").to_pylist():
+        guess = from_kernel_name(name) if name not in out else None
+        if guess is not None:
+            out[name] = CompiledPlace(",".join(guess.aten_ops), ())
+    return out
+
+
+def _where(kernel: dict[str, object], places: dict[str, CompiledPlace]) -> str:
+    if kernel["op"]:
+        return str(kernel["op"])
+    if kernel["scope"]:
+        return f"scope {kernel['scope']}"
+    place = places.get(str(kernel["name"]))
+    return f"compiled: {place.aten_ops}" if place is not None else ""
+
+
 def kernel_stalls(profile: Profile, limit: int = 5) -> list[KernelStalls]:
+    from tenprof.analyses.generated_source import GeneratedSource
+
     kernels = profile.table("stall_kernels").to_pylist()
     if not kernels:
         return []
+    places = compiled_places(profile)
+    generated = GeneratedSource(profile)
+    names = {k["replay_id"]: str(k["name"]) for k in kernels}
     text: dict[tuple[int, int], tuple[str, str]] = {}
     source: dict[tuple[int, int], str] = {}
+    source_text: dict[tuple[int, int], str] = {}
     for r in profile.table("sass").to_pylist():
         text[(r["replay_id"], r["pc"])] = (r["text"], r["space"])
         if r["file"]:
             source[(r["replay_id"], r["pc"])] = f"{r['file']}:{r['line']}"
+            source_text[(r["replay_id"], r["pc"])] = generated.line(r["file"], r["line"], names[r["replay_id"]])
     by_kernel: dict[int, dict[int, dict[str, float]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(float)))
     moved: dict[tuple[int, int], float] = defaultdict(float)
     for r in profile.table("blame").to_pylist():
@@ -59,7 +104,7 @@ def kernel_stalls(profile: Profile, limit: int = 5) -> list[KernelStalls]:
             KernelStalls(
                 replay_id=rid,
                 name=k["name"],
-                where=k["op"] or (f"scope {k['scope']}" if k["scope"] else ""),
+                where=_where(k, places),
                 samples=k["samples"],
                 memory_share=memory / total,
                 hot=[
@@ -72,6 +117,7 @@ def kernel_stalls(profile: Profile, limit: int = 5) -> list[KernelStalls]:
                         reasons=dict(sorted(reasons.items(), key=lambda kv: -kv[1])),
                         shifted_in=moved.get((rid, pc), 0.0),
                         source=source.get((rid, pc), ""),
+                        source_text=source_text.get((rid, pc), ""),
                     )
                     for pc, reasons in hot
                 ],
@@ -105,12 +151,18 @@ def stall_rollup(profile: Profile) -> list[StallRollup]:
             memory[r["replay_id"]] += r["samples"]
             loads[r["replay_id"]][r["blamed_pc"]] += r["samples"]
     lines = _lines_by_op_and_kernel(profile)
+    places = compiled_places(profile)
+    launches = _launches_by_name(profile)
     rows: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
     top: dict[tuple[str, str], tuple[float, str]] = {}
     for k in kernels:
-        where = k["op"] or (f"scope {k['scope']}" if k["scope"] else "(no op)")
+        where = _where(k, places) or "(no op)"
         spread = lines.get((k["op"], k["name"])) or {"": 1.0}
         weight = float(k.get("instances", 1) or 1)
+        place = places.get(k["name"]) if not (k["op"] or k["scope"]) else None
+        if place is not None:  # a generated kernel: its fused ops' lines, each of its launches counted
+            spread = {line: 1.0 / len(place.lines) for line in place.lines} if place.lines else {"": 1.0}
+            weight = float(launches.get(k["name"], 1))
         best_pc, best = max(loads[k["replay_id"]].items(), key=lambda kv: kv[1], default=(-1, 0.0))
         for line, share in spread.items():
             key = (where, line)
@@ -121,6 +173,25 @@ def stall_rollup(profile: Profile) -> list[StallRollup]:
     out = [StallRollup(op, line, v[0], v[1], top.get((op, line), (0.0, ""))[1]) for (op, line), v in rows.items()]
     out.sort(key=lambda r: -r.memory_samples)
     return out
+
+
+def _launches_by_name(profile: Profile) -> dict[str, int]:
+    """Kernel name -> its launches in the timeline (how many times a sampled generated kernel ran),
+    leaving out autotuning's benchmark launches, which ran other configs of the kernel."""
+    if not profile.has_pass("timeline"):
+        return {}
+    from tenprof.importers.counters_import import inside_autotuning
+
+    ops = profile.table("ops")
+    tuning = inside_autotuning(ops.column("name").to_pylist(), ops.column("parent_op_id").to_numpy())
+    kernels = profile.table("kernels")
+    op = kernels.column("op_id").to_numpy()
+    benchmark = (op >= 0) & tuning[np.clip(op, 0, None)] if len(tuning) else np.zeros(len(op), dtype=bool)
+    counts: dict[str, int] = defaultdict(int)
+    for name, skip in zip(kernels.column("name").to_pylist(), benchmark.tolist(), strict=True):
+        if not skip:
+            counts[name] += 1
+    return dict(counts)
 
 
 def _lines_by_op_and_kernel(profile: Profile) -> dict[tuple[str, str], dict[str, float]]:

@@ -115,10 +115,11 @@ def run_child(spec: dict[str, Any]) -> int:
     signal.signal(signal.SIGTERM, _on_sigterm)
     _die_with_parent()
     session = _session(spec, raw_dir)
-    if spec.get("pass", "timeline") == "timeline":
-        from tenprof.capture.compiled_code import enable_origin_comments
+    # In every pass, so that torch.compile generates the same kernels under the same names in each run:
+    # the origin comments also keep Inductor from merging identical kernels of different source lines.
+    from tenprof.capture.compiled_code import enable_origin_comments
 
-        enable_origin_comments()
+    enable_origin_comments()
     try:
         session.start()
     except Exception as exc:
@@ -167,13 +168,12 @@ def run_child(spec: dict[str, Any]) -> int:
             session.stop()
         except Exception as exc:
             status["error"] = f"saving the trace failed: {exc.__class__.__name__}: {exc}"
-        if spec.get("pass", "timeline") == "timeline":
-            try:
-                from tenprof.capture.compiled_code import dump_compiled_code
+        try:  # each run's own generated files: the ones its kernels' line info points at
+            from tenprof.capture.compiled_code import dump_compiled_code
 
-                status["compiled_modules"] = dump_compiled_code(raw_dir)
-            except Exception as exc:  # attribution of compiled kernels is lost, the trace is not
-                status["compiled_code_error"] = f"{exc.__class__.__name__}: {exc}"
+            status["compiled_modules"] = dump_compiled_code(raw_dir)
+        except Exception as exc:  # attribution of compiled kernels is lost, the trace is not
+            status["compiled_code_error"] = f"{exc.__class__.__name__}: {exc}"
         status["trace_written"] = session.trace_written
         status["exit_code"] = exit_code
         status["cuda_device"] = _cuda_device()

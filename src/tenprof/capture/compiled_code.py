@@ -4,8 +4,10 @@ In the profiled process: `enable_origin_comments()` turns on Inductor's `comment
 into each generated Triton kernel the aten ops it computes and the user's source line of each (the
 FX node's stack trace); it changes comments only, not the kernels. `dump_compiled_code(raw_dir)` copies
 the source of every wrapper module Inductor loaded (they hold each kernel's source, its metadata comment
-"Original ATen: [...]" and its `# kernel path:`) into `raw/compiled_code.json.gz`, read by
-tenprof.importers.compiled_import. Both do nothing when torch.compile was not used.
+"Original ATen: [...]" and its `# kernel path:`; the kernel's source string is the text of the file
+Triton compiles it from, so the stalls report can quote a hot line) into `raw/compiled_code.json.gz`
+(rows `{"path", "source"}`), read by tenprof.importers.compiled_import. Every pass's
+run does this. Both do nothing when torch.compile was not used.
 """
 
 from __future__ import annotations

@@ -8,6 +8,12 @@ replayed. Their kernels get the representative's metrics when the profile is bui
 launch configuration and op). With `keep_all`, every op instance is marked (the baseline that shows
 what de-duplication saves).
 
+torch.compile's Triton kernels run outside aten ops, so the dispatch mode never sees them: Inductor's
+launcher (`CachingAutotuner`) is wrapped so that the first launch of each generated kernel after its
+autotuning runs inside `tenprof_keep` and `tk:<kernel name>` (every launch with `keep_all`). Autotuning's
+benchmark launches stay unmarked, so ncu does not replay them. The kernels marked are listed in
+`counters_ops.json.gz` (`marked_compiled_kernels`).
+
 Raw file written into `raw_dir`: `counters_ops.json.gz` (the signature table and counts).
 """
 
@@ -24,7 +30,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from tenprof.capture import runtime
-from tenprof.capture.counters_names import KEEP_RANGE, OP_RANGE_PREFIX, SCOPE_RANGE_PREFIX
+from tenprof.capture.counters_names import COMPILED_RANGE_PREFIX, KEEP_RANGE, OP_RANGE_PREFIX, SCOPE_RANGE_PREFIX
 from tenprof.capture.rawfiles import COUNTERS_OPS_FILE
 
 _is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
@@ -76,14 +82,99 @@ class CountersRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
         if not (first or self.keep_all):
             return func(*args, **kwargs)
         self.marked += 1
-        nvtx: Any = torch.cuda.nvtx
-        nvtx.range_push(KEEP_RANGE)
-        nvtx.range_push(f"{OP_RANGE_PREFIX}{sid}")
+        _push(f"{OP_RANGE_PREFIX}{sid}")
         try:
             return func(*args, **kwargs)
         finally:
-            nvtx.range_pop()
-            nvtx.range_pop()
+            _pop()
+
+
+def _push(inner: str) -> None:
+    nvtx: Any = torch.cuda.nvtx
+    nvtx.range_push(KEEP_RANGE)
+    nvtx.range_push(inner)
+
+
+def _pop() -> None:
+    nvtx: Any = torch.cuda.nvtx
+    nvtx.range_pop()
+    nvtx.range_pop()
+
+
+class CompiledLaunchMarker:
+    """Marks launches of Inductor's generated Triton kernels for replay (see the module docstring)."""
+
+    def __init__(self, keep_all: bool) -> None:
+        self.keep_all = keep_all
+        self.kept: set[str] = set()
+        self.active = False
+        self._restore: list[tuple[Any, str, Any]] = []
+
+    def _wanted(self, tuner: Any) -> str:
+        meta = getattr(tuner, "inductor_meta", None) or {}
+        name = str(meta.get("kernel_name") or getattr(getattr(tuner, "fn", None), "__name__", ""))
+        if not self.active or not name or (name in self.kept and not self.keep_all):
+            return ""
+        return name
+
+    def install(self) -> None:
+        try:
+            from torch._inductor.runtime import triton_heuristics
+        except Exception:  # no Inductor runtime in this torch: nothing compiled can run
+            return
+        autotuner = getattr(triton_heuristics, "CachingAutotuner", None)
+        if autotuner is None:
+            return
+        marker = self
+        self.active = True
+        if hasattr(autotuner, "_pre_launch") and hasattr(autotuner, "_post_launch"):
+            # called around the real launch, after autotuning inside run(): exactly the launch to replay
+            pre, post = autotuner._pre_launch, autotuner._post_launch
+
+            def pre_launch(tuner: Any, *args: Any, **kwargs: Any) -> Any:
+                name = marker._wanted(tuner)
+                if marker.keep_all:  # run() would take a cached path past these hooks after this launch
+                    tuner._cache_eligible = False
+                if name:
+                    marker.kept.add(name)
+                    _push(f"{COMPILED_RANGE_PREFIX}{name}")
+                tuner._tenprof_marked = bool(name)
+                return pre(tuner, *args, **kwargs)
+
+            def post_launch(tuner: Any, *args: Any, **kwargs: Any) -> Any:
+                try:
+                    return post(tuner, *args, **kwargs)
+                finally:
+                    if getattr(tuner, "_tenprof_marked", False):
+                        tuner._tenprof_marked = False
+                        _pop()
+
+            self._restore += [(autotuner, "_pre_launch", pre), (autotuner, "_post_launch", post)]
+            autotuner._pre_launch, autotuner._post_launch = pre_launch, post_launch
+            return
+        run = autotuner.run
+
+        def run_marked(tuner: Any, *args: Any, **kwargs: Any) -> Any:
+            # older Inductor: autotuning happens inside run() while several configs remain, so only a
+            # launch with one config left is marked (a kernel launched once is then not replayed)
+            name = marker._wanted(tuner) if len(getattr(tuner, "launchers", ())) == 1 else ""
+            if not name or kwargs.get("benchmark_run"):
+                return run(tuner, *args, **kwargs)
+            marker.kept.add(name)
+            _push(f"{COMPILED_RANGE_PREFIX}{name}")
+            try:
+                return run(tuner, *args, **kwargs)
+            finally:
+                _pop()
+
+        self._restore.append((autotuner, "run", run))
+        autotuner.run = run_marked
+
+    def uninstall(self) -> None:
+        self.active = False
+        for owner, attribute, original in reversed(self._restore):
+            setattr(owner, attribute, original)
+        self._restore.clear()
 
 
 class CountersSession:
@@ -92,6 +183,7 @@ class CountersSession:
     ) -> None:
         self.raw_dir = raw_dir
         self.recorder = CountersRecorder(keep_all)
+        self.compiled = CompiledLaunchMarker(keep_all)
         self.replay_scopes = set(replay_scopes)
         self.trace_written = False
         self._active = False
@@ -101,11 +193,13 @@ class CountersSession:
         if not torch.cuda.is_available():
             raise RuntimeError("the counters pass needs a CUDA device")
         self.recorder.__enter__()  # type: ignore[no-untyped-call]
+        self.compiled.install()
         self._active = True
         runtime.activate(self)
 
     def stop(self) -> None:
         runtime.deactivate(self)
+        self.compiled.uninstall()
         if self._active:
             self._active = False
             runtime.leave_mode(self.recorder)
@@ -115,6 +209,7 @@ class CountersSession:
             "keep_all": self.recorder.keep_all,
             "op_count": self.recorder.seq,
             "marked_ops": self.recorder.marked,
+            "marked_compiled_kernels": sorted(self.compiled.kept),
             "signatures": {
                 key: [row[i] for row in self.recorder.rows]
                 for i, key in enumerate(("signature_id", "op", "shapes", "dtypes", "first_op_seq", "count"))
@@ -135,13 +230,9 @@ class CountersSession:
         if name in self._scopes_seen and not self.recorder.keep_all:
             return False
         self._scopes_seen.add(name)
-        nvtx: Any = torch.cuda.nvtx
-        nvtx.range_push(KEEP_RANGE)
-        nvtx.range_push(f"{SCOPE_RANGE_PREFIX}{name}")
+        _push(f"{SCOPE_RANGE_PREFIX}{name}")
         return True
 
     def scope_exit(self, token: Any) -> None:
         if token:
-            nvtx: Any = torch.cuda.nvtx
-            nvtx.range_pop()
-            nvtx.range_pop()
+            _pop()

@@ -173,6 +173,10 @@ def _run_child(
     # A session of its own: a Ctrl-C at the terminal reaches only this process, which forwards exactly
     # one SIGINT; SIGTERM and SIGHUP are forwarded as SIGTERM. The child saves on either.
     env = _child_env()
+    if piped:
+        # ncu follows every process the script starts (--target-processes all); Inductor's pool of
+        # compile workers would each start under its injection. Compile in the script's own process.
+        env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
     if access is not None:
         env.update(access.environment(raw_dir, every=req.access_every))
     proc = subprocess.Popen(

@@ -11,8 +11,6 @@ import json
 import shutil
 from pathlib import Path
 
-import pyarrow.parquet as pq
-
 from tenprof.capture.ncu_runner import METRICS, find_ncu, permission_problem
 from tenprof.capture.rawfiles import (
     CALLSITES_FILE,
@@ -28,7 +26,7 @@ from tenprof.capture.rawfiles import (
 )
 from tenprof.errors import TenprofError
 from tenprof.importers.access_import import access_files, build_accesses_pass
-from tenprof.importers.compiled_import import build_compiled_table, read_compiled_code
+from tenprof.importers.compiled_import import write_compiled_kernels
 from tenprof.importers.counters_import import build_counters_pass, expected_replays, write_gz_json
 from tenprof.importers.ncu_report_reader import read_report, read_source_counters
 from tenprof.importers.stalls_import import build_stalls_pass
@@ -216,7 +214,7 @@ def finish_timeline(writer: PassWriter, raw_dir: Path, meta: Meta, child_error: 
     else:
         try:
             report = build_pass(writer, trace, raw_dir / CALLSITES_FILE)
-            _write_compiled_kernels(writer, raw_dir)
+            write_compiled_kernels(writer, raw_dir / COMPILED_CODE_FILE, report.triton_launches)
             pass_status.state = "partial" if meta.run.cut_short else "complete"
             pass_status.reason = "; ".join(
                 ([f"cut short: {meta.run.cut_short_reason}"] if meta.run.cut_short else []) + report.warnings
@@ -230,15 +228,6 @@ def finish_timeline(writer: PassWriter, raw_dir: Path, meta: Meta, child_error: 
     if (raw_dir / CHECKS_FILE).exists():
         meta.checks = json.loads((raw_dir / CHECKS_FILE).read_text())
     return pass_status
-
-
-def _write_compiled_kernels(writer: PassWriter, raw_dir: Path) -> None:
-    """compiled_kernels: what torch.compile's generated code says each Triton kernel computes."""
-    kernels = writer.tmp_dir / "kernels.parquet"
-    names = pq.read_table(kernels, columns=["name"]).column("name").to_pylist() if kernels.exists() else []
-    code = read_compiled_code(raw_dir / COMPILED_CODE_FILE)
-    if code or any(str(n).startswith("triton_") for n in names):
-        writer.write_table("compiled_kernels", build_compiled_table(code, [str(n) for n in names]))
 
 
 def _compress(path: Path) -> None:

@@ -134,17 +134,34 @@ class ExportCommand:
 
 
 def _write_generated_code(profile: Profile, out_dir: Path) -> int:
-    """torch.compile's generated wrapper modules kept by the timeline pass, one .py file each."""
+    """torch.compile's generated wrapper modules kept by the profile's runs, one .py file each under its own
+    name, and each Triton kernel's source as `<kernel>.py`: the text of the file Triton compiled it from,
+    so the line numbers the stalls report gives are that file's."""
     from tenprof.capture.rawfiles import COMPILED_CODE_FILE
-    from tenprof.importers.compiled_import import read_compiled_code
+    from tenprof.importers.compiled_import import embedded_kernels, read_compiled_code
 
-    rows = read_compiled_code(profile.directory / "timeline" / "raw" / COMPILED_CODE_FILE)
+    rows = [
+        r for kept in sorted(profile.directory.glob(f"*/raw/{COMPILED_CODE_FILE}")) for r in read_compiled_code(kept)
+    ]
     if not rows:
-        raise UsageError(f"{profile.directory} keeps no torch.compile code (no compiled code ran in its timeline pass)")
+        raise UsageError(f"{profile.directory} keeps no torch.compile code (no compiled code ran in its runs)")
     out_dir.mkdir(parents=True, exist_ok=True)
+    wrappers: set[str] = set()
+    kernels: set[str] = set()
     for row in rows:
-        (out_dir / Path(str(row["path"])).name).write_text(str(row["source"]))
-    print(f"wrote {len(rows)} generated modules to {out_dir}/ (generated-code)", file=sys.stderr)
+        name, source = Path(str(row["path"])).name, str(row["source"])
+        if name in wrappers:
+            continue
+        wrappers.add(name)
+        (out_dir / name).write_text(source)
+        for kernel, (start, end) in embedded_kernels(source).items():
+            if kernel not in kernels:
+                kernels.add(kernel)
+                (out_dir / f"{kernel}.py").write_text(source[start:end])
+    print(
+        f"wrote {len(wrappers)} generated wrappers and {len(kernels)} kernel sources (<kernel>.py) to {out_dir}/",
+        file=sys.stderr,
+    )
     return 0
 
 

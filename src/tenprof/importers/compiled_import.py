@@ -4,12 +4,16 @@ generated Triton kernel, the aten ops it computes and the user's lines of those 
 What Inductor writes, and what is read from it:
 - before each kernel's definition `NAME = async_compile.triton('NAME', '''...''')`, a comment block
   with `# kernel path: FILE` and `... Original ATen: [aten.add, aten.gelu]`;
-- inside the kernel's source, with `comment_origin` on (tenprof turns it on in the timeline pass),
+- inside the kernel's source, with `comment_origin` on,
   `# ORIGIN:` blocks naming each FX node's aten op (`call_function aten.mul.Tensor`) and its stack
-  trace's last frame (`File "/path/model.py", line 39, in forward`).
-Those give `source = inductor-comments`, confidence high. A kernel whose comments are missing (another
-torch version, comment_origin off) falls back to its name: `triton_poi_fused_add_gelu_3` -> add, gelu
-(`kernel-name`, confidence low: a multi-word op such as native_layer_norm splits into words).
+  trace's last frame (`File "/path/model.py", line 39, in forward`); tenprof turns `comment_origin` on
+  in every pass's run.
+Those give `source = inductor-comments`, confidence high. A kernel no wrapper describes is read from its
+own generated file when it still exists here (a torch.profiler trace names it: `kernel_file`), else from
+its name: `triton_poi_fused_add_gelu_3` -> add, gelu (`kernel-name`, confidence
+low: a multi-word op such as native_layer_norm splits into words).
+The launch columns (warps, stages, block sizes, declared FLOPs and bytes) come from the arguments
+Inductor's launcher gives each launch it makes under the profiler (BuildReport.triton_launches).
 """
 
 from __future__ import annotations
@@ -20,9 +24,12 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
+from tenprof.capture.rawfiles import COMPILED_CODE_FILE
 from tenprof.importers.counters_import import read_gz_json
 from tenprof.store.schema import COMPILED_KERNELS
+from tenprof.store.writer import PassWriter
 
 _DEFINITION = re.compile(r"^(\w+) = async_compile\.triton\('(\w+)', '''", re.MULTILINE)
 _ORIGINAL_ATEN = re.compile(r"Original ATen: \[([^\]]*)\]")
@@ -72,33 +79,72 @@ def _unique(items: list[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(i for i in items if i))
 
 
-def parse_wrapper(source: str, wrapper_file: str = "") -> list[CompiledKernel]:
-    out: list[CompiledKernel] = []
+def _body_facts(body: str) -> tuple[list[str], list[str], tuple[int, int, int]]:
+    """The aten ops of the `# ORIGIN:` blocks, their source lines and Inductor's load/store/reduction
+    counts, from one kernel's source."""
+    ops = [_aten(x) for x in _ORIGIN_OP.findall(body)]
+    # tenprof's own recorder can be the innermost frame of a node's stack: not a line of the program
+    lines = [f"{file}:{line}" for file, line in _FRAME.findall(body) if not _is_tenprof(file)]
+    meta = dict(_META_COUNT.findall(body))
+    counts = (int(meta.get("num_load", -1)), int(meta.get("num_store", -1)), int(meta.get("num_reduction", -1)))
+    return ops, lines, counts
+
+
+def embedded_kernels(source: str) -> dict[str, tuple[int, int]]:
+    """Kernel name -> (start, end) of its source inside a wrapper: the text of the `'''...'''` string,
+    which is exactly the file Triton compiles it from, so line N of that text is line N of the kernel's
+    line info (checked against ncu's source lines on the H200)."""
+    out: dict[str, tuple[int, int]] = {}
     definitions = list(_DEFINITION.finditer(source))
     for i, match in enumerate(definitions):
-        name = match.group(2)
-        body_end = source.find("''', device_str=", match.end())
-        if body_end < 0:
-            body_end = definitions[i + 1].start() if i + 1 < len(definitions) else len(source)
-        body = source[match.end() : body_end]
-        header_start = source.rfind("\n\n", 0, match.start())
-        header = source[header_start + 1 if header_start >= 0 else 0 : match.start()]
+        end = source.find("''', device_str=", match.end())
+        if end < 0:
+            end = definitions[i + 1].start() if i + 1 < len(definitions) else len(source)
+        out.setdefault(match.group(2), (match.end(), end))
+    return out
+
+
+def parse_wrapper(source: str, wrapper_file: str = "") -> list[CompiledKernel]:
+    out: list[CompiledKernel] = []
+    for name, (start, end) in embedded_kernels(source).items():
+        body = source[start:end]
+        definition = source.rfind("\n", 0, start) + 1
+        header_start = source.rfind("\n\n", 0, definition)
+        header = source[header_start + 1 if header_start >= 0 else 0 : definition]
         ops: list[str] = []
         for listed in _ORIGINAL_ATEN.findall(header):
             ops += [_aten(x) for x in listed.split(",")]
-        ops += [_aten(x) for x in _ORIGIN_OP.findall(body)]
-        # tenprof's own recorder can be the innermost frame of a node's stack: not a line of the program
-        lines = [f"{file}:{line}" for file, line in _FRAME.findall(body) if not _is_tenprof(file)]
+        body_ops, lines, counts = _body_facts(body)
+        ops += body_ops
         path = _KERNEL_PATH.search(header)
         generated = path.group(1) if path else ""
-        meta = dict(_META_COUNT.findall(body))
-        counts = (int(meta.get("num_load", -1)), int(meta.get("num_store", -1)), int(meta.get("num_reduction", -1)))
         if ops or lines:
             kernel = CompiledKernel(
                 name, _unique(ops), _unique(lines), generated, wrapper_file, "inductor-comments", "high", counts
             )
             out.append(kernel)
     return out
+
+
+def from_kernel_file(name: str, source: str, path: str) -> CompiledKernel | None:
+    """A kernel's own generated file (the `kernel_file` a torch.profiler trace names): its ORIGIN blocks
+    when Inductor wrote them (comment_origin on), else only its counts, with the ops from its name."""
+    ops, lines, counts = _body_facts(source)
+    if ops or lines:
+        return CompiledKernel(name, _unique(ops), _unique(lines), path, "", "inductor-comments", "high", counts)
+    guess = from_kernel_name(name)
+    if guess is None:
+        return None
+    return CompiledKernel(name, guess.aten_ops, (), path, "", guess.source, guess.confidence, counts)
+
+
+_EXTERN_CALL = re.compile(r"extern_kernels\.(\w+)\(")
+
+
+def extern_calls(source: str) -> list[str]:
+    """The aten ops a wrapper runs through library kernels: `extern_kernels.mm(` -> aten::mm
+    (Inductor's `bias_addmm` is an addmm)."""
+    return [f"aten::{'addmm' if name == 'bias_addmm' else name}" for name in _EXTERN_CALL.findall(source)]
 
 
 def from_kernel_name(name: str) -> CompiledKernel | None:
@@ -116,25 +162,63 @@ def kind_of(name: str) -> str:
     return KINDS.get(parts[1], "") if len(parts) > 2 and parts[0] == "triton" else ""
 
 
-def build_compiled_table(rows: list[dict[str, Any]], kernel_names: list[str]) -> pa.Table:
-    """One row per generated kernel seen in the wrappers, plus name-parsed rows for Triton kernels of the
-    timeline that no wrapper describes."""
+def _number(value: Any, kind: type = int) -> Any:
+    try:
+        return kind(value)
+    except (TypeError, ValueError):
+        return None
+
+
+# Inductor's generated files are content-addressed: `c` + 51 base32 characters, in a two-letter directory
+_GENERATED_FILE = re.compile(r"(^|/)c[a-z0-9]{51}\.py$")
+
+
+def is_generated_file(path: str) -> bool:
+    """`/tmp/torchinductor_u/o3/co377...wgelq.py` is; Triton's or torch's own sources are not."""
+    return bool(_GENERATED_FILE.search(path.replace("\\", "/")))
+
+
+def _read_text(path: str) -> str:
+    """A generated kernel file named by an imported trace, when it still exists on this machine."""
+    if not is_generated_file(path):
+        return ""
+    try:
+        return Path(path).read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def build_compiled_table(
+    rows: list[dict[str, Any]], kernel_names: list[str], launches: dict[str, dict[str, Any]] | None = None
+) -> pa.Table:
+    """One row per generated kernel seen in the wrappers, plus rows for Triton kernels of the timeline
+    (or Inductor launches of the trace, `launches`: kernel -> launch args) that no wrapper describes:
+    from the kernel's own generated file when it can be read here, else from its name."""
+    launches = launches or {}
     found: dict[str, CompiledKernel] = {}
     for row in rows:
         for k in parse_wrapper(str(row.get("source", "")), str(row.get("path", ""))):
             found.setdefault(k.kernel, k)
-    for name in dict.fromkeys(kernel_names):
-        if name not in found:
-            guess = from_kernel_name(name)
-            if guess is not None:
-                found[name] = guess
+    for name in dict.fromkeys([*kernel_names, *launches]):
+        if name in found:
+            continue
+        path = str(launches.get(name, {}).get("kernel_file", "") or "")
+        text = _read_text(path)
+        guess = from_kernel_file(name, text, path) if text else from_kernel_name(name)
+        if guess is not None:
+            found[name] = guess
     kernels = list(found.values())
+    meta = [launches.get(k.kernel, {}) for k in kernels]
+    gb = [_number(m.get("kernel_num_gb"), float) for m in meta]
     return pa.table(
         {
             "kernel": [k.kernel for k in kernels],
             "aten_ops": [",".join(k.aten_ops) for k in kernels],
             "lines": [";".join(k.lines) for k in kernels],
-            "generated_file": [k.generated_file for k in kernels],
+            # the file the launcher loaded (its line info's file) before the wrapper's `kernel path` comment
+            "generated_file": [
+                str(m.get("kernel_file", "") or "") or k.generated_file for k, m in zip(kernels, meta, strict=True)
+            ],
             "wrapper_file": [k.wrapper_file for k in kernels],
             "source": [k.source for k in kernels],
             "confidence": [k.confidence for k in kernels],
@@ -142,11 +226,35 @@ def build_compiled_table(rows: list[dict[str, Any]], kernel_names: list[str]) ->
             "num_load": [k.counts[0] for k in kernels],
             "num_store": [k.counts[1] for k in kernels],
             "num_reduction": [k.counts[2] for k in kernels],
+            "launches": [int(m.get("launches", 0)) for m in meta],
+            "num_warps": [_number(m.get("num_warps")) for m in meta],
+            "num_stages": [_number(m.get("num_stages")) for m in meta],
+            "block_sizes": [str(m.get("kernel_kwargs", "") or "") for m in meta],
+            "flops": [_number(m.get("kernel_flop"), float) for m in meta],
+            "bytes": [None if g is None else g * 1e9 for g in gb],
         },
         schema=COMPILED_KERNELS,
     )
 
 
+def kept_code_files(profile_dir: Path) -> list[Path]:
+    """Every pass's kept wrappers, those of the ncu run (counters, else stalls) first: its kernels are
+    the ones the counters and stalls reports name, should another run have generated different code."""
+    order = {"counters": 0, "stalls": 1, "timeline": 2}
+    found = profile_dir.glob(f"*/raw/{COMPILED_CODE_FILE}")
+    return sorted(found, key=lambda p: (order.get(p.parent.parent.name, 3), p.parent.parent.name))
+
+
 def read_compiled_code(path: Path) -> list[dict[str, Any]]:
     data = read_gz_json(path) if path.exists() else []
     return data if isinstance(data, list) else []
+
+
+def write_compiled_kernels(writer: PassWriter, code_file: Path | None, launches: dict[str, dict[str, Any]]) -> None:
+    """compiled_kernels, when the run compiled anything: what the generated code (`code_file`, kept by
+    `tenprof run`; None for an imported trace) and the trace's launches say each Triton kernel computes."""
+    kernels = writer.tmp_dir / "kernels.parquet"
+    names = pq.read_table(kernels, columns=["name"]).column("name").to_pylist() if kernels.exists() else []
+    code = read_compiled_code(code_file) if code_file is not None else []
+    if code or launches or any(str(n).startswith("triton_") for n in names):
+        writer.write_table("compiled_kernels", build_compiled_table(code, [str(n) for n in names], launches))

@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from tenprof.analyses.blame import blame
 from tenprof.analyses.sass import parse_program
-from tenprof.capture.counters_names import OP_RANGE_PREFIX, SCOPE_RANGE_PREFIX
+from tenprof.capture.counters_names import COMPILED_RANGE_PREFIX, OP_RANGE_PREFIX, SCOPE_RANGE_PREFIX
 from tenprof.importers.counters_import import base_name, read_gz_json
 from tenprof.store.schema import BLAME, PC_SAMPLES, SASS, STALL_KERNELS
 from tenprof.store.writer import PassWriter
@@ -102,6 +102,7 @@ def build_stall_tables(
         kernels["first_op_seq"].append(sig_first.get(sid, -1))
         kernels["samples"].append(total)
         kernels["dropped"].append(float(k.get("dropped", 0.0)))
+        kernels["compiled_kernel"].append(bool(_last(k["nvtx"], COMPILED_RANGE_PREFIX)))
         report.samples += total
         report.dropped += float(k.get("dropped", 0.0))
         code = _code_rows(k["sass"], [int(pc) for pc, _, _ in k["samples"]])

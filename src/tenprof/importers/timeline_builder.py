@@ -53,6 +53,9 @@ class BuildReport:
     warnings: list[str] = field(default_factory=list)
     span_start_ns: int = 0
     span_end_ns: int = 0
+    # generated Triton kernel name -> the launch metadata Inductor passes to the profiler (see
+    # _TRITON_LAUNCH_ARGS); the last launch's values, with `launches` counting them
+    triton_launches: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 class _Cols:
@@ -88,6 +91,19 @@ def _dim3(value: Any) -> tuple[int, int, int]:
     return 0, 0, 0
 
 
+# What Inductor's launcher records with each Triton launch it makes under the profiler (args of the
+# cpu_op named after the kernel): kernel_flop and kernel_num_gb only when the kernel declares them
+# (TORCHINDUCTOR_BENCHMARK_KERNEL=1 or profile_bandwidth).
+_TRITON_LAUNCH_ARGS = (
+    "kernel_file",
+    "num_warps",
+    "num_stages",
+    "kernel_kwargs",
+    "kernel_flop",
+    "kernel_num_gb",
+)
+
+
 class _Collector:
     """Sorts raw events by kind into column lists. The only per-event Python code of an import."""
 
@@ -111,6 +127,7 @@ class _Collector:
         self.transfers = _Cols(name="s", cat="s", bytes="q", device="q", stream="q", ts="d", dur="d", corr="q", ext="q")
         self.api = _Cols(name="s", cat="s", tid="q", ts="d", dur="d", corr="q", ext="q")
         self.memory = _Cols(ts="d", tid="q", dtype="q", device="q", addr="q", bytes="q", alloc="q", reserved="q")
+        self.triton_launches: dict[str, dict[str, Any]] = {}
         self.events = 0
 
     def add_all(self, events: Iterable[dict[str, Any]]) -> None:
@@ -149,6 +166,8 @@ class _Collector:
                 ops["shapes"].append(intern(orjson.dumps(dims).decode()) if dims is not None else "")
                 types = a.get("Input type")
                 ops["dtypes"].append(intern(orjson.dumps(types).decode()) if types is not None else "")
+                if "kernel_backend" in a:
+                    self._triton_launch(name, a)
             elif cat == "kernel":
                 kern["name"].append(name)
                 kern["device"].append(_int(a.get("device", ev.get("pid")), 0))
@@ -189,6 +208,13 @@ class _Collector:
                 py["tid"].append(_int(ev.get("tid"), 0))
                 py["ts"].append(ts)
                 py["dur"].append(dur)
+
+    def _triton_launch(self, name: str, args: dict[str, Any]) -> None:
+        seen = self.triton_launches.setdefault(name, {"launches": 0})
+        seen["launches"] += 1
+        for key in _TRITON_LAUNCH_ARGS:
+            if key in args:
+                seen[key] = args[key]
 
 
 class _Clock:
@@ -278,7 +304,7 @@ def build_timeline(
     """Build every timeline table. `base_time_ns_of()` is called after the events are consumed."""
     col = _Collector()
     col.add_all(events)
-    report = BuildReport(events=col.events)
+    report = BuildReport(events=col.events, triton_launches=col.triton_launches)
     report.base_time_ns = int(base_time_ns_of())
     clock = _Clock(report.base_time_ns)
 

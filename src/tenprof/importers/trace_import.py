@@ -10,6 +10,7 @@ from typing import Any
 from tenprof import __version__
 from tenprof.errors import TenprofError, TraceFormatError
 from tenprof.importers.callsites import read_callsites
+from tenprof.importers.compiled_import import write_compiled_kernels
 from tenprof.importers.kineto_reader import TraceStream
 from tenprof.importers.timeline_builder import BuildReport, build_timeline
 from tenprof.store.directory import prepare_output_dir
@@ -75,6 +76,7 @@ def import_trace(trace: Path, out_dir: Path, force: bool) -> Meta:
     writer = PassWriter(out_dir, "timeline")
     try:
         report = build_pass(writer, trace, None)
+        write_compiled_kernels(writer, None, report.triton_launches)
     except (TenprofError, Exception) as exc:
         writer.abandon()
         meta.passes["timeline"] = PassStatus(state="failed", reason=f"the trace could not be read: {exc}")

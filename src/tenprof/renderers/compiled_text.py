@@ -34,9 +34,44 @@ def render_compiled(report: CompiledReport, console: Console, limit: int | None)
         shape = ", ".join(filter(None, [r.kind, r.memory_ops, r.launch]))
         if shape:
             console.print(f"                    {escape(shape)}")
+        if r.region:
+            how = "its forward called at" if r.region.startswith("backward") else "called at"
+            called = f" ({how} {_short(r.called_from)})" if r.called_from else ""
+            console.print(f"                    region: {escape(r.region + called)}")
+        if r.config:
+            console.print(f"                    config: {escape(r.config)}")
+        if r.declared:
+            console.print(f"                    {escape(r.declared)}")
         if r.generated_file:
-            console.print(f"                    generated source: {escape(r.generated_file)}")
-    if any(r.generated_file for r in report.rows):
+            kept = f"; kept as {r.kernel}.py" if r.source == "inductor-comments" and report.has_generated_code else ""
+            console.print(f"                    generated source: {escape(r.generated_file)}{escape(kept)}")
+    _render_gaps(report, console)
+    if report.has_generated_code:
         console.print(
-            "  The generated modules are kept in the profile: tenprof export DIR --format generated-code -o DIR2"
+            "  The generated code is kept in the profile: tenprof export DIR --format generated-code -o DIR2 writes "
+            "the wrappers and each kernel's source"
         )
+
+
+def _render_gaps(report: CompiledReport, console: Console) -> None:
+    """What could not be attributed, and why: the honest end of the section (imported traces mostly)."""
+    compiled = max(report.compiled_ns, 1)
+    gaps = []
+    if report.compiled_ns > report.with_ops_ns:
+        share = (report.compiled_ns - report.with_ops_ns) / compiled
+        gaps.append(f"{share:.1%} of the compiled time attributed to no aten op")
+    if report.compiled_ns > report.with_lines_ns:
+        gaps.append(f"{(report.compiled_ns - report.with_lines_ns) / compiled:.1%} to no source line")
+    if report.low_confidence_ns:
+        gaps.append(
+            f"{report.low_confidence_ns / compiled:.1%} attributed only with low confidence (aten ops read from "
+            "kernel names, where a multi-word op splits into words, or from the wrapper's GEMM calls)"
+        )
+    if not gaps:
+        return
+    why = (
+        ""
+        if report.has_generated_code
+        else ": the trace carries no Inductor provenance; `tenprof run` keeps the generated code and its lines"
+    )
+    console.print(f"  [yellow]Gaps[/yellow]: {escape('; '.join(gaps))}{escape(why)}")

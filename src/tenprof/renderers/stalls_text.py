@@ -9,7 +9,10 @@ from tenprof.analyses.stalls import KernelStalls, StallRollup
 
 
 def render_rollup(rows: list[StallRollup], console: Console, limit: int | None) -> None:
-    console.print("  By op and line (each sampled kernel counted once per op instance it stands for):")
+    console.print(
+        "  By op and line (each sampled kernel counted once per op instance it stands for, a generated "
+        "kernel once per launch):"
+    )
     for r in rows[: limit or None]:
         line = f" at {escape(r.line)}" if r.line else ""
         load = f"; most blamed: {escape(r.top_load[:50])}" if r.top_load else ""
@@ -28,5 +31,13 @@ def render_stalls(kernels: list[KernelStalls], console: Console, limit: int | No
         for h in k.hot:
             mix = ", ".join(f"{r} {v:.0f}" for r, v in list(h.reasons.items())[:3])
             moved = f", {h.shifted_in:.0f} shifted here" if h.shifted_in else ""
-            source = f"  ({escape(h.source.rsplit('/', 1)[-1])})" if h.source else ""
+            where = escape(h.source.rsplit("/", 1)[-1])
+            source = f"  ({where})" if h.source and not h.source_text else ""
             console.print(f"    {h.share:5.1%}  {h.pc:#x}  {escape(h.text[:60]):<60}  {mix}{moved}{source}")
+            if h.source_text:
+                console.print(f"{'':27}{where}: {escape(h.source_text[:100])}")
+    if any(h.source_text for k in kernels[: limit or None] for h in k.hot):
+        console.print(
+            "  torch.compile's generated code is kept in the profile: tenprof export DIR --format generated-code "
+            "-o DIR2 writes each kernel's source as <kernel>.py, with these line numbers"
+        )

@@ -19,3 +19,11 @@ def size(n: float) -> str:
             return f"{n:.0f}{unit}" if unit == "B" else f"{n:.1f}{unit}"
         n /= 1024
     return f"{n:.1f}GiB"
+
+
+def si(value: float, unit: str) -> str:
+    """1.2e12, 'FLOP/s' -> '1.2 TFLOP/s' (decimal prefixes, three significant digits)."""
+    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= factor:
+            return f"{value / factor:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"

@@ -277,6 +277,7 @@ STALL_KERNELS = _schema(
     Column("first_op_seq", I64, "the op instance that was sampled (dispatch order, as the tensors pass counts)"),
     Column("samples", F64, "warp-state samples of all reasons"),
     Column("dropped", F64, "samples ncu reports as dropped (buffer full), 0 when none"),
+    Column("compiled_kernel", BOOL, "sampled as a torch.compile generated kernel (its first launch after autotuning)"),
 )
 
 PC_SAMPLES = _schema(
@@ -319,6 +320,12 @@ COMPILED_KERNELS = _schema(
     Column("num_load", I32, "loads Inductor counted in the kernel (inductor_meta), -1 when unknown"),
     Column("num_store", I32, "stores Inductor counted, -1 when unknown"),
     Column("num_reduction", I32, "reductions Inductor counted, -1 when unknown"),
+    Column("launches", I64, "launches Inductor's launcher reported to the profiler (0: none seen)"),
+    Column("num_warps", I32, "warps per block of the config autotuning chose (null when not seen)"),
+    Column("num_stages", I32, "software-pipelining stages of that config (null when not seen)"),
+    Column("block_sizes", STR, "that config's block sizes, e.g. XBLOCK=1024,R0_BLOCK=8"),
+    Column("flops", F64, "FLOPs per launch the kernel declares (Inductor's estimate; null when not declared)"),
+    Column("bytes", F64, "bytes per launch the kernel declares (Inductor's estimate; null when not declared)"),
 )
 
 ACCESSES = _schema(
