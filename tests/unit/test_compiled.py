@@ -157,3 +157,31 @@ def test_embedded_kernel_source_and_extern_gemm_calls() -> None:
     assert lines[0] == "" and lines[2].startswith("def triton_poi_fused_gelu_0(")  # the file starts with a newline
     calls = "extern_kernels.mm(buf9, x)\n        extern_kernels.bias_addmm(b, buf1, w)\nextern_kernels.bmm(a, b)"
     assert extern_calls(calls) == ["aten::mm", "aten::addmm", "aten::bmm"]
+
+
+def test_damaged_kept_code_degrades_the_report_and_fails_the_export_clearly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tenprof.cli.main import main
+    from tenprof.importers.compiled_import import write_compiled_kernels
+
+    target = tmp_path / "mlp"
+    shutil.copytree(DATA / "compiled" / "mlp_default", target)
+    code = target / "timeline" / "raw" / "compiled_code.json.gz"
+    code.write_bytes(code.read_bytes()[:100])  # cut short
+    from tenprof.analyses.generated_source import GeneratedSource
+
+    profile = load_profile(target)
+    report = compiled_report(profile)  # built from the tables: the damaged raw file is not needed
+    assert report is not None and report.ops_share == 1.0
+    assert (
+        GeneratedSource(profile).line("/tmp/torchinductor_u/o3/c" + "a" * 51 + ".py", 2, "triton_poi_fused_gelu_0")
+        == ""
+    )
+    assert main(["export", str(target), "--format", "generated-code", "-o", str(tmp_path / "gen")]) != 0
+    assert "damaged" in capsys.readouterr().err
+    writer = PassWriter(target, "timeline")
+    shutil.copy(target / "timeline" / "kernels.parquet", writer.tmp_dir / "kernels.parquet")
+    warning = write_compiled_kernels(writer, code, {})
+    writer.abandon()
+    assert "kept code is not used" in warning and "damaged" in warning

@@ -214,7 +214,8 @@ def finish_timeline(writer: PassWriter, raw_dir: Path, meta: Meta, child_error: 
     else:
         try:
             report = build_pass(writer, trace, raw_dir / CALLSITES_FILE)
-            write_compiled_kernels(writer, raw_dir / COMPILED_CODE_FILE, report.triton_launches)
+            unread = write_compiled_kernels(writer, raw_dir / COMPILED_CODE_FILE, report.triton_launches)
+            report.warnings += [unread] if unread else []
             pass_status.state = "partial" if meta.run.cut_short else "complete"
             pass_status.reason = "; ".join(
                 ([f"cut short: {meta.run.cut_short_reason}"] if meta.run.cut_short else []) + report.warnings

@@ -137,12 +137,10 @@ def _write_generated_code(profile: Profile, out_dir: Path) -> int:
     """torch.compile's generated wrapper modules kept by the profile's runs, one .py file each under its own
     name, and each Triton kernel's source as `<kernel>.py`: the text of the file Triton compiled it from,
     so the line numbers the stalls report gives are that file's."""
-    from tenprof.capture.rawfiles import COMPILED_CODE_FILE
-    from tenprof.importers.compiled_import import embedded_kernels, read_compiled_code
+    from tenprof.importers.compiled_import import embedded_kernels, kept_code_files, read_compiled_code
 
-    rows = [
-        r for kept in sorted(profile.directory.glob(f"*/raw/{COMPILED_CODE_FILE}")) for r in read_compiled_code(kept)
-    ]
+    # the ncu run's wrappers first: their kernels are the ones the stalls report's line numbers refer to
+    rows = [row for kept in kept_code_files(profile.directory) for row in read_compiled_code(kept, strict=True)]
     if not rows:
         raise UsageError(f"{profile.directory} keeps no torch.compile code (no compiled code ran in its runs)")
     out_dir.mkdir(parents=True, exist_ok=True)

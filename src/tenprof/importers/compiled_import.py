@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tenprof.capture.rawfiles import COMPILED_CODE_FILE
+from tenprof.errors import TraceFormatError
 from tenprof.importers.counters_import import read_gz_json
 from tenprof.store.schema import COMPILED_KERNELS
 from tenprof.store.writer import PassWriter
@@ -245,16 +246,29 @@ def kept_code_files(profile_dir: Path) -> list[Path]:
     return sorted(found, key=lambda p: (order.get(p.parent.parent.name, 3), p.parent.parent.name))
 
 
-def read_compiled_code(path: Path) -> list[dict[str, Any]]:
-    data = read_gz_json(path) if path.exists() else []
+def read_compiled_code(path: Path, strict: bool = False) -> list[dict[str, Any]]:
+    """The kept wrappers; none when the file is absent, or damaged unless `strict` (TraceFormatError):
+    reports then fall back to what the trace says, as for a run that kept no code."""
+    try:
+        data = read_gz_json(path) if path.exists() else []
+    except TraceFormatError:
+        if strict:
+            raise
+        return []
     return data if isinstance(data, list) else []
 
 
-def write_compiled_kernels(writer: PassWriter, code_file: Path | None, launches: dict[str, dict[str, Any]]) -> None:
+def write_compiled_kernels(writer: PassWriter, code_file: Path | None, launches: dict[str, dict[str, Any]]) -> str:
     """compiled_kernels, when the run compiled anything: what the generated code (`code_file`, kept by
-    `tenprof run`; None for an imported trace) and the trace's launches say each Triton kernel computes."""
+    `tenprof run`; None for an imported trace) and the trace's launches say each Triton kernel computes.
+    Returns a warning when the kept code cannot be read (the table is then built without it)."""
     kernels = writer.tmp_dir / "kernels.parquet"
     names = pq.read_table(kernels, columns=["name"]).column("name").to_pylist() if kernels.exists() else []
-    code = read_compiled_code(code_file) if code_file is not None else []
+    warning = ""
+    try:
+        code = read_compiled_code(code_file, strict=True) if code_file is not None else []
+    except TraceFormatError as exc:
+        code, warning = [], f"torch.compile's kept code is not used: {exc}"
     if code or launches or any(str(n).startswith("triton_") for n in names):
         writer.write_table("compiled_kernels", build_compiled_table(code, [str(n) for n in names], launches))
+    return warning
