@@ -1,4 +1,6 @@
-"""The report as JSON: the summary and every tally, with times in nanoseconds."""
+"""The report as JSON: the summary, every tally, and the sections of the passes the profile has (memory,
+torch.compile's kernels, hardware metrics per operator, warp stalls), with times in nanoseconds. A
+section whose pass is missing is null."""
 
 from __future__ import annotations
 
@@ -30,6 +32,38 @@ def report_data(profile: Profile, tallies: list[Tally], thresholds: Thresholds |
         "steps": [dataclasses.asdict(b) for b in temporal_breakdown(profile)],
         "tallies": [dataclasses.asdict(t) for t in tallies],
         "memory": dataclasses.asdict(memory) if memory is not None else None,
+        "compiled": _compiled(profile),
+        "counters": _counters(profile),
+        "stalls": _stalls(profile),
+    }
+
+
+def _compiled(profile: Profile) -> dict[str, Any] | None:
+    from tenprof.analyses.compiled import compiled_report
+
+    report = compiled_report(profile) if profile.has_pass("timeline") else None
+    if report is None:
+        return None
+    data = dataclasses.asdict(report)
+    data["ops_share"], data["lines_share"] = report.ops_share, report.lines_share
+    return data
+
+
+def _counters(profile: Profile) -> dict[str, Any] | None:
+    from tenprof.analyses.counters import operators_report
+
+    report = operators_report(profile) if profile.has_pass("counters") else None
+    return report.model_dump() if report is not None else None
+
+
+def _stalls(profile: Profile) -> dict[str, Any] | None:
+    from tenprof.analyses.stalls import kernel_stalls, stall_rollup
+
+    if not profile.has_pass("stalls"):
+        return None
+    return {
+        "kernels": [dataclasses.asdict(k) for k in kernel_stalls(profile)],
+        "by_op_and_line": [dataclasses.asdict(r) for r in stall_rollup(profile)],
     }
 
 
