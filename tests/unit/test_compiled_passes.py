@@ -224,3 +224,11 @@ def test_json_report_carries_the_compiled_counters_and_stalls_sections(stalls: P
     eager = load_profile(DATA / "mlp")
     plain = orjson.loads(report_json(eager, all_tallies(eager)))
     assert plain["compiled"] is None and plain["counters"] is None and plain["stalls"] is None
+
+
+def test_perfetto_kernels_of_compiled_code_name_what_they_fuse(stalls: Profile) -> None:
+    from tenprof.renderers.perfetto import perfetto_events
+
+    gelu = [e for e in perfetto_events(stalls) if e.get("cat") == "kernel" and e["name"] == "triton_poi_fused_gelu_0"]
+    assert gelu and all(e["args"]["fuses"].startswith("aten::gelu") for e in gelu)
+    assert all("compiled_train.py" in e["args"]["fused lines"] and e["args"]["attribution"] == "high" for e in gelu)

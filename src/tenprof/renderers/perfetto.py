@@ -2,8 +2,8 @@
 
 Tracks: one process for the host with a track per CPU thread (ops, scopes and CUDA API calls as
 slices, nested by time) plus a "steps" track; one process per GPU with a track per stream (kernels and
-copies); flow arrows from each launching API call to its kernel or copy; a counter track per device
-for allocated memory. Events are written one at a time, so memory stays flat for big profiles.
+copies; a torch.compile generated kernel's args name the aten ops it fuses and their lines); flow arrows
+from each launching API call to its kernel or copy; a counter track per device for allocated memory. Events are written one at a time, so memory stays flat for big profiles.
 """
 
 from __future__ import annotations
@@ -165,6 +165,11 @@ def perfetto_events(profile: Profile) -> Iterator[dict[str, Any]]:
     for i, corr in enumerate(api.column("correlation_id").to_pylist()):
         if corr >= 0:
             corr_to_api.setdefault(corr, i)
+    # a torch.compile generated kernel also names the aten ops it fuses and their source lines
+    fused = {
+        r["kernel"]: {"fuses": r["aten_ops"], "fused lines": r["lines"], "attribution": r["confidence"]}
+        for r in profile.table("compiled_kernels").to_pylist()
+    }
     for table, cat in ((kernels, "kernel"), (transfers, "transfer")):
         extra = ("grid_x", "block_x", "registers_per_thread") if cat == "kernel" else ("bytes", "bandwidth_gbps")
         extra_cols = [table.column(c).to_pylist() for c in extra]
@@ -186,6 +191,8 @@ def perfetto_events(profile: Profile) -> Iterator[dict[str, Any]]:
             args["op_id"] = op
             if op >= 0 and op_frame[op] >= 0:
                 args["python"] = labels[op_frame[op]]
+            if name in fused:
+                args.update(fused[name])
             yield {
                 "ph": "X",
                 "name": name,
