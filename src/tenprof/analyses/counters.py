@@ -153,13 +153,14 @@ def operators_report(profile: Profile) -> OperatorsReport | None:
     unattributed: dict[tuple[str, str], list[int]] = defaultdict(list)
     for j in range(kernels.num_rows):
         op = int(op_of[j])
+        if op >= 0 and autotuning[op]:  # not the program's launch, even where its config won and matched
+            reason = "a benchmark launch of torch.compile's autotuning (only the launch after it is replayed)"
+            unattributed[(names[j], reason)].append(j)
+            continue
         if replay[j] < 0:
-            if op >= 0 and autotuning[op]:
-                reason = "a benchmark launch of torch.compile's autotuning (only the launch after it is replayed)"
-            else:
-                reason = "no replay has this kernel name and launch configuration" + (
-                    "" if op >= 0 else " (it ran outside any aten op: compiled graph or extension)"
-                )
+            reason = "no replay has this kernel name and launch configuration" + (
+                "" if op >= 0 else " (it ran outside any aten op: compiled graph or extension)"
+            )
             unattributed[(names[j], reason)].append(j)
             continue
         key = key_of(op)

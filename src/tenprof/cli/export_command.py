@@ -142,7 +142,10 @@ def _write_generated_code(profile: Profile, out_dir: Path) -> int:
     # the ncu run's wrappers first: their kernels are the ones the stalls report's line numbers refer to
     rows = [row for kept in kept_code_files(profile.directory) for row in read_compiled_code(kept, strict=True)]
     if not rows:
-        raise UsageError(f"{profile.directory} keeps no torch.compile code (no compiled code ran in its runs)")
+        raise UsageError(
+            f"{profile.directory} keeps no torch.compile code (none ran under tenprof run; an imported trace "
+            "only names the generated files)"
+        )
     out_dir.mkdir(parents=True, exist_ok=True)
     wrappers: set[str] = set()
     kernels: set[str] = set()

@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 
 from tenprof.capture.rawfiles import COMPILED_CODE_FILE
 from tenprof.errors import TraceFormatError
-from tenprof.importers.counters_import import read_gz_json
+from tenprof.importers.counters_import import inside_autotuning, read_gz_json
 from tenprof.store.schema import COMPILED_KERNELS
 from tenprof.store.writer import PassWriter
 
@@ -258,12 +258,29 @@ def read_compiled_code(path: Path, strict: bool = False) -> list[dict[str, Any]]
     return data if isinstance(data, list) else []
 
 
+def _program_launches(ops_file: Path, launches: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The launches' counts without autotuning's benchmark launches (the launch records, cpu ops named
+    after the kernel, that run inside an autotuning record)."""
+    if not launches or not ops_file.exists():
+        return launches
+
+    ops = pq.read_table(ops_file, columns=["name", "parent_op_id"])
+    names = ops.column("name").to_pylist()
+    tuning = inside_autotuning(names, ops.column("parent_op_id").to_numpy())
+    counts: dict[str, int] = {}
+    for name, benchmark in zip(names, tuning.tolist(), strict=True):
+        if name in launches and not benchmark:
+            counts[name] = counts.get(name, 0) + 1
+    return {name: {**meta, "launches": counts.get(name, 0)} for name, meta in launches.items()}
+
+
 def write_compiled_kernels(writer: PassWriter, code_file: Path | None, launches: dict[str, dict[str, Any]]) -> str:
     """compiled_kernels, when the run compiled anything: what the generated code (`code_file`, kept by
     `tenprof run`; None for an imported trace) and the trace's launches say each Triton kernel computes.
     Returns a warning when the kept code cannot be read (the table is then built without it)."""
     kernels = writer.tmp_dir / "kernels.parquet"
     names = pq.read_table(kernels, columns=["name"]).column("name").to_pylist() if kernels.exists() else []
+    launches = _program_launches(writer.tmp_dir / "ops.parquet", launches)
     warning = ""
     try:
         code = read_compiled_code(code_file, strict=True) if code_file is not None else []

@@ -54,7 +54,7 @@ def read_gz_json(path: Path) -> dict[str, Any]:
 
 # How sure a match is: the same signature was replayed; the same op and launch but other shapes; only
 # the same kernel and launch configuration (another op); nothing.
-CONFIDENCE = {"signature": "high", "op+launch": "medium", "launch": "low", "none": "none"}
+CONFIDENCE = {"signature": "high", "op+launch": "medium", "launch": "low", "none": "none", "autotuning": "none"}
 
 
 def write_gz_json(path: Path, data: object) -> None:
@@ -172,11 +172,7 @@ def build_counter_tables(
         report.timeline_kernels = links.num_rows
         report.matched_kernels = int((links.column("replay_id").to_numpy() >= 0).sum())
         missing = report.timeline_kernels - report.matched_kernels
-        ops = timeline["ops"]
-        tuning = inside_autotuning(ops.column("name").to_pylist(), ops.column("parent_op_id").to_numpy())
-        op_of = timeline["kernels"].column("op_id").to_numpy()
-        unmatched = op_of[links.column("replay_id").to_numpy() < 0]
-        benchmarks = int(tuning[unmatched[unmatched >= 0]].sum()) if len(tuning) else 0
+        benchmarks = sum(1 for m in links.column("method").to_pylist() if m == "autotuning")
         if missing > benchmarks:
             report.warnings.append(
                 f"{missing - benchmarks} of {report.timeline_kernels} timeline kernels matched no replay"
@@ -195,13 +191,22 @@ def _int(value: float) -> int:
     return -1 if math.isnan(value) else int(value)
 
 
+# Inductor's records around the launches it makes only to time candidate configs
+AUTOTUNING_RECORDS = (
+    "CachingAutotuner.benchmark_all_configs",
+    "CachingAutotuner.coordinate_descent_tuning",
+    "CachingAutotuner.combo_sequential_autotune",
+)
+
+
 def inside_autotuning(op_names: list[str], parent: np.ndarray) -> np.ndarray:
-    """Per op: it is, or runs inside, Inductor's autotuning benchmark (`...benchmark_all_configs`), whose
-    launches the counters pass leaves unmarked (only the launch after autotuning is replayed)."""
+    """Per op: it is, or runs inside, one of Inductor's autotuning benchmarks (AUTOTUNING_RECORDS), whose
+    launches are not the program's: the counters pass leaves them unmarked (only the launch after
+    autotuning is replayed), and they count as no launch of the kernel."""
     inside = np.zeros(len(op_names), dtype=bool)
     for i, name in enumerate(op_names):  # a parent comes before its children (ops are numbered by start)
         p = int(parent[i])
-        inside[i] = "benchmark_all_configs" in name or (p >= 0 and bool(inside[p]))
+        inside[i] = (p >= 0 and bool(inside[p])) or any(r in name for r in AUTOTUNING_RECORDS)
     return inside
 
 
@@ -230,12 +235,16 @@ def match_timeline(metrics: pa.Table, sig_shapes: dict[int, str], kernels: pa.Ta
         * kernels.column("block_z").to_numpy()
     ).tolist()
     kop = kernels.column("op_id").to_pylist()
+    tuning = inside_autotuning(op_name, ops.column("parent_op_id").to_numpy())
     out_replay = np.full(len(kid), -1, dtype=np.int64)
     out_method: list[str] = []
     cache: dict[tuple[str, int, int, int], tuple[int, str]] = {}
     for j, full_name in enumerate(kernels.column("name").to_pylist()):
         short = base_name(full_name)
         op = kop[j]
+        if op is not None and op >= 0 and tuning[op]:  # a benchmark launch, not one of the program's
+            out_method.append("autotuning")
+            continue
         name_of_op = op_name[op] if op is not None and op >= 0 else ""
         key = (short, grid[j], block[j], op if op is not None else -1)
         found = cache.get(key)

@@ -3,7 +3,8 @@
 Tracks: one process for the host with a track per CPU thread (ops, scopes and CUDA API calls as
 slices, nested by time) plus a "steps" track; one process per GPU with a track per stream (kernels and
 copies; a torch.compile generated kernel's args name the aten ops it fuses and their lines); flow arrows
-from each launching API call to its kernel or copy; a counter track per device for allocated memory. Events are written one at a time, so memory stays flat for big profiles.
+from each launching API call to its kernel or copy; a counter track per device for allocated memory.
+Events are written one at a time, so memory stays flat for big profiles.
 """
 
 from __future__ import annotations

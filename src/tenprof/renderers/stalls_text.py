@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from tenprof.analyses.stalls import KernelStalls, StallRollup
+from tenprof.importers.compiled_import import is_generated_file
 
 
 def render_rollup(rows: list[StallRollup], console: Console, limit: int | None) -> None:
@@ -36,7 +37,9 @@ def render_stalls(kernels: list[KernelStalls], console: Console, limit: int | No
             console.print(f"    {h.share:5.1%}  {h.pc:#x}  {escape(h.text[:60]):<60}  {mix}{moved}{source}")
             if h.source_text:
                 console.print(f"{'':27}{where}: {escape(h.source_text[:100])}")
-    if any(h.source_text for k in kernels[: limit or None] for h in k.hot):
+    if any(
+        h.source_text and is_generated_file(h.source.rsplit(":", 1)[0]) for k in kernels[: limit or None] for h in k.hot
+    ):
         console.print(
             "  torch.compile's generated code is kept in the profile: tenprof export DIR --format generated-code "
             "-o DIR2 writes each kernel's source as <kernel>.py, with these line numbers"

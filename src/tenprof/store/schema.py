@@ -263,7 +263,11 @@ COUNTER_SIGNATURES = _schema(
 KERNEL_COUNTERS = _schema(
     Column("kernel_id", I64, "timeline kernel"),
     Column("replay_id", I64, "the replay whose metrics it gets, -1 when none matches"),
-    Column("method", STR, "signature | op+launch | launch | none: how the replay was matched"),
+    Column(
+        "method",
+        STR,
+        "signature | op+launch | launch | none | autotuning (a benchmark launch, not replayed): how it was matched",
+    ),
     Column("confidence", STR, "high (signature) | medium (op+launch) | low (launch) | none"),
 )
 
@@ -320,7 +324,7 @@ COMPILED_KERNELS = _schema(
     Column("num_load", I32, "loads Inductor counted in the kernel (inductor_meta), -1 when unknown"),
     Column("num_store", I32, "stores Inductor counted, -1 when unknown"),
     Column("num_reduction", I32, "reductions Inductor counted, -1 when unknown"),
-    Column("launches", I64, "launches Inductor's launcher reported to the profiler (0: none seen)"),
+    Column("launches", I64, "launches Inductor's launcher reported to the profiler, less autotuning's benchmarks"),
     Column("num_warps", I32, "warps per block of the config autotuning chose (null when not seen)"),
     Column("num_stages", I32, "software-pipelining stages of that config (null when not seen)"),
     Column("block_sizes", STR, "that config's block sizes, e.g. XBLOCK=1024,R0_BLOCK=8"),
