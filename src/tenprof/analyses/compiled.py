@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tenprof.analyses.summary import user_frame_of
+from tenprof.analyses.summary import OpLines, user_frame_of
 from tenprof.importers.compiled_import import from_kernel_name
 from tenprof.renderers.units import si
 from tenprof.store.profile import Profile
@@ -218,11 +218,7 @@ def _regions(
     inside one; a kernel replayed from a CUDA graph goes by the op around its cudaGraphLaunch."""
     api_op = profile.table("api_calls").column("op_id").to_numpy()
     k_api = profile.table("kernels").column("api_call_id").to_numpy()
-    ops = profile.table("ops")
-    frame = ops.column("frame_id").to_numpy()
-    user = user_frame_of(profile)
-    frames = profile.table("frames")
-    files, lines = frames.column("file").to_pylist(), frames.column("line").to_pylist()
+    line_of = OpLines(profile)
     out: dict[str, tuple[str, str]] = {}
     for j, name in enumerate(kernel_names):
         if name in out or not steady[j]:
@@ -235,9 +231,7 @@ def _regions(
         label = "backward" if backward[op] else "forward"
         if frame_region[op]:
             label = f"frame {frame_region[op]}, {label}"
-        f = int(frame[region_op[op]])
-        u = int(user[f]) if f >= 0 else -1
-        out[name] = (label, f"{files[u]}:{lines[u]}" if u >= 0 else "")
+        out[name] = (label, line_of(int(region_op[op])))
     return out
 
 

@@ -20,7 +20,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from tenprof.analyses.roofline import verdict
-from tenprof.analyses.summary import user_frame_of
+from tenprof.analyses.summary import OpLines
 from tenprof.importers.counters_import import CONFIDENCE, inside_autotuning
 from tenprof.store.profile import Profile
 
@@ -121,16 +121,7 @@ def operators_report(profile: Profile) -> OperatorsReport | None:
     replay = links.column("replay_id").to_numpy()
     method = links.column("method").to_pylist()
     op_names = ops.column("name").to_pylist()
-    frames = ops.column("frame_id").to_numpy()
-    user = user_frame_of(profile)
-    f = profile.table("frames")
-    files, lines = f.column("file").to_pylist(), f.column("line").to_pylist()
-
-    def line_of(op: int) -> str:
-        if op < 0 or frames[op] < 0:
-            return ""
-        u = int(user[frames[op]])
-        return f"{files[u]}:{lines[u]}" if u >= 0 else ""
+    line_of = OpLines(profile)
 
     autotuning = inside_autotuning(op_names, ops.column("parent_op_id").to_numpy())
     compiled = {

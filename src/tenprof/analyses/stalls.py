@@ -201,26 +201,21 @@ def _lines_by_op_and_kernel(profile: Profile) -> dict[tuple[str, str], dict[str,
     mode saw (aten::randn), the timeline the innermost op that launched (aten::normal_)."""
     if not profile.has_pass("timeline"):
         return {}
-    from tenprof.analyses.summary import user_frame_of
+    from tenprof.analyses.summary import OpLines
     from tenprof.importers.counters_import import base_name
 
     k = profile.table("kernels")
     ops = profile.table("ops")
     op_name = ops.column("name").to_pylist()
     parent = ops.column("parent_op_id").to_pylist()
-    frame = ops.column("frame_id").to_pylist()
-    user = user_frame_of(profile)
-    f = profile.table("frames")
-    files, numbers = f.column("file").to_pylist(), f.column("line").to_pylist()
+    line_of = OpLines(profile)
     time: dict[tuple[str, str], dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for name, op, duration in zip(
         k.column("name").to_pylist(), k.column("op_id").to_pylist(), k.column("duration_ns").to_pylist(), strict=True
     ):
         if op is None or op < 0:
             continue
-        fr = frame[op]
-        u = int(user[fr]) if fr is not None and fr >= 0 else -1
-        line = f"{files[u]}:{numbers[u]}" if u >= 0 else ""
+        line = line_of(op)
         kernel = base_name(name)
         while op is not None and op >= 0:
             time[(op_name[op], kernel)][line] += float(duration)

@@ -72,6 +72,23 @@ def user_frame_of(profile: Profile, table: str = "frames") -> np.ndarray:
     return out
 
 
+class OpLines:
+    """`op_lines(op)`: the user's source line (`file:line`) of an op, the innermost frame of its call path
+    in user code; '' for no op (-1) or no such frame."""
+
+    def __init__(self, profile: Profile) -> None:
+        self._frame = profile.table("ops").column("frame_id").to_numpy()
+        self._user = user_frame_of(profile)
+        frames = profile.table("frames")
+        self._files, self._lines = frames.column("file").to_pylist(), frames.column("line").to_pylist()
+
+    def __call__(self, op: int) -> str:
+        if not 0 <= op < len(self._frame) or self._frame[op] < 0:
+            return ""
+        u = int(self._user[self._frame[op]])
+        return f"{self._files[u]}:{self._lines[u]}" if u >= 0 else ""
+
+
 def attribution(profile: Profile) -> Attribution:
     k = profile.table("kernels")
     dur = k.column("duration_ns").to_numpy()
