@@ -160,13 +160,25 @@ def test_launcher_flag_in_every_spelling_is_not_handed_to_the_ranks() -> None:
 def test_launcher_refuses_an_existing_output_and_force_clears_old_ranks(tmp_path: Path) -> None:
     from tenprof.cli.launch import run_under_launcher
     from tenprof.errors import UsageError
+    from tenprof.store.directory import claim
 
     out = tmp_path / "out"
     shutil.copytree(RANKS / "balanced", out)
     with pytest.raises(UsageError, match="already exists"):
         run_under_launcher("true", ["run", "t.py"], ["t.py"], out, True, 5)
+    # The recordings predate the marker: --force cannot tell they are tenprof's, so it refuses.
+    with pytest.raises(UsageError, match="no marker"):
+        run_under_launcher("true", ["run", "t.py"], ["t.py"], out, True, 5, force=True)
+    assert len(rank_dirs(out)) == 2
+    for rank in rank_dirs(out):
+        claim(rank, *(p.name for p in rank.iterdir()))
+    (out / "notes.txt").write_text("mine")
+    (out / "rank00001" / "my-plot.png").write_bytes(b"png")
     assert run_under_launcher("true", ["run", "t.py"], ["t.py"], out, True, 5, force=True) == 0
-    assert not rank_dirs(out)  # the earlier run's ranks are gone before the new ones start
+    # `true` started no rank: both old ranks are stale and go, but not the user's files.
+    assert [p.name for p in rank_dirs(out)] == []
+    assert (out / "notes.txt").read_text() == "mine"
+    assert sorted(p.name for p in (out / "rank00001").iterdir()) == ["my-plot.png"]
 
 
 def test_empty_output_and_ranks_without_a_timeline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -18,7 +18,7 @@ from tenprof.capture.pass_builders import finish_timeline
 from tenprof.capture.schedule import Schedule
 from tenprof.capture.timeline import TimelineOptions, TimelineSession
 from tenprof.importers.trace_import import now_iso
-from tenprof.store.directory import prepare_output_dir
+from tenprof.store.directory import OutputDirectory, open_output_dir
 from tenprof.store.meta import GpuInfo, Meta, PassStatus, write_meta
 from tenprof.store.profile import Profile, load_profile
 from tenprof.store.writer import PassWriter
@@ -43,9 +43,12 @@ class InProcessProfile:
         self._writer: PassWriter | None = None
         self._meta = Meta()
         self._started = 0.0
+        self._output: OutputDirectory | None = None
 
     def __enter__(self) -> InProcessProfile:
-        prepare_output_dir(self.out_dir, self.force)
+        # With force=True over an existing profile this writes into a staging directory; the old profile
+        # is replaced only in __exit__, once the new one is complete.
+        self._output = output = open_output_dir(self.out_dir, self.force)
         env = environment.describe()
         self._meta = Meta(
             tenprof_version=__version__,
@@ -62,8 +65,8 @@ class InProcessProfile:
             gpus=[GpuInfo(**g) for g in env["gpus"]],
         )
         self._meta.passes["timeline"] = PassStatus(state="running", started_at=self._meta.created_at)
-        write_meta(self.out_dir, self._meta)
-        self._writer = PassWriter(self.out_dir, "timeline")
+        write_meta(output.path, self._meta)
+        self._writer = PassWriter(output.path, "timeline")
         raw = self._writer.tmp_dir / "raw"
         raw.mkdir()
         self._session = TimelineSession(raw, self.options)
@@ -76,7 +79,7 @@ class InProcessProfile:
             self._session.step()
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        assert self._session is not None and self._writer is not None
+        assert self._session is not None and self._writer is not None and self._output is not None
         self._session.stop()
         meta = self._meta
         meta.run.wall_time_s = time.perf_counter() - self._started
@@ -91,7 +94,8 @@ class InProcessProfile:
         status.rows = dict(self._writer.rows)
         self._writer.commit()
         meta.passes["timeline"] = status
-        write_meta(self.out_dir, meta)
+        write_meta(self._output.path, meta)
+        self._output.commit()
 
     @property
     def profile(self) -> Profile:

@@ -7,6 +7,7 @@ Whatever happens to the child, what it managed to record is kept under `<dir>/<p
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -41,7 +42,7 @@ from tenprof.capture.rawfiles import NCU_LOG_FILE, NCU_REPORT_BASE, STATUS_FILE
 from tenprof.capture.schedule import Schedule
 from tenprof.errors import UsageError
 from tenprof.importers.trace_import import now_iso
-from tenprof.store.directory import prepare_output_dir
+from tenprof.store.directory import open_output_dir
 from tenprof.store.meta import GpuInfo, Meta, PassStatus, write_meta
 from tenprof.store.writer import PassWriter
 
@@ -232,9 +233,27 @@ def run_profile(req: RunRequest) -> RunResult:
     """Run each pass in turn (each one a run of the script); the first pass's run describes the run.
 
     A pass whose script run was interrupted or failed stops the passes after it: they are marked as not
-    run, with the reason, and what the earlier passes recorded is kept."""
+    run, with the reason, and what the earlier passes recorded is kept.
+
+    The output directory is checked (and made) before the script runs. Replacing a profile (`force`)
+    writes the new one into a staging directory that takes the old one's place only at the end."""
     _check_request(req)
-    prepare_output_dir(req.out_dir, req.force)
+    output = open_output_dir(req.out_dir, req.force)
+    try:
+        result = _run_passes(dataclasses.replace(req, out_dir=output.path))
+    except BaseException:
+        if output.staged:
+            print(
+                f"tenprof: {req.out_dir} is unchanged; what this run recorded is in {output.path}",
+                file=sys.stderr,
+                flush=True,
+            )
+        raise
+    output.commit()
+    return result
+
+
+def _run_passes(req: RunRequest) -> RunResult:
     command = (["-m", req.target] if req.module else [req.target]) + req.args
     meta = Meta(
         tenprof_version=__version__,

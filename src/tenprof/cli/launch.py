@@ -9,13 +9,13 @@ tenprof never starts ranks of its own: torchrun (or `python -m torch.distributed
 from __future__ import annotations
 
 import shlex
-import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from tenprof.errors import UsageError
-from tenprof.store.directory import rank_dirs
+from tenprof.store.directory import MARKER_FILE, is_profile_dir, rank_dirs, remove_profile
 
 _LAUNCHER_FLAGS = ("-l", "--launcher")
 
@@ -55,8 +55,9 @@ def rank_command(launcher: str, argv: list[str], target: list[str]) -> list[str]
 
 
 def _prepare_ranks_dir(out_dir: Path, force: bool) -> None:
-    """Once, before any rank starts: an existing output directory is refused, or with --force emptied of
-    the earlier run's ranks (so fewer ranks this time do not leave stale ones in the merged report)."""
+    """Once, before any rank starts: an existing output directory is refused, unless --force and each
+    rank folder in it is a profile tenprof can replace (each rank replaces its own folder, staged, when
+    its profile is complete). Other files in the directory are kept."""
     if not out_dir.exists():
         return
     if not out_dir.is_dir():
@@ -66,23 +67,38 @@ def _prepare_ranks_dir(out_dir: Path, force: bool) -> None:
         return
     if not force:
         raise UsageError(f"{out_dir} already exists; pass --force to replace it or -o DIR to choose another")
-    ranks = set(rank_dirs(out_dir))
-    if any(e not in ranks for e in entries):
-        raise UsageError(f"{out_dir} holds more than rank profiles; refusing to replace it")
-    for entry in entries:
-        shutil.rmtree(entry)
+    ranks = rank_dirs(out_dir)
+    if not ranks:
+        raise UsageError(f"{out_dir} holds no rank profiles; refusing to replace it (choose another with -o)")
+    foreign = [r for r in ranks if not is_profile_dir(r)]
+    if foreign:
+        raise UsageError(
+            f"{foreign[0]} is not a profile tenprof can replace (no marker); remove it yourself or use -o"
+        )
+
+
+def _remove_stale_ranks(out_dir: Path, started: float) -> None:
+    """After a --force launch: rank profiles this launch did not rewrite (fewer ranks this time) would
+    mix into the merged report; remove what tenprof wrote in them (and the folder, once empty)."""
+    for rank in rank_dirs(out_dir):
+        marker = rank / MARKER_FILE
+        if is_profile_dir(rank) and marker.stat().st_mtime < started:
+            remove_profile(rank)
 
 
 def run_under_launcher(
     launcher: str, argv: list[str], target: list[str], out_dir: Path, quiet: bool, limit: int, force: bool = False
 ) -> int:
     _prepare_ranks_dir(out_dir, force)
+    started = time.time()
     command = rank_command(launcher, argv, target)
     print("tenprof: starting the ranks: " + shlex.join(command), file=sys.stderr, flush=True)
     try:
         code = subprocess.call(command)
     except FileNotFoundError:
         raise UsageError(f"the launcher {command[0]!r} was not found") from None
+    if force and out_dir.is_dir():
+        _remove_stale_ranks(out_dir, started)
     if not quiet:
         from tenprof.cli.common import console
         from tenprof.cli.ranks_report import print_ranks_report

@@ -16,7 +16,7 @@ from tenprof.capture.rawfiles import COUNTERS_FILE, STALLS_FILE
 from tenprof.importers.counters_import import build_counter_tables, write_gz_json
 from tenprof.importers.ncu_report_reader import read_report, read_source_counters
 from tenprof.importers.stalls_import import build_stall_tables
-from tenprof.importers.trace_import import begin_import
+from tenprof.importers.trace_import import import_output
 from tenprof.store.meta import Meta, PassStatus, write_meta
 from tenprof.store.writer import PassWriter
 
@@ -39,33 +39,28 @@ def _write_pass(
 
 
 def import_ncu_report(report: Path, out_dir: Path, force: bool) -> Meta:
-    meta = begin_import(report, out_dir, force, "import-ncu", "counters")
-    started = time.perf_counter()
-    try:
+    with import_output(report, out_dir, force, "import-ncu", "counters") as (path, meta):
+        started = time.perf_counter()
         columns = read_report(report, list(METRICS))
         tables, result = build_counter_tables(columns, None, None)
-        rows = _write_pass(out_dir, "counters", COUNTERS_FILE, columns, tables)
-    except Exception as exc:
-        meta.passes["counters"] = PassStatus(state="failed", reason=f"the report could not be read: {exc}")
-        write_meta(out_dir, meta)
-        raise
-    meta.passes["counters"] = PassStatus(
-        state="complete",
-        started_at=meta.created_at,
-        duration_s=time.perf_counter() - started,
-        reason="; ".join([*result.warnings, f"{result.replays} kernels in the report"]),
-        rows=rows,
-    )
-    source = read_source_counters(report)
-    if any(k["samples"] for k in source["kernels"]):
-        stall_tables, stalls = build_stall_tables(source, None)
-        meta.passes["stalls"] = PassStatus(
+        rows = _write_pass(path, "counters", COUNTERS_FILE, columns, tables)
+        meta.passes["counters"] = PassStatus(
             state="complete",
             started_at=meta.created_at,
-            reason="; ".join(
-                [*stalls.warnings, f"{stalls.kernels} kernels sampled, {stalls.samples:.0f} warp samples"]
-            ),
-            rows=_write_pass(out_dir, "stalls", STALLS_FILE, source, stall_tables),
+            duration_s=time.perf_counter() - started,
+            reason="; ".join([*result.warnings, f"{result.replays} kernels in the report"]),
+            rows=rows,
         )
-    write_meta(out_dir, meta)
+        source = read_source_counters(report)
+        if any(k["samples"] for k in source["kernels"]):
+            stall_tables, stalls = build_stall_tables(source, None)
+            meta.passes["stalls"] = PassStatus(
+                state="complete",
+                started_at=meta.created_at,
+                reason="; ".join(
+                    [*stalls.warnings, f"{stalls.kernels} kernels sampled, {stalls.samples:.0f} warp samples"]
+                ),
+                rows=_write_pass(path, "stalls", STALLS_FILE, source, stall_tables),
+            )
+        write_meta(path, meta)
     return meta

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from tenprof import __version__
-from tenprof.errors import TenprofError, TraceFormatError
+from tenprof.errors import TraceFormatError
 from tenprof.importers.callsites import read_callsites
 from tenprof.importers.compiled_import import write_compiled_kernels
 from tenprof.importers.kineto_reader import TraceStream
 from tenprof.importers.timeline_builder import BuildReport, build_timeline
-from tenprof.store.directory import prepare_output_dir
+from tenprof.store.directory import open_output_dir
 from tenprof.store.meta import GpuInfo, Meta, PassStatus, write_meta
 from tenprof.store.writer import PassWriter
 
@@ -58,39 +60,47 @@ def now_iso() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def begin_import(source_file: Path, out_dir: Path, force: bool, source: str, pass_name: str) -> Meta:
-    """Check the input exists, make the output directory and write meta.json with the pass running."""
+@contextmanager
+def import_output(
+    source_file: Path, out_dir: Path, force: bool, source: str, pass_name: str
+) -> Iterator[tuple[Path, Meta]]:
+    """Check the input is a file, make the output directory (a staging one when replacing a profile),
+    write meta.json with the pass running, and yield (where to write, meta).
+
+    When the block raises, everything this import made is removed, so the output directory is as it was
+    and a retry is not blocked; when it ends, the new profile is put in place (`OutputDirectory.commit`)."""
     if not source_file.exists():
         raise TraceFormatError(f"{source_file}: no such file")
-    prepare_output_dir(out_dir, force)
+    if source_file.is_dir():
+        raise TraceFormatError(f"{source_file} is a directory; give the trace (or report) file itself")
+    output = open_output_dir(out_dir, force)
     meta = Meta(tenprof_version=__version__, created_at=now_iso(), source=source, command=[str(source_file)])
     meta.passes[pass_name] = PassStatus(state="running", started_at=meta.created_at)
-    write_meta(out_dir, meta)
-    return meta
+    try:
+        write_meta(output.path, meta)
+        yield output.path, meta
+    except BaseException:
+        output.discard()
+        raise
+    output.commit()
 
 
 def import_trace(trace: Path, out_dir: Path, force: bool) -> Meta:
     """`tenprof import`: a torch.profiler / Kineto trace the user already has -> a profile directory."""
-    meta = begin_import(trace, out_dir, force, "import", "timeline")
-    started = time.perf_counter()
-    writer = PassWriter(out_dir, "timeline")
-    try:
+    with import_output(trace, out_dir, force, "import", "timeline") as (path, meta):
+        started = time.perf_counter()
+        writer = PassWriter(path, "timeline")
         report = build_pass(writer, trace, None)
         write_compiled_kernels(writer, None, report.triton_launches)
-    except (TenprofError, Exception) as exc:
-        writer.abandon()
-        meta.passes["timeline"] = PassStatus(state="failed", reason=f"the trace could not be read: {exc}")
-        write_meta(out_dir, meta)
-        raise
-    writer.commit()
-    meta.gpus = gpus_from_device_properties(report.device_properties)
-    meta.passes["timeline"] = PassStatus(
-        state="complete",
-        reason="; ".join(report.warnings),
-        started_at=meta.created_at,
-        duration_s=time.perf_counter() - started,
-        rows=writer.rows,
-    )
-    meta.options["trace_span_ns"] = str(report.span_end_ns - report.span_start_ns)
-    write_meta(out_dir, meta)
+        writer.commit()
+        meta.gpus = gpus_from_device_properties(report.device_properties)
+        meta.passes["timeline"] = PassStatus(
+            state="complete",
+            reason="; ".join(report.warnings),
+            started_at=meta.created_at,
+            duration_s=time.perf_counter() - started,
+            rows=writer.rows,
+        )
+        meta.options["trace_span_ns"] = str(report.span_end_ns - report.span_start_ns)
+        write_meta(path, meta)
     return meta

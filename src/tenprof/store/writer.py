@@ -2,6 +2,8 @@
 
 A pass folder that exists is therefore complete or explicitly marked partial; a crash mid-write leaves
 only `<pass>.tmp`, which readers ignore and the next writer removes. Other passes are never touched.
+Both names are claimed in the profile's marker before anything is written, so a later `--force` knows
+they are tenprof's even if this process dies mid-pass.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tenprof.errors import ProfileError
+from tenprof.store.directory import claim
 from tenprof.store.schema import TABLES
 
 
@@ -20,6 +23,7 @@ class PassWriter:
     def __init__(self, profile_dir: Path, pass_name: str) -> None:
         self.final_dir = profile_dir / pass_name
         self.tmp_dir = profile_dir / f"{pass_name}.tmp"
+        claim(profile_dir, pass_name, self.tmp_dir.name)
         if self.tmp_dir.exists():
             shutil.rmtree(self.tmp_dir)
         self.tmp_dir.mkdir(parents=True)
