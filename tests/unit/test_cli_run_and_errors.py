@@ -152,7 +152,7 @@ def test_import_of_a_bad_trace_fails_cleanly(tmp_path: Path, kind: str, capsys: 
     assert main(["import", str(trace), "-o", str(out)]) == 4
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(trace) in err[0]
-    assert load_profile(out).meta.passes["timeline"].state == "failed"
+    assert not out.exists()  # nothing left behind that would block the retry
 
 
 def test_import_of_a_real_kineto_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
