@@ -26,6 +26,7 @@ from tenprof.capture.access_build import (
     build_access_tool,
     find_toolkit,
 )
+from tenprof.capture.log_filter import LogFilter, ProfilerLog, StderrRelay
 from tenprof.capture.ncu_runner import Progress, find_ncu, ncu_command
 from tenprof.capture.pass_builders import (
     expected_replays_of,
@@ -38,7 +39,7 @@ from tenprof.capture.pass_builders import (
     write_stall_cost_files,
 )
 from tenprof.capture.ranks import RankInfo
-from tenprof.capture.rawfiles import NCU_LOG_FILE, NCU_REPORT_BASE, STATUS_FILE
+from tenprof.capture.rawfiles import NCU_LOG_FILE, NCU_REPORT_BASE, PROFILER_LOG_FILE, STATUS_FILE
 from tenprof.capture.schedule import Schedule
 from tenprof.errors import UsageError
 from tenprof.importers.trace_import import now_iso
@@ -180,15 +181,23 @@ def _run_child(
         env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
     if access is not None:
         env.update(access.environment(raw_dir, every=req.access_every))
-    proc = subprocess.Popen(
-        command,
-        env=env,
-        start_new_session=True,
-        stdout=subprocess.PIPE if piped else None,
-        stderr=subprocess.STDOUT if piped else None,
-        text=piped,
-        errors="replace" if piped else None,
-    )
+    # The script's stderr is read here, through the filter of the profiler library's own log lines (in this
+    # process, so that nothing is lost if the child crashes); its stdout is left as it is.
+    relay = None if piped else StderrRelay(raw_dir / PROFILER_LOG_FILE, tty=os.isatty(2))
+    try:
+        proc = subprocess.Popen(
+            command,
+            env=env,
+            start_new_session=True,
+            stdout=subprocess.PIPE if piped else None,
+            stderr=subprocess.STDOUT if relay is None else relay.child_fd,
+            text=piped,
+            errors="replace" if piped else None,
+        )
+    except BaseException:
+        if relay is not None:
+            relay.close()
+        raise
 
     def forward(signum: int, frame: Any) -> None:
         try:
@@ -201,15 +210,22 @@ def _run_child(
     try:
         if piped and proc.stdout is not None:
             _relay_ncu_output(proc.stdout, raw_dir / NCU_LOG_FILE, expected_replays, pass_name)
+        elif relay is not None:
+            relay.pump(proc)  # until the child has exited and its stderr is drained
         return proc.wait()
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+        if relay is not None:
+            relay.close()
 
 
 def _relay_ncu_output(stream: Any, log_path: Path, expected: int, pass_name: str) -> None:
-    """ncu's lines go to its log and drive the progress line; the script's own lines go to stdout."""
+    """ncu's lines go to its log and drive the progress line; the script's own lines go to stdout, less the
+    profiler library's own log lines, which go to raw/profiler.log (all lines are in ncu's log too)."""
     progress = Progress(expected, lambda text: print(text, file=sys.stderr, flush=True), label=pass_name)
+    profiler_log = ProfilerLog(log_path.parent / PROFILER_LOG_FILE)
+    script = LogFilter(lambda data: sys.stdout.write(data.decode(errors="replace")), profiler_log.write)
     with log_path.open("w") as log:
         for line in stream:
             log.write(line)
@@ -218,7 +234,9 @@ def _relay_ncu_output(stream: Any, log_path: Path, expected: int, pass_name: str
             elif line.startswith("==ERROR==") or line.startswith("==WARNING=="):
                 print(line.rstrip(), file=sys.stderr)
             else:
-                sys.stdout.write(line)
+                script.feed(line.encode())
+    script.close()
+    profiler_log.close()
     print(progress.text() + " (done)", file=sys.stderr, flush=True)
 
 

@@ -12,3 +12,4 @@ NCU_LOG_FILE = "ncu.log"
 COUNTERS_FILE = "counters.json.gz"  # the report read into plain columns
 STALLS_FILE = "stalls.json.gz"  # the SourceCounters report read into plain columns
 COMPILED_CODE_FILE = "compiled_code.json.gz"  # torch.compile wrapper sources (tenprof.capture.compiled_code)
+PROFILER_LOG_FILE = "profiler.log"  # the profiler library's own log lines, kept out of what the run shows
