@@ -18,11 +18,13 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from tenprof.capture.rawfiles import STATUS_FILE
 
 EXIT_CAPTURE_FAILED = 5
+_RUNPY = runpy._run_code.__code__.co_filename  # type: ignore[attr-defined]  # '<frozen runpy>' since 3.11
 
 
 class Terminated(BaseException):
@@ -56,6 +58,39 @@ def _where(exc: BaseException) -> str:
         if is_user_file(frame.filename):
             best = f"{frame.filename}:{frame.lineno}"
     return best
+
+
+def _failure(exc: BaseException, module: str) -> str:
+    """Report an exception that ended the script on stderr and return the run's cut-short reason.
+
+    runpy's own ImportError for a `-m` module it cannot find (or run) is one `tenprof: error:` line, as
+    Python prints one line for `python -m`; anything the script raised gets its traceback as Python would
+    print it, without the frames of tenprof and runpy above the script."""
+    if module and isinstance(exc, ImportError) and _raised_by_runpy(exc):
+        reason = f"cannot run -m {module}: {exc}"
+        if "is a package" in reason:  # runpy: "No module named pkg.__main__; 'pkg' is a package and ..."
+            hint = "give one of its modules (-m pkg.module)"
+        else:
+            hint = "install it in this Python, or run tenprof in the folder that holds it"
+        print(f"tenprof: error: {reason}; {hint}", file=sys.stderr)
+        return reason
+    traceback.print_exception(type(exc), exc, _user_traceback(exc.__traceback__))
+    where = _where(exc)
+    return f"the script raised {exc.__class__.__name__}: {str(exc)[:200]}" + (f" at {where}" if where else "")
+
+
+def _raised_by_runpy(exc: BaseException) -> bool:
+    """True when runpy itself raised `exc` (its innermost frame is runpy's), not the code it ran."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    return bool(frames) and frames[-1].filename == _RUNPY
+
+
+def _user_traceback(tb: TracebackType | None) -> TracebackType | None:
+    """The traceback from the script's first frame down: the frames of this file and runpy, which only
+    started the script, are dropped (None when nothing else is left, e.g. a SyntaxError in the script)."""
+    while tb is not None and tb.tb_frame.f_code.co_filename in (__file__, _RUNPY):
+        tb = tb.tb_next
+    return tb
 
 
 def _session(spec: dict[str, Any], raw_dir: Path) -> Any:
@@ -153,13 +188,8 @@ def run_child(spec: dict[str, Any]) -> int:
         where = _where(exc)
         status.update(cut_short=True, reason="terminated by SIGTERM" + (f" at {where}" if where else ""))
     except BaseException as exc:
-        traceback.print_exc()
         exit_code = 1
-        where = _where(exc)
-        status.update(
-            cut_short=True,
-            reason=f"the script raised {exc.__class__.__name__}: {str(exc)[:200]}" + (f" at {where}" if where else ""),
-        )
+        status.update(cut_short=True, reason=_failure(exc, target if spec.get("module") else ""))
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # saving must not be cut short in turn
         signal.signal(signal.SIGTERM, signal.SIG_IGN)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import IO
 
 import orjson
 
@@ -49,7 +50,7 @@ class ExportCommand:
     """Write a Perfetto trace, a hatchet tree, the JSON report or a table as CSV."""
 
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
-        from tenprof.cli.common import add_profile_arguments
+        from tenprof.cli.common import add_profile_arguments, non_negative_int
 
         add_profile_arguments(parser)
         parser.add_argument(
@@ -63,12 +64,16 @@ class ExportCommand:
         parser.add_argument(
             "--metric", default="bytes", choices=METRICS, help="forest: order trees and size nodes by this"
         )
-        parser.add_argument("--limit", type=int, default=40, help="forest: groups of trees to show (0: all)")
+        parser.add_argument(
+            "--limit", type=non_negative_int, default=40, help="forest: groups of trees to show (0: all)"
+        )
 
     def run(self, args: argparse.Namespace) -> int:
         from tenprof.cli.common import open_profile
 
         fmt = args.format or _format_from_name(args.output)
+        if fmt == "generated-code":
+            _check_code_folder(args.output or DEFAULT_NAMES[fmt])
         profile = open_profile(args)
         if fmt == "operators" and not profile.has_pass("counters"):
             raise UsageError(
@@ -94,9 +99,9 @@ class ExportCommand:
                         "graphviz `dot` is not installed (apt install graphviz); --format forest-dot works"
                     )
         if fmt == "generated-code":
-            return _write_generated_code(profile, Path(args.output or "generated-code"))
+            return _write_generated_code(profile, Path(args.output or DEFAULT_NAMES[fmt]))
         output = args.output or _default_name(fmt, args.table)
-        handle = sys.stdout.buffer if output == "-" else Path(output).open("wb")  # noqa: SIM115 (closed below)
+        handle = sys.stdout.buffer if output == "-" else _open_output(Path(output))
         try:
             if fmt == "perfetto":
                 from tenprof.renderers.perfetto import write_perfetto
@@ -133,6 +138,41 @@ class ExportCommand:
         return 0
 
 
+def _open_output(path: Path) -> IO[bytes]:
+    """`path` opened for writing, its missing parent folders made first; UsageError, in one line, when
+    that cannot be done (a parent is a file, no permission, the path is a folder)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot make the folder {path.parent} for -o {path}: {_reason(exc)}") from exc
+    if path.is_dir():
+        raise UsageError(f"-o {path} is a folder; give a file name (e.g. -o {path / DEFAULT_NAMES['perfetto']})")
+    try:
+        return path.open("wb")
+    except OSError as exc:
+        raise UsageError(f"cannot write -o {path}: {_reason(exc)}") from exc
+
+
+def _reason(exc: OSError) -> str:
+    """The system's words for an OSError ('Permission denied'), without the errno and the path."""
+    if isinstance(exc, FileExistsError | NotADirectoryError):
+        return "a part of the path is a file, not a folder"
+    return exc.strerror or exc.__class__.__name__
+
+
+def _check_code_folder(output: str) -> None:
+    """generated-code writes a folder of .py files: refuse an -o that is a file, standard output or a name
+    like a file's (gen.txt), rather than make a folder of that name."""
+    hint = "--format generated-code writes a folder of .py files: give a folder name with -o (e.g. -o code)"
+    out_dir = Path(output)
+    if output == "-":
+        raise UsageError(f"cannot write to standard output (-o -); {hint}")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"-o {out_dir} is a file; {hint}")
+    if not out_dir.exists() and out_dir.suffix[1:].isalpha():
+        raise UsageError(f"-o {out_dir} looks like a file name; {hint}")
+
+
 def _write_generated_code(profile: Profile, out_dir: Path) -> int:
     """torch.compile's generated wrapper modules kept by the profile's runs, one .py file each under its own
     name, and each Triton kernel's source as `<kernel>.py`: the text of the file Triton compiled it from,
@@ -146,19 +186,22 @@ def _write_generated_code(profile: Profile, out_dir: Path) -> int:
             f"{profile.directory} keeps no torch.compile code (none ran under tenprof run; an imported trace "
             "only names the generated files)"
         )
-    out_dir.mkdir(parents=True, exist_ok=True)
     wrappers: set[str] = set()
     kernels: set[str] = set()
-    for row in rows:
-        name, source = Path(str(row["path"])).name, str(row["source"])
-        if name in wrappers:
-            continue
-        wrappers.add(name)
-        (out_dir / name).write_text(source)
-        for kernel, (start, end) in embedded_kernels(source).items():
-            if kernel not in kernels:
-                kernels.add(kernel)
-                (out_dir / f"{kernel}.py").write_text(source[start:end])
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for row in rows:
+            name, source = Path(str(row["path"])).name, str(row["source"])
+            if name in wrappers:
+                continue
+            wrappers.add(name)
+            (out_dir / name).write_text(source)
+            for kernel, (start, end) in embedded_kernels(source).items():
+                if kernel not in kernels:
+                    kernels.add(kernel)
+                    (out_dir / f"{kernel}.py").write_text(source[start:end])
+    except OSError as exc:
+        raise UsageError(f"cannot write the generated code to -o {out_dir}: {_reason(exc)}") from exc
     print(
         f"wrote {len(wrappers)} generated wrappers and {len(kernels)} kernel sources (<kernel>.py) to {out_dir}/",
         file=sys.stderr,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -51,8 +52,20 @@ def main(argv: list[str] | None = None) -> int:
     except TenprofError as exc:
         print(f"tenprof: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except BrokenPipeError:  # `tenprof report ... | head`
+    except BrokenPipeError:  # `tenprof report ... | head` stopped reading: not an error
+        _silence_stdout()
         return 0
+
+
+def _silence_stdout() -> None:
+    """Point stdout's file descriptor at /dev/null: Python flushes stdout once more at exit, which would
+    fail on the closed pipe again ("Exception ignored ... BrokenPipeError") and make the exit status 120."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout is not a file (a test's capture): nothing will flush to a pipe
+        pass
 
 
 def entry_point() -> None:

@@ -18,7 +18,7 @@ from tenprof.analyses.summary import summarize
 from tenprof.analyses.temporal import temporal_breakdown
 from tenprof.analyses.tensor_forest import Forest
 from tenprof.analyses.tensor_stall_cost import tensor_stall_cost
-from tenprof.cli.common import console, open_profile
+from tenprof.cli.common import console, non_negative_int, open_profile, threshold_override
 from tenprof.cli.ranks_report import print_ranks_report, ranks_json
 from tenprof.errors import UsageError
 from tenprof.renderers.compiled_text import render_compiled
@@ -95,11 +95,12 @@ class ReportCommand:
         parser.add_argument("profile", nargs="?", help="profile directory (from tenprof run or tenprof import)")
         parser.add_argument("--steps", default="", help="only these steps: '2:' (from 2 on), ':3' (before 3), '1,3-5'")
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
-        parser.add_argument("--limit", type=int, default=15, help="rows per tally (0: all)")
+        parser.add_argument("--limit", type=non_negative_int, default=15, help="rows per tally (0: all)")
         parser.add_argument(
             "--threshold",
             action="append",
             default=[],
+            type=threshold_override,
             metavar="NAME=VALUE",
             help="override a finding's threshold (repeatable); see --list-thresholds",
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from tenprof.analyses.calltree import METRICS, build_tree, flat, hide_frames, prune
-from tenprof.cli.common import add_profile_arguments, console, open_profile
+from tenprof.cli.common import add_profile_arguments, console, non_negative_float, non_negative_int, open_profile
 from tenprof.renderers.text import render_flat, render_tree
 
 
@@ -21,17 +21,17 @@ class ViewCommand:
             default=None,
             help="metric to show and sort by (default: gpu_time, or cpu_time for a profile without GPU work)",
         )
-        parser.add_argument("--depth", type=int, default=None, help="show at most this many levels")
+        parser.add_argument("--depth", type=non_negative_int, default=None, help="show at most this many levels")
         parser.add_argument(
             "--threshold",
-            type=float,
+            type=non_negative_float,
             default=0.5,
             help="hide nodes under this %% of the total (default 0.5; 0 shows all)",
         )
         parser.add_argument("--exclude", default=None, help="hide Python frames whose file matches this regex")
         parser.add_argument("--include", default=None, help="show only Python frames whose file matches this regex")
         parser.add_argument("--flat", action="store_true", help="flat view: nodes summed by name, sorted by self time")
-        parser.add_argument("--limit", type=int, default=40, help="rows in the flat view")
+        parser.add_argument("--limit", type=non_negative_int, default=40, help="rows in the flat view (0: all)")
 
     def run(self, args: argparse.Namespace) -> int:
         profile = open_profile(args)
@@ -41,7 +41,8 @@ class ViewCommand:
             tree = hide_frames(tree, exclude=args.exclude, include=args.include)
         out = console()
         if args.flat:
-            render_flat(flat(tree, metric), out, metric, args.limit)
+            rows = flat(tree, metric)
+            render_flat(rows, out, metric, args.limit or len(rows))  # 0 means all, as in report and export
             return 0
         render_tree(prune(tree, metric, args.depth, args.threshold), out, metric)
         return 0

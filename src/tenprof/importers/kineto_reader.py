@@ -4,8 +4,10 @@
 properties) and an iterator over event dicts. Events come from ijson's C parser; the small top-level
 keys are recovered from the first and last bytes the parser read, so one pass over the file suffices.
 
-Errors a user can cause (missing file, truncated gzip, not JSON, no `traceEvents`) raise
-`TraceFormatError` with one line saying what is wrong.
+Errors a user can cause (missing file, a folder, truncated gzip, not JSON, no `traceEvents`, JSON that
+is not a torch.profiler / Kineto trace such as tenprof's own Perfetto export) raise `TraceFormatError`
+with one line saying what is wrong. A file that is not a Kineto trace is refused once the stream has
+shown it (at the end, unless it is tenprof's export), so the events already yielded must be discarded.
 """
 
 from __future__ import annotations
@@ -88,11 +90,80 @@ def _parse_edges(head: bytes, tail: bytes) -> dict[str, Any]:
 def _open(path: Path) -> IO[bytes]:
     if not path.exists():
         raise TraceFormatError(f"{path}: no such file")
+    if path.is_dir():
+        raise TraceFormatError(f"{path} is a directory; give the trace file itself{_trace_in(path)}")
     with path.open("rb") as probe:
         magic = probe.read(2)
     if magic == b"\x1f\x8b":
         return cast(IO[bytes], gzip.open(path, "rb"))
     return path.open("rb")
+
+
+def _trace_in(folder: Path) -> str:
+    """' (e.g. NAME)' naming a trace file in `folder` (tensorboard_trace_handler writes a folder of them)."""
+    found = sorted(folder.glob("*.json.gz")) + sorted(folder.glob("*.json"))
+    return f" (e.g. {found[0]})" if found else " (.json or .json.gz)"
+
+
+class _KinetoCheck:
+    """Tells a torch.profiler / Kineto trace from other Chrome-format JSON while the events stream by.
+
+    Kineto writes `schemaVersion` (and baseTimeNanoseconds, deviceProperties) before its events, and its
+    events carry categories only it uses (cpu_op on any trace, CPU-only ones included). tenprof's own
+    Perfetto export (renderers/perfetto.py) has neither: its categories are op, scope, step, cuda_api,
+    transfer, launch and kernel; so `kernel`, which both write, proves nothing.
+    """
+
+    HEADER_KEYS = ("schemaVersion", "baseTimeNanoseconds", "deviceProperties")
+    CATEGORIES = frozenset(
+        {
+            "cpu_op",
+            "user_annotation",
+            "gpu_user_annotation",
+            "python_function",
+            "cuda_runtime",
+            "cuda_driver",
+            "gpu_memcpy",
+            "gpu_memset",
+            "ac2g",
+            "cpu_instant_event",
+            "Trace",
+        }
+    )
+    EXPORT_CATEGORIES = frozenset({"op", "scope", "step", "cuda_api", "transfer", "launch"})
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.is_kineto = False
+        self._header_checked = False
+
+    def see(self, event: dict[str, Any], recorder: _EdgeRecorder) -> None:
+        """Look at one event, and with the first one at the keys before the events (read by then);
+        TraceFormatError for tenprof's own export, which is recognised as soon as it shows."""
+        if not self._header_checked:
+            self._header_checked = True
+            if self.has_header_keys(_parse_edges(bytes(recorder.head), b"")):
+                self.is_kineto = True
+                return
+        cat = event.get("cat")
+        if cat in self.CATEGORIES:
+            self.is_kineto = True
+        elif cat in self.EXPORT_CATEGORIES:
+            raise TraceFormatError(
+                f"{self.path} is a Perfetto trace that tenprof exported, not a torch.profiler trace; open it in "
+                "ui.perfetto.dev, or import the trace torch.profiler wrote (a profile keeps it in "
+                "timeline/raw/kineto_trace.json.gz)"
+            )
+
+    def has_header_keys(self, keys: dict[str, Any]) -> bool:
+        return any(key in keys for key in self.HEADER_KEYS)
+
+    def refuse(self) -> TraceFormatError:
+        return TraceFormatError(
+            f"{self.path}: not a torch.profiler / Kineto trace (no cpu_op or cuda_runtime events, none of "
+            f"Kineto's keys {', '.join(self.HEADER_KEYS)}); tenprof imports what torch.profiler's "
+            "export_chrome_trace or tensorboard_trace_handler writes"
+        )
 
 
 class TraceStream:
@@ -106,11 +177,14 @@ class TraceStream:
     def events(self) -> Iterator[dict[str, Any]]:
         handle = _open(self.path)
         recorder = _EdgeRecorder(handle)
+        check = _KinetoCheck(self.path)
         count = 0
         try:
             for event in ijson.items(recorder, "traceEvents.item", use_float=True):
                 if isinstance(event, dict):
                     count += 1
+                    if not check.is_kineto:
+                        check.see(event, recorder)
                     yield event
         except (ijson.JSONError, ijson.IncompleteJSONError) as exc:
             raise TraceFormatError(
@@ -127,6 +201,8 @@ class TraceStream:
                 f"{self.path}: no `traceEvents` array; tenprof imports torch.profiler / Kineto chrome traces"
             )
         edges = _parse_edges(bytes(recorder.head), bytes(recorder.tail))
+        if not check.is_kineto and not check.has_header_keys(edges):  # some Kineto keys follow the events
+            raise check.refuse()
         base = edges.pop("baseTimeNanoseconds", 0)
         self.header = TraceHeader(
             base_time_ns=int(base) if isinstance(base, (int, float)) else 0,

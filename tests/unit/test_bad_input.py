@@ -1,0 +1,281 @@
+"""Issue 15: every bad input gets one clear `tenprof: error:` line (or argparse's usage error) and a
+non-zero exit, never a traceback or a silently wrong result."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tenprof.cli.main import main
+from tenprof.errors import TraceFormatError
+from tenprof.importers.kineto_reader import TraceStream
+from tenprof.store.profile import load_profile
+from tests.conftest import DATA
+
+ROOT = Path(__file__).resolve().parents[2]
+MATMUL = DATA / "matmul64"
+KINETO = MATMUL / "timeline" / "raw" / "kineto_trace.json.gz"
+
+
+def _one_error_line(err: str, *names: str) -> str:
+    """The one line on stderr, checked to be tenprof's error line naming each of `names`."""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("tenprof: error:") and all(n in lines[0] for n in names), lines[0]
+    return lines[0]
+
+
+# 1. export: missing folders are made; an output that cannot be written is one line
+
+
+def test_export_makes_the_missing_folders_of_the_output(tmp_path: Path) -> None:
+    out = tmp_path / "no" / "such" / "dir" / "t.json"
+    assert main(["export", str(MATMUL), "--format", "perfetto", "-o", str(out)]) == 0
+    assert orjson.loads(out.read_bytes())["traceEvents"]
+
+
+@pytest.mark.parametrize(
+    "where, words",
+    [
+        ("file/t.json", "a part of the path is a file"),  # NotADirectoryError when opening
+        ("file/sub/t.json", "a part of the path is a file"),  # NotADirectoryError when making the folder
+        ("folder", "is a folder"),  # IsADirectoryError when opening
+    ],
+)
+def test_export_to_a_place_that_cannot_be_written(
+    tmp_path: Path, where: str, words: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "file").write_text("mine")
+    (tmp_path / "folder").mkdir()
+    out = tmp_path / where
+    assert main(["export", str(MATMUL), "--format", "perfetto", "-o", str(out)]) == 2
+    _one_error_line(capsys.readouterr().err, str(out), words)
+    assert (tmp_path / "file").read_text() == "mine"
+
+
+def test_export_without_permission_to_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Tests run as root, whom chmod does not stop: refuse the opening of this one file instead.
+    out = tmp_path / "t.json"
+    real_open = Path.open
+
+    def refuse(self: Path, *args: object, **kwargs: object) -> object:
+        if self == out:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_open(self, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(Path, "open", refuse)
+    assert main(["export", str(MATMUL), "--format", "perfetto", "-o", str(out)]) == 2
+    _one_error_line(capsys.readouterr().err, str(out), "Permission denied")
+
+
+# 2. export --format generated-code writes a folder: a file, or a name like a file's, is refused
+
+
+@pytest.fixture
+def compiled(tmp_path: Path) -> Path:
+    profile = tmp_path / "compiled"
+    shutil.copytree(DATA / "compiled" / "mlp_max_autotune", profile)
+    return profile
+
+
+@pytest.mark.parametrize("name, words", [("gen.txt", "looks like a file name"), ("existing", "is a file")])
+def test_generated_code_refuses_a_file_for_its_folder(
+    compiled: Path, tmp_path: Path, name: str, words: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "existing").write_text("mine")
+    out = tmp_path / name
+    assert main(["export", str(compiled), "--format", "generated-code", "-o", str(out)]) == 2
+    _one_error_line(capsys.readouterr().err, str(out), words, "folder of .py files")
+    assert not out.is_dir()
+    assert (tmp_path / "existing").read_text() == "mine"
+
+
+def test_generated_code_makes_its_folder(compiled: Path, tmp_path: Path) -> None:
+    out = tmp_path / "a" / "code"
+    assert main(["export", str(compiled), "--format", "generated-code", "-o", str(out)]) == 0
+    assert list(out.glob("*.py"))
+
+
+# 3. import of a folder
+
+
+def test_import_of_a_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    assert main(["import", str(folder), "-o", str(tmp_path / "out")]) == 4
+    _one_error_line(capsys.readouterr().err, str(folder), "is a directory")
+
+
+def test_reading_a_folder_names_a_trace_in_it(tmp_path: Path) -> None:
+    folder = tmp_path / "traces"  # as tensorboard_trace_handler writes them
+    folder.mkdir()
+    shutil.copy(KINETO, folder / "host_1.pt.trace.json.gz")
+    with pytest.raises(TraceFormatError, match=r"is a directory; .* \(e\.g\. .*host_1\.pt\.trace\.json\.gz\)"):
+        list(TraceStream(folder).events())
+
+
+# 4. import of JSON that is not a torch.profiler / Kineto trace
+
+
+def _perfetto_export(tmp_path: Path) -> Path:
+    out = tmp_path / "t.json"
+    assert main(["export", str(MATMUL), "--format", "perfetto", "-o", str(out)]) == 0
+    return out
+
+
+@pytest.mark.parametrize(
+    "content, words",
+    [
+        ("perfetto", "tenprof exported"),
+        (b'{"traceEvents": "nope"}', "not a torch.profiler / Kineto trace"),
+        (b'{"traceEvents": []}', "not a torch.profiler / Kineto trace"),
+        (b'{"traceEvents": [{"ph": "X", "cat": "gpu", "name": "a", "ts": 1, "dur": 2}]}', "schemaVersion"),
+        (b'[{"ph": "X", "name": "a", "ts": 1, "dur": 2}]', "no `traceEvents`"),
+    ],
+)
+def test_import_refuses_json_that_is_not_a_kineto_trace(
+    tmp_path: Path, content: str | bytes, words: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if isinstance(content, bytes):
+        trace = tmp_path / "t.json"
+        trace.write_bytes(content)
+    else:
+        trace = _perfetto_export(tmp_path)
+    capsys.readouterr()
+    assert main(["import", str(trace), "-o", str(tmp_path / "out")]) == 4
+    _one_error_line(capsys.readouterr().err, str(trace), words)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        # Kineto's header alone: a run that recorded nothing
+        b'{"schemaVersion": 1, "deviceProperties": [], "traceEvents": []}',
+        # keys after the events only (as some Kineto versions write deviceProperties)
+        b'{"traceEvents": [], "deviceProperties": [], "traceName": "x.json"}',
+        # no header, but an op of Kineto's category
+        b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2, "pid": 1, "tid": 1}]}',
+    ],
+)
+def test_import_accepts_kineto_traces_without_gpu_work(tmp_path: Path, content: bytes) -> None:
+    trace = tmp_path / "t.json"
+    trace.write_bytes(content)
+    assert main(["import", "--quiet", str(trace), "-o", str(tmp_path / "out")]) == 0
+
+
+def test_import_accepts_a_cpu_only_torch_profiler_trace(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    trace = tmp_path / "cpu.json"
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        torch.ones(8, 8) @ torch.ones(8, 8)
+    prof.export_chrome_trace(str(trace))
+    with gzip.open(tmp_path / "cpu.json.gz", "wb") as packed:
+        packed.write(trace.read_bytes())
+    for name in ("cpu.json", "cpu.json.gz"):
+        out = tmp_path / f"{name}.tenprof"
+        assert main(["import", "--quiet", str(tmp_path / name), "-o", str(out)]) == 0
+        assert "aten::mm" in load_profile(out).table("ops").column("name").to_pylist()
+
+
+# 5. negative counts and thresholds are refused by argparse
+
+
+@pytest.mark.parametrize(
+    "argv, option, words",
+    [
+        (["report", str(MATMUL), "--limit", "-1"], "--limit", "0 or more, got -1"),
+        (["report", str(MATMUL), "--limit", "ten"], "--limit", "a whole number"),
+        (["report", str(MATMUL), "--threshold", "idle.min_share=-0.1"], "--threshold", "idle.min_share needs"),
+        (["report", str(MATMUL), "--threshold", "idle.min_share"], "--threshold", "needs NAME=VALUE"),
+        (["view", str(MATMUL), "--depth", "-3"], "--depth", "0 or more, got -3"),
+        (["view", str(MATMUL), "--threshold", "-1"], "--threshold", "0 or more, got -1"),
+        (["view", str(MATMUL), "--threshold", "nan"], "--threshold", "0 or more, got nan"),
+        (["view", str(MATMUL), "--flat", "--limit", "-2"], "--limit", "0 or more, got -2"),
+        (["export", str(MATMUL), "--format", "forest", "--limit", "-1"], "--limit", "0 or more, got -1"),
+    ],
+)
+def test_negative_counts_and_thresholds_are_refused(
+    argv: list[str], option: str, words: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()  # argparse's usage (wrapped), then one error line
+    assert lines[0].startswith(f"usage: tenprof {argv[0]}")
+    assert lines[-1].startswith(f"tenprof {argv[0]}: error: argument {option}") and words in lines[-1], lines
+
+
+def test_zero_still_means_all(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(MATMUL), "--limit", "0", "--threshold", "idle.min_share=0"]) == 0
+    assert "aten::mm" in capsys.readouterr().out
+    assert main(["view", str(MATMUL), "--flat", "--limit", "0", "--threshold", "0", "--depth", "0"]) == 0
+    assert "aten::mm" in capsys.readouterr().out  # the flat view's --limit 0 shows all rows, as elsewhere
+
+
+# 6. `tenprof report P | head`
+
+
+def test_a_reader_that_stops_early_is_not_an_error() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tenprof", "report", str(DATA / "gpt2"), "--limit", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=ROOT,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline()
+    proc.stdout.close()  # as `head -1` does after its line
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0, err
+    assert "BrokenPipe" not in err and "Exception ignored" not in err, err
+
+
+# 7. tenprof run: a module that is not there; the traceback of a script that raises
+
+
+def test_run_of_a_missing_module_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--quiet", "-o", "prof", "-m", "no_such_module"]) == 1
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "runpy" not in err, err
+    errors = [line for line in err.splitlines() if line.startswith("tenprof: error:")]
+    assert len(errors) == 1 and "No module named no_such_module" in errors[0], err
+    run = load_profile(tmp_path / "prof").meta.run
+    assert run.cut_short and "cannot run -m no_such_module" in run.cut_short_reason
+
+
+def test_traceback_of_the_script_starts_at_the_script(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    job = tmp_path / "job.py"
+    job.write_text(
+        textwrap.dedent(
+            """
+            import torch
+
+            def explode(x):
+                raise ValueError(f"bad {x}")
+
+            explode(torch.ones(2).sum().item())
+            """
+        )
+    )
+    assert main(["run", "--quiet", "-o", str(tmp_path / "prof"), str(job)]) == 1
+    err = capfd.readouterr().err
+    trace = err[err.index("Traceback (most recent call last):") :]
+    frames = [line for line in trace.splitlines() if line.startswith('  File "')]
+    assert frames == [f'  File "{job}", line 7, in <module>', f'  File "{job}", line 5, in explode'], trace
+    assert "ValueError: bad 2.0" in trace
+    assert "runpy" not in err and "tenprof/capture" not in err, err
