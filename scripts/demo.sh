@@ -14,6 +14,6 @@ fi
 .venv/bin/tenprof run --force --passes all -o tenprof-out examples/matmul_add.py --size 256 --steps 5 --warmup 2
 .venv/bin/tenprof view tenprof-out --depth 8 --threshold 1
 head -n 20 tenprof-out/forest.txt
-.venv/bin/tenprof export tenprof-out --format perfetto -o tenprof-out/trace.json
+.venv/bin/tenprof export --force tenprof-out --format perfetto -o tenprof-out/trace.json
 echo "Open tenprof-out/trace.json in https://ui.perfetto.dev ; the tensor forest is in tenprof-out/forest.txt and .dot;"
 echo "re-render any time with: .venv/bin/tenprof report tenprof-out"

@@ -78,6 +78,16 @@ def test_export_without_permission_to_write(
     _one_error_line(capsys.readouterr().err, str(out), "Permission denied")
 
 
+def test_export_overwrites_nothing_unasked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "t.json"
+    out.write_text("mine")
+    assert main(["export", str(MATMUL), "--format", "perfetto", "-o", str(out)]) == 2
+    _one_error_line(capsys.readouterr().err, str(out), "--force")
+    assert out.read_text() == "mine"
+    assert main(["export", "--force", str(MATMUL), "--format", "perfetto", "-o", str(out)]) == 0
+    assert orjson.loads(out.read_bytes())["traceEvents"]
+
+
 # 2. export --format generated-code writes a folder: a file, or a name like a file's, is refused
 
 
@@ -104,6 +114,19 @@ def test_generated_code_makes_its_folder(compiled: Path, tmp_path: Path) -> None
     out = tmp_path / "a" / "code"
     assert main(["export", str(compiled), "--format", "generated-code", "-o", str(out)]) == 0
     assert list(out.glob("*.py"))
+
+
+def test_generated_code_writes_into_a_folder_in_use_only_with_force(
+    compiled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "src"
+    out.mkdir()
+    (out / "model.py").write_text("mine")
+    assert main(["export", str(compiled), "--format", "generated-code", "-o", str(out)]) == 2
+    _one_error_line(capsys.readouterr().err, str(out), "not empty")
+    assert [p.name for p in out.iterdir()] == ["model.py"]
+    assert main(["export", "--force", str(compiled), "--format", "generated-code", "-o", str(out)]) == 0
+    assert (out / "model.py").read_text() == "mine" and len(list(out.glob("*.py"))) > 1
 
 
 # 3. import of a folder
@@ -252,8 +275,8 @@ def test_run_of_a_missing_module_is_one_line(
     assert main(["run", "--quiet", "-o", "prof", "-m", "no_such_module"]) == 1
     err = capfd.readouterr().err
     assert "Traceback" not in err and "runpy" not in err, err
-    errors = [line for line in err.splitlines() if line.startswith("tenprof: error:")]
-    assert len(errors) == 1 and "No module named no_such_module" in errors[0], err
+    # --quiet: the error is all there is (no progress, no "profile written", no profiler log lines)
+    _one_error_line(err, "No module named no_such_module")
     run = load_profile(tmp_path / "prof").meta.run
     assert run.cut_short and "cannot run -m no_such_module" in run.cut_short_reason
 

@@ -187,3 +187,15 @@ def test_a_damaged_rank_fails_the_merged_report(tmp_path: Path, capsys: pytest.C
     line = _report_error(job, capsys)
     assert f"{job}/rank00001/timeline/kernels.parquet is missing" in line
     assert line.endswith("the profile is damaged; record it again with `tenprof run`")  # no trace kept here
+
+
+def test_a_damaged_later_section_fails_before_the_report_prints_anything(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    copy = tmp_path / "conv"
+    shutil.copytree(DATA / "tensors" / "conv", copy)
+    (copy / "tensors" / "tensor_uses.parquet").unlink()
+    assert main(["report", str(copy)]) == 3
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert len(captured.err.strip().splitlines()) == 1 and "tensor_uses.parquet" in captured.err

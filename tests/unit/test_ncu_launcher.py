@@ -60,7 +60,10 @@ def test_counters_pass_through_ncu(
     assert main(["run", "--quiet", "--passes", "counters", "--ncu", str(ncu), "-o", str(out), str(script)]) == 0
     captured = capsys.readouterr()
     assert "hello from the script" in captured.out and "==PROF==" not in captured.out
-    assert "tenprof counters: 2 kernels replayed" in captured.err
+    assert captured.err == ""  # --quiet: no progress line
+    out.rename(tmp_path / "first")
+    assert main(["run", "--passes", "counters", "--ncu", str(ncu), "-o", str(out), str(script)]) == 0
+    assert "tenprof counters: 2 kernels replayed" in capsys.readouterr().err
     profile = load_profile(out)
     status = profile.meta.passes["counters"]
     assert status.state == "complete", status.reason

@@ -86,6 +86,7 @@ class RunRequest:
     access_every: int = DEFAULT_EVERY
     replay_scopes: tuple[str, ...] = ()
     rank: RankInfo | None = None
+    quiet: bool = False  # no progress or notes from tenprof (errors and failed passes are still said)
     python: str = field(default_factory=lambda: sys.executable)
 
 
@@ -209,7 +210,7 @@ def _run_child(
     previous = {s: signal.signal(s, forward) for s in watched}
     try:
         if piped and proc.stdout is not None:
-            _relay_ncu_output(proc.stdout, raw_dir / NCU_LOG_FILE, expected_replays, pass_name)
+            _relay_ncu_output(proc.stdout, raw_dir / NCU_LOG_FILE, expected_replays, pass_name, req.quiet)
         elif relay is not None:
             relay.pump(proc)  # until the child has exited and its stderr is drained
         return proc.wait()
@@ -220,10 +221,14 @@ def _run_child(
             relay.close()
 
 
-def _relay_ncu_output(stream: Any, log_path: Path, expected: int, pass_name: str) -> None:
+def _relay_ncu_output(stream: Any, log_path: Path, expected: int, pass_name: str, quiet: bool = False) -> None:
     """ncu's lines go to its log and drive the progress line; the script's own lines go to stdout, less the
     profiler library's own log lines, which go to raw/profiler.log (all lines are in ncu's log too)."""
-    progress = Progress(expected, lambda text: print(text, file=sys.stderr, flush=True), label=pass_name)
+    def show(text: str) -> None:
+        if not quiet:
+            print(text, file=sys.stderr, flush=True)
+
+    progress = Progress(expected, show, label=pass_name)
     profiler_log = ProfilerLog(log_path.parent / PROFILER_LOG_FILE)
     script = LogFilter(lambda data: sys.stdout.write(data.decode(errors="replace")), profiler_log.write)
     with log_path.open("w") as log:
@@ -237,7 +242,7 @@ def _relay_ncu_output(stream: Any, log_path: Path, expected: int, pass_name: str
                 script.feed(line.encode())
     script.close()
     profiler_log.close()
-    print(progress.text() + " (done)", file=sys.stderr, flush=True)
+    show(progress.text() + " (done)")
 
 
 def _signal_name(code: int) -> str:
@@ -363,7 +368,8 @@ def _access_tool(req: RunRequest) -> tuple[AccessTool | None, str]:
     """The access tool, built now if needed; or why the accesses pass cannot run (the others still do)."""
     if "accesses" not in req.passes:
         return None, ""
-    print("tenprof: preparing the access tool (built with nvcc on first use)", file=sys.stderr, flush=True)
+    if not req.quiet:
+        print("tenprof: preparing the access tool (built with nvcc on first use)", file=sys.stderr, flush=True)
     try:
         return build_access_tool(), ""
     except AccessToolUnavailable as exc:

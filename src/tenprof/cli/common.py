@@ -58,6 +58,7 @@ def add_profile_arguments(parser: argparse.ArgumentParser) -> None:
 
 def open_profile(args: argparse.Namespace) -> Profile:
     profile = load_profile(args.profile)
+    profile.check()  # a damaged table fails here, in one line, before any part of a report is printed
     if getattr(args, "steps", ""):
         from tenprof.analyses.selection import select_steps
 

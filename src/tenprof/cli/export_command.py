@@ -60,6 +60,11 @@ class ExportCommand:
             help="output format (default: from the -o file name, else perfetto)",
         )
         parser.add_argument("-o", "--output", default=None, help="output file ('-' for standard output)")
+        parser.add_argument(
+            "--force",
+            action="store_true",
+            help="replace an existing output file (generated-code: files of the same names in its folder)",
+        )
         parser.add_argument("--table", default="kernels", choices=sorted(TABLES), help="table for --format csv")
         parser.add_argument(
             "--metric", default="bytes", choices=METRICS, help="forest: order trees and size nodes by this"
@@ -73,7 +78,7 @@ class ExportCommand:
 
         fmt = args.format or _format_from_name(args.output)
         if fmt == "generated-code":
-            _check_code_folder(args.output or DEFAULT_NAMES[fmt])
+            _check_code_folder(args.output or DEFAULT_NAMES[fmt], args.force)
         profile = open_profile(args)
         if fmt == "operators" and not profile.has_pass("counters"):
             raise UsageError(
@@ -101,7 +106,7 @@ class ExportCommand:
         if fmt == "generated-code":
             return _write_generated_code(profile, Path(args.output or DEFAULT_NAMES[fmt]))
         output = args.output or _default_name(fmt, args.table)
-        handle = sys.stdout.buffer if output == "-" else _open_output(Path(output))
+        handle = sys.stdout.buffer if output == "-" else _open_output(Path(output), args.force)
         try:
             if fmt == "perfetto":
                 from tenprof.renderers.perfetto import write_perfetto
@@ -138,9 +143,12 @@ class ExportCommand:
         return 0
 
 
-def _open_output(path: Path) -> IO[bytes]:
+def _open_output(path: Path, force: bool) -> IO[bytes]:
     """`path` opened for writing, its missing parent folders made first; UsageError, in one line, when
-    that cannot be done (a parent is a file, no permission, the path is a folder)."""
+    that cannot be done (a parent is a file, no permission, the path is a folder) or when the file exists
+    and `force` was not given (tenprof overwrites nothing unasked)."""
+    if path.is_file() and not force:
+        raise UsageError(f"{path} exists; pass --force to replace it, or choose another -o")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -160,9 +168,10 @@ def _reason(exc: OSError) -> str:
     return exc.strerror or exc.__class__.__name__
 
 
-def _check_code_folder(output: str) -> None:
+def _check_code_folder(output: str, force: bool) -> None:
     """generated-code writes a folder of .py files: refuse an -o that is a file, standard output or a name
-    like a file's (gen.txt), rather than make a folder of that name."""
+    like a file's (gen.txt), rather than make a folder of that name; and a folder that already holds
+    something, unless `force` (then files of the names it writes are replaced, others kept)."""
     hint = "--format generated-code writes a folder of .py files: give a folder name with -o (e.g. -o code)"
     out_dir = Path(output)
     if output == "-":
@@ -171,6 +180,8 @@ def _check_code_folder(output: str) -> None:
         raise UsageError(f"-o {out_dir} is a file; {hint}")
     if not out_dir.exists() and out_dir.suffix[1:].isalpha():
         raise UsageError(f"-o {out_dir} looks like a file name; {hint}")
+    if out_dir.is_dir() and any(out_dir.iterdir()) and not force:
+        raise UsageError(f"{out_dir} is not empty; pass --force to write into it, or choose another -o")
 
 
 def _write_generated_code(profile: Profile, out_dir: Path) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from tenprof.cli.common import console
@@ -18,7 +19,7 @@ class ImportCommand:
         parser.add_argument("trace", help="Kineto / torch.profiler chrome trace (.json or .json.gz)")
         parser.add_argument("-o", "--output", default=None, help="profile directory (default: <trace name>.tenprof)")
         parser.add_argument("--force", action="store_true", help="replace the output directory if it is a profile")
-        parser.add_argument("--quiet", action="store_true", help="do not print the report")
+        parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
 
     def run(self, args: argparse.Namespace) -> int:
         trace = Path(args.trace)
@@ -27,5 +28,5 @@ class ImportCommand:
         import_trace(trace, out_dir, args.force)
         if not args.quiet:
             print_report(load_profile(out_dir), console(), 15)
-        print(f"profile written to {out_dir}")
+            print(f"tenprof: profile written to {out_dir}/ (tenprof report {out_dir})", file=sys.stderr)
         return 0

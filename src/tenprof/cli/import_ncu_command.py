@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from tenprof.cli.common import console
@@ -18,7 +19,7 @@ class ImportNcuCommand:
         parser.add_argument("report", help="Nsight Compute report (.ncu-rep)")
         parser.add_argument("-o", "--output", default=None, help="profile directory (default: <report>.tenprof)")
         parser.add_argument("--force", action="store_true", help="replace the output directory if it is a profile")
-        parser.add_argument("--quiet", action="store_true", help="do not print the report")
+        parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
 
     def run(self, args: argparse.Namespace) -> int:
         report = Path(args.report)
@@ -28,5 +29,5 @@ class ImportNcuCommand:
         import_ncu_report(report, out_dir, args.force)
         if not args.quiet:
             print_report(load_profile(out_dir), console(), 15)
-        print(f"profile written to {out_dir}")
+            print(f"tenprof: profile written to {out_dir}/ (tenprof report {out_dir})", file=sys.stderr)
         return 0

@@ -92,7 +92,8 @@ def run_under_launcher(
     _prepare_ranks_dir(out_dir, force)
     started = time.time()
     command = rank_command(launcher, argv, target)
-    print("tenprof: starting the ranks: " + shlex.join(command), file=sys.stderr, flush=True)
+    if not quiet:
+        print("tenprof: starting the ranks: " + shlex.join(command), file=sys.stderr, flush=True)
     try:
         code = subprocess.call(command)
     except FileNotFoundError:

@@ -9,7 +9,7 @@ from pathlib import Path
 from tenprof.capture.access_build import DEFAULT_EVERY, DEFAULT_FIRST
 from tenprof.capture.launcher import PASSES, RunRequest, all_passes, run_profile
 from tenprof.capture.ranks import rank_from_env
-from tenprof.cli.common import console
+from tenprof.cli.common import console, non_negative_int
 from tenprof.cli.launch import run_under_launcher
 from tenprof.cli.report_command import print_report
 from tenprof.errors import UsageError
@@ -68,8 +68,10 @@ class RunCommand:
             help='start the ranks with this launcher, e.g. -l "torchrun --nproc-per-node 2": each rank profiles '
             "itself into OUTPUT/rankNNNNN, then the merged report is printed",
         )
-        parser.add_argument("--quiet", action="store_true", help="do not print the report at the end")
-        parser.add_argument("--limit", type=int, default=10, help="rows per tally in the report")
+        parser.add_argument(
+            "--quiet", action="store_true", help="print only the script's output and errors (no report, no progress)"
+        )
+        parser.add_argument("--limit", type=non_negative_int, default=10, help="rows per tally in the report (0: all)")
         parser.add_argument(
             "target", nargs=argparse.REMAINDER, help="script.py [args...] or, with -m, module [args...]"
         )
@@ -105,15 +107,19 @@ class RunCommand:
             counters_all=args.counters_all,
             access_every=args.access_every,
             replay_scopes=tuple(x.strip() for x in args.replay_scopes.split(",") if x.strip()),
+            quiet=args.quiet,
         )
         result = run_profile(request)
         failed = {name: s for name, s in result.meta.passes.items() if s.state == "failed"}
         for name, status in failed.items():
             print(f"tenprof: the {name} pass failed: {status.reason}", file=sys.stderr)
         if rank is not None:  # one report for all ranks, not one each: `tenprof report OUTPUT`
-            print(f"tenprof: rank {rank.rank} wrote {out_dir}/ (tenprof report {args.output})", file=sys.stderr)
+            if not args.quiet:
+                print(f"tenprof: rank {rank.rank} wrote {out_dir}/ (tenprof report {args.output})", file=sys.stderr)
             return result.exit_code
-        if not args.quiet and len(failed) < len(result.meta.passes):
+        if args.quiet:
+            return result.exit_code
+        if len(failed) < len(result.meta.passes):
             print_report(load_profile(request.out_dir), console(), args.limit or None)
         print(
             f"tenprof: profile written to {request.out_dir}/ (tenprof report {request.out_dir})",
