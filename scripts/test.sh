@@ -12,4 +12,5 @@ $VPY -m pip install -q "torch==2.13.0"
 $VPY -m pip install -q -e ".[dev]"
 $VPY -m ruff check src tests benchmarks examples
 $VPY -m mypy
-$VPY -m pytest -q -p no:cacheprovider tests
+# Two workers: CI has 2 cores, and most of the time is child processes importing torch.
+$VPY -m pytest -q -p no:cacheprovider -n 2 tests

@@ -173,3 +173,20 @@ def test_run_force_replaces_a_profile_and_keeps_the_users_files(tmp_path: Path) 
     assert meta.pid != first_pid and meta.run.exit_code == 3
     assert (out / "notes.txt").read_text() == "mine" and (out / "job_copy.py").exists()
     assert _siblings(out) == ["job.py"]
+
+
+def test_in_process_force_replaces_the_profile_only_when_the_block_ends(tmp_path: Path) -> None:
+    import torch
+
+    import tenprof
+
+    out = _profile(tmp_path / "prof")
+    (out / "notes.txt").write_text("mine")
+    with tenprof.profile(str(out), force=True) as p:
+        (torch.ones(4, 4) @ torch.ones(4, 4)).sum()
+        p.step()
+        assert load_profile(out).meta.source == "import"  # the old profile is intact while recording
+    meta = load_profile(out).meta
+    assert meta.source == "in-process" and meta.passes["timeline"].state == "complete"
+    assert (out / "notes.txt").read_text() == "mine"
+    assert _siblings(out) == []
