@@ -1,0 +1,100 @@
+"""Can steps timed inside a profiled run, with collection toggled off, stand for the un-profiled program?
+
+    python benchmarks/toggle_probe.py --workload mlp|gpt2 [--steps 10] [--rounds 3]
+
+One process, one model. Phases of `--steps` steps each, in this order: plain (no profiler started),
+then, under one torch.profiler session (CPU+CUDA, record_shapes, profile_memory, as tenprof's default),
+`--rounds` times: collection on, collection off (`toggle_collection_dynamic(False, [CPU, CUDA])`).
+Prints the median step time of each phase kind and its ratio to plain. If "off" is within noise of
+"plain", a run can measure its own un-profiled step time without a second run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+
+def mlp_step() -> Callable[[], None]:
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    layers: list[nn.Module] = []
+    for _ in range(16):
+        layers += [nn.Linear(256, 256), nn.ReLU()]
+    model = nn.Sequential(*layers).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+    x = torch.randn(64, 256, device=device)
+
+    def step() -> None:
+        loss = model(x).square().mean()
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    return step
+
+
+def gpt2_step() -> Callable[[], None]:
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = GPT2LMHeadModel(GPT2Config()).to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    ids = torch.randint(0, 50257, (8, 256), device=device)
+
+    def step() -> None:
+        loss = model(ids, labels=ids).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    return step
+
+
+def timed(step: Callable[[], None], n: int, after: Callable[[], None] = lambda: None) -> list[float]:
+    times = []
+    for _ in range(n):
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        step()
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+        after()
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--workload", choices=("mlp", "gpt2"), default="mlp")
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    step = mlp_step() if args.workload == "mlp" else gpt2_step()
+    timed(step, 5)  # warm-up
+    phases: dict[str, list[float]] = {"plain": timed(step, args.steps), "on": [], "off": []}
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if torch.cuda.is_available():
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    with torch.profiler.profile(activities=activities, record_shapes=True, profile_memory=True) as prof:
+        for _ in range(args.rounds):
+            phases["on"] += timed(step, args.steps)
+            prof.toggle_collection_dynamic(False, activities)
+            phases["off"] += timed(step, args.steps)
+            prof.toggle_collection_dynamic(True, activities)
+    phases["plain"] += timed(step, args.steps)  # plain again, after: drift shows as a spread here
+    plain = statistics.median(phases["plain"])
+    device = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
+    print(f"workload={args.workload} device={device} torch={torch.__version__}")
+    for name, values in phases.items():
+        med = statistics.median(values)
+        print(f"{name:6s} median {med * 1e3:8.3f} ms  x{med / plain:5.2f}  n={len(values)}  min {min(values) * 1e3:.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
+# then runs end-to-end checks of the command line and writes their logs under $OUT.
+#   usage: bash scripts/gpu_check.sh TASK...   (cli toggle overhead gputests; see the cases below)
+set -u
+OUT=${OUT:-/tmp/tenprof-check}
+mkdir -p "$OUT"
+REPO=$(pwd)
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+python3 -c "import torch, tenprof; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'tenprof', tenprof.__file__)" | tee -a "$OUT/gpu.txt"
+date -u +%Y-%m-%dT%H:%M:%SZ | tee -a "$OUT/gpu.txt"
+WORK=$(mktemp -d)
+
+step() { echo; echo "=== $*"; }
+
+cli() {  # issue 15, end to end: what tenprof shows, what it keeps, what it refuses
+  cd "$WORK" || return
+  step "run: the script's output only, the profiler's lines in raw/profiler.log"
+  tenprof run -o prof "$REPO/examples/matmul_add.py" --size 1024 --steps 3 > run.out 2> run.err
+  echo "exit=$?"; echo "--- stderr:"; cat run.err; echo "--- stdout (head):"; head -n 5 run.out
+  echo "--- profiler.log:"; cat prof/timeline/raw/profiler.log 2>&1
+  grep -c USDT run.err run.out
+  step "run --schedule: allocator warning kept out"
+  tenprof run --quiet -o sched "$REPO/examples/matmul_add.py" --size 1024 --steps 6 --warmup 0 2> sched.err
+  tenprof run --quiet --schedule wait=1,warmup=1,active=2 -o sched2 "$REPO/examples/matmul_add.py" --size 1024 --steps 6 2> sched2.err
+  echo "exit=$?"; echo "--- stderr (quiet):"; cat sched.err sched2.err; echo "--- log:"; cat sched2/timeline/raw/profiler.log
+  step "--force on a fake profile"
+  mkdir fake; echo '{"my":"config"}' > fake/meta.json; echo keep > fake/important.txt
+  tenprof run --force -o fake "$REPO/examples/matmul_add.py" --size 64 --steps 1; echo "exit=$?"; ls -a fake
+  step "--force on a real profile with the user's notes"
+  echo mine > prof/notes.txt; mkdir prof/plots
+  tenprof run --quiet --force -o prof "$REPO/examples/matmul_add.py" --size 1024 --steps 2; echo "exit=$?"; ls -a prof; ls -a .
+  step "damaged: kernels.parquet deleted"
+  cp -r prof damaged; rm damaged/timeline/kernels.parquet
+  tenprof report damaged; echo "exit=$?"
+  step "report | head"
+  tenprof report prof | head -n 3; echo "exit=${PIPESTATUS[0]}"
+  step "import of tenprof's own Perfetto export"
+  tenprof export prof -o trace.json && tenprof import trace.json -o imp; echo "exit=$?"; ls
+  step "run -m no_such_module"
+  tenprof run --quiet -o nomod -m no_such_module; echo "exit=$?"
+  cd "$REPO" || return
+}
+
+toggle() {  # issue 16: does a step with collection toggled off run at the un-profiled speed?
+  python3 benchmarks/toggle_probe.py --workload mlp --steps 20 --rounds 3 2> /dev/null
+  python3 benchmarks/toggle_probe.py --workload gpt2 --steps 5 --rounds 3 2> /dev/null
+}
+
+gputests() {
+  python3 -m pytest -q -p no:cacheprovider -m gpu tests/gpu 2>&1 | tail -n 15
+}
+
+for task in "$@"; do
+  echo "##### $task"
+  "$task" 2>&1 | tee "$OUT/$task.log"
+done
