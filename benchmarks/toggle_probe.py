@@ -1,12 +1,14 @@
 """Can steps timed inside a profiled run, with collection toggled off, stand for the un-profiled program?
 
-    python benchmarks/toggle_probe.py --workload mlp|gpt2 [--steps 10] [--rounds 3]
+    python benchmarks/toggle_probe.py --workload mlp|gpt2 [--steps 10] [--rounds 3] [--record ops|shapes|all|stack]
 
 One process, one model. Phases of `--steps` steps each, in this order: plain (no profiler started),
-then, under one torch.profiler session (CPU+CUDA, record_shapes, profile_memory, as tenprof's default),
+then, under one torch.profiler session (CPU+CUDA; --record adds record_shapes, profile_memory, with_stack),
 `--rounds` times: collection on, collection off (`toggle_collection_dynamic(False, [CPU, CUDA])`).
 Prints the median step time of each phase kind and its ratio to plain. If "off" is within noise of
-"plain", a run can measure its own un-profiled step time without a second run.
+"plain", a run can measure its own un-profiled step time without a second run. It also prints the ops
+and launches recorded per step and the cost per op they imply, (on - off) / ops: the cost model that
+tenprof's overhead estimate for imported traces uses (tenprof.analyses.overhead).
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ def main() -> None:
     parser.add_argument("--workload", choices=("mlp", "gpt2"), default="mlp")
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--record", choices=("ops", "shapes", "all", "stack"), default="all")
     args = parser.parse_args()
     step = mlp_step() if args.workload == "mlp" else gpt2_step()
     timed(step, 5)  # warm-up
@@ -81,7 +84,13 @@ def main() -> None:
     activities = [torch.profiler.ProfilerActivity.CPU]
     if torch.cuda.is_available():
         activities.append(torch.profiler.ProfilerActivity.CUDA)
-    with torch.profiler.profile(activities=activities, record_shapes=True, profile_memory=True) as prof:
+    extra = {
+        "ops": {},
+        "shapes": {"record_shapes": True},
+        "all": {"record_shapes": True, "profile_memory": True},
+        "stack": {"record_shapes": True, "profile_memory": True, "with_stack": True},
+    }[args.record]
+    with torch.profiler.profile(activities=activities, **extra) as prof:
         for _ in range(args.rounds):
             phases["on"] += timed(step, args.steps)
             prof.toggle_collection_dynamic(False, activities)
@@ -90,7 +99,17 @@ def main() -> None:
     phases["plain"] += timed(step, args.steps)  # plain again, after: drift shows as a spread here
     plain = statistics.median(phases["plain"])
     device = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
-    print(f"workload={args.workload} device={device} torch={torch.__version__}")
+    recorded_steps = args.rounds * args.steps
+    events = prof.events()
+    ops = sum(1 for e in events if e.device_type == torch.autograd.DeviceType.CPU and "::" in e.name)
+    launches = sum(1 for e in events if "LaunchKernel" in e.name or e.name == "cudaLaunchKernelExC")
+    per_step_ops, per_step_launches = ops / recorded_steps, launches / recorded_steps
+    delta = statistics.median(phases["on"]) - statistics.median(phases["off"])
+    print(f"workload={args.workload} record={args.record} device={device} torch={torch.__version__}")
+    print(
+        f"per step: {per_step_ops:.0f} ops, {per_step_launches:.0f} launches; on - off = {delta * 1e3:.3f} ms "
+        f"= {delta * 1e9 / max(per_step_ops, 1):.0f} ns per op"
+    )
     for name, values in phases.items():
         med = statistics.median(values)
         print(f"{name:6s} median {med * 1e3:8.3f} ms  x{med / plain:5.2f}  n={len(values)}  min {min(values) * 1e3:.3f}")

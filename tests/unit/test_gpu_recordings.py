@@ -107,7 +107,8 @@ def test_stored_tables_equal_the_rebuilt_ones(rebuilt: dict[str, Profile]) -> No
     for case in GPU_CASES:
         for name in ("ops", "kernels", "transfers", "api_calls", "frames", "scopes", "steps", "memory"):
             stored = pq.read_table(DATA / case / "timeline" / f"{name}.parquet")
-            assert stored.equals(rebuilt[case].table(name)), (case, name)
+            # columns added since the recording (steps.capture_on, own_duration_ns) are compared where stored
+            assert stored.equals(rebuilt[case].table(name).select(stored.column_names)), (case, name)
 
 
 @pytest.mark.parametrize("case, steps", [("matmul64", 5), ("matmul64_warm", 8), ("conv", 4), ("mlp", 7), ("gpt2", 3)])

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tenprof.analyses.overhead import Overhead, in_unrecorded_steps, kernel_launch_ns, measure, recorded_steps
 from tenprof.importers.intervals import coverage, take, union_length
 from tenprof.store.profile import Profile
 
@@ -50,6 +51,7 @@ class Summary:
     steps_gpu_busy_ns: int
     attribution: Attribution
     cut_short: str
+    overhead: Overhead
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -90,9 +92,12 @@ class OpLines:
 
 
 def attribution(profile: Profile) -> Attribution:
+    """Over the kernels of the recorded steps: those launched in a step run with the capture off (to time
+    the program un-profiled) have no op by design."""
     k = profile.table("kernels")
-    dur = k.column("duration_ns").to_numpy()
-    op = k.column("op_id").to_numpy()
+    recorded = ~in_unrecorded_steps(profile, kernel_launch_ns(profile))
+    dur = k.column("duration_ns").to_numpy()[recorded]
+    op = k.column("op_id").to_numpy()[recorded]
     op_frame = profile.table("ops").column("frame_id").to_numpy()
     user_of = user_frame_of(profile)
     frame = take(op_frame, op)
@@ -113,10 +118,11 @@ class StepStats:
 
 
 def step_stats(profile: Profile, starts: np.ndarray, ends: np.ndarray) -> StepStats:
-    """Statistics of the complete steps (a step cut by the end of profiling is not complete), and how
-    busy the GPU was inside them: the whole profiled window also holds set-up such as building the model."""
+    """Statistics of the complete recorded steps (a step cut by the end of profiling is not complete; one
+    run with the capture off is not recorded), and how busy the GPU was inside them: the whole profiled
+    window also holds set-up such as building the model."""
     steps = profile.table("steps")
-    complete = steps.column("complete").to_numpy(zero_copy_only=False)
+    complete = recorded_steps(profile)
     d = steps.column("duration_ns").to_numpy()[complete]
     if len(d) == 0:
         return StepStats(0, 0, 0, 0, 0, 0)
@@ -171,6 +177,7 @@ def summarize(profile: Profile) -> Summary:
         steps_gpu_busy_ns=steps.gpu_busy_ns,
         attribution=attribution(profile),
         cut_short=meta.run.cut_short_reason if meta.run.cut_short else "",
+        overhead=measure(profile),
         notes=notes,
     )
 

@@ -144,6 +144,7 @@ class CallsiteRecorder(TorchFunctionMode):
         self._dynamo_hooked = False
         self._callbacks: Any = None
         self._compiling: list[tuple[int, int]] = []
+        self.paused = False  # while the capture is off to time un-profiled steps: pass calls straight through
 
     def _hook_dynamo(self) -> None:
         """Record Dynamo's compilations as calls too, so compile time gets the line that triggered it.
@@ -182,7 +183,7 @@ class CallsiteRecorder(TorchFunctionMode):
             kwargs = {}
         # While torch.compile traces, pass straight through: Dynamo folds is_compiling() to True, so none
         # of tenprof's bookkeeping is traced, guarded on, or a cause of recompilation.
-        if _is_compiling() or func in _NO_WORK or _is_plain_attribute(func):
+        if self.paused or _is_compiling() or func in _NO_WORK or _is_plain_attribute(func):
             return func(*args, **kwargs)
         if not self._dynamo_hooked and "torch._dynamo" in sys.modules:
             self._hook_dynamo()
@@ -203,6 +204,11 @@ class CallsiteLog:
         self.scopes: list[list[Any]] = []
         self.syncs: list[list[Any]] = []
         self.step_calls = 0
+        # One per tenprof.step(): [end of the step before, start of the next, whether the next runs with
+        # the capture off]; with started_ns and stopped_ns, each step's time less tenprof's boundary work.
+        self.step_bounds: list[list[int]] = []
+        self.started_ns = 0
+        self.stopped_ns = 0
 
     def to_file(self, path: Path) -> None:
         rec = self.recorder
@@ -218,5 +224,8 @@ class CallsiteLog:
             "scopes": self.scopes,
             "syncs": self.syncs,
             "step_calls": self.step_calls,
+            "step_bounds": self.step_bounds,
+            "started_ns": self.started_ns,
+            "stopped_ns": self.stopped_ns,
         }
         path.write_bytes(gzip.compress(orjson.dumps(data), compresslevel=1))

@@ -116,6 +116,7 @@ def _session(spec: dict[str, Any], raw_dir: Path) -> Any:
         memory=spec.get("memory", True),
         schedule=schedule,
         verify=spec.get("verify", False),
+        overhead_steps=int(spec.get("overhead_steps", 0)),
     )
     return TimelineSession(raw_dir, options, stop_code=stop_code)
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from tenprof import __version__
 from tenprof.capture import environment
+from tenprof.capture.overhead_plan import DEFAULT_COUNT as DEFAULT_OVERHEAD_STEPS
 from tenprof.capture.pass_builders import finish_timeline
 from tenprof.capture.schedule import Schedule
 from tenprof.capture.timeline import TimelineOptions, TimelineSession
@@ -33,11 +34,16 @@ class InProcessProfile:
         shapes: bool = True,
         memory: bool = True,
         schedule: str = "",
+        overhead_steps: int = DEFAULT_OVERHEAD_STEPS,
     ) -> None:
         self.out_dir = Path(output)
         self.force = force
         self.options = TimelineOptions(
-            lines=lines, shapes=shapes, memory=memory, schedule=Schedule.parse(schedule) if schedule else None
+            lines=lines,
+            shapes=shapes,
+            memory=memory,
+            schedule=Schedule.parse(schedule) if schedule else None,
+            overhead_steps=overhead_steps,
         )
         self._session: TimelineSession | None = None
         self._writer: PassWriter | None = None

@@ -28,6 +28,7 @@ from tenprof.capture.access_build import (
 )
 from tenprof.capture.log_filter import LogFilter, ProfilerLog, StderrRelay
 from tenprof.capture.ncu_runner import Progress, find_ncu, ncu_command
+from tenprof.capture.overhead_plan import DEFAULT_COUNT as DEFAULT_OVERHEAD_STEPS
 from tenprof.capture.pass_builders import (
     expected_replays_of,
     finish_accesses,
@@ -86,6 +87,7 @@ class RunRequest:
     access_every: int = DEFAULT_EVERY
     replay_scopes: tuple[str, ...] = ()
     rank: RankInfo | None = None
+    overhead_steps: int = DEFAULT_OVERHEAD_STEPS
     quiet: bool = False  # no progress or notes from tenprof (errors and failed passes are still said)
     python: str = field(default_factory=lambda: sys.executable)
 
@@ -156,6 +158,7 @@ def _run_child(
         "memory": req.memory,
         "schedule": req.schedule,
         "verify": req.verify,
+        "overhead_steps": req.overhead_steps,
         "keep_all": req.counters_all,
         "replay_scopes": list(req.replay_scopes),
         "access_library": str(access.library) if access is not None else "",
@@ -290,6 +293,7 @@ def _run_passes(req: RunRequest) -> RunResult:
             "shapes": str(req.shapes).lower(),
             "memory": str(req.memory).lower(),
             "schedule": req.schedule,
+            "overhead_steps": str(req.overhead_steps),
             **({"access_every": str(req.access_every)} if "accesses" in req.passes else {}),
         },
     )

@@ -1,6 +1,9 @@
 """The timeline pass: torch.profiler (Kineto/CUPTI) for ops, kernels, copies, API calls and memory,
 plus tenprof's call-site log for Python lines. Produces raw files; the importer builds the tables.
 
+Some steps run with the capture off, to time the program as it runs un-profiled (see
+`tenprof.capture.overhead_plan`); the call-site log keeps each step boundary's clock reads.
+
 Raw files written into `raw_dir`:
     kineto_trace.json   Kineto's chrome trace (the parent gzips it after import)
     callsites.json.gz   the call-site sidecar (see tenprof.importers.callsites)
@@ -23,6 +26,7 @@ from torch.autograd.profiler import record_function
 
 from tenprof.capture import runtime
 from tenprof.capture.callsites import CallsiteLog
+from tenprof.capture.overhead_plan import DEFAULT_COUNT, OverheadPlan
 from tenprof.capture.rawfiles import CALLSITES_FILE, CHECKS_FILE, TRACE_FILE
 from tenprof.capture.schedule import Schedule
 from tenprof.importers.callsites import SYNC_PREFIX
@@ -35,6 +39,7 @@ class TimelineOptions:
     memory: bool = True
     schedule: Schedule | None = None
     verify: bool = False
+    overhead_steps: int = DEFAULT_COUNT  # steps run with the capture off to time the un-profiled program
 
 
 def _record_every_step(step: int) -> Any:
@@ -49,6 +54,10 @@ class TimelineSession:
         self.trace_written = False
         self._sync_count = 0
         self._prof: Any = None
+        self._plan = OverheadPlan.for_run(options.overhead_steps, options.schedule)
+        self._capture_on = True
+        self._cpu_activity: list[Any] = []
+        self._recorder_popped = False
 
     # -- lifecycle
     def start(self) -> None:
@@ -71,13 +80,18 @@ class TimelineSession:
         )
         # torch warns that a schedule drops events between cycles; tenprof records one cycle.
         warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle.*")
+        self._cpu_activity = [torch.profiler.ProfilerActivity.CPU]
         self._prof.start()
         self._sync()
         if self.log.recorder is not None:
             self.log.recorder.__enter__()  # type: ignore[no-untyped-call]
         runtime.activate(self)
+        self.log.started_ns = time.perf_counter_ns()
 
     def stop(self) -> None:
+        self.log.stopped_ns = time.perf_counter_ns()
+        if not self._capture_on:
+            self._set_capture(True)
         runtime.deactivate(self)
         if self.log.recorder is not None:
             self.log.recorder.close()
@@ -92,10 +106,19 @@ class TimelineSession:
 
     # -- the Session protocol used by tenprof.scope / tenprof.step
     def step(self) -> None:
+        ended = time.perf_counter_ns()
+        if not self._capture_on:
+            self._set_capture(True)
         self._sync()
         self._prof.step()
         self.log.step_calls += 1
         self._sync()
+        off = self._plan.is_off(self.log.step_calls)
+        if off:
+            self._set_capture(False)
+        # The clock reads bracket tenprof's own work at the boundary (syncs, toggling), which is left out
+        # of both steps' times.
+        self.log.step_bounds.append([ended, time.perf_counter_ns(), int(off)])
 
     def scope_enter(self, name: str, caller: Any, decorator: bool) -> Any:
         frame_id = self.log.interner.path_id(caller)
@@ -112,6 +135,25 @@ class TimelineSession:
         self.log.scopes.append([name, tid, start, time.perf_counter_ns(), frame_id, insert])
 
     # -- internals
+    def _set_capture(self, on: bool) -> None:
+        """Collection of ops (and tenprof's Python lines) on or off; GPU activity stays on throughout, so
+        the GPU timeline has no holes and a kernel already running is never cut off its step."""
+        self._capture_on = on
+        if self.options.schedule is None:  # under a schedule the measured steps are outside torch's window
+            self._prof.toggle_collection_dynamic(on, self._cpu_activity)
+        recorder = self.log.recorder
+        if recorder is None:
+            return
+        recorder.paused = not on
+        # Off the mode stack while off, so calls pay no dispatch to it; only when it is on top (a mode the
+        # script pushed above it stays where it is, and the paused recorder passes calls through).
+        if not on and torch.overrides._get_current_function_mode() is recorder:  # type: ignore[no-untyped-call]
+            recorder.__exit__(None, None, None)
+            self._recorder_popped = True
+        elif on and self._recorder_popped:
+            recorder.__enter__()  # type: ignore[no-untyped-call]
+            self._recorder_popped = False
+
     def _sync(self) -> None:
         """A named range whose trace start is bracketed on the perf clock, to align the two clocks."""
         label = str(self._sync_count)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from tenprof.capture.access_build import DEFAULT_EVERY, DEFAULT_FIRST
 from tenprof.capture.launcher import PASSES, RunRequest, all_passes, run_profile
+from tenprof.capture.overhead_plan import DEFAULT_COUNT as DEFAULT_OVERHEAD_STEPS
 from tenprof.capture.ranks import rank_from_env
 from tenprof.cli.common import console, non_negative_int
 from tenprof.cli.launch import run_under_launcher
@@ -47,6 +48,13 @@ class RunCommand:
             default=DEFAULT_EVERY,
             help=f"accesses pass: after the first {DEFAULT_FIRST} warp accesses of an instruction in a launch, "
             f"record one in N (default {DEFAULT_EVERY}; larger is faster and smaller)",
+        )
+        parser.add_argument(
+            "--overhead-steps",
+            type=non_negative_int,
+            default=DEFAULT_OVERHEAD_STEPS,
+            help=f"steps run with the capture off to time the program un-profiled (default {DEFAULT_OVERHEAD_STEPS}; "
+            "0: none): the 4th step and every 4th after it, or with --schedule the steps after its window",
         )
         parser.add_argument("--no-lines", action="store_true", help="do not record Python call paths (less overhead)")
         parser.add_argument("--no-shapes", action="store_true", help="do not record op input shapes (less overhead)")
@@ -108,6 +116,7 @@ class RunCommand:
             access_every=args.access_every,
             replay_scopes=tuple(x.strip() for x in args.replay_scopes.split(",") if x.strip()),
             quiet=args.quiet,
+            overhead_steps=args.overhead_steps,
         )
         result = run_profile(request)
         failed = {name: s for name, s in result.meta.passes.items() if s.state == "failed"}

@@ -7,6 +7,8 @@ Written by `tenprof.capture.callsites` (torch side), read here (no torch). Forma
     scopes:  [[name, thread_id, start_ns, end_ns, frame_id, insert_depth], ...]
     syncs:   [[label, start_ns, end_ns], ...]   perf-clock brackets around `tenprof::clock_sync#<label>`
     step_calls: how many times tenprof.step() was called (ProfilerStep#N with N below it is complete)
+    step_bounds: [[end of the step before, start of the next, next runs with the capture off], ...] one per
+             tenprof.step(), perf clock; started_ns / stopped_ns: when the recording began and ended
 The sync brackets are matched to the same-named ranges in the Kineto trace to map perf-clock times to
 trace times (`clock_offset`).
 """
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import orjson
 
 from tenprof.errors import TraceFormatError
@@ -38,6 +41,25 @@ class Callsites:
     scopes: list[list[Any]] = field(default_factory=list)
     syncs: list[list[Any]] = field(default_factory=list)
     step_calls: int | None = None
+    step_bounds: list[list[int]] = field(default_factory=list)
+    started_ns: int = 0
+    stopped_ns: int = 0
+
+    def step_marks(self, steps: I64Array) -> tuple[npt.NDArray[np.bool_], I64Array]:
+        """For each step number: whether it ran with the capture on, and its time between tenprof's clock
+        reads at its boundaries (tenprof's own boundary work left out), -1 where the log has none."""
+        bounds = self.step_bounds
+        on = np.ones(len(steps), dtype=bool)
+        own = np.full(len(steps), -1, dtype=np.int64)
+        for i, n in enumerate(int(x) for x in steps):
+            if n < 0 or n > len(bounds) or (n == 0 and not self.started_ns):
+                continue
+            start = self.started_ns if n == 0 else int(bounds[n - 1][1])
+            end = int(bounds[n][0]) if n < len(bounds) else self.stopped_ns
+            on[i] = n == 0 or not bounds[n - 1][2]
+            if end > start:
+                own[i] = end - start
+        return on, own
 
     def shifted(self, offset_ns: int) -> Callsites:
         """The same records with perf-clock times moved onto the trace clock."""
@@ -50,6 +72,9 @@ class Callsites:
             scopes=[[n, t, s + offset_ns, e + offset_ns, f, d] for n, t, s, e, f, d in self.scopes],
             syncs=[[label, s + offset_ns, e + offset_ns] for label, s, e in self.syncs],
             step_calls=self.step_calls,
+            step_bounds=self.step_bounds,
+            started_ns=self.started_ns,
+            stopped_ns=self.stopped_ns,
         )
 
 
@@ -72,6 +97,9 @@ def read_callsites(path: Path) -> Callsites:
         scopes=data.get("scopes", []),
         syncs=data.get("syncs", []),
         step_calls=data.get("step_calls"),
+        step_bounds=data.get("step_bounds", []),
+        started_ns=int(data.get("started_ns", 0) or 0),
+        stopped_ns=int(data.get("stopped_ns", 0) or 0),
     )
 
 

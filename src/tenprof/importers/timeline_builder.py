@@ -445,6 +445,12 @@ def build_timeline(
         return take(st_number, step_nesting.innermost_at(times))
 
     op_step = step_at(op_start)
+    # Which steps ran with the capture off (to time the program un-profiled) and each step's time between
+    # tenprof's own clock reads; traces from elsewhere have neither: on, unknown.
+    if callsites is not None:
+        st_capture_on, st_own_ns = callsites.step_marks(st_number)
+    else:
+        st_capture_on, st_own_ns = np.ones(len(st_number), dtype=bool), np.full(len(st_number), -1, dtype=np.int64)
 
     # ---- API calls
     api_start, api_end = clock.span(col.api)
@@ -605,6 +611,8 @@ def build_timeline(
                 "complete": st_number < callsites.step_calls
                 if callsites is not None and callsites.step_calls is not None
                 else np.ones(len(st_number), dtype=bool),
+                "capture_on": st_capture_on,
+                "own_duration_ns": st_own_ns,
             }
         ),
         "memory": pa.table(

@@ -24,6 +24,8 @@ def report_data(profile: Profile, tallies: list[Tally], thresholds: Thresholds |
     data["gpu_busy_percent"] = summary.gpu_busy_percent
     data["attribution"]["op_percent"] = summary.attribution.op_percent
     data["attribution"]["user_line_percent"] = summary.attribution.user_line_percent
+    data["overhead"]["ratio"] = summary.overhead.ratio
+    data["overhead"]["profiler_share"] = summary.overhead.profiler_share
     return {
         "schema_version": profile.meta.schema_version,
         "findings": [f.model_dump() for f in find_all(profile, thresholds)],

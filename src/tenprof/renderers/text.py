@@ -12,6 +12,7 @@ from rich.tree import Tree
 
 from tenprof.analyses.calltree import FlatRow, Node
 from tenprof.analyses.findings import Finding
+from tenprof.analyses.overhead import Overhead
 from tenprof.analyses.summary import Summary
 from tenprof.analyses.tally import Tally
 from tenprof.analyses.temporal import StepBreakdown
@@ -58,7 +59,22 @@ def render_summary(summary: Summary, console: Console) -> None:
         )
     else:
         grid.add_row("Steps", "none marked (call tenprof.step() once per iteration)")
+    grid.add_row("Overhead", escape(overhead_line(summary.overhead)))
     console.print(grid)
+
+
+def overhead_line(o: Overhead) -> str:
+    """What profiling cost, measured or estimated, and which numbers it inflates; or why it is unknown."""
+    if not o.known or o.profiled_step_ns is None or o.unprofiled_step_ns is None:
+        return f"not measured: {o.note}"
+    text = (
+        f"{o.method}: {duration(int(o.unprofiled_step_ns))} a step un-profiled, {duration(int(o.profiled_step_ns))} "
+        f"recorded ({o.ratio or 0:.2f}x, {100 * (o.profiler_share or 0):.0f}% of a recorded step is the profiler's)"
+    )
+    if o.unprofiled_gpu_busy_share is not None:
+        text += f"; un-profiled the GPU is busy {100 * o.unprofiled_gpu_busy_share:.0f}%"
+    how = f"{o.measured_steps} steps run with the capture off" if o.method == "measured" else "a cost model"
+    return f"{text}. Inflated by it: CPU times and gaps; not: GPU times and counts. From {how}."
 
 
 def render_tally(tally: Tally, console: Console, limit: int | None = 15) -> None:

@@ -133,6 +133,18 @@ STEPS = _schema(
     Column("end_ns", I64, ""),
     Column("duration_ns", I64, ""),
     Column("complete", BOOL, "closed by tenprof.step() or the schedule, not cut by the end of profiling"),
+    Column(
+        "capture_on",
+        BOOL,
+        "ops and lines were recorded; false for the steps run with the capture off to time the un-profiled "
+        "program (null in profiles from before this column: on)",
+    ),
+    Column(
+        "own_duration_ns",
+        I64,
+        "the step's time between tenprof's clock reads at its boundaries, tenprof's own boundary work left "
+        "out; -1 (or null) when tenprof did not mark the step",
+    ),
 )
 
 MEMORY = _schema(

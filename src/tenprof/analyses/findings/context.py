@@ -9,6 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tenprof.analyses.findings.thresholds import Thresholds
+from tenprof.analyses.overhead import Overhead, measure, recorded_steps
 from tenprof.analyses.summary import profiled_span, user_frame_of
 from tenprof.importers.intervals import take
 from tenprof.store.profile import Profile
@@ -27,7 +28,7 @@ class Context:
         self.profile = profile
         self.t = thresholds
         steps = profile.table("steps")
-        complete = steps.column("complete").to_numpy(zero_copy_only=False)
+        complete = recorded_steps(profile)  # steps run with the capture off are judged through `overhead`
         self.step_numbers = steps.column("step").to_numpy()[complete]
         self.step_start = steps.column("start_ns").to_numpy()[complete]
         self.step_end = steps.column("end_ns").to_numpy()[complete]
@@ -74,6 +75,11 @@ class Context:
 
     def in_steps(self, times: I64) -> npt.NDArray[np.bool_]:
         return self.step_index(times) >= 0
+
+    @cached_property
+    def overhead(self) -> Overhead:
+        """The profiler's cost and the un-profiled step time, measured or estimated (see analyses.overhead)."""
+        return measure(self.profile)
 
     @property
     def analysed_end(self) -> int:

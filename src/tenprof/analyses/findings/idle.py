@@ -61,15 +61,18 @@ def check(ctx: Context) -> list[Finding]:
         if worst is None or total > worst[0]:
             worst = (total, int(device), dict(by_kind), gaps)
     window = ctx.gpu_window[1] - ctx.gpu_window[0]
-    if worst is None or worst[0] == 0 or worst[0] < ctx.t.idle_min_share * window:
+    if worst is None or worst[0] == 0:
         return []
-    total, dev, by_kind, gaps = worst
+    recorded_total, dev, recorded_kinds, gaps = worst
+    total, by_kind, window, basis = _unprofiled(ctx, recorded_total, recorded_kinds, window)
+    if total <= 0 or total < ctx.t.idle_min_share * window:
+        return []
     gaps.sort(reverse=True)
     seen = [
         f"GPU {dev}: {len(gaps)} gaps with no kernel running, of at least {ctx.t.idle_min_gap_us:.0f} us, "
-        f"{duration(total)} = {100 * total / window:.0f}% of the GPU time span of {ctx.step_count} step(s)"
+        f"{duration(recorded_total)} as recorded over {ctx.step_count} step(s); {basis}"
     ]
-    seen += [f"{duration(v)} {kind}" for kind, v in sorted(by_kind.items(), key=lambda kv: -kv[1])]
+    seen += [f"{duration(v)} {kind}" for kind, v in sorted(by_kind.items(), key=lambda kv: -kv[1]) if v > 0]
     seen += [
         f"gap of {duration(d)} ({kind}) after {ctx.line_of_op(before)}, before {ctx.line_of_op(after)}"
         for d, kind, before, after in gaps[:3]
@@ -87,6 +90,41 @@ def check(ctx: Context) -> list[Finding]:
             numbers={"idle_ns": float(total), **{k.replace(" ", "_") + "_ns": float(v) for k, v in by_kind.items()}},
         )
     ]
+
+
+def _unprofiled(
+    ctx: Context, total: int, by_kind: dict[str, int], window: int
+) -> tuple[int, dict[str, int], int, str]:
+    """The idle time the program has un-profiled, split by cause, and the time it is a share of.
+
+    Where the overhead is known (measured, or estimated), the idle per step is what is left of the
+    un-profiled step once the GPU's work is done; the waits on a synchronization or a transfer are the
+    GPU's and stay (up to that idle), the rest is the host not launching work. The idle the profiler's
+    own CPU time added is dropped: a gap that exists only because of the profiler raises nothing."""
+    o = ctx.overhead
+    if o.unprofiled_gpu_busy_share is None or o.unprofiled_step_ns is None:
+        return total, by_kind, window, (
+            f"{100 * total / window if window else 0:.0f}% of the GPU time span, as recorded; the profiler's "
+            f"overhead is unknown ({o.note}), so un-profiled some of this idle time is not there"
+        )
+    steps = max(ctx.step_count, 1)
+    # Un-profiled there is no more idle than recorded less what the profiler added per step, and no more
+    # than the un-profiled step leaves the GPU (the second counts short gaps too, hence both bounds).
+    added = max(0.0, (o.profiled_step_ns or 0.0) - o.unprofiled_step_ns) * steps
+    left = (1.0 - o.unprofiled_gpu_busy_share) * o.unprofiled_step_ns * steps
+    idle = int(max(0.0, min(total - added, left)))
+    host = "host not launching work"
+    waits = {kind: v for kind, v in by_kind.items() if kind != host}
+    scale = min(1.0, idle / sum(waits.values())) if sum(waits.values()) else 1.0
+    corrected = {kind: int(v * scale) for kind, v in waits.items()}
+    corrected[host] = max(0, idle - sum(corrected.values()))
+    unprofiled_window = int(o.unprofiled_step_ns * steps)
+    share = 100 * idle / unprofiled_window if unprofiled_window else 0.0
+    basis = (
+        f"un-profiled ({o.method}) {duration(idle)} = {share:.0f}% of {steps} step(s) of "
+        f"{duration(int(o.unprofiled_step_ns))}, the rest being the profiler's own CPU time"
+    )
+    return idle, corrected, unprofiled_window, basis
 
 
 _FIXES = {

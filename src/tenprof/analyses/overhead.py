@@ -1,0 +1,223 @@
+"""What the profiler cost the program, and what the program does un-profiled (pure; no I/O).
+
+A run of `tenprof run` with steps times a few of them with the capture off (`capture_on` false in the
+steps table; see `tenprof.capture.overhead_plan`), so each profile says, measured:
+- the un-profiled step time U (median of the steps run with the capture off) and the profiled one P
+  (median of the recorded steady steps), both between tenprof's own clock reads at the boundaries;
+- the profiler's share of each recorded step, (P - U) / P: CPU time that would not be there un-profiled;
+- the GPU work per step B (kernels and copies, overlaps counted once; GPU time is not slowed by the
+  profiler), and the GPU's busy share un-profiled, taken from the steps run with the capture off
+  (their kernels are still recorded), else B / U.
+Where no step ran with the capture off (no steps, too few, `--overhead-steps 0`, or an imported trace),
+the overhead is estimated from a per-op and per-launch cost model of the capture that recorded the trace
+(what it recorded is visible in it: shapes, memory, Python stacks) and labelled as an estimate; without
+steps it is not measured, and the report says how to get it. A number not measured is None, never 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from tenprof.importers.intervals import merged, take
+from tenprof.store.profile import Profile
+
+COLD_STEPS = 3  # steps 0-2 are compared with nothing: building, compiling, tuning
+
+# Capture cost per recorded op and per kernel launch, in ns, by what the capture recorded. Calibrated on
+# an H100 (torch 2.11, 2026-11-26) from steps of the same run with collection on and off
+# (benchmarks/toggle_probe.py, benchmarks/results/2026-11-26-h100-toggle-probe*.txt); an estimate only.
+COST_PER_OP_NS = {"base": 1_300.0, "shapes": 700.0, "memory": 300.0, "stack": 2_000.0}
+COST_PER_LAUNCH_NS = 1_000.0
+
+
+@dataclass(frozen=True)
+class Overhead:
+    method: str  # measured | estimated | not measured
+    note: str  # how it was measured or estimated, or why it was not and how to get it
+    profiled_step_ns: float | None
+    unprofiled_step_ns: float | None
+    measured_steps: int  # steps run with the capture off (measured), 0 otherwise
+    recorded_steps: int  # recorded steady steps the profiled time is the median of
+    gpu_busy_per_step_ns: float | None  # GPU work per recorded step: not slowed by profiling
+    unprofiled_gpu_busy_share: float | None
+
+    @property
+    def ratio(self) -> float | None:
+        if self.profiled_step_ns is None or not self.unprofiled_step_ns:
+            return None
+        return self.profiled_step_ns / self.unprofiled_step_ns
+
+    @property
+    def profiler_share(self) -> float | None:
+        """The share of each recorded step's time that is the profiler's own (CPU) work."""
+        if self.profiled_step_ns is None or self.unprofiled_step_ns is None or not self.profiled_step_ns:
+            return None
+        return max(0.0, 1.0 - self.unprofiled_step_ns / self.profiled_step_ns)
+
+    @property
+    def known(self) -> bool:
+        return self.unprofiled_step_ns is not None
+
+
+def capture_on(profile: Profile) -> npt.NDArray[np.bool_]:
+    """Per row of the steps table: whether ops and lines were recorded (profiles from before the column
+    read null there: on)."""
+    column = profile.table("steps").column("capture_on")
+    return np.asarray(column.fill_null(True).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def recorded_steps(profile: Profile) -> npt.NDArray[np.bool_]:
+    """Per row of the steps table: complete and recorded (the steps every other analysis looks at)."""
+    complete = profile.table("steps").column("complete").to_numpy(zero_copy_only=False)
+    return np.asarray(complete, dtype=bool) & capture_on(profile)
+
+
+def kernel_launch_ns(profile: Profile) -> npt.NDArray[np.int64]:
+    """When each kernel was launched (its API call's start), else its own start."""
+    k = profile.table("kernels")
+    launched = take(profile.column("api_calls", "start_ns"), k.column("api_call_id").to_numpy(), -1)
+    return np.where(launched >= 0, launched, k.column("start_ns").to_numpy())
+
+
+def in_unrecorded_steps(profile: Profile, times: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+    """Whether each CPU-side time falls in a step run with the capture off (its work has no op)."""
+    steps = profile.table("steps")
+    off = ~capture_on(profile)
+    if not off.any() or len(times) == 0:
+        return np.zeros(len(times), dtype=bool)
+    lo, hi = steps.column("start_ns").to_numpy()[off], steps.column("end_ns").to_numpy()[off]
+    order = np.argsort(lo)
+    lo, hi = lo[order], hi[order]
+    pos = np.searchsorted(lo, times, side="right") - 1
+    return (pos >= 0) & (times < take(hi, pos, 0))
+
+
+def _own_durations(profile: Profile, rows: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
+    own = np.asarray(profile.table("steps").column("own_duration_ns").fill_null(-1).to_numpy(), dtype=np.int64)
+    return own[rows & (own > 0)]
+
+
+def _gpu_busy_per_step(profile: Profile, rows: npt.NDArray[np.bool_]) -> float | None:
+    """GPU busy time (kernels, all streams, overlaps once) of the kernels launched in these steps, per step."""
+    if not rows.any():
+        return None
+    steps = profile.table("steps")
+    lo, hi = steps.column("start_ns").to_numpy()[rows], steps.column("end_ns").to_numpy()[rows]
+    k = profile.table("kernels")
+    launch = kernel_launch_ns(profile)
+    pos = np.searchsorted(lo, launch, side="right") - 1
+    inside = (pos >= 0) & (launch < take(hi, pos, 0))
+    if not inside.any():
+        return 0.0
+    starts, ends = merged(k.column("start_ns").to_numpy()[inside], k.column("end_ns").to_numpy()[inside])
+    return int((ends - starts).sum()) / int(rows.sum())
+
+
+def _steady(profile: Profile, rows: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
+    """Rows past the cold steps, or all rows where that would leave none."""
+    numbers = profile.table("steps").column("step").to_numpy()
+    warm = rows & (numbers >= COLD_STEPS)
+    return warm if warm.any() else rows
+
+
+def measure(profile: Profile) -> Overhead:
+    steps = profile.table("steps")
+    if steps.num_rows == 0:
+        return Overhead(
+            "not measured",
+            "the run has no steps: mark each iteration with tenprof.step() (or torch.profiler's step()) and "
+            "tenprof times a few with the capture off",
+            None,
+            None,
+            0,
+            0,
+            None,
+            None,
+        )
+    complete = np.asarray(steps.column("complete").to_numpy(zero_copy_only=False), dtype=bool)
+    on_rows = _steady(profile, complete & capture_on(profile))
+    off_rows = complete & ~capture_on(profile)
+    profiled = _own_durations(profile, on_rows)
+    unprofiled = _own_durations(profile, off_rows)
+    busy = _gpu_busy_per_step(profile, on_rows)
+    if len(unprofiled) and len(profiled):
+        busy_off = _gpu_busy_per_step(profile, off_rows)
+        gpu_off = busy_off if busy_off is not None else busy or 0.0
+        # A step cannot be shorter than its GPU work: where the host runs ahead of a busy queue, the GPU's
+        # time is the step's.
+        u = max(float(np.median(unprofiled)), gpu_off)
+        p = max(float(np.median(profiled)), busy or 0.0)
+        share = gpu_off / u if profile.has_gpu and u else None
+        spread = f"{_ms(unprofiled.min())} to {_ms(unprofiled.max())}"
+        return Overhead(
+            "measured",
+            f"{len(unprofiled)} step(s) run with the capture off ({spread}) against {len(profiled)} recorded",
+            p,
+            u,
+            len(unprofiled),
+            len(profiled),
+            busy,
+            min(share, 1.0) if share is not None else None,
+        )
+    return _estimate(profile, on_rows, busy)
+
+
+def _estimate(profile: Profile, rows: npt.NDArray[np.bool_], busy: float | None) -> Overhead:
+    """U from P less the cost model's charge for the ops and launches of a recorded step."""
+    steps = profile.table("steps")
+    durations = steps.column("duration_ns").to_numpy()[rows]
+    why = (
+        "no step ran with the capture off (run with tenprof run and at least 4 steps to measure it)"
+        if profile.meta.source != "import"
+        else "an imported trace has no un-profiled steps"
+    )
+    if len(durations) == 0:
+        return Overhead("not measured", why, None, None, 0, 0, busy, None)
+    p = float(np.median(durations))
+    ops = profile.table("ops")
+    op_steps = ops.column("step").to_numpy()
+    numbers = steps.column("step").to_numpy()[rows]
+    ops_per_step = float(np.isin(op_steps, numbers).sum()) / len(numbers)
+    launch = kernel_launch_ns(profile)
+    lo, hi = steps.column("start_ns").to_numpy()[rows], steps.column("end_ns").to_numpy()[rows]
+    order = np.argsort(lo)
+    pos = np.searchsorted(lo[order], launch, side="right") - 1
+    launches_per_step = float(((pos >= 0) & (launch < take(hi[order], pos, 0))).sum()) / len(numbers)
+    recorded = _what_was_recorded(profile)
+    per_op = COST_PER_OP_NS["base"] + sum(COST_PER_OP_NS[k] for k in recorded)
+    cost = ops_per_step * per_op + launches_per_step * COST_PER_LAUNCH_NS
+    u = max(p - cost, busy or 0.0, 0.0)
+    p = max(p, busy or 0.0)
+    share = (busy or 0.0) / u if profile.has_gpu and u else None
+    what = ", ".join(["ops", *recorded])
+    return Overhead(
+        "estimated",
+        f"{why}; estimated from {ops_per_step:.0f} ops and {launches_per_step:.0f} launches per step at the "
+        f"capture's cost per op ({what}) measured on an H100",
+        p,
+        u,
+        0,
+        len(durations),
+        busy,
+        min(share, 1.0) if share is not None else None,
+    )
+
+
+def _ms(ns: float) -> str:
+    return f"{ns / 1e6:.3g} ms"
+
+
+def _what_was_recorded(profile: Profile) -> list[str]:
+    """What the capture recorded besides ops, as the trace shows it: input shapes, memory, Python stacks."""
+    found = []
+    shapes = profile.table("ops").column("input_shapes")
+    if shapes.null_count < len(shapes) and any(s not in ("", "[]") for s in shapes.to_pylist()[:2000] if s):
+        found.append("shapes")
+    if profile.table("memory").num_rows:
+        found.append("memory")
+    if profile.meta.source == "import" and profile.table("frames").num_rows:
+        found.append("stack")
+    return found

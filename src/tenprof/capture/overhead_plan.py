@@ -1,0 +1,45 @@
+"""Which steps of a timeline run go with the capture off, so the run times its own un-profiled steps.
+
+A profiler slows the host: every op and launch it records costs CPU time, so a CPU-bound step looks
+slower, and the GPU idler, than it is. To say by how much, the timeline pass runs a few steps with
+collection off (ops and Python lines; the GPU activity stays on so the GPU timeline stays whole) and
+times them with a clock read at each `tenprof.step()`; the report compares them with the recorded ones.
+
+Without a schedule: up to `count` steps, the fourth (index 3) and every fourth after it (3, 7, 11).
+Steps 0 to 2 are left alone because they are cold (step 0 builds and compiles, the next ones may still
+tune), and spreading the measured steps between recorded ones keeps drift out of the comparison.
+With `--schedule`, torch records only the active window; the measured steps are then the ones after
+it, from the second (the first one pays for writing the trace): there only tenprof's recorder pauses.
+This module does not import torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tenprof.capture.schedule import Schedule
+
+DEFAULT_COUNT = 3
+
+
+@dataclass(frozen=True)
+class OverheadPlan:
+    count: int = DEFAULT_COUNT
+    first: int = 3
+    every: int = 4
+    after: int = -1  # with a schedule: the first measured step, the rest follow it
+
+    @staticmethod
+    def for_run(count: int, schedule: Schedule | None) -> OverheadPlan:
+        if schedule is None:
+            return OverheadPlan(count=count)
+        return OverheadPlan(count=count, after=schedule.wait + schedule.warmup + schedule.active + 1)
+
+    def is_off(self, step: int) -> bool:
+        """Whether step number `step` (0 for the code before the first tenprof.step()) runs un-profiled."""
+        if self.count <= 0:
+            return False
+        if self.after >= 0:
+            return self.after <= step < self.after + self.count
+        offset = step - self.first
+        return offset >= 0 and offset % self.every == 0 and offset // self.every < self.count
