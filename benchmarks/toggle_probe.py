@@ -112,7 +112,8 @@ def main() -> None:
     )
     for name, values in phases.items():
         med = statistics.median(values)
-        print(f"{name:6s} median {med * 1e3:8.3f} ms  x{med / plain:5.2f}  n={len(values)}  min {min(values) * 1e3:.3f}")
+        low = min(values) * 1e3
+        print(f"{name:6s} median {med * 1e3:8.3f} ms  x{med / plain:5.2f}  n={len(values)}  min {low:.3f}")
 
 
 if __name__ == "__main__":
