@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # then runs end-to-end checks of the command line and writes their logs under $OUT.
-#   usage: bash scripts/gpu_check.sh TASK...   (cli toggle overhead gputests; see the cases below)
+#   usage: bash scripts/gpu_check.sh TASK...   (cli toggle calibrate honest gputests; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-check}
 mkdir -p "$OUT"
@@ -47,6 +47,27 @@ cli() {  # issue 15, end to end: what tenprof shows, what it keeps, what it refu
 toggle() {  # issue 16: does a step with collection toggled off run at the un-profiled speed?
   python3 benchmarks/toggle_probe.py --workload mlp --steps 20 --rounds 3 2> /dev/null
   python3 benchmarks/toggle_probe.py --workload gpt2 --steps 5 --rounds 3 2> /dev/null
+}
+
+calibrate() {  # issue 16: the capture's cost per op, by what it records (the estimate's cost model)
+  for rec in ops all stack; do
+    python3 benchmarks/toggle_probe.py --workload mlp --steps 20 --rounds 3 --record "$rec" 2> /dev/null
+    python3 benchmarks/toggle_probe.py --workload gpt2 --steps 5 --rounds 3 --record "$rec" 2> /dev/null
+  done
+}
+
+honest() {  # issue 16: tenprof run measures its own overhead; findings judged on the un-profiled program
+  mkdir -p "$OUT/prof"
+  one() {  # name, then the example and its arguments
+    local name=$1; shift
+    tenprof run --limit 3 -o "$WORK/$name" "$@" > "$WORK/$name.log" 2>&1; echo "exit=$?" >> "$WORK/$name.log"
+    echo "--- $name"; grep -v "^loop_s" "$WORK/$name.log" | sed -n '1,/^Per step/p' | head -n 60
+    tar czf "$OUT/prof/$name.tgz" -C "$WORK" "$name"
+  }
+  one gpt2_fp32 examples/gpt2_fp32.py --steps 9 --warmup 3
+  one gpt2_compiled examples/compiled_train.py --model gpt2 --steps 9 --warmup 3
+  one mlp examples/small_mlp.py --steps 20 --warmup 2
+  one conv examples/conv_block.py --steps 9 --warmup 3
 }
 
 gputests() {

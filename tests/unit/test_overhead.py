@@ -73,3 +73,44 @@ def test_old_recordings_are_estimated_and_labelled_as_such() -> None:
     gpu_bound = measure(load_profile(DATA / "matmul4096_warm"))
     assert gpu_bound.unprofiled_gpu_busy_share is not None and gpu_bound.unprofiled_gpu_busy_share > 0.95
     assert np.isclose(gpu_bound.ratio or 0, 1.0, atol=0.05)  # GPU-bound: the profiler's CPU cost hides
+
+
+OVERHEAD = DATA / "overhead"  # made on an H100 by `bash scripts/gpu_check.sh honest` (tests/data/README.md)
+
+
+def _finding_ids(case: str) -> list[str]:
+    from tenprof.analyses.findings import find_all
+
+    return [f.id for f in find_all(load_profile(OVERHEAD / case))]
+
+
+def test_gpu_bound_gpt2_is_not_called_launch_bound_nor_idle() -> None:
+    """fp32 GPT-2 training: recorded, the profiler doubles the step and the GPU looks idle half the time;
+    un-profiled (the steps run with the capture off) the GPU is busy throughout."""
+    o = measure(load_profile(OVERHEAD / "gpt2_fp32"))
+    assert o.method == "measured" and o.measured_steps == 3
+    assert o.ratio is not None and o.ratio > 1.5  # the default capture's cost on this workload, today
+    assert o.unprofiled_gpu_busy_share is not None and o.unprofiled_gpu_busy_share > 0.95
+    ids = _finding_ids("gpt2_fp32")
+    assert "launch-bound" not in ids and "idle-gaps" not in ids, ids
+
+
+def test_small_mlp_is_launch_bound_even_un_profiled_and_costs_what_it_would_un_profiled() -> None:
+    from tenprof.analyses.findings import find_all
+
+    profile = load_profile(OVERHEAD / "mlp")
+    o = measure(profile)
+    assert o.method == "measured" and o.unprofiled_gpu_busy_share is not None and o.unprofiled_gpu_busy_share < 0.2
+    (bound,) = [f for f in find_all(profile) if f.id == "launch-bound"]
+    assert o.unprofiled_step_ns is not None and o.profiled_step_ns is not None
+    assert bound.numbers["gpu_busy_share"] == pytest.approx(o.unprofiled_gpu_busy_share)
+    steps = bound.cost_ns / ((1 - o.unprofiled_gpu_busy_share) * o.unprofiled_step_ns)
+    assert steps == pytest.approx(round(steps), abs=1e-6)  # whole steps of un-profiled idle
+    assert bound.cost_ns < (o.profiled_step_ns - 0.05 * o.profiled_step_ns) * round(steps)
+    assert "un-profiled (measured)" in bound.seen[0]
+
+
+def test_gpu_bound_conv_costs_nothing_to_profile() -> None:
+    o = measure(load_profile(OVERHEAD / "conv"))
+    assert o.method == "measured" and o.ratio is not None and o.ratio < 1.1
+    assert _finding_ids("conv") == ["cold-start"]

@@ -38,7 +38,10 @@ def check(ctx: Context) -> list[Finding]:
         opens = sel[np.searchsorted(k_start[sel], blocks_start, side="left")]
         gap_lo, gap_hi = blocks_end[:-1], blocks_start[1:]
         lo, hi = ctx.gpu_window
-        in_steps = np.clip(np.minimum(gap_hi, hi) - np.maximum(gap_lo, lo), 0, None)  # inside the GPU window
+        in_window = np.clip(np.minimum(gap_hi, hi) - np.maximum(gap_lo, lo), 0, None)  # inside the GPU window
+        # ... and inside the analysed steps: a step left out (compiling, run with the capture off) lies
+        # within the window too, and its gaps are not the steady state's
+        in_steps = np.minimum(in_window, coverage(ctx.step_start, ctx.step_end, gap_lo, gap_hi))
         real = np.flatnonzero(in_steps >= min_gap)
         transfer_time = coverage(t_start, t_end, gap_lo[real], gap_hi[real])
         next_sync = np.searchsorted(sync_end, gap_lo[real])
