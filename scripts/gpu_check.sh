@@ -70,6 +70,11 @@ honest() {  # issue 16: tenprof run measures its own overhead; findings judged o
   one conv examples/conv_block.py --steps 9 --warmup 3
 }
 
+compiled() {  # issue 16: compiled bf16 GPT-2's report (overhead line, findings) after the idle-gap fix
+  tenprof run --limit 3 -o "$WORK/gpt2_compiled" examples/compiled_train.py --model gpt2 --steps 9 --warmup 3 2>&1 \
+    | grep -v "^loop_s" | sed -n '1,/^Per step/p' | head -n 60
+}
+
 gputests() {
   python3 -m pytest -q -p no:cacheprovider -m gpu tests/gpu 2>&1 | tail -n 15
 }
