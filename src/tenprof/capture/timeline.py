@@ -12,6 +12,7 @@ Raw files written into `raw_dir`:
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import warnings
@@ -50,14 +51,15 @@ class TimelineSession:
     def __init__(self, raw_dir: Path, options: TimelineOptions, stop_code: CodeType | None = None) -> None:
         self.raw_dir = raw_dir
         self.options = options
-        self.log = CallsiteLog(stop_code, record_calls=options.lines)
+        # TENPROF_LINES_RECORDER=native|python: which call-site recorder (see tenprof.capture.native_lines)
+        recorder = os.environ.get("TENPROF_LINES_RECORDER", "python")
+        self.log = CallsiteLog(stop_code, record_calls=options.lines, recorder=recorder)
         self.trace_written = False
         self._sync_count = 0
         self._prof: Any = None
         self._plan = OverheadPlan.for_run(options.overhead_steps, options.schedule)
         self._capture_on = True
         self._cpu_activity: list[Any] = []
-        self._recorder_popped = False
 
     # -- lifecycle
     def start(self) -> None:
@@ -84,7 +86,7 @@ class TimelineSession:
         self._prof.start()
         self._sync()
         if self.log.recorder is not None:
-            self.log.recorder.__enter__()  # type: ignore[no-untyped-call]
+            self.log.recorder.__enter__()
         runtime.activate(self)
         self.log.started_ns = time.perf_counter_ns()
 
@@ -142,17 +144,12 @@ class TimelineSession:
         if self.options.schedule is None:  # under a schedule the measured steps are outside torch's window
             self._prof.toggle_collection_dynamic(on, self._cpu_activity)
         recorder = self.log.recorder
-        if recorder is None:
-            return
-        recorder.paused = not on
-        # Off the mode stack while off, so calls pay no dispatch to it; only when it is on top (a mode the
-        # script pushed above it stays where it is, and the paused recorder passes calls through).
-        if not on and torch.overrides._get_current_function_mode() is recorder:  # type: ignore[no-untyped-call]
-            recorder.__exit__(None, None, None)
-            self._recorder_popped = True
-        elif on and self._recorder_popped:
-            recorder.__enter__()  # type: ignore[no-untyped-call]
-            self._recorder_popped = False
+        if recorder is not None:
+            # Paused, not popped: torch.compile guards on the mode stack, and a change there would run the
+            # measured steps through other (recompiled) code. The mode's dispatch, about 1 us a call, stays
+            # in the measured steps, as do CUPTI's GPU activity and tenprof's Inductor hooks: the
+            # un-profiled step time they give is an upper bound.
+            recorder.paused = not on
 
     def _sync(self) -> None:
         """A named range whose trace start is bracketed on the perf clock, to align the two clocks."""
