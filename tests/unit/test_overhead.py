@@ -54,15 +54,21 @@ def test_a_run_with_steps_times_some_with_the_capture_off(tmp_path: Path, capsys
     assert "Overhead   measured: " in capsys.readouterr().out
 
 
-def test_without_steps_the_overhead_is_not_measured_and_says_how_to_get_it(tmp_path: Path) -> None:
+def test_imported_traces_are_estimated_from_what_their_capture_recorded(tmp_path: Path) -> None:
     from tenprof.importers.trace_import import import_trace
 
-    out = tmp_path / "imp"
-    trace = DATA / "compiled" / "torch_profiler_mlp.json.gz"
-    import_trace(trace, out, force=False)
-    o = measure(load_profile(out))
-    assert o.unprofiled_step_ns is None or o.method == "estimated"
-    assert o.method != "measured"
+    no_steps = tmp_path / "no_steps"
+    import_trace(DATA / "compiled" / "torch_profiler_mlp.json.gz", no_steps, force=False)
+    profile = load_profile(no_steps)
+    assert profile.meta.options["trace_recorded"] == "record_shapes,with_stack"  # the trace's own keys
+    o = measure(profile)
+    assert o.method == "not measured" and o.unprofiled_step_ns is None and "prof.step()" in o.note
+    with_steps = tmp_path / "with_steps"
+    import_trace(DATA / "mlp" / "timeline" / "raw" / "kineto_trace.json.gz", with_steps, force=False)
+    o = measure(load_profile(with_steps))
+    assert o.method == "estimated" and "(ops, shapes, memory)" in o.note and "lines" not in o.note
+    assert o.unprofiled_step_ns is not None and o.profiled_step_ns is not None
+    assert o.unprofiled_step_ns < o.profiled_step_ns
 
 
 def test_old_recordings_are_estimated_and_labelled_as_such() -> None:

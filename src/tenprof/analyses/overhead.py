@@ -131,10 +131,14 @@ def _steady(profile: Profile, rows: npt.NDArray[np.bool_]) -> npt.NDArray[np.boo
 def measure(profile: Profile) -> Overhead:
     steps = profile.table("steps")
     if steps.num_rows == 0:
+        imported = profile.meta.source == "import"
         return Overhead(
             "not measured",
-            "the run has no steps: mark each iteration with tenprof.step() (or torch.profiler's step()) and "
-            "tenprof times a few with the capture off",
+            "the trace has no steps: record it with a torch.profiler schedule and prof.step() per iteration for "
+            "an estimate, or with tenprof run and tenprof.step() to measure it"
+            if imported
+            else "the run has no steps: mark each iteration with tenprof.step() and tenprof times a few with the "
+            "capture off",
             None,
             None,
             0,
@@ -216,7 +220,13 @@ def _ms(ns: float) -> str:
 
 
 def _what_was_recorded(profile: Profile) -> list[str]:
-    """What the capture recorded besides ops, as the trace shows it: input shapes, memory, Python stacks."""
+    """What the capture recorded besides ops: input shapes, memory, Python stacks (an imported trace says
+    so in its top-level keys, kept at import), tenprof's Python lines."""
+    options = profile.meta.options
+    if "trace_recorded" in options:
+        keys = options["trace_recorded"].split(",")
+        named = {"record_shapes": "shapes", "profile_memory": "memory", "with_stack": "stack"}
+        return [named[k] for k in keys if k in named]
     found = []
     shapes = profile.table("ops").column("input_shapes")
     if shapes.null_count < len(shapes) and any(s not in ("", "[]") for s in shapes.to_pylist()[:2000] if s):

@@ -56,6 +56,8 @@ class BuildReport:
     # generated Triton kernel name -> the launch metadata Inductor passes to the profiler (see
     # _TRITON_LAUNCH_ARGS); the last launch's values, with `launches` counting them
     triton_launches: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # what torch.profiler was asked to record, as the trace's top-level keys say (record_shapes, ...)
+    recorded: list[str] = field(default_factory=list)
 
 
 class _Cols:

@@ -33,9 +33,15 @@ def build_pass(writer: PassWriter, trace: Path, callsites: Path | None) -> Build
     tables, report = build_timeline(stream.events(), lambda: stream.header.base_time_ns, sidecar)
     report.warnings[:0] = problems
     report.device_properties = stream.header.device_properties
+    report.recorded = [k for k in TRACE_RECORDING_KEYS if stream.header.other.get(k)]
     for name, table in tables.items():
         writer.write_table(name, table)
     return report
+
+
+# Top-level keys torch.profiler writes into its trace for the options it was given: what the capture
+# recorded, and so what it cost (tenprof.analyses.overhead's estimate).
+TRACE_RECORDING_KEYS = ("record_shapes", "profile_memory", "with_stack", "with_flops", "with_modules")
 
 
 def gpus_from_device_properties(props: list[dict[str, Any]]) -> list[GpuInfo]:
@@ -102,5 +108,6 @@ def import_trace(trace: Path, out_dir: Path, force: bool) -> Meta:
             rows=writer.rows,
         )
         meta.options["trace_span_ns"] = str(report.span_end_ns - report.span_start_ns)
+        meta.options["trace_recorded"] = ",".join(report.recorded)
         write_meta(path, meta)
     return meta
