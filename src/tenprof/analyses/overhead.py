@@ -9,7 +9,7 @@ steps table; see `tenprof.capture.overhead_plan`), so each profile says, measure
   profiler), and the GPU's busy share un-profiled, taken from the steps run with the capture off
   (their kernels are still recorded), else B / U.
 Where no step ran with the capture off (no steps, too few, `--overhead-steps 0`, or an imported trace),
-the overhead is estimated from a per-op and per-launch cost model of the capture that recorded the trace
+the overhead is estimated from a per-op cost model of the capture that recorded the trace
 (what it recorded is visible in it: shapes, memory, Python stacks) and labelled as an estimate; without
 steps it is not measured, and the report says how to get it. A number not measured is None, never 0.
 """
@@ -26,7 +26,7 @@ from tenprof.store.profile import Profile
 
 COLD_STEPS = 3  # steps 0-2 are compared with nothing: building, compiling, tuning
 
-# Capture cost per recorded op, in ns, by what the capture recorded; launches are folded into it.
+# Capture cost per recorded op, in ns, by what the capture recorded (kernel launches folded into it).
 # Measured on an H100 (torch 2.11, 2026-11-26) as (recorded step - step with collection off) / ops per
 # step (benchmarks/toggle_probe.py, and `tenprof run` timing its own steps with the capture off;
 # benchmarks/results/2026-11-26-h100-calibrate.txt): torch.profiler 1.4 to 5.2 us per op (GPT-2 small fp32
@@ -35,7 +35,6 @@ COLD_STEPS = 3  # steps 0-2 are compared with nothing: building, compiling, tuni
 # estimate is a lower bound of the profiler's cost, and an upper bound of the un-profiled step time (a
 # finding judged on it errs as the recorded timeline does, never the other way).
 COST_PER_OP_NS = {"base": 1_400.0, "shapes": 25.0, "memory": 25.0, "stack": 0.0, "lines": 2_400.0}
-COST_PER_LAUNCH_NS = 0.0
 
 
 @dataclass(frozen=True)
@@ -175,7 +174,7 @@ def measure(profile: Profile) -> Overhead:
 
 
 def _estimate(profile: Profile, rows: npt.NDArray[np.bool_], busy: float | None) -> Overhead:
-    """U from P less the cost model's charge for the ops and launches of a recorded step."""
+    """U from P less the cost model's charge for the ops of a recorded step."""
     steps = profile.table("steps")
     durations = steps.column("duration_ns").to_numpy()[rows]
     why = (
@@ -190,14 +189,8 @@ def _estimate(profile: Profile, rows: npt.NDArray[np.bool_], busy: float | None)
     op_steps = ops.column("step").to_numpy()
     numbers = steps.column("step").to_numpy()[rows]
     ops_per_step = float(np.isin(op_steps, numbers).sum()) / len(numbers)
-    launch = kernel_launch_ns(profile)
-    lo, hi = steps.column("start_ns").to_numpy()[rows], steps.column("end_ns").to_numpy()[rows]
-    order = np.argsort(lo)
-    pos = np.searchsorted(lo[order], launch, side="right") - 1
-    launches_per_step = float(((pos >= 0) & (launch < take(hi[order], pos, 0))).sum()) / len(numbers)
     recorded = _what_was_recorded(profile)
-    per_op = COST_PER_OP_NS["base"] + sum(COST_PER_OP_NS[k] for k in recorded)
-    cost = ops_per_step * per_op + launches_per_step * COST_PER_LAUNCH_NS
+    cost = ops_per_step * (COST_PER_OP_NS["base"] + sum(COST_PER_OP_NS[k] for k in recorded))
     u = max(p - cost, busy or 0.0, 0.0)
     p = max(p, busy or 0.0)
     share = (busy or 0.0) / u if profile.has_gpu and u else None
