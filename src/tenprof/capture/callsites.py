@@ -19,13 +19,16 @@ import time
 from array import array
 from pathlib import Path
 from types import CodeType, FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import torch
 from torch.overrides import TorchFunctionMode
 
 from tenprof.sourcefiles import is_user_file
+
+if TYPE_CHECKING:
+    from tenprof.capture.native_lines import NativeCallsiteRecorder
 
 _PLUMBING_FILES = {
     torch.overrides.__file__,
@@ -101,17 +104,21 @@ class FrameInterner:
         return int(self.rows[frame_id][5]) if frame_id >= 0 else -1
 
     def _intern(self, frame: FrameType | None) -> int:
-        chain: list[FrameType] = []
+        chain: list[tuple[CodeType, int]] = []
         f = frame
         while f is not None and f.f_code is not self.stop_code:
-            self._keep_alive.add(f.f_code)
-            if f.f_code.co_filename not in self.skip_files:
-                chain.append(f)
+            chain.append((f.f_code, f.f_lineno or 0))
             f = f.f_back
+        return self.intern_chain(chain)
+
+    def intern_chain(self, chain: list[tuple[CodeType, int]]) -> int:
+        """The node of a call path given innermost frame first as (code, line), the stop frame left out."""
         parent = -1
-        for fr in reversed(chain):
-            code = fr.f_code
-            node_key = (parent, code.co_filename, fr.f_lineno or 0, code.co_name)
+        for code, line in reversed(chain):
+            self._keep_alive.add(code)
+            if code.co_filename in self.skip_files:
+                continue
+            node_key = (parent, code.co_filename, line, code.co_name)
             node = self.nodes.get(node_key)
             if node is None:
                 node = len(self.rows)
@@ -198,9 +205,14 @@ class CallsiteRecorder(TorchFunctionMode):
 class CallsiteLog:
     """Everything the sidecar file holds: call records, scopes and clock-sync brackets."""
 
-    def __init__(self, stop_code: CodeType | None, record_calls: bool) -> None:
+    def __init__(self, stop_code: CodeType | None, record_calls: bool, recorder: str = "python") -> None:
         self.interner = new_interner(stop_code)
-        self.recorder = CallsiteRecorder(self.interner) if record_calls else None
+        # recorder: "python" (the TorchFunctionMode above) or "native" (tenprof.capture.native_lines).
+        self.recorder: CallsiteRecorder | NativeCallsiteRecorder | None = None
+        if record_calls:
+            from tenprof.capture.native_lines import make_recorder
+
+            self.recorder = make_recorder(self.interner, recorder)
         self.scopes: list[list[Any]] = []
         self.syncs: list[list[Any]] = []
         self.step_calls = 0

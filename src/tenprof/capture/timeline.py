@@ -12,6 +12,7 @@ Raw files written into `raw_dir`:
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import warnings
@@ -50,7 +51,9 @@ class TimelineSession:
     def __init__(self, raw_dir: Path, options: TimelineOptions, stop_code: CodeType | None = None) -> None:
         self.raw_dir = raw_dir
         self.options = options
-        self.log = CallsiteLog(stop_code, record_calls=options.lines)
+        # TENPROF_LINES_RECORDER=native|python: which call-site recorder (see tenprof.capture.native_lines)
+        recorder = os.environ.get("TENPROF_LINES_RECORDER", "python")
+        self.log = CallsiteLog(stop_code, record_calls=options.lines, recorder=recorder)
         self.trace_written = False
         self._sync_count = 0
         self._prof: Any = None
@@ -83,7 +86,7 @@ class TimelineSession:
         self._prof.start()
         self._sync()
         if self.log.recorder is not None:
-            self.log.recorder.__enter__()  # type: ignore[no-untyped-call]
+            self.log.recorder.__enter__()
         runtime.activate(self)
         self.log.started_ns = time.perf_counter_ns()
 

@@ -1,0 +1,289 @@
+"""The native call-site recorder: build it, load it, and adapt it to the call-site log.
+
+`tenprof/native/callsite_observer.cpp` is a RecordFunction observer that records (thread, start, end,
+call path) for every top-level op on a Python thread, with no Python code per op: the cost of the
+Python recorder's TorchFunctionMode and frame walk goes. It is built on first use with the machine's
+C++ compiler ($CXX or g++) against the installed torch's headers and libraries, into a cache folder
+named by a hash of the source, torch, Python and the compiler (a later run reuses it), and loaded with
+ctypes. Call paths are interned natively as (code object, bytecode offset) chains and turned into
+rows of the `frames` table at the end, by the same interner as the Python recorder's, so the sidecar
+file is the same and the importer does not know which recorder wrote it.
+
+Selected with TENPROF_LINES_RECORDER=native (python is the default). When it cannot be built here,
+one line on stderr says why and the Python recorder is used.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+import time
+from array import array
+from pathlib import Path
+from types import CodeType
+from typing import Any
+
+import torch
+
+from tenprof.capture.callsites import CallsiteRecorder, FrameInterner, _is_compiling
+from tenprof.errors import TenprofError
+
+SOURCE = Path(__file__).resolve().parents[1] / "native" / "callsite_observer.cpp"
+LIBRARY_NAME = "libtenprof_lines.so"
+ENV_VAR = "TENPROF_LINES_RECORDER"
+
+
+class NativeLinesUnavailable(TenprofError):
+    """The native recorder cannot be built or loaded here (no compiler, no headers, a failed build)."""
+
+
+def cache_root() -> Path:
+    base = os.environ.get("TENPROF_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "tenprof"
+    )
+    return Path(base) / "native"
+
+
+def find_compiler() -> str:
+    name = os.environ.get("CXX") or "g++"
+    found = shutil.which(name)
+    if found is None:
+        raise NativeLinesUnavailable(f"no C++ compiler ({name} not found): install g++ or set CXX")
+    return found
+
+
+def build_command(compiler: str, out: Path) -> list[str]:
+    torch_dir = Path(torch.__file__).resolve().parent
+    lib = torch_dir / "lib"
+    return [
+        compiler, "-O2", "-DNDEBUG", "-std=c++17", "-shared", "-fPIC", "-w",
+        f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}",
+        "-I", str(torch_dir / "include"), "-I", sysconfig.get_paths()["include"],
+        "-o", str(out), str(SOURCE),
+        "-L", str(lib), "-lc10", "-ltorch_cpu", f"-Wl,-rpath,{lib}",
+    ]  # fmt: skip
+
+
+def _cache_key(compiler: str) -> str:
+    digest = hashlib.sha256(SOURCE.read_bytes())
+    digest.update(f"{torch.__version__} {torch.__file__} {sys.version} {compiler}".encode())
+    try:
+        version = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        version = ""
+    digest.update(version.encode())
+    return digest.hexdigest()[:16]
+
+
+def build_library(cache: Path | None = None) -> Path:
+    """The built library, from the cache or built now (a few seconds the first time)."""
+    if sys.implementation.name != "cpython":
+        raise NativeLinesUnavailable(f"it needs CPython, not {sys.implementation.name}")
+    if sysconfig.get_config_var("Py_GIL_DISABLED"):
+        raise NativeLinesUnavailable("free-threaded Python is not supported")
+    compiler = find_compiler()
+    if not (Path(sysconfig.get_paths()["include"]) / "Python.h").is_file():
+        raise NativeLinesUnavailable("Python.h was not found: install the Python development headers")
+    if not (Path(torch.__file__).resolve().parent / "include" / "ATen" / "record_function.h").is_file():
+        raise NativeLinesUnavailable("torch's C++ headers were not found in the installed torch")
+    target = (cache or cache_root()) / _cache_key(compiler)
+    library = target / LIBRARY_NAME
+    if library.is_file():
+        return library
+    target.parent.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix="build-", dir=target.parent))
+    command = build_command(compiler, building / LIBRARY_NAME)
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise NativeLinesUnavailable(f"the build could not run ({exc})") from None
+    if done.returncode != 0:
+        (building / "build.log").write_text(" ".join(command) + "\n" + done.stdout + done.stderr)
+        first = next((line for line in (done.stderr + done.stdout).splitlines() if "error" in line), "")
+        first = first or next((line for line in (done.stderr + done.stdout).splitlines() if line.strip()), "")
+        raise NativeLinesUnavailable(f"the build failed ({first.strip()[:200]}); log: {building / 'build.log'}")
+    try:
+        building.rename(target)  # whole or not at all; another rank may have won the race
+    except OSError:
+        shutil.rmtree(building, ignore_errors=True)
+    return library
+
+
+def load_library(path: Path) -> ctypes.PyDLL:
+    """The loaded library; PyDLL keeps the GIL held across calls, as its entry points expect."""
+    try:
+        lib = ctypes.PyDLL(str(path))
+    except OSError as exc:
+        raise NativeLinesUnavailable(f"it could not be loaded ({exc})") from None
+    lib.tenprof_lines_prepare.argtypes = []
+    lib.tenprof_lines_prepare.restype = None
+    lib.tenprof_lines_start.argtypes = [ctypes.py_object, ctypes.py_object]
+    lib.tenprof_lines_start.restype = ctypes.c_int
+    lib.tenprof_lines_pause.argtypes = [ctypes.c_int]
+    lib.tenprof_lines_pause.restype = None
+    lib.tenprof_lines_compiling.argtypes = [ctypes.c_int]
+    lib.tenprof_lines_compiling.restype = None
+    lib.tenprof_lines_stop.argtypes = []
+    lib.tenprof_lines_stop.restype = None
+    lib.tenprof_lines_records.argtypes = []
+    lib.tenprof_lines_records.restype = ctypes.py_object
+    lib.tenprof_lines_paths.argtypes = []
+    lib.tenprof_lines_paths.restype = ctypes.py_object
+    lib.tenprof_lines_clear.argtypes = []
+    lib.tenprof_lines_clear.restype = None
+    return lib
+
+
+def _line_of(code: CodeType, offset: int) -> int:
+    """The line of the instruction at byte `offset`, as frame.f_lineno gives it for a running frame."""
+    for start, end, line in code.co_lines():
+        if start <= offset < end:
+            return line or 0
+    return 0
+
+
+class NativeCallsiteRecorder:
+    """Stands where `CallsiteRecorder` does in the call-site log (enter, pause, close, records), but
+    records natively; Dynamo's compilations are still recorded from their Python callbacks."""
+
+    def __init__(self, interner: FrameInterner, lib: ctypes.PyDLL) -> None:
+        self.interner = interner
+        self.lib = lib
+        # Dynamo's compile records come from the Python recorder's callbacks, into its records array.
+        self._python = CallsiteRecorder(interner)
+        self._started = False
+        self._paused = False
+        self._records: array[int] | None = None
+        self._unwrapped: dict[str, Any] = {}
+        # Its first callback goes in now, disabled, so that it runs before the profiler's (started later).
+        lib.tenprof_lines_prepare()
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    @paused.setter
+    def paused(self, value: bool) -> None:
+        if value != self._paused and self._started:
+            self.lib.tenprof_lines_pause(int(value))
+        self._paused = value
+
+    def __enter__(self) -> NativeCallsiteRecorder:
+        if not self._started:
+            self._records = None
+            self.lib.tenprof_lines_start(self.interner.stop_code, self._on_new_path)
+            self._started = True
+            self._paused = False
+            self._on_new_path()
+            self._wrap_autograd()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.lib.tenprof_lines_stop()
+        self._started = False
+        for name, func in self._unwrapped.items():
+            if getattr(torch.autograd, name, None) is not func:
+                setattr(torch.autograd, name, func)
+        self._unwrapped.clear()
+
+    def _wrap_autograd(self) -> None:
+        """Record torch.autograd.backward and .grad calls (Tensor.backward calls the first) as calls too.
+
+        On a GPU the backward ops run on autograd's own threads, which have no Python frames; the
+        importer gives those it cannot match to a forward op the line of the call that covers them on
+        the main thread, which is this one (the Python recorder sees it as a torch API call)."""
+        self._unwrapped = {}
+        for name in ("backward", "grad"):
+            func = getattr(torch.autograd, name, None)
+            if func is None:
+                continue
+            self._unwrapped[name] = func
+            setattr(torch.autograd, name, self._recorded(func))
+
+    def _recorded(self, func: Any) -> Any:
+        recorder = self._python
+
+        @functools.wraps(func)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if self._paused or _is_compiling():
+                return func(*args, **kwargs)
+            frame_id = self.interner.path_id(sys._getframe(1))
+            start = time.perf_counter_ns()
+            try:
+                return func(*args, **kwargs)
+            finally:
+                recorder.records.extend((threading.get_native_id(), start, time.perf_counter_ns(), frame_id))
+
+        return call
+
+    def close(self) -> None:
+        callbacks = self._python._callbacks
+        if callbacks is not None:
+            try:
+                callbacks.remove_start_callback(self._compile_started)
+                callbacks.remove_end_callback(self._compile_ended)
+            except (ValueError, AttributeError):
+                pass
+        self._python.close()
+
+    def _on_new_path(self) -> bool:
+        """Called natively when a call path is first seen (rare): hook Dynamo once it is imported."""
+        if "torch._dynamo" not in sys.modules:
+            return False
+        if not self._python._dynamo_hooked:
+            self._python._hook_dynamo()
+            if self._python._callbacks is not None:
+                self._python._callbacks.register_start_callback(self._compile_started)
+                self._python._callbacks.register_end_callback(self._compile_ended)
+        return True
+
+    def _compile_started(self, *args: Any) -> None:
+        self.lib.tenprof_lines_compiling(1)  # the compile record covers the compiler's ops
+
+    def _compile_ended(self, *args: Any) -> None:
+        self.lib.tenprof_lines_compiling(-1)
+
+    @property
+    def records(self) -> array[int]:
+        """Every record, native and compile ones, with frame ids of the interner's `frames` rows."""
+        if self._records is None:
+            self._records = self._collect()
+        return self._records
+
+    def _collect(self) -> array[int]:
+        raw = array("q")
+        raw.frombytes(self.lib.tenprof_lines_records())
+        paths = self.lib.tenprof_lines_paths()
+        self.lib.tenprof_lines_clear()
+        frame_of = [self.interner.intern_chain(_resolve(path)) for path in paths]
+        raw[3::4] = array("q", (frame_of[p] for p in raw[3::4]))
+        raw.extend(self._python.records)
+        return raw
+
+
+def _resolve(path: tuple[Any, ...]) -> list[tuple[CodeType, int]]:
+    return [(path[i], _line_of(path[i], path[i + 1])) for i in range(0, len(path), 2)]
+
+
+def make_recorder(interner: FrameInterner, wanted: str) -> CallsiteRecorder | NativeCallsiteRecorder:
+    """The recorder asked for ("native" or "python", from TENPROF_LINES_RECORDER); the Python one when
+    the native one is unavailable, after one line on stderr saying why."""
+    wanted = wanted.strip().lower() or "python"
+    if wanted != "native":
+        if wanted != "python":
+            print(f"tenprof: {ENV_VAR}={wanted} is not native or python; using the Python recorder", file=sys.stderr)
+        return CallsiteRecorder(interner)
+    try:
+        lib = load_library(build_library())
+    except NativeLinesUnavailable as exc:
+        print(f"tenprof: native call-site recorder unavailable ({exc}); using the Python recorder", file=sys.stderr)
+        return CallsiteRecorder(interner)
+    return NativeCallsiteRecorder(interner, lib)

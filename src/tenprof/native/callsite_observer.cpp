@@ -1,0 +1,304 @@
+// tenprof's native call-site recorder: a RecordFunction observer that records, for every top-level op
+// run on a Python thread, (thread, start, end, call path id) on the perf clock (CLOCK_MONOTONIC, what
+// time.perf_counter_ns reads). A call path is the chain of (code object, bytecode offset) of the
+// thread's Python frames, innermost first, cut at the stop code; paths are interned, and resolved to
+// file/line/function in Python when the recording ends (tenprof.capture.native_lines).
+//
+// Built by tenprof.capture.native_lines on first use (g++ against the installed torch's headers) and
+// loaded with ctypes.PyDLL: every entry point below is called with the GIL held.
+//
+// The frame walk needs no GIL on CPython 3.11 and 3.12: only the owning thread pushes and pops its
+// frames, and a running frame keeps its code alive. Other Pythons take the GIL and use the public API.
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030D0000 && !defined(Py_GIL_DISABLED)
+#define TP_INTERNAL_FRAMES 1
+#define Py_BUILD_CORE 1
+#include <internal/pycore_frame.h>
+#undef Py_BUILD_CORE
+#endif
+#include <ATen/record_function.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace {
+
+inline int64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+}
+
+struct KeyHash {
+  size_t operator()(const std::vector<uint64_t>& key) const noexcept {
+    uint64_t h = 1469598103934665603ULL;
+    for (uint64_t v : key) h = (h ^ v) * 1099511628211ULL ^ (v >> 29);
+    return static_cast<size_t>(h);
+  }
+};
+
+// One per thread that ran an op; never freed (threads may outlive a recording), cleared at start.
+struct ThreadBuffer {
+  std::vector<int64_t> records;  // thread, start, end, path id; end 0 while the op runs
+  std::vector<uint64_t> key;     // scratch for the path of the current op
+  int64_t tid = 0;
+  int64_t open = -1;  // index of the top-level record being timed, -1 when none
+  int depth = 0;      // ops of the observed scopes open on this thread
+};
+
+std::mutex g_mutex;  // guards g_buffers, g_paths, g_path_codes; never held while taking the GIL
+std::vector<ThreadBuffer*> g_buffers;
+std::unordered_map<std::vector<uint64_t>, int64_t, KeyHash> g_paths;
+std::vector<std::vector<uint64_t>> g_path_keys;  // by path id: code pointer, byte offset, ...
+std::vector<PyObject*> g_codes;                  // every code object a path holds, one reference each
+thread_local ThreadBuffer* t_buffer = nullptr;
+
+PyObject* g_stop_code = nullptr;     // frames from this one outward are the launcher's
+PyObject* g_on_new_path = nullptr;   // called (GIL held) when a path is first seen, until it returns True
+std::atomic<bool> g_want_new_path{false};
+std::atomic<int> g_compiling{0};     // Dynamo compilations running: their ops belong to the compile record
+
+ThreadBuffer* buffer() {
+  if (t_buffer == nullptr) {
+    t_buffer = new ThreadBuffer();
+    t_buffer->tid = static_cast<int64_t>(syscall(SYS_gettid));
+    t_buffer->records.reserve(1 << 16);
+    std::lock_guard<std::mutex> guard(g_mutex);
+    g_buffers.push_back(t_buffer);
+  }
+  return t_buffer;
+}
+
+// The current path of this thread into key; false when the thread runs no Python.
+bool walk(std::vector<uint64_t>& key) {
+  key.clear();
+#if defined(TP_INTERNAL_FRAMES)
+  PyThreadState* ts = PyGILState_GetThisThreadState();
+  if (ts == nullptr || ts->cframe == nullptr) return false;
+  for (_PyInterpreterFrame* f = ts->cframe->current_frame; f != nullptr; f = f->previous) {
+    if (_PyFrame_IsIncomplete(f)) continue;  // what frame.f_back skips too
+    PyObject* code = reinterpret_cast<PyObject*>(f->f_code);
+    if (code == g_stop_code) break;
+    key.push_back(reinterpret_cast<uintptr_t>(code));
+    key.push_back(static_cast<uint64_t>(_PyInterpreterFrame_LASTI(f)) * sizeof(_Py_CODEUNIT));
+  }
+  return ts->cframe->current_frame != nullptr;
+#else
+  if (PyGILState_GetThisThreadState() == nullptr) return false;
+  PyGILState_STATE state = PyGILState_Ensure();
+  PyFrameObject* f = PyEval_GetFrame();  // borrowed
+  bool any = f != nullptr;
+  Py_XINCREF(f);
+  while (f != nullptr) {
+    PyCodeObject* code = PyFrame_GetCode(f);
+    if (reinterpret_cast<PyObject*>(code) == g_stop_code) {
+      Py_DECREF(code);
+      Py_DECREF(f);
+      break;
+    }
+    key.push_back(reinterpret_cast<uintptr_t>(code));
+    key.push_back(static_cast<uint64_t>(PyFrame_GetLasti(f)));
+    Py_DECREF(code);  // the running frame keeps it alive
+    PyFrameObject* back = PyFrame_GetBack(f);
+    Py_DECREF(f);
+    f = back;
+  }
+  PyGILState_Release(state);
+  return any;
+#endif
+}
+
+int64_t path_id(const std::vector<uint64_t>& key) {
+  {
+    std::lock_guard<std::mutex> guard(g_mutex);
+    auto found = g_paths.find(key);
+    if (found != g_paths.end()) return found->second;
+  }
+  // First sight: keep its code objects alive (their addresses are the key), with the GIL.
+  PyGILState_STATE state = PyGILState_Ensure();
+  int64_t id;
+  bool added = false;
+  {
+    std::lock_guard<std::mutex> guard(g_mutex);
+    auto found = g_paths.find(key);
+    if (found != g_paths.end()) {
+      id = found->second;
+    } else {
+      id = static_cast<int64_t>(g_path_keys.size());
+      g_paths.emplace(key, id);
+      g_path_keys.push_back(key);
+      for (size_t i = 0; i < key.size(); i += 2) {
+        PyObject* code = reinterpret_cast<PyObject*>(static_cast<uintptr_t>(key[i]));
+        Py_INCREF(code);
+        g_codes.push_back(code);
+      }
+      added = true;
+    }
+  }
+  if (added && g_want_new_path.load(std::memory_order_relaxed) && g_on_new_path != nullptr) {
+    PyObject* done = PyObject_CallNoArgs(g_on_new_path);
+    if (done == nullptr) {
+      PyErr_Clear();
+    } else {
+      if (done == Py_True) g_want_new_path.store(false);
+      Py_DECREF(done);
+    }
+  }
+  PyGILState_Release(state);
+  return id;
+}
+
+// Kineto's callback runs between the opener's start and the closer's end (callbacks run in the order
+// they were added: the opener before the profiler's, the closer after it), so each record contains the
+// trace's op, however short, and the importer's midpoint join cannot miss it.
+std::unique_ptr<at::ObserverContext> on_open(const at::RecordFunction&) {
+  int64_t start = now_ns();
+  ThreadBuffer* b = buffer();
+  if (b->depth++ != 0 || g_compiling.load(std::memory_order_relaxed) != 0) return nullptr;
+  if (!walk(b->key)) return nullptr;
+  int64_t id = path_id(b->key);
+  b->open = static_cast<int64_t>(b->records.size());
+  b->records.insert(b->records.end(), {b->tid, start, 0, id});
+  return nullptr;
+}
+
+std::unique_ptr<at::ObserverContext> on_nothing(const at::RecordFunction&) { return nullptr; }
+
+void on_close(const at::RecordFunction&, at::ObserverContext*) {
+  ThreadBuffer* b = buffer();
+  if (b->depth > 0) b->depth--;  // an op open when the observer was added ends unseen at its start
+  if (b->depth == 0 && b->open >= 0) {
+    b->records[static_cast<size_t>(b->open) + 2] = now_ns();
+    b->open = -1;
+  }
+}
+
+const std::unordered_set<at::RecordScope, std::hash<at::RecordScope>> kScopes = {
+    at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION};
+at::CallbackHandle g_opener = 0;
+at::CallbackHandle g_closer = 0;
+
+void clear_paths() {
+  for (PyObject* code : g_codes) Py_DECREF(code);
+  g_codes.clear();
+  g_paths.clear();
+  g_path_keys.clear();
+}
+
+}  // namespace
+
+extern "C" {
+
+// Add the opener, disabled: called before the profiler starts, so that it runs first.
+void tenprof_lines_prepare() {
+  if (g_opener != 0) return;
+  {
+    std::lock_guard<std::mutex> guard(g_mutex);
+    clear_paths();
+    for (ThreadBuffer* b : g_buffers) {
+      b->records.clear();
+      b->open = -1;
+    }
+  }
+  g_opener = at::addGlobalCallback(at::RecordFunctionCallback(on_open).scopes(kScopes));
+  at::disableCallback(g_opener);
+}
+
+// Start observing. stop_code: a code object or None; on_new_path: a callable or None.
+int tenprof_lines_start(PyObject* stop_code, PyObject* on_new_path) {
+  if (g_closer != 0) return -1;
+  tenprof_lines_prepare();
+  Py_XDECREF(g_stop_code);
+  Py_XDECREF(g_on_new_path);
+  g_stop_code = stop_code == Py_None ? nullptr : stop_code;
+  g_on_new_path = on_new_path == Py_None ? nullptr : on_new_path;
+  Py_XINCREF(g_stop_code);
+  Py_XINCREF(g_on_new_path);
+  g_want_new_path.store(g_on_new_path != nullptr);
+  g_compiling.store(0);
+  g_closer = at::addGlobalCallback(at::RecordFunctionCallback(on_nothing, on_close).scopes(kScopes));
+  at::reenableCallback(g_opener);
+#if defined(TP_INTERNAL_FRAMES)
+  return 1;
+#else
+  return 0;
+#endif
+}
+
+// Paused: the callbacks are off, so ops pay nothing for them.
+void tenprof_lines_pause(int paused) {
+  if (g_closer == 0) return;
+  if (paused) {
+    at::disableCallback(g_opener);
+    at::disableCallback(g_closer);
+  } else {
+    at::reenableCallback(g_closer);
+    at::reenableCallback(g_opener);
+  }
+}
+
+void tenprof_lines_compiling(int delta) { g_compiling.fetch_add(delta); }
+
+void tenprof_lines_stop() {
+  if (g_opener != 0) at::removeCallback(g_opener);
+  if (g_closer != 0) at::removeCallback(g_closer);
+  g_opener = g_closer = 0;
+}
+
+// Finished records of every thread, as int64 bytes: thread, start, end, path id per record.
+PyObject* tenprof_lines_records() {
+  std::vector<int64_t> all;
+  {
+    std::lock_guard<std::mutex> guard(g_mutex);
+    for (ThreadBuffer* b : g_buffers) {
+      for (size_t i = 0; i + 3 < b->records.size(); i += 4) {
+        if (b->records[i + 2] != 0) all.insert(all.end(), b->records.begin() + i, b->records.begin() + i + 4);
+      }
+    }
+  }
+  return PyBytes_FromStringAndSize(reinterpret_cast<const char*>(all.data()),
+                                   static_cast<Py_ssize_t>(all.size() * sizeof(int64_t)));
+}
+
+// Paths by id: a list of tuples (code, byte offset, code, byte offset, ...), innermost frame first.
+PyObject* tenprof_lines_paths() {
+  std::lock_guard<std::mutex> guard(g_mutex);
+  PyObject* out = PyList_New(static_cast<Py_ssize_t>(g_path_keys.size()));
+  if (out == nullptr) return nullptr;
+  for (size_t p = 0; p < g_path_keys.size(); p++) {
+    const std::vector<uint64_t>& key = g_path_keys[p];
+    PyObject* row = PyTuple_New(static_cast<Py_ssize_t>(key.size()));
+    if (row == nullptr) {
+      Py_DECREF(out);
+      return nullptr;
+    }
+    for (size_t i = 0; i < key.size(); i += 2) {
+      PyObject* code = reinterpret_cast<PyObject*>(static_cast<uintptr_t>(key[i]));
+      Py_INCREF(code);
+      PyTuple_SET_ITEM(row, static_cast<Py_ssize_t>(i), code);
+      PyTuple_SET_ITEM(row, static_cast<Py_ssize_t>(i + 1), PyLong_FromUnsignedLongLong(key[i + 1]));
+    }
+    PyList_SET_ITEM(out, static_cast<Py_ssize_t>(p), row);
+  }
+  return out;
+}
+
+// Drop the records and paths (and the references to their code objects).
+void tenprof_lines_clear() {
+  std::lock_guard<std::mutex> guard(g_mutex);
+  clear_paths();
+  for (ThreadBuffer* b : g_buffers) {
+    b->records.clear();
+    b->records.shrink_to_fit();
+  }
+}
+
+}  // extern "C"

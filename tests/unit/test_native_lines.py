@@ -1,0 +1,144 @@
+"""The native call-site recorder (TENPROF_LINES_RECORDER=native) against the Python one, and its fallback."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tenprof.analyses.summary import user_frame_of
+from tenprof.capture import native_lines
+from tenprof.capture.callsites import CallsiteRecorder, new_interner
+from tenprof.cli.main import main
+from tenprof.store.profile import load_profile
+
+SCRIPT = """\
+import torch
+from torch import nn
+
+import tenprof
+
+model = nn.Sequential(nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 4))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+x = torch.randn(8, 32)
+
+
+def forward(inp):
+    h = model(inp)
+    return (h * 2 + 1).square().mean()
+
+
+for _ in range(6):
+    loss = forward(x)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    y = x.T @ x
+    z = torch.relu(y).sum()
+    tenprof.step()
+"""
+
+
+@pytest.fixture(scope="session")
+def native_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The library built once per session into a cache the profiled children share."""
+    if shutil.which(os.environ.get("CXX") or "g++") is None:
+        pytest.skip("no C++ compiler (g++ or $CXX): the native call-site recorder cannot be built here")
+    cache = tmp_path_factory.mktemp("tenprof-cache")
+    before = os.environ.get("TENPROF_CACHE")
+    os.environ["TENPROF_CACHE"] = str(cache)
+    native_lines.build_library()
+    yield cache
+    if before is None:
+        os.environ.pop("TENPROF_CACHE", None)
+    else:
+        os.environ["TENPROF_CACHE"] = before
+
+
+def _record(tmp_path: Path, recorder: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    script = tmp_path / "job.py"
+    if not script.exists():
+        script.write_text(textwrap.dedent(SCRIPT))
+    out = tmp_path / recorder
+    monkeypatch.setenv("TENPROF_LINES_RECORDER", recorder)
+    assert main(["run", "--quiet", "-o", str(out), str(script)]) == 0
+    return out
+
+
+def _user_lines(out: Path) -> list[tuple[str, int] | None]:
+    """Each op's name and the line of the profiled script it ran from (None: no line)."""
+    profile = load_profile(out)
+    ops = profile.table("ops")
+    frames = profile.table("frames")
+    frame = ops.column("frame_id").to_numpy()
+    user = np.where(frame >= 0, user_frame_of(profile)[np.maximum(frame, 0)], -1)
+    files = frames.column("file").to_pylist()
+    lines = frames.column("line").to_pylist()
+    names = ops.column("name").to_pylist()
+    return [(f"{n} {Path(files[u]).name}", int(lines[u])) if u >= 0 else None for n, u in zip(names, user, strict=True)]
+
+
+def test_native_and_python_recorders_give_ops_the_same_lines(
+    tmp_path: Path, native_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    native = _user_lines(_record(tmp_path, "native", monkeypatch))
+    python = _user_lines(_record(tmp_path, "python", monkeypatch))
+    assert len(native) == len(python) > 100
+    # Every op the Python recorder gives a line has the same line natively. The native recorder also
+    # sees ops the TorchFunctionMode cannot (parameter creation, the optimizer's in-place updates).
+    both = [(n, p) for n, p in zip(native, python, strict=True) if p is not None]
+    assert len(both) > len(python) // 2
+    assert all(n == p for n, p in both), [(n, p) for n, p in both if n != p][:5]
+    assert sum(n is None for n in native) <= sum(p is None for p in python)
+    lines = {n[1] for n in native if n is not None}
+    assert {12, 13, 18, 21, 22} <= lines  # forward's two lines, backward, x.T @ x, relu
+
+
+def test_native_recorder_records_nothing_while_paused(native_cache: Path) -> None:
+    import torch
+
+    lib = native_lines.load_library(native_lines.build_library())
+    recorder = native_lines.NativeCallsiteRecorder(new_interner(None), lib)
+    recorder.__enter__()
+    torch.ones(3).add(1)
+    recorder.paused = True
+    for _ in range(5):
+        torch.ones(3).add(1)
+    recorder.paused = False
+    torch.ones(3).mul(2)
+    recorder.close()
+    recorder.__exit__(None, None, None)
+    records = recorder.records
+    assert len(records) == 4 * 4  # ones, add, ones, mul
+    frames = recorder.interner.rows
+    assert all(frames[f][2] == __file__ for f in records[3::4])
+    assert list(records[0::4]) == [threading_id()] * 4
+    assert all(s <= e for s, e in zip(records[1::4], records[2::4], strict=True))
+
+
+def threading_id() -> int:
+    import threading
+
+    return threading.get_native_id()
+
+
+def test_failed_build_says_so_once_and_records_with_python(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CXX", str(tmp_path / "no-such-compiler"))
+    monkeypatch.setenv("TENPROF_CACHE", str(tmp_path / "cache"))
+    recorder = native_lines.make_recorder(new_interner(None), "native")
+    assert isinstance(recorder, CallsiteRecorder)
+    err = capfd.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "native call-site recorder unavailable" in err[0] and "Python recorder" in err[0]
+    # and through a whole run: one line, and the ops still get their lines
+    out = _record(tmp_path, "native", monkeypatch)
+    err = [line for line in capfd.readouterr().err.splitlines() if "call-site recorder" in line]
+    assert len(err) == 1, err
+    lines = _user_lines(out)
+    assert sum(x is not None for x in lines) > len(lines) // 2
