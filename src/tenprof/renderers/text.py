@@ -71,6 +71,8 @@ def overhead_line(o: Overhead) -> str:
         f"{o.method}: {duration(int(o.unprofiled_step_ns))} a step un-profiled, {duration(int(o.profiled_step_ns))} "
         f"recorded ({o.ratio or 0:.2f}x, {100 * (o.profiler_share or 0):.0f}% of a recorded step is the profiler's)"
     )
+    if (o.ratio or 0) < 1:  # the un-profiled steps were no faster: within the steps' own noise
+        text += ", no measurable overhead"
     if o.unprofiled_gpu_busy_share is not None:
         text += f"; un-profiled the GPU is busy {100 * o.unprofiled_gpu_busy_share:.0f}%"
     how = f"{o.measured_steps} steps run with the capture off" if o.method == "measured" else "a cost model"
