@@ -120,3 +120,15 @@ def test_gpu_bound_conv_costs_nothing_to_profile() -> None:
     o = measure(load_profile(OVERHEAD / "conv"))
     assert o.method == "measured" and o.ratio is not None and o.ratio < 1.1
     assert _finding_ids("conv") == ["cold-start"]
+
+
+def test_the_steps_run_with_the_capture_off_are_rebuilt_from_the_raw_recording(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from tests.conftest import rebuild
+
+    rebuilt = rebuild("overhead/mlp", tmp_path).table("steps")
+    stored = pq.read_table(OVERHEAD / "mlp" / "timeline" / "steps.parquet")
+    assert rebuilt.equals(stored)
+    off = [n for n, on in zip(rebuilt["step"].to_pylist(), rebuilt["capture_on"].to_pylist(), strict=True) if not on]
+    assert off == [3, 7, 11]
