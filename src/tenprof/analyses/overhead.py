@@ -65,6 +65,13 @@ class Overhead:
     def known(self) -> bool:
         return self.unprofiled_step_ns is not None
 
+    @property
+    def unprofiled_idle_per_step_ns(self) -> float | None:
+        """The time a step leaves the GPU idle un-profiled: (1 - busy share) x the un-profiled step."""
+        if self.unprofiled_gpu_busy_share is None or self.unprofiled_step_ns is None:
+            return None
+        return (1.0 - self.unprofiled_gpu_busy_share) * self.unprofiled_step_ns
+
 
 def capture_on(profile: Profile) -> npt.NDArray[np.bool_]:
     """Per row of the steps table: whether ops and lines were recorded (profiles from before the column
@@ -92,8 +99,15 @@ def in_unrecorded_steps(profile: Profile, times: npt.NDArray[np.int64]) -> npt.N
     off = ~capture_on(profile)
     if not off.any() or len(times) == 0:
         return np.zeros(len(times), dtype=bool)
-    lo, hi = steps.column("start_ns").to_numpy()[off], steps.column("end_ns").to_numpy()[off]
-    order = np.argsort(lo)
+    return _inside(steps.column("start_ns").to_numpy()[off], steps.column("end_ns").to_numpy()[off], times)
+
+
+I64 = npt.NDArray[np.int64]
+
+
+def _inside(lo: I64, hi: I64, times: I64) -> npt.NDArray[np.bool_]:
+    """Whether each time falls in one of the windows [lo, hi) (steps: they do not overlap)."""
+    order = np.argsort(lo, kind="stable")
     lo, hi = lo[order], hi[order]
     pos = np.searchsorted(lo, times, side="right") - 1
     return (pos >= 0) & (times < take(hi, pos, 0))
@@ -109,11 +123,9 @@ def _gpu_busy_per_step(profile: Profile, rows: npt.NDArray[np.bool_]) -> float |
     if not rows.any():
         return None
     steps = profile.table("steps")
-    lo, hi = steps.column("start_ns").to_numpy()[rows], steps.column("end_ns").to_numpy()[rows]
     k = profile.table("kernels")
-    launch = kernel_launch_ns(profile)
-    pos = np.searchsorted(lo, launch, side="right") - 1
-    inside = (pos >= 0) & (launch < take(hi, pos, 0))
+    lo, hi = steps.column("start_ns").to_numpy()[rows], steps.column("end_ns").to_numpy()[rows]
+    inside = _inside(lo, hi, kernel_launch_ns(profile))
     if not inside.any():
         return 0.0
     starts, ends = merged(k.column("start_ns").to_numpy()[inside], k.column("end_ns").to_numpy()[inside])

@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tenprof.analyses.findings.thresholds import Thresholds
-from tenprof.analyses.overhead import Overhead, measure, recorded_steps
+from tenprof.analyses.overhead import Overhead, kernel_launch_ns, measure, recorded_steps
 from tenprof.analyses.summary import profiled_span, user_frame_of
 from tenprof.importers.intervals import take
 from tenprof.store.profile import Profile
@@ -89,10 +89,7 @@ class Context:
     def kernel_launch_ns(self) -> I64:
         """When each kernel was launched (its API call's start); GPU work of a busy queue runs long after,
         so kernels are assigned to the step that launched them, not the one their GPU time falls in."""
-        k = self.profile.table("kernels")
-        api_start = self.profile.column("api_calls", "start_ns")
-        launched = take(api_start, k.column("api_call_id").to_numpy(), -1)
-        return np.where(launched >= 0, launched, k.column("start_ns").to_numpy())
+        return kernel_launch_ns(self.profile)
 
     @cached_property
     def transfer_issue_ns(self) -> I64:

@@ -105,7 +105,8 @@ def _unprofiled(
     GPU's and stay (up to that idle), the rest is the host not launching work. The idle the profiler's
     own CPU time added is dropped: a gap that exists only because of the profiler raises nothing."""
     o = ctx.overhead
-    if o.unprofiled_gpu_busy_share is None or o.unprofiled_step_ns is None:
+    idle_per_step = o.unprofiled_idle_per_step_ns
+    if idle_per_step is None or o.unprofiled_step_ns is None:
         return total, by_kind, window, (
             f"{100 * total / window if window else 0:.0f}% of the GPU time span, as recorded; the profiler's "
             f"overhead is unknown ({o.note}), so un-profiled some of this idle time is not there"
@@ -114,7 +115,7 @@ def _unprofiled(
     # Un-profiled there is no more idle than recorded less what the profiler added per step, and no more
     # than the un-profiled step leaves the GPU (the second counts short gaps too, hence both bounds).
     added = max(0.0, (o.profiled_step_ns or 0.0) - o.unprofiled_step_ns) * steps
-    left = (1.0 - o.unprofiled_gpu_busy_share) * o.unprofiled_step_ns * steps
+    left = idle_per_step * steps
     idle = int(max(0.0, min(total - added, left)))
     host = "host not launching work"
     waits = {kind: v for kind, v in by_kind.items() if kind != host}

@@ -40,8 +40,9 @@ def check(ctx: Context) -> list[Finding]:
     kernels_per_step = per_step(len(dur), ctx)
     idle = window - busy
     k_ops = k.column("op_id").to_numpy()[inside]
-    if o.unprofiled_gpu_busy_share is not None and o.unprofiled_step_ns is not None:
-        cost = int((1.0 - judged) * o.unprofiled_step_ns * ctx.step_count)
+    idle_per_step = o.unprofiled_idle_per_step_ns
+    if idle_per_step is not None and o.unprofiled_step_ns is not None:
+        cost = int(idle_per_step * ctx.step_count)
         basis = (
             f"un-profiled ({o.method}) a step takes {duration(int(o.unprofiled_step_ns))} and the GPU is busy "
             f"{100 * judged:.0f}% of it; as recorded {100 * busy_share:.0f}% of {duration(window)} over "
