@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # then runs end-to-end checks of the command line and writes their logs under $OUT.
-#   usage: bash scripts/gpu_check.sh TASK...   (cli toggle calibrate honest gputests; see the cases below)
+#   usage: bash scripts/gpu_check.sh TASK...   (cli toggle calibrate honest compiled components gputests; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-check}
 mkdir -p "$OUT"
@@ -73,6 +73,13 @@ honest() {  # issue 16: tenprof run measures its own overhead; findings judged o
 compiled() {  # issue 16: compiled bf16 GPT-2's report (overhead line, findings) after the idle-gap fix
   tenprof run --limit 3 -o "$WORK/gpt2_compiled" examples/compiled_train.py --model gpt2 --steps 9 --warmup 3 2>&1 \
     | grep -v "^loop_s" | sed -n '1,/^Per step/p' | head -n 60
+}
+
+components() {  # issue 16: what each part of the capture costs, one process per workload, phases interleaved
+  python3 benchmarks/capture_components.py --workload mlp --steps 100 --rounds 5 2> /dev/null
+  python3 benchmarks/capture_components.py --workload conv --steps 10 --rounds 3 2> /dev/null
+  python3 benchmarks/capture_components.py --workload gpt2-fp32 --steps 5 --rounds 3 2> /dev/null
+  python3 benchmarks/capture_components.py --workload gpt2-compiled --steps 10 --rounds 3 2> /dev/null
 }
 
 gputests() {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import os
 import shutil
 import textwrap
@@ -9,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import orjson
 import pytest
 
 from tenprof.analyses.summary import user_frame_of
@@ -142,3 +144,54 @@ def test_failed_build_says_so_once_and_records_with_python(
     assert len(err) == 1, err
     lines = _user_lines(out)
     assert sum(x is not None for x in lines) > len(lines) // 2
+
+
+THREADED = """\
+import threading
+
+import torch
+
+import tenprof
+
+a = torch.randn(64, 64)
+
+
+def worker():
+    for _ in range(20):
+        torch.mm(a, a).relu_()
+
+
+thread = threading.Thread(target=worker)
+thread.start()
+for _ in range(20):
+    (a + 1).sum()
+thread.join()
+tenprof.step()
+"""
+
+
+def test_native_recorder_sees_calls_of_other_python_threads(
+    tmp_path: Path, native_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The Python recorder's TorchFunctionMode is per thread: it sees only the main thread's calls. Kineto
+    # records no ops on a thread the script started (its callbacks are per thread too), so these records
+    # place the thread's GPU launches only; the main thread's ops keep their own lines.
+    script = tmp_path / "threads.py"
+    script.write_text(THREADED)
+    calls = {}
+    for recorder in ("native", "python"):
+        monkeypatch.setenv("TENPROF_LINES_RECORDER", recorder)
+        out = tmp_path / recorder
+        assert main(["run", "--quiet", "-o", str(out), str(script)]) == 0
+        sidecar = orjson.loads(gzip.decompress((out / "timeline" / "raw" / "callsites.json.gz").read_bytes()))
+        frames = sidecar["frames"]
+        threads: dict[int, set[tuple[str, int]]] = {}
+        for tid, frame in zip(sidecar["calls"]["thread_id"], sidecar["calls"]["frame_id"], strict=True):
+            threads.setdefault(tid, set()).add((frames[frame][4], frames[frame][3]))
+        calls[recorder] = threads
+        lines = {x for x in _user_lines(out) if x is not None}
+        assert {("aten::add threads.py", 18), ("aten::sum threads.py", 18)} <= lines
+        assert not any(line == 12 for _, line in lines)
+    assert sorted(calls["native"].values(), key=len) == [{("worker", 12)}, {("<module>", 7), ("<module>", 18)}]
+    (python_main,) = calls["python"].values()
+    assert {("<module>", 7), ("<module>", 18)} <= python_main and ("worker", 12) not in python_main

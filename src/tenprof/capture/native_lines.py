@@ -9,8 +9,8 @@ ctypes. Call paths are interned natively as (code object, bytecode offset) chain
 rows of the `frames` table at the end, by the same interner as the Python recorder's, so the sidecar
 file is the same and the importer does not know which recorder wrote it.
 
-Selected with TENPROF_LINES_RECORDER=native (python is the default). When it cannot be built here,
-one line on stderr says why and the Python recorder is used.
+The default; TENPROF_LINES_RECORDER=python selects the Python recorder instead. When the native one
+cannot be built here, one line on stderr says why and the Python recorder is used.
 """
 
 from __future__ import annotations
@@ -276,7 +276,7 @@ def _resolve(path: tuple[Any, ...]) -> list[tuple[CodeType, int]]:
 def make_recorder(interner: FrameInterner, wanted: str) -> CallsiteRecorder | NativeCallsiteRecorder:
     """The recorder asked for ("native" or "python", from TENPROF_LINES_RECORDER); the Python one when
     the native one is unavailable, after one line on stderr saying why."""
-    wanted = wanted.strip().lower() or "python"
+    wanted = wanted.strip().lower() or "native"
     if wanted != "native":
         if wanted != "python":
             print(f"tenprof: {ENV_VAR}={wanted} is not native or python; using the Python recorder", file=sys.stderr)

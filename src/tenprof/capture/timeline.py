@@ -51,8 +51,9 @@ class TimelineSession:
     def __init__(self, raw_dir: Path, options: TimelineOptions, stop_code: CodeType | None = None) -> None:
         self.raw_dir = raw_dir
         self.options = options
-        # TENPROF_LINES_RECORDER=native|python: which call-site recorder (see tenprof.capture.native_lines)
-        recorder = os.environ.get("TENPROF_LINES_RECORDER", "python")
+        # TENPROF_LINES_RECORDER=native|python: which call-site recorder (see tenprof.capture.native_lines);
+        # native unless asked otherwise, the Python one where native cannot be built.
+        recorder = os.environ.get("TENPROF_LINES_RECORDER", "native")
         self.log = CallsiteLog(stop_code, record_calls=options.lines, recorder=recorder)
         self.trace_written = False
         self._sync_count = 0

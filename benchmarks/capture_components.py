@@ -1,0 +1,210 @@
+"""What each part of tenprof's timeline capture costs, in one process, phases interleaved.
+
+    python benchmarks/capture_components.py --workload mlp|gpt2-fp32|gpt2-compiled|conv [--steps 50]
+                                            [--rounds 5] [--phases plain,kineto,...]
+
+One model, built (and compiled) once. Each round runs every phase once, in an order rotated from round
+to round; a phase starts its capture, runs 2 steps untimed, then times `--steps` steps as one loop
+(synchronised at both ends, as the examples' `loop_s` is) and stops the capture (outside the timing).
+Prints, per phase, the median loop over the rounds, its ratio to the plain phase, and every round's ratio
+to the plain phase of the same round. Phases:
+
+    plain          nothing started
+    cupti          torch.profiler with GPU activity only (CUDA)
+    kineto         torch.profiler CPU+CUDA (what `tenprof run --no-lines --no-shapes --no-memory` starts)
+    kineto-full    + record_shapes, profile_memory (tenprof's default Kineto options)
+    native         tenprof's native call-site recorder alone
+    python         tenprof's Python call-site recorder (a TorchFunctionMode) alone
+    tenprof        kineto-full + native recorder (tenprof's default capture)
+    tenprof-python kineto-full + Python recorder (tenprof's capture before the native recorder)
+
+A phase whose part cannot start here (no compiler for the native recorder) is skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from toggle_probe import gpt2_step, mlp_step  # noqa: E402
+
+PHASES = ("plain", "cupti", "kineto", "kineto-full", "native", "python", "tenprof", "tenprof-python")
+CUDA = torch.cuda.is_available()
+
+
+def conv_step() -> Callable[[], None]:
+    device = "cuda" if CUDA else "cpu"
+    n, c, hw = (32, 64, 112) if CUDA else (2, 8, 32)
+    block = nn.Sequential(nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c), nn.ReLU()).to(device)
+    x = torch.randn(n, c, hw, hw, device=device, requires_grad=True)
+
+    def step() -> None:
+        block(x).sum().backward()
+
+    return step
+
+
+def compiled_gpt2_step() -> Callable[[], None]:
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    device = "cuda" if CUDA else "cpu"
+    config = GPT2Config() if CUDA else GPT2Config(n_layer=2, n_embd=128, n_head=4)
+    model = GPT2LMHeadModel(config).to(device)
+    compiled = torch.compile(model)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    ids = torch.randint(0, config.vocab_size, (8, 256), device=device)
+
+    def step() -> None:
+        with torch.autocast(device, dtype=torch.bfloat16, enabled=CUDA):
+            loss = compiled(ids, labels=ids).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    return step
+
+
+WORKLOADS = {"mlp": mlp_step, "gpt2-fp32": gpt2_step, "gpt2-compiled": compiled_gpt2_step, "conv": conv_step}
+
+
+def _sync() -> None:
+    if CUDA:
+        torch.cuda.synchronize()
+
+
+@contextlib.contextmanager
+def _profiler(cpu: bool, full: bool) -> Iterator[None]:
+    activities = [torch.profiler.ProfilerActivity.CPU] if cpu else []
+    if CUDA:
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    if not activities:
+        yield
+        return
+    prof = torch.profiler.profile(activities=activities, record_shapes=full, profile_memory=full)
+    prof.start()
+    try:
+        yield
+    finally:
+        _sync()
+        prof.stop()
+
+
+@contextlib.contextmanager
+def _recorder(kind: str) -> Iterator[None]:
+    from tenprof.capture.callsites import CallsiteRecorder, new_interner
+    from tenprof.capture.native_lines import NativeCallsiteRecorder, build_library, load_library
+
+    interner = new_interner(None)
+    recorder: Any
+    if kind == "native":
+        recorder = NativeCallsiteRecorder(interner, load_library(build_library()))
+    else:
+        recorder = CallsiteRecorder(interner)
+    recorder.__enter__()
+    try:
+        yield
+    finally:
+        recorder.__exit__(None, None, None)
+        recorder.close()
+        _ = recorder.records  # drained outside the timing, as at the end of a run
+
+
+@contextlib.contextmanager
+def phase_context(name: str) -> Iterator[None]:
+    with contextlib.ExitStack() as stack:
+        if name in ("native", "tenprof"):
+            stack.enter_context(_recorder("native"))  # first: its callback opens before Kineto's, as in a run
+        if name == "cupti":
+            stack.enter_context(_profiler(cpu=False, full=False))
+        elif name == "kineto":
+            stack.enter_context(_profiler(cpu=True, full=False))
+        elif name in ("kineto-full", "tenprof", "tenprof-python"):
+            stack.enter_context(_profiler(cpu=True, full=True))
+        if name in ("python", "tenprof-python"):
+            stack.enter_context(_recorder("python"))
+        yield
+
+
+def loop(step: Callable[[], None], steps: int) -> float:
+    _sync()
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    _sync()
+    return time.perf_counter() - start
+
+
+def skip_reason(name: str) -> str | None:
+    if name in ("native", "tenprof"):
+        from tenprof.capture.native_lines import NativeLinesUnavailable, build_library
+
+        try:
+            build_library()
+        except NativeLinesUnavailable as exc:
+            return str(exc)
+    return None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--workload", choices=tuple(WORKLOADS), default="mlp")
+    parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--phases", default=",".join(PHASES))
+    args = parser.parse_args()
+    phases = [p for p in args.phases.split(",") if p]
+    unknown = sorted(set(phases) - set(PHASES))
+    if unknown:
+        parser.error(f"unknown phases {unknown}; known: {', '.join(PHASES)}")
+    for name in list(phases):
+        reason = skip_reason(name)
+        if reason:
+            print(f"skipped {name}: {reason}")
+            phases.remove(name)
+    if "plain" not in phases:
+        phases.insert(0, "plain")
+    step = WORKLOADS[args.workload]()
+    started = time.perf_counter()
+    for _ in range(3):
+        step()  # warm-up (and the compilation)
+    _sync()
+    warm_s = time.perf_counter() - started
+    times: dict[str, list[float]] = {p: [] for p in phases}
+    ratios: dict[str, list[float]] = {p: [] for p in phases}
+    for r in range(args.rounds):
+        order = phases[r % len(phases) :] + phases[: r % len(phases)]
+        this_round: dict[str, float] = {}
+        for name in order:
+            with phase_context(name):
+                loop(step, 2)
+                this_round[name] = loop(step, args.steps)
+        for name in phases:
+            times[name].append(this_round[name])
+            ratios[name].append(this_round[name] / this_round["plain"])
+    device = torch.cuda.get_device_name() if CUDA else "cpu"
+    print(
+        f"workload={args.workload} device={device} torch={torch.__version__} steps={args.steps} "
+        f"rounds={args.rounds} warm-up={warm_s:.1f}s {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}"
+    )
+    plain = statistics.median(times["plain"])
+    for name in phases:
+        med = statistics.median(times[name])
+        each = " ".join(f"{x:.2f}" for x in ratios[name])
+        print(
+            f"{name:15s} {med * 1e3 / args.steps:9.3f} ms/step  x{med / plain:5.2f}  "
+            f"(median of per-round ratios x{statistics.median(ratios[name]):.2f}; rounds: {each})"
+        )
+
+
+if __name__ == "__main__":
+    main()
