@@ -12,11 +12,17 @@ to the plain phase of the same round. Phases:
     plain          nothing started
     cupti          torch.profiler with GPU activity only (CUDA)
     kineto         torch.profiler CPU+CUDA (what `tenprof run --no-lines --no-shapes --no-memory` starts)
+    kineto-shapes  + record_shapes
+    kineto-memory  + profile_memory
     kineto-full    + record_shapes, profile_memory (tenprof's default Kineto options)
     native         tenprof's native call-site recorder alone
     python         tenprof's Python call-site recorder (a TorchFunctionMode) alone
     tenprof        kineto-full + native recorder (tenprof's default capture)
     tenprof-python kineto-full + Python recorder (tenprof's capture before the native recorder)
+    kineto-nocorr  kineto without external correlation (no CUPTI correlation id pushed per op; launches
+                   are then placed in ops by time on their thread)
+    tenprof-nocorr tenprof with Kineto's external correlation off
+    light-nocorr   kineto-nocorr + native recorder (no shapes, no memory)
 
 A phase whose part cannot start here (no compiler for the native recorder) is skipped with the reason.
 """
@@ -36,9 +42,12 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from toggle_probe import gpt2_step, mlp_step  # noqa: E402
+from toggle_probe import gpt2_step, mlp_step
 
-PHASES = ("plain", "cupti", "kineto", "kineto-full", "native", "python", "tenprof", "tenprof-python")
+PHASES = (
+    "plain", "cupti", "kineto", "kineto-shapes", "kineto-memory", "kineto-full", "native", "python", "tenprof",
+    "tenprof-python", "kineto-nocorr", "tenprof-nocorr", "light-nocorr",
+)  # fmt: skip
 CUDA = torch.cuda.is_available()
 
 
@@ -83,14 +92,17 @@ def _sync() -> None:
 
 
 @contextlib.contextmanager
-def _profiler(cpu: bool, full: bool) -> Iterator[None]:
+def _profiler(cpu: bool, shapes: bool, memory: bool, correlate: bool = True) -> Iterator[None]:
     activities = [torch.profiler.ProfilerActivity.CPU] if cpu else []
     if CUDA:
         activities.append(torch.profiler.ProfilerActivity.CUDA)
     if not activities:
         yield
         return
-    prof = torch.profiler.profile(activities=activities, record_shapes=full, profile_memory=full)
+    extra: dict[str, Any] = {}
+    if not correlate:
+        extra["experimental_config"] = torch._C._profiler._ExperimentalConfig(disable_external_correlation=True)
+    prof = torch.profiler.profile(activities=activities, record_shapes=shapes, profile_memory=memory, **extra)
     prof.start()
     try:
         yield
@@ -122,14 +134,22 @@ def _recorder(kind: str) -> Iterator[None]:
 @contextlib.contextmanager
 def phase_context(name: str) -> Iterator[None]:
     with contextlib.ExitStack() as stack:
-        if name in ("native", "tenprof"):
+        if name in ("native", "tenprof", "tenprof-nocorr", "light-nocorr"):
             stack.enter_context(_recorder("native"))  # first: its callback opens before Kineto's, as in a run
         if name == "cupti":
-            stack.enter_context(_profiler(cpu=False, full=False))
+            stack.enter_context(_profiler(cpu=False, shapes=False, memory=False))
         elif name == "kineto":
-            stack.enter_context(_profiler(cpu=True, full=False))
+            stack.enter_context(_profiler(cpu=True, shapes=False, memory=False))
+        elif name == "kineto-shapes":
+            stack.enter_context(_profiler(cpu=True, shapes=True, memory=False))
+        elif name == "kineto-memory":
+            stack.enter_context(_profiler(cpu=True, shapes=False, memory=True))
         elif name in ("kineto-full", "tenprof", "tenprof-python"):
-            stack.enter_context(_profiler(cpu=True, full=True))
+            stack.enter_context(_profiler(cpu=True, shapes=True, memory=True))
+        elif name in ("kineto-nocorr", "light-nocorr"):
+            stack.enter_context(_profiler(cpu=True, shapes=False, memory=False, correlate=False))
+        elif name == "tenprof-nocorr":
+            stack.enter_context(_profiler(cpu=True, shapes=True, memory=True, correlate=False))
         if name in ("python", "tenprof-python"):
             stack.enter_context(_recorder("python"))
         yield
@@ -145,7 +165,7 @@ def loop(step: Callable[[], None], steps: int) -> float:
 
 
 def skip_reason(name: str) -> str | None:
-    if name in ("native", "tenprof"):
+    if name in ("native", "tenprof", "tenprof-nocorr", "light-nocorr"):
         from tenprof.capture.native_lines import NativeLinesUnavailable, build_library
 
         try:

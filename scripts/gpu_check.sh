@@ -82,6 +82,12 @@ components() {  # issue 16: what each part of the capture costs, one process per
   python3 benchmarks/capture_components.py --workload gpt2-compiled --steps 10 --rounds 3 2> /dev/null
 }
 
+components2() {  # issue 16: shapes, memory and Kineto's external correlation, apart
+  local phases=plain,cupti,kineto,kineto-shapes,kineto-memory,kineto-full,native,tenprof,kineto-nocorr,tenprof-nocorr,light-nocorr
+  python3 benchmarks/capture_components.py --workload mlp --steps 100 --rounds 5 --phases $phases 2> /dev/null
+  python3 benchmarks/capture_components.py --workload gpt2-compiled --steps 10 --rounds 3 --phases $phases 2> /dev/null
+}
+
 gputests() {
   python3 -m pytest -q -p no:cacheprovider -m gpu tests/gpu 2>&1 | tail -n 15
 }
