@@ -88,8 +88,13 @@ components2() {  # issue 16: shapes, memory and Kineto's external correlation, a
   python3 benchmarks/capture_components.py --workload gpt2-compiled --steps 10 --rounds 3 --phases $phases 2> /dev/null
 }
 
-gputests() {
-  python3 -m pytest -q -p no:cacheprovider -m gpu tests/gpu 2>&1 | tail -n 15
+gputests() {  # GPUTESTS: a pytest selection (default: all of tests/gpu); the whole log in $OUT/gputests-full.log
+  python3 -m pytest -q -p no:cacheprovider -m gpu -s -rA --tb=short ${GPUTESTS:-tests/gpu} > "$OUT/gputests-full.log" 2>&1
+  grep -E "^(PASSED|FAILED|ERROR)|passed|failed|^E |seen|threads:|\{'native'" "$OUT/gputests-full.log" | tail -n 60
+}
+
+overhead() {  # issue 16: benchmarks/overhead.py; OVERHEAD_ARGS picks workloads, configs, repeats
+  python3 benchmarks/overhead.py ${OVERHEAD_ARGS:-} --json "$OUT/" 2>&1 | tail -n 40
 }
 
 for task in "$@"; do

@@ -22,7 +22,9 @@ pytestmark = pytest.mark.gpu
 def test_counters_pass_replays_each_signature_once(tmp_path: Path) -> None:
     out = tmp_path / "prof"
     example = ROOT / "examples" / "matmul_add.py"
-    args = ["run", "--quiet", "--passes", "timeline,counters", "-o", str(out), str(example), "--size", "512"]
+    # every step recorded (--overhead-steps 0), so that each of the 4 steps' mm is there
+    args = ["run", "--quiet", "--overhead-steps", "0", "--passes", "timeline,counters", "-o", str(out), str(example)]
+    args += ["--size", "512"]
     assert main([*args, "--steps", "4"]) == 0
     profile = load_profile(out)
     assert profile.meta.passes["counters"].state == "complete", profile.meta.passes["counters"].reason

@@ -37,18 +37,32 @@ inline int64_t now_ns() {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
 }
 
+inline uint64_t mix(uint64_t h, uint64_t v) { return (h ^ v) * 1099511628211ULL ^ (v >> 29); }
+
 struct KeyHash {
   size_t operator()(const std::vector<uint64_t>& key) const noexcept {
     uint64_t h = 1469598103934665603ULL;
-    for (uint64_t v : key) h = (h ^ v) * 1099511628211ULL ^ (v >> 29);
+    for (uint64_t v : key) h = mix(h, v);
     return static_cast<size_t>(h);
   }
 };
+
+// A thread's recently seen paths, direct-mapped by hash: a repeated path (the common case: the same
+// lines every step) is found without the global lock or the global map's hashing.
+struct CachedPath {
+  uint64_t hash = 0;
+  int64_t id = -1;
+  std::vector<uint64_t> key;
+};
+constexpr size_t kCacheSize = 256;  // a power of two
 
 // One per thread that ran an op; never freed (threads may outlive a recording), cleared at start.
 struct ThreadBuffer {
   std::vector<int64_t> records;  // thread, start, end, path id; end 0 while the op runs
   std::vector<uint64_t> key;     // scratch for the path of the current op
+  uint64_t key_hash = 0;         // of key, as walk() built it
+  std::vector<CachedPath> cache = std::vector<CachedPath>(kCacheSize);
+  uint64_t cache_generation = 0;  // the g_generation the cache's ids belong to
   int64_t tid = 0;
   int64_t open = -1;  // index of the top-level record being timed, -1 when none
   int depth = 0;      // ops of the observed scopes open on this thread
@@ -65,6 +79,7 @@ PyObject* g_stop_code = nullptr;     // frames from this one outward are the lau
 PyObject* g_on_new_path = nullptr;   // called (GIL held) when a path is first seen, until it returns True
 std::atomic<bool> g_want_new_path{false};
 std::atomic<int> g_compiling{0};     // Dynamo compilations running: their ops belong to the compile record
+std::atomic<uint64_t> g_generation{1};  // bumped when path ids are cleared: threads' caches go stale
 
 ThreadBuffer* buffer() {
   if (t_buffer == nullptr) {
@@ -77,9 +92,10 @@ ThreadBuffer* buffer() {
   return t_buffer;
 }
 
-// The current path of this thread into key; false when the thread runs no Python.
-bool walk(std::vector<uint64_t>& key) {
+// The current path of this thread into key (and its hash); false when the thread runs no Python.
+bool walk(std::vector<uint64_t>& key, uint64_t& hash) {
   key.clear();
+  hash = 1469598103934665603ULL;
 #if defined(TP_INTERNAL_FRAMES)
   PyThreadState* ts = PyGILState_GetThisThreadState();
   if (ts == nullptr || ts->cframe == nullptr) return false;
@@ -87,8 +103,10 @@ bool walk(std::vector<uint64_t>& key) {
     if (_PyFrame_IsIncomplete(f)) continue;  // what frame.f_back skips too
     PyObject* code = reinterpret_cast<PyObject*>(f->f_code);
     if (code == g_stop_code) break;
+    uint64_t offset = static_cast<uint64_t>(_PyInterpreterFrame_LASTI(f)) * sizeof(_Py_CODEUNIT);
     key.push_back(reinterpret_cast<uintptr_t>(code));
-    key.push_back(static_cast<uint64_t>(_PyInterpreterFrame_LASTI(f)) * sizeof(_Py_CODEUNIT));
+    key.push_back(offset);
+    hash = mix(mix(hash, reinterpret_cast<uintptr_t>(code)), offset);
   }
   return ts->cframe->current_frame != nullptr;
 #else
@@ -104,8 +122,10 @@ bool walk(std::vector<uint64_t>& key) {
       Py_DECREF(f);
       break;
     }
+    uint64_t offset = static_cast<uint64_t>(PyFrame_GetLasti(f));
     key.push_back(reinterpret_cast<uintptr_t>(code));
-    key.push_back(static_cast<uint64_t>(PyFrame_GetLasti(f)));
+    key.push_back(offset);
+    hash = mix(mix(hash, reinterpret_cast<uintptr_t>(code)), offset);
     Py_DECREF(code);  // the running frame keeps it alive
     PyFrameObject* back = PyFrame_GetBack(f);
     Py_DECREF(f);
@@ -156,6 +176,22 @@ int64_t path_id(const std::vector<uint64_t>& key) {
   return id;
 }
 
+// The path id of b->key: from the thread's cache, else from the global map (and then cached).
+int64_t cached_path_id(ThreadBuffer* b) {
+  uint64_t generation = g_generation.load(std::memory_order_acquire);
+  if (b->cache_generation != generation) {
+    for (CachedPath& entry : b->cache) entry.id = -1;
+    b->cache_generation = generation;
+  }
+  CachedPath& entry = b->cache[b->key_hash & (kCacheSize - 1)];
+  if (entry.id >= 0 && entry.hash == b->key_hash && entry.key == b->key) return entry.id;
+  int64_t id = path_id(b->key);
+  entry.hash = b->key_hash;
+  entry.id = id;
+  entry.key = b->key;
+  return id;
+}
+
 // Kineto's callback runs between the opener's start and the closer's end (callbacks run in the order
 // they were added: the opener before the profiler's, the closer after it), so each record contains the
 // trace's op, however short, and the importer's midpoint join cannot miss it.
@@ -163,8 +199,8 @@ std::unique_ptr<at::ObserverContext> on_open(const at::RecordFunction&) {
   int64_t start = now_ns();
   ThreadBuffer* b = buffer();
   if (b->depth++ != 0 || g_compiling.load(std::memory_order_relaxed) != 0) return nullptr;
-  if (!walk(b->key)) return nullptr;
-  int64_t id = path_id(b->key);
+  if (!walk(b->key, b->key_hash)) return nullptr;
+  int64_t id = cached_path_id(b);
   b->open = static_cast<int64_t>(b->records.size());
   b->records.insert(b->records.end(), {b->tid, start, 0, id});
   return nullptr;
@@ -187,6 +223,7 @@ at::CallbackHandle g_opener = 0;
 at::CallbackHandle g_closer = 0;
 
 void clear_paths() {
+  g_generation.fetch_add(1, std::memory_order_acq_rel);
   for (PyObject* code : g_codes) Py_DECREF(code);
   g_codes.clear();
   g_paths.clear();
