@@ -144,12 +144,18 @@ class TimelineSession:
         self._capture_on = on
         if self.options.schedule is None:  # under a schedule the measured steps are outside torch's window
             self._prof.toggle_collection_dynamic(on, self._cpu_activity)
+            # torch.compile's generated code adds records of its own (one per Triton launch, built in
+            # Python, and around each compiled graph) whenever torch's profiler flag is up; the program
+            # un-profiled runs without them. Dynamo does not guard on the flag, so nothing recompiles.
+            set_flag = getattr(torch.autograd.profiler, "_set_is_profiler_enabled", None)
+            if set_flag is not None:
+                set_flag(on)
         recorder = self.log.recorder
         if recorder is not None:
-            # Paused, not popped: torch.compile guards on the mode stack, and a change there would run the
-            # measured steps through other (recompiled) code. The mode's dispatch, about 1 us a call, stays
-            # in the measured steps, as do CUPTI's GPU activity and tenprof's Inductor hooks: the
-            # un-profiled step time they give is an upper bound.
+            # Paused: the native recorder's callbacks go off; the Python recorder (a TorchFunctionMode) is
+            # paused, not popped, because torch.compile guards on the mode stack and a change there would
+            # run the measured steps through other (recompiled) code, so its dispatch (about 1 us a call)
+            # stays in them. CUPTI's GPU activity stays too: the un-profiled step time is an upper bound.
             recorder.paused = not on
 
     def _sync(self) -> None:
