@@ -71,6 +71,22 @@ while [ $# -gt 0 ]; do
     ( cd "$REPO" && tenprof run --verify --quiet --schedule wait=2,warmup=1,active=5 -o "$WORK/prof/finding_cold_start_fixed" examples/matmul_add.py --size 4096 --steps 10 ) > "$WORK/logs/finding_cold_start_fixed.log" 2>&1
     for d in "$WORK"/prof/finding_*; do tenprof report "$d" --limit 3 2>&1 | grep -E "^[0-9]+\. |^Findings" | sed "s|^|$(basename "$d"): |"; done
     ;;
+  findings17)  # issue 17: new checks' pairs, and torch.profiler traces (no steps, a final synchronize)
+    for f in fp32_gemm channels_last strided_add; do
+      record "finding_${f}" examples/findings/$f.py
+      record "finding_${f}_fixed" examples/findings/$f.py --fixed
+    done
+    mkdir -p "$WORK/prof/torch_traces"
+    for f in conv_block:examples/conv_block.py fp32_gemm:examples/findings/fp32_gemm.py; do
+      name=${f%%:*}; script=${f#*:}
+      ( cd "$REPO" && PYTHONPATH="$REPO/examples/findings:$PYTHONPATH" python3 benchmarks/torch_profiler_run.py "$WORK/prof/torch_traces/$name.json" $script --steps 5 ) > "$WORK/logs/tp_$name.log" 2>&1
+      ( cd "$REPO" && PYTHONPATH="$REPO/examples/findings:$PYTHONPATH" python3 benchmarks/torch_profiler_run.py --stack "$WORK/prof/torch_traces/${name}_stack.json" $script --steps 5 ) > "$WORK/logs/tp_${name}_stack.log" 2>&1
+    done
+    gzip -f "$WORK"/prof/torch_traces/*.json
+    ls -la "$WORK/prof/torch_traces"
+    for d in "$WORK"/prof/finding_*; do tenprof report "$d" --limit 4 2>&1 | grep -E "^[0-9]+\. |^Findings" | sed "s|^|$(basename "$d"): |"; done
+    for d in "$WORK"/prof/finding_*; do echo "== $(basename "$d")"; python3 -c "import sys; from tenprof.store.profile import load_profile; p=load_profile(sys.argv[1]); print(p.sql(\"select name[1:90], count(*), sum(duration_ns) from kernels group by 1 order by 3 desc limit 6\").to_pylist())" "$d"; done
+    ;;
   compile)  # only the torch.compile pair
     record finding_recompile examples/findings/recompile.py
     record finding_recompile_fixed examples/findings/recompile.py --fixed
