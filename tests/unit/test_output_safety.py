@@ -96,9 +96,7 @@ def test_a_failed_import_leaves_nothing_that_blocks_the_retry(tmp_path: Path) ->
     assert load_profile(out).table("kernels").num_rows > 0
 
 
-def test_a_directory_that_cannot_be_changed_is_left_as_it_was(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_directory_that_cannot_be_changed_is_left_as_it_was(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = _profile(tmp_path / "prof")
     before = _snapshot(out)
     real_rename = os.rename

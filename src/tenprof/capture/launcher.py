@@ -227,6 +227,7 @@ def _run_child(
 def _relay_ncu_output(stream: Any, log_path: Path, expected: int, pass_name: str, quiet: bool = False) -> None:
     """ncu's lines go to its log and drive the progress line; the script's own lines go to stdout, less the
     profiler library's own log lines, which go to raw/profiler.log (all lines are in ncu's log too)."""
+
     def show(text: str) -> None:
         if not quiet:
             print(text, file=sys.stderr, flush=True)

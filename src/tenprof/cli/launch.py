@@ -72,9 +72,7 @@ def _prepare_ranks_dir(out_dir: Path, force: bool) -> None:
         raise UsageError(f"{out_dir} holds no rank profiles; refusing to replace it (choose another with -o)")
     foreign = [r for r in ranks if not is_profile_dir(r)]
     if foreign:
-        raise UsageError(
-            f"{foreign[0]} is not a profile tenprof can replace (no marker); remove it yourself or use -o"
-        )
+        raise UsageError(f"{foreign[0]} is not a profile tenprof can replace (no marker); remove it yourself or use -o")
 
 
 def _remove_stale_ranks(out_dir: Path, started: float) -> None:

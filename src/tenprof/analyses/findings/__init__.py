@@ -7,6 +7,7 @@ command line (`tenprof report --threshold sync.min_per_step=2`).
 
 from __future__ import annotations
 
+from tenprof.analyses.findings.causes import one_cause_one_finding
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.model import Finding
 from tenprof.analyses.findings.thresholds import Thresholds
@@ -21,6 +22,7 @@ def find_all(profile: Profile, thresholds: Thresholds | None = None) -> list[Fin
         copies,
         hardware,
         idle,
+        kernel_names,
         launch_bound,
         syncs,
         transfers,
@@ -29,10 +31,22 @@ def find_all(profile: Profile, thresholds: Thresholds | None = None) -> list[Fin
 
     ctx = Context(profile, thresholds or Thresholds())
     found: list[Finding] = []
-    for module in (launch_bound, idle, syncs, transfers, copies, cold_start, variance, compiled, hardware):
+    for module in (
+        launch_bound,
+        idle,
+        syncs,
+        transfers,
+        copies,
+        cold_start,
+        variance,
+        compiled,
+        hardware,
+        kernel_names,
+    ):
         found.extend(module.check(ctx))
     found.extend(compiled.graph_breaks(ctx))
     found.extend(compiled.compile_time(ctx))
+    found = one_cause_one_finding(found, ctx)
     found.sort(key=lambda f: (f.once, -f.cost_ns, f.id))
     return found
 

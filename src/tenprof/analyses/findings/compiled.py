@@ -57,13 +57,17 @@ def check(ctx: Context) -> list[Finding]:
     if len(api_op):
         via_api = np.where((k_op < 0) & (k_api >= 0), api_op[np.clip(k_api, 0, len(api_op) - 1)], -1)
         k_op = np.where(k_op >= 0, k_op, via_api)
-    top = ctx.profile.column("ops", "top_op_id")
-    k_top = np.where(k_op >= 0, top[np.clip(k_op, 0, None)], -1)
+    # Regions nest (a graph break's resume function runs its region inside the caller's): only the
+    # outermost count, with the GPU work of everything inside them, so no time is counted twice.
+    parent = ctx.profile.column("ops", "parent_op_id")
+    root = _outermost_region(np.array([bool(_REGION.match(n)) for n in names], dtype=bool), parent)
+    region_ops = [i for i in region_ops if root[i] == i]
+    k_root = np.where(k_op >= 0, root[np.clip(k_op, 0, None)], -1)
     gpu_by_top = np.bincount(
-        k_top[k_top >= 0], weights=k.column("duration_ns").to_numpy()[k_top >= 0], minlength=len(names)
+        k_root[k_root >= 0], weights=k.column("duration_ns").to_numpy()[k_root >= 0], minlength=len(names)
     )
     graph_launch = [i for i, n in enumerate(api_names) if n == "cudaGraphLaunch" and api_op[i] >= 0]
-    replays_graphs = any(int(top[api_op[i]]) in set(region_ops) for i in graph_launch)
+    replays_graphs = any(int(root[api_op[i]]) in set(region_ops) for i in graph_launch)
     recording = [
         float(s)
         for s, n in zip(api.column("start_ns").to_numpy().tolist(), api_names, strict=True)
@@ -76,8 +80,15 @@ def check(ctx: Context) -> list[Finding]:
         region_ops = [i for i in region_ops if int(step_of[i]) not in recorded]
     kept_steps = max(ctx.step_count - len(recorded), 1)
     region_arr = np.asarray(region_ops, dtype=np.int64)
-    cpu = int(duration_ns[region_arr].sum()) if len(region_arr) else 0
+    recorded_cpu = int(duration_ns[region_arr].sum()) if len(region_arr) else 0
     gpu = int(gpu_by_top[region_arr].sum()) if len(region_arr) else 0
+    # The recorded CPU time is inflated by the capture; judged as the program runs un-profiled, scaled by
+    # the un-profiled over the recorded step time (measured in the run, or estimated for imported traces).
+    o = ctx.overhead
+    scale = 1.0
+    if o.unprofiled_step_ns and o.profiled_step_ns and o.profiled_step_ns > o.unprofiled_step_ns:
+        scale = o.unprofiled_step_ns / o.profiled_step_ns
+    cpu = int(recorded_cpu * scale)
     lookup_us = float(duration_ns[lookups].mean()) / 1e3 if lookups else 0.0
     frames_per_step = len(region_ops) / kept_steps
     # Regions that compile or autotune are slow for that reason, not for being small.
@@ -92,6 +103,11 @@ def check(ctx: Context) -> list[Finding]:
         seen.append(f"{recompiles} compilation(s) inside the steady steps, {duration(compile_ns)} in all")
     if len(region_arr):
         seen.append(f"compiled regions: {duration(cpu)} on the CPU launching {duration(gpu)} of GPU work")
+        if scale < 1.0:
+            seen.append(
+                f"CPU time scaled to the un-profiled program (x{scale:.2f}, {o.method}): recorded "
+                f"{duration(recorded_cpu)}"
+            )
     if len(regions) > 1:
         seen.append(f"frames {sorted(regions)} ran: several compiled frames usually mean graph breaks")
     why = (
@@ -134,6 +150,7 @@ def check(ctx: Context) -> list[Finding]:
                 "compile_ns": float(compile_ns),
                 "lookup_us": lookup_us,
                 "region_cpu_ns": float(cpu),
+                "recorded_region_cpu_ns": float(recorded_cpu),
                 "region_gpu_ns": float(gpu),
                 "frames": float(len(regions)),
                 "replays_cuda_graphs": float(replays_graphs),
@@ -166,14 +183,16 @@ def graph_breaks(ctx: Context) -> list[Finding]:
     )
     if len(nested) == 0 or not breaks:
         return []
-    cost = int(ops.column("duration_ns").to_numpy()[nested].sum())
+    # What a break costs is the extra region's own dispatch (guards, the wrapper, the Python in between),
+    # its self time: the ops inside it would run anyway, in one graph or two.
+    cost = int(ops.column("self_duration_ns").to_numpy()[nested].sum())
     return [
         Finding(
             id="graph-break",
             title=f"torch.compile graph break: {per_step(len(nested), ctx):.1f} extra compiled region(s) per step",
             cost_ns=cost,
             seen=[f"break in {b}" for b in breaks[:2]]
-            + [f"{len(nested)} regions entered from inside another, {duration(cost)} on the CPU in them"],
+            + [f"{len(nested)} regions entered from inside another, {duration(cost)} of CPU in their own dispatch"],
             where=[b.split(" at ", 1)[1] for b in breaks[:3]],
             why="Dynamo could not trace through this line, so the function runs as two (or more) graphs with "
             "Python in between: more dispatch per call and no fusion across the break.",
@@ -182,6 +201,15 @@ def graph_breaks(ctx: Context) -> list[Finding]:
             numbers={"breaks": float(len(breaks)), "nested_regions": float(len(nested)), "cost_ns": float(cost)},
         )
     ]
+
+
+def _outermost_region(is_region: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """For each op, the outermost compiled region it is in (or is), -1 outside any (parents come first)."""
+    out = np.full(len(parent), -1, dtype=np.int64)
+    for i in range(len(parent)):
+        p = int(parent[i])
+        out[i] = out[p] if p >= 0 and out[p] >= 0 else (i if is_region[i] else -1)
+    return out
 
 
 def _has_region_ancestor(is_region: np.ndarray, parent: np.ndarray) -> np.ndarray:

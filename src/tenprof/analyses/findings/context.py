@@ -20,8 +20,9 @@ I64 = npt.NDArray[np.int64]
 class Context:
     """The analysed window: the steady steps. That is the complete steps, less step 0 when it is the
     recording's first (it also holds everything before the first tenprof.step(), such as building the
-    model; only the cold-start check looks at it), and less the steps in which torch.compile compiled
-    (only the torch-compile check looks at those, so one stall is not reported by every check). With
+    model; only the cold-start check looks at it), and less the steps in which torch.compile compiled or
+    CUDA graphs were recorded (only the torch-compile check looks at those, so one stall is not reported
+    by every check). With
     fewer than two steps the whole profile is judged as one step."""
 
     def __init__(self, profile: Profile, thresholds: Thresholds, keep_compiling: bool = False) -> None:
@@ -49,7 +50,16 @@ class Context:
         self.compiling_steps = 0
         if not keep_compiling and len(keep) >= 2:
             names = np.array(profile.table("ops").column("name").to_pylist(), dtype=object)
-            compile_start = profile.column("ops", "start_ns")[names == "entire_frame_compile"]
+            api_names = profile.table("api_calls").column("name").to_pylist()
+            # Recording CUDA graphs (mode="reduce-overhead") is a one-off like compiling: its warm-up runs,
+            # syncs and allocations are not the steady state.
+            recording = np.array([n.startswith("cudaGraphInstantiate") for n in api_names], dtype=bool)
+            compile_start = np.concatenate(
+                [
+                    profile.column("ops", "start_ns")[names == "entire_frame_compile"],
+                    profile.column("api_calls", "start_ns")[recording],
+                ]
+            )
             pos = np.searchsorted(self.step_start, compile_start, side="right") - 1
             hit = np.zeros(len(keep), dtype=bool)
             valid = (pos >= 0) & (compile_start < take(self.step_end, pos, 0))

@@ -28,6 +28,7 @@ def check(ctx: Context) -> list[Finding]:
     t = ctx.t
     found: list[Finding] = []
     for o in report.operators:
+        mark = len(found)
         a = o.aggregated
         if a.time_ns < t.counters_min_share * total:
             continue
@@ -93,6 +94,15 @@ def check(ctx: Context) -> list[Finding]:
                     numbers={"achieved_occupancy_pct": a.achieved_occupancy_pct or 0.0, "registers": float(regs)},
                 )
             )
+        # One finding per op: its kernel time is the cost of each, so a second would count it twice. The
+        # first (no tensor cores, then slow memory, then registers) is the one to fix first; the others
+        # stay as evidence.
+        if len(found) == mark:
+            continue
+        first, *more = found[mark:]
+        for extra in more:
+            first.seen.append(f"also: {extra.title}")
+        del found[mark + 1 :]
     return found
 
 

@@ -90,14 +90,16 @@ def check(ctx: Context) -> list[Finding]:
             where=list(dict.fromkeys(ctx.line_of_op(after) for _, _, _, after in gaps))[:3],
             why="While no kernel is queued, the GPU does nothing; the time shows up in every step.",
             fix=_FIXES[main_kind],
-            numbers={"idle_ns": float(total), **{k.replace(" ", "_") + "_ns": float(v) for k, v in by_kind.items()}},
+            numbers={
+                "idle_ns": float(total),
+                "window_ns": float(window),
+                **{k.replace(" ", "_") + "_ns": float(v) for k, v in by_kind.items()},
+            },
         )
     ]
 
 
-def _unprofiled(
-    ctx: Context, total: int, by_kind: dict[str, int], window: int
-) -> tuple[int, dict[str, int], int, str]:
+def _unprofiled(ctx: Context, total: int, by_kind: dict[str, int], window: int) -> tuple[int, dict[str, int], int, str]:
     """The idle time the program has un-profiled, split by cause, and the time it is a share of.
 
     Where the overhead is known (measured, or estimated), the idle per step is what is left of the
@@ -107,9 +109,14 @@ def _unprofiled(
     o = ctx.overhead
     idle_per_step = o.unprofiled_idle_per_step_ns
     if idle_per_step is None or o.unprofiled_step_ns is None:
-        return total, by_kind, window, (
-            f"{100 * total / window if window else 0:.0f}% of the GPU time span, as recorded; the profiler's "
-            f"overhead is unknown ({o.note}), so un-profiled some of this idle time is not there"
+        return (
+            total,
+            by_kind,
+            window,
+            (
+                f"{100 * total / window if window else 0:.0f}% of the GPU time span, as recorded; the profiler's "
+                f"overhead is unknown ({o.note}), so un-profiled some of this idle time is not there"
+            ),
         )
     steps = max(ctx.step_count, 1)
     # Un-profiled there is no more idle than recorded less what the profiler added per step, and no more

@@ -31,6 +31,13 @@ def check(ctx: Context) -> list[Finding]:
     is_sync = np.array([n in SYNC_CALLS for n in names], dtype=bool)
     start = api.column("start_ns").to_numpy()
     is_sync &= ctx.in_steps(start)
+    if ctx.step_numbers[0] < 0:
+        # No steps marked, so the whole recording is judged as one step: a synchronization after which
+        # nothing more is launched ends the recording (the script's final torch.cuda.synchronize(), the
+        # profiler's flush) and is not in a loop. With steps marked, those fall after the last step.
+        launched = ctx.kernel_launch_ns
+        last_launch = int(launched.max()) if len(launched) else -1
+        is_sync &= api.column("end_ns").to_numpy() < last_launch
     if not is_sync.any():
         return []
     per_step_count = per_step(int(is_sync.sum()), ctx)
@@ -51,9 +58,11 @@ def check(ctx: Context) -> list[Finding]:
     idle_after = np.maximum(next_start - ends, 0)
     causes: Counter[str] = Counter()
     copy_direction = _copy_directions(ctx)
-    for op in ops.tolist():
+    by_copy = np.zeros(len(ops), dtype=bool)  # the wait is a blocking copy to the GPU's
+    for j, op in enumerate(ops.tolist()):
         name = ctx.ancestors_named(int(op), set(CAUSES)) if op >= 0 else ""
         if op >= 0 and copy_direction.get(int(op)) == "HtoD":
+            by_copy[j] = True
             causes["a blocking copy to the GPU (.to('cuda') from pageable memory or without non_blocking)"] += 1
         else:
             causes[CAUSES.get(name, "an explicit synchronize" if op < 0 else f"{ctx.op_names()[op]}")] += 1
@@ -80,6 +89,8 @@ def check(ctx: Context) -> list[Finding]:
                 "syncs_per_step": per_step_count,
                 "idle_after_ns": float(cost),
                 "blocked_ns": float(blocked.sum()),
+                "copy_syncs": float(by_copy.sum()),
+                "copy_idle_after_ns": float(idle_after[by_copy].sum()),
             },
         )
     ]

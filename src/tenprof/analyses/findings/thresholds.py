@@ -30,6 +30,9 @@ class Thresholds:
     """variance: fires when one kernel with one launch shape has a coefficient of variation above this ..."""
     variance_min_share: float = 0.01
     """... and it accounts for at least this share of kernel time."""
+    names_min_share: float = 0.05
+    """gemm-without-tensor-cores (from kernel names) and layout-conversions: the kernels must take this
+    share of the GPU time of the steps."""
     counters_min_share: float = 0.05
     """counters (Nsight Compute) findings: an op must take this share of kernel time to be named."""
     counters_max_tensor_pct: float = 5.0
@@ -62,7 +65,7 @@ class Thresholds:
 
 def _public(field_name: str) -> str:
     """launch_bound_max_gpu_busy -> launch_bound.max_gpu_busy (check name, then the threshold)."""
-    for check in ("launch_bound", "idle", "sync", "transfers", "copies", "cold_start", "variance", "counters"):
+    for check in ("launch_bound", "idle", "sync", "transfers", "copies", "cold_start", "variance", "names", "counters"):
         if field_name.startswith(check + "_"):
             return f"{check}.{field_name[len(check) + 1 :]}"
     return field_name

@@ -1,0 +1,94 @@
+"""One cause, one finding: after every check has run, time that two findings would both charge goes to
+the more specific one, and a finding left with no cost is dropped.
+
+The overlaps, each settled once here:
+- idle-gaps splits the GPU's idle time by what it waited on. The waits on a synchronization belong to
+  sync-in-loop, the waits on a copy to pageable-transfer, and the host not launching work to
+  launch-bound, when those fired; idle-gaps keeps only the rest, and is dropped when that falls below
+  its threshold (`idle.min_share` of the window it was judged on).
+- sync-in-loop counts the waits of blocking copies to the GPU; when pageable-transfer fired, those are
+  its: the idle after them moves to pageable-transfer's cost, and sync-in-loop keeps only the other
+  synchronizations (or goes, when there are none).
+- The GPU's idle time in the analysed steps is one budget (un-profiled where the overhead is known,
+  else as recorded): the findings that charge idle time take from it in order, the specific causes
+  first (sync-in-loop, pageable-transfer, torch-compile, graph-break), then launch-bound and idle-gaps,
+  which name no more than what is left. A graph break's measurable cost is its extra dispatch on the
+  CPU, which costs the program time only where the GPU then waits: in a GPU-bound loop it is hidden.
+  So the costs of these findings never add up to more idle time than the steps had.
+- Any finding whose cost is zero says nothing worth acting on, and is dropped.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tenprof.analyses.findings.context import Context
+from tenprof.analyses.findings.model import Finding
+from tenprof.importers.intervals import coverage
+from tenprof.renderers.units import duration
+
+# The findings whose cost is GPU idle time, most specific first: they are charged in this order.
+IDLE_CHARGERS = ("sync-in-loop", "pageable-transfer", "torch-compile", "graph-break", "launch-bound", "idle-gaps")
+
+# idle-gaps' kinds (its numbers' keys) -> the finding that owns that kind of wait when it fired
+_IDLE_OWNERS = {
+    "waiting_on_a_synchronization_ns": "sync-in-loop",
+    "waiting_on_a_transfer_ns": "pageable-transfer",
+    "host_not_launching_work_ns": "launch-bound",
+}
+
+
+def one_cause_one_finding(found: list[Finding], ctx: Context) -> list[Finding]:
+    by_id = {f.id: f for f in found}
+    pageable = by_id.get("pageable-transfer")
+    syncs = by_id.get("sync-in-loop")
+    if pageable is not None and syncs is not None and syncs.numbers.get("copy_syncs", 0) > 0:
+        moved = int(syncs.numbers.get("copy_idle_after_ns", 0.0))
+        pageable.cost_ns += moved
+        pageable.seen.append(
+            f"the host then waited for each copy, and the GPU for the next launch: {duration(moved)} more "
+            "(counted here, not as a synchronization)"
+        )
+        pageable.numbers["idle_after_copies_ns"] = float(moved)
+        left = int(syncs.numbers.get("syncs_per_step", 0) * max(ctx.step_count, 1) - syncs.numbers["copy_syncs"])
+        syncs.cost_ns = max(0, syncs.cost_ns - moved)
+        if left <= 0:
+            syncs.cost_ns = 0
+    idle = by_id.get("idle-gaps")
+    if idle is not None:
+        charged = {key: owner for key, owner in _IDLE_OWNERS.items() if owner in by_id and key in idle.numbers}
+        if charged:
+            moved = sum(int(idle.numbers[key]) for key in charged)
+            idle.cost_ns = max(0, idle.cost_ns - moved)
+            idle.seen.append(
+                "charged to other findings: "
+                + ", ".join(f"{key[:-3].replace('_', ' ')} to {owner}" for key, owner in charged.items())
+            )
+            window = idle.numbers.get("window_ns", 0.0)
+            if window and idle.cost_ns < ctx.t.idle_min_share * window:
+                idle.cost_ns = 0
+            else:
+                idle.title = f"GPU idle {100 * idle.cost_ns / window:.0f}% of the steps in gaps for other reasons"
+    budget = idle_budget_ns(ctx)
+    for finding_id in IDLE_CHARGERS:
+        for f in (f for f in found if f.id == finding_id and not f.once and f.cost_ns > 0):
+            if f.cost_ns > budget:
+                f.seen.append(
+                    f"cost capped at the GPU idle time not already charged to a more specific finding: "
+                    f"{duration(budget)} of {duration(f.cost_ns)}"
+                )
+                f.cost_ns = budget
+            budget -= f.cost_ns
+    return [f for f in found if f.cost_ns > 0]
+
+
+def idle_budget_ns(ctx: Context) -> int:
+    """The GPU's idle time over the analysed steps: un-profiled where the overhead is known (the step less
+    the GPU's work), else as recorded (each step's time no kernel or copy covers)."""
+    starts, ends = ctx.gpu_intervals
+    busy = coverage(starts, ends, ctx.step_start, ctx.step_end)
+    recorded = int(np.maximum(ctx.step_end - ctx.step_start - busy, 0).sum())
+    per_step = ctx.overhead.unprofiled_idle_per_step_ns
+    if per_step is not None:  # a typical step's idle: never more than the recorded steps had
+        return min(int(per_step * max(ctx.step_count, 1)), int(ctx.analysed_ns))
+    return recorded

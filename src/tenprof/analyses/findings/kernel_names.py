@@ -1,0 +1,87 @@
+"""Findings read from kernel names alone, so they need no Nsight Compute pass and work on imported traces:
+
+- gemm-without-tensor-cores (from names): float32 GEMMs that cuBLAS/CUTLASS ran on the FMA pipes
+  (`sgemm`, `..._f32f32_f32f32_f32_..._ffma`, `simt_sgemm`), which TF32 or bf16 would run on tensor cores
+  (names with `tf32`, `16816`, `hmma`, `wgmma`, `nvjet`, `bf16`/`f16`). Left to the counters' check of
+  the same id when the counters pass ran (it measures the tensor pipe instead of reading names).
+- layout-conversions: cuDNN kernels converting between NCHW and NHWC around convolutions, which a model
+  and input in channels_last memory format avoid.
+
+The cost is those kernels' time in the analysed steps: what the fix could at most save.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from tenprof.analyses.findings.context import Context, per_step
+from tenprof.analyses.findings.model import Finding
+from tenprof.renderers.units import duration
+
+FP32_GEMM = re.compile(r"(?:^|[_ ])sgemm|simt_sgemm|gemm_f32f32_f32f32_f32|gemm.*_ffma_", re.IGNORECASE)
+TENSOR_CORE = re.compile(r"tf32|16816|1688|hmma|wgmma|nvjet|tensorop|bf16|f16|h884|s884", re.IGNORECASE)
+LAYOUT_CONVERSION = re.compile(r"nchwToNhwc|nhwcToNchw", re.IGNORECASE)
+
+
+def check(ctx: Context) -> list[Finding]:
+    k = ctx.profile.table("kernels")
+    if k.num_rows == 0:
+        return []
+    inside = ctx.in_steps(ctx.kernel_launch_ns)
+    names = k.column("name").to_pylist()
+    duration_ns = k.column("duration_ns").to_numpy()
+    ops = k.column("op_id").to_numpy()
+    gpu_ns = int(duration_ns[inside].sum())
+    if gpu_ns == 0:
+        return []
+    found: list[Finding] = []
+    counters_ran = "counters" in ctx.profile.meta.passes
+    fp32 = inside & np.array([bool(FP32_GEMM.search(n)) and not TENSOR_CORE.search(n) for n in names], dtype=bool)
+    fp32_ns = int(duration_ns[fp32].sum())
+    if not counters_ran and fp32_ns >= ctx.t.names_min_share * gpu_ns:
+        kinds = sorted({_short(n) for n in np.array(names, dtype=object)[fp32].tolist()})
+        found.append(
+            Finding(
+                id="gemm-without-tensor-cores",
+                title=f"float32 matrix multiplies run without tensor cores: {fp32_ns / gpu_ns:.0%} of GPU time "
+                f"({duration(int(per_step(fp32_ns, ctx)))} per step)",
+                cost_ns=fp32_ns,
+                seen=[
+                    f"{int(fp32.sum())} launches of {len(kinds)} FMA-pipe GEMM kernel(s): {', '.join(kinds[:3])}",
+                    "read from the kernel names (sgemm / f32 x f32 with ffma, no tf32 or tensor-core marker)",
+                ],
+                where=ctx.where(ops[fp32], duration_ns[fp32]),
+                why="A float32 GEMM without TF32 runs on the FMA pipes, at a fraction of the tensor cores' "
+                "throughput (on an H100 a 4096x4096 fp32 matmul took 7.8x as long as with TF32, measured).",
+                fix="Allow TF32 (torch.set_float32_matmul_precision('high'), or torch.backends.cuda.matmul."
+                "allow_tf32 = True), which keeps float32 storage and rounds the multiply inputs to 10 mantissa "
+                "bits, or run the model under torch.autocast(dtype=torch.bfloat16).",
+                numbers={"fp32_gemm_ns": float(fp32_ns), "share_of_gpu": fp32_ns / gpu_ns},
+            )
+        )
+    layout = inside & np.array([bool(LAYOUT_CONVERSION.search(n)) for n in names], dtype=bool)
+    layout_ns = int(duration_ns[layout].sum())
+    if layout_ns >= ctx.t.names_min_share * gpu_ns:
+        found.append(
+            Finding(
+                id="layout-conversions",
+                title=f"cuDNN converts between NCHW and NHWC around convolutions: {layout_ns / gpu_ns:.0%} of GPU "
+                f"time ({duration(int(per_step(layout_ns, ctx)))} per step)",
+                cost_ns=layout_ns,
+                seen=[f"{int(layout.sum())} conversion kernels (nchwToNhwc / nhwcToNchw), {duration(layout_ns)}"],
+                where=ctx.where(ops[layout], duration_ns[layout]),
+                why="Tensor-core convolutions want channels-last (NHWC) data; with NCHW tensors cuDNN transposes the "
+                "input, weights and output around every convolution.",
+                fix="Put the model and its input in channels_last: model.to(memory_format=torch.channels_last) "
+                "and x = x.to(memory_format=torch.channels_last).",
+                numbers={"conversion_ns": float(layout_ns), "share_of_gpu": layout_ns / gpu_ns},
+            )
+        )
+    return found
+
+
+def _short(name: str) -> str:
+    """A kernel's name without template arguments, cut to its first 60 characters."""
+    return name.split("<", 1)[0].removeprefix("void ")[:60]
