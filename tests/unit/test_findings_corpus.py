@@ -99,3 +99,20 @@ def test_nested_compiled_regions_are_counted_once() -> None:
     # GPT-2 compiled with graph breaks: regions run inside regions; only the outermost are summed.
     f = next(x for x in find_all(load_profile(DATA / "compiled" / "gpt2_default")) if x.id == "torch-compile")
     assert f.numbers["recorded_region_cpu_ns"] < 75e6  # 2 steps; the nested sum was 136.5 ms
+
+
+def test_steps_are_inferred_where_none_were_marked(imported: dict[str, Profile]) -> None:
+    # conv_block.py under plain torch.profiler: 6 iterations (1 warm-up, 5 steps), none marked. Judged as
+    # one step, start-up (building the block, cuDNN's first calls) read as GPU idle "in every step" and
+    # the parameters' copies to the GPU as syncs in the loop; judged per inferred iteration, neither.
+    from tenprof.analyses.findings import not_judged
+
+    for name in ("conv_block", "conv_block_stack"):
+        profile = imported[name]
+        ctx = Context(profile, Thresholds())
+        assert ctx.inferred is not None and len(ctx.inferred.starts) == 6
+        assert ctx.inferred.marker.startswith("aten::conv2d")
+        ids = [f.id for f in find_all(profile)]
+        assert "idle-gaps" not in ids and "sync-in-loop" not in ids
+        assert ids[-1] == "cold-start"  # judged on the first iteration, as the one-off it is
+        assert any("iterations of the loop were inferred" in n for n in not_judged(profile))

@@ -68,6 +68,12 @@ def not_judged(profile: Profile) -> list[str]:
             "only one complete step: start-up (building the model, first launches) is judged as if it "
             "were steady state; mark steps with tenprof.step()"
         )
+    if ctx.inferred is not None:
+        notes.append(
+            f"no steps were marked: {len(ctx.inferred.starts)} iterations of the loop were inferred from its "
+            f"repeated calls (each starting at {ctx.inferred.marker}; {ctx.inferred.keys} call(s) once per "
+            "iteration); mark steps with tenprof.step() or a torch.profiler schedule to be sure"
+        )
     if ctx.step_numbers[0] < 0:
         notes.append(
             "no steps were marked (tenprof.step() or a torch.profiler schedule): everything was judged "

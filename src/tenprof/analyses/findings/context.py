@@ -9,6 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tenprof.analyses.findings.thresholds import Thresholds
+from tenprof.analyses.inferred_steps import InferredSteps, infer_steps
 from tenprof.analyses.overhead import Overhead, kernel_launch_ns, measure, recorded_steps
 from tenprof.analyses.summary import profiled_span, user_frame_of
 from tenprof.importers.intervals import take
@@ -22,7 +23,8 @@ class Context:
     recording's first (it also holds everything before the first tenprof.step(), such as building the
     model; only the cold-start check looks at it), and less the steps in which torch.compile compiled or
     CUDA graphs were recorded (only the torch-compile check looks at those, so one stall is not reported
-    by every check). With
+    by every check). Where no steps were marked, the loop's iterations are inferred from the top-level
+    ops (`analyses.inferred_steps`); failing that, the whole recording is one step. With
     fewer than two steps the whole profile is judged as one step."""
 
     def __init__(self, profile: Profile, thresholds: Thresholds, keep_compiling: bool = False) -> None:
@@ -33,6 +35,13 @@ class Context:
         self.step_numbers = steps.column("step").to_numpy()[complete]
         self.step_start = steps.column("start_ns").to_numpy()[complete]
         self.step_end = steps.column("end_ns").to_numpy()[complete]
+        self.inferred: InferredSteps | None = None
+        if len(self.step_start) == 0 and not len(profile.table("steps")):
+            # No steps marked: the loop's iterations, when they can be told (see analyses.inferred_steps).
+            self.inferred = infer_steps(profile)
+            if self.inferred is not None:
+                self.step_start, self.step_end = self.inferred.starts, self.inferred.ends
+                self.step_numbers = np.arange(len(self.step_start), dtype=np.int64)
         if len(self.step_start) == 0:
             lo, hi = profiled_span(profile, ("ops", "kernels", "transfers"))
             self.step_numbers = np.array([-1], dtype=np.int64)

@@ -1,0 +1,91 @@
+"""Steps for a recording in which none were marked (no tenprof.step(), no torch.profiler schedule): the
+iterations of the loop, found in the top-level ops. Without them the whole recording, start-up
+included, would be judged as one step, and one-off costs (building the model, the first launches, lazy
+loading) would read as costs paid every iteration.
+
+The loop's top-level calls each run once per iteration: for an iteration count N >= 3 and a marker key
+(op name, call path) that occurs N times, the keys of that count that fall once between each two of the
+marker's occurrences (and once after the last) are the loop body. Start-up has such loops too (one
+`.to()` per parameter); the loop is the candidate whose iterations span the most time (of those within
+10% of it, the one with the fewest iterations: a call made twice per iteration spans it in halves).
+Each iteration starts at an occurrence of the marker; the last ends with the last call of the body after
+it. Only the thread that runs the most top-level ops is read (the main thread; autograd runs the
+backward ops elsewhere, inside the calls that launch them). Torch-free.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from tenprof.store.profile import Profile
+
+MIN_ITERATIONS = 3
+MAX_COUNTS = 8  # iteration counts tried, those most keys share first
+MAX_MARKERS = 8  # marker keys tried per count, earliest first
+NEAR_SPAN = 0.9  # candidates spanning this share of the longest one's time compete on iteration count
+
+Key = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class InferredSteps:
+    starts: np.ndarray
+    ends: np.ndarray
+    marker: str  # the op (and line) each iteration starts with
+    keys: int  # how many top-level calls run once per iteration
+
+
+def infer_steps(profile: Profile) -> InferredSteps | None:
+    ops = profile.table("ops")
+    if ops.num_rows == 0:
+        return None
+    depth = ops.column("depth").to_numpy()
+    thread = ops.column("thread_id").to_numpy()
+    top = np.flatnonzero(depth == 0)
+    if len(top) == 0:
+        return None
+    main = Counter(thread[top].tolist()).most_common(1)[0][0]
+    top = top[thread[top] == main]
+    names = ops.column("name").to_pylist()
+    frames = ops.column("frame_id").to_numpy()
+    starts = ops.column("start_ns").to_numpy()[top]
+    ends = ops.column("end_ns").to_numpy()[top]
+    where: dict[Key, list[int]] = {}
+    for position, i in enumerate(top.tolist()):
+        where.setdefault((str(names[i]), int(frames[i])), []).append(position)
+    by_count: dict[int, list[Key]] = {}
+    for key, positions in where.items():  # insertion order: by first occurrence
+        if len(positions) >= MIN_ITERATIONS:
+            by_count.setdefault(len(positions), []).append(key)
+    found: list[tuple[int, int, Key, int, int]] = []  # span, count, marker, body keys, end of the last
+    for count in sorted(by_count, key=lambda c: -len(by_count[c]))[:MAX_COUNTS]:
+        candidates = by_count[count]
+        for marker in candidates[:MAX_MARKERS]:
+            bounds = starts[where[marker]]
+            body = [key for key in candidates if _once_between(bounds, starts[where[key]])]
+            last = max(int(ends[where[key][-1]]) for key in body)
+            found.append((last - int(bounds[0]), count, marker, len(body), last))
+    if not found:
+        return None
+    # The loop spans the most time; a call made twice per iteration spans it too, in half-iterations:
+    # of the candidates spanning nearly as much as the longest, the fewest iterations are the loop's.
+    longest = max(f[0] for f in found)
+    _, _, marker, body_keys, last_end = min(
+        (f for f in found if f[0] >= NEAR_SPAN * longest), key=lambda f: (f[1], -f[0])
+    )
+    step_start = starts[where[marker]].astype(np.int64)
+    step_end = np.append(step_start[1:], last_end).astype(np.int64)
+    label = marker[0]
+    if marker[1] >= 0:
+        f = profile.table("frames")
+        label += f" at {f.column('file')[marker[1]].as_py()}:{f.column('line')[marker[1]].as_py()}"
+    return InferredSteps(step_start, step_end, label, body_keys)
+
+
+def _once_between(bounds: np.ndarray, times: np.ndarray) -> bool:
+    """Whether exactly one of `times` falls in each [bounds[i], bounds[i+1]) and one after the last."""
+    slot = np.searchsorted(bounds, times, side="right") - 1
+    return bool(np.array_equal(slot, np.arange(len(bounds))))
