@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import gzip
-import json
 import shutil
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from tenprof.importers.trace_import import build_pass
@@ -56,5 +56,5 @@ def rebuilt(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Profile]:
 
 def raw_events(case: str) -> list[dict[str, Any]]:
     """The recorded trace's events, read independently of tenprof's streaming reader."""
-    with gzip.open(DATA / case / "timeline" / "raw" / "kineto_trace.json.gz", "rt") as handle:
-        return list(json.load(handle)["traceEvents"])
+    with gzip.open(DATA / case / "timeline" / "raw" / "kineto_trace.json.gz", "rb") as handle:
+        return list(orjson.loads(handle.read())["traceEvents"])

@@ -185,3 +185,12 @@ def test_damaged_kept_code_degrades_the_report_and_fails_the_export_clearly(
     warning = write_compiled_kernels(writer, code, {})
     writer.abandon()
     assert "kept code is not used" in warning and "damaged" in warning
+
+
+def test_compiled_time_says_what_inductor_generated_and_what_is_a_library_call() -> None:
+    # GPT-2's compiled regions call cuBLAS for their GEMMs: those are not generated code.
+    report = compiled_report(load_profile(DATA / "compiled" / "gpt2_default"))
+    assert report is not None and 0 < report.generated_ns < report.compiled_ns
+    library = {r.kernel for r in report.rows if r.source in ("timeline (aten op)", "capture", "wrapper GEMM calls")}
+    assert any("gemm" in k.lower() or "nvjet" in k.lower() for k in library)
+    assert all(r.kernel.startswith("triton") for r in report.rows if r.source == "inductor-comments")

@@ -60,6 +60,8 @@ class CompiledReport:
     all_with_lines_ns: int = 0  # all kernels attributed to a source line
     low_confidence_ns: int = 0  # compiled kernel time whose ops come from kernel names or the wrapper's GEMM calls
     has_generated_code: bool = False  # the profile keeps Inductor's generated code (tenprof run)
+    generated_ns: int = 0  # of compiled_ns, the kernels Inductor generated (Triton); the rest are library
+    # kernels (cuBLAS GEMMs, cuDNN, aten's own) that the compiled code calls
 
     @property
     def ops_share(self) -> float:
@@ -107,7 +109,7 @@ def compiled_report(profile: Profile) -> CompiledReport | None:
         if op is not None and op >= 0 and aten_name[op]:
             captured.setdefault(name, aten_name[op])
     steady = _steady(profile, k.column("start_ns").to_numpy())
-    compiled_ns = with_ops = with_lines = 0
+    compiled_ns = with_ops = with_lines = generated_ns = 0
     per_kernel: dict[str, list[int]] = {}
     timeline_op: dict[str, str] = {}
     replayed: set[str] = set()
@@ -142,6 +144,8 @@ def compiled_report(profile: Profile) -> CompiledReport | None:
         if info is None and not inside:
             continue
         compiled_ns += d
+        if info is not None:
+            generated_ns += d
         if known_ops:
             with_ops += d
         if info is None and not under and name in captured:
@@ -199,6 +203,7 @@ def compiled_report(profile: Profile) -> CompiledReport | None:
         int(all_lines),
         int(low_confidence),
         any(r.get("wrapper_file") for r in described.values()),
+        int(generated_ns),
     )
 
 

@@ -66,12 +66,13 @@ def _parse_edges(head: bytes, tail: bytes) -> dict[str, Any]:
             pass
     end = tail.rstrip()
     # Keys after the array look like `], "traceName": "run[3].json", "deviceProperties": [...]}`; a `]`
-    # may also appear inside them, so try each `]` from the right and keep the longest tail that parses.
+    # may also appear inside them, so the longest tail that parses is wanted: try each `]` from the left
+    # and stop at the first that parses. (A `]` inside the events fails to parse within its own event, so
+    # each wrong try is short; trying from the right parsed the whole tail again and again.)
     if end.endswith(b"}"):
-        best: dict[str, Any] = {}
-        close = len(end)
+        close = -1
         while True:
-            close = end.rfind(b"]", 0, close)
+            close = end.find(b"]", close + 1)
             if close < 0:
                 break
             rest = end[close + 1 :].lstrip()
@@ -81,9 +82,9 @@ def _parse_edges(head: bytes, tail: bytes) -> dict[str, Any]:
                 parsed = orjson.loads(b"{" + rest[1:])
             except orjson.JSONDecodeError:
                 continue
-            if isinstance(parsed, dict) and len(parsed) >= len(best):
-                best = parsed
-        found.update(best)
+            if isinstance(parsed, dict):
+                found.update(parsed)
+                break
     return found
 
 

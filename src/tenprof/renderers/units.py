@@ -27,3 +27,8 @@ def si(value: float, unit: str) -> str:
         if abs(value) >= factor:
             return f"{value / factor:.3g} {prefix}{unit}"
     return f"{value:.3g} {unit}"
+
+
+def count(value: float) -> str:
+    """A count per step: a whole number as one ("48"), else with one decimal ("5.2")."""
+    return f"{value:.0f}" if abs(value - round(value)) < 0.05 else f"{value:.1f}"

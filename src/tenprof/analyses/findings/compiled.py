@@ -16,7 +16,7 @@ import numpy as np
 
 from tenprof.analyses.findings.context import Context, per_step
 from tenprof.analyses.findings.model import Finding
-from tenprof.renderers.units import duration
+from tenprof.renderers.units import count, duration
 
 _REGION = re.compile(r"^Torch-Compiled Region: (\d+)/(\d+)$")
 
@@ -96,7 +96,7 @@ def check(ctx: Context) -> list[Finding]:
     if not (compile_ns or recompiles or tiny):
         return []
     seen = [
-        f"{len(regions)} compiled frame(s), {frames_per_step:.1f} compiled-region calls per step; "
+        f"{len(regions)} compiled frame(s), {count(frames_per_step)} compiled-region calls per step; "
         f"Dynamo cache lookup {lookup_us:.1f} us per call",
     ]
     if compile_ns or recompiles:
@@ -189,7 +189,7 @@ def graph_breaks(ctx: Context) -> list[Finding]:
     return [
         Finding(
             id="graph-break",
-            title=f"torch.compile graph break: {per_step(len(nested), ctx):.1f} extra compiled region(s) per step",
+            title=f"torch.compile graph break: {count(per_step(len(nested), ctx))} extra compiled region(s) per step",
             cost_ns=cost,
             seen=[f"break in {b}" for b in breaks[:2]]
             + [f"{len(nested)} regions entered from inside another, {duration(cost)} of CPU in their own dispatch"],

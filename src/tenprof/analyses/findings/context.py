@@ -148,11 +148,23 @@ class Context:
             for file, line in zip(f.column("file").to_pylist(), f.column("line").to_pylist(), strict=True)
         ]
 
+    @cached_property
+    def _stack_frames(self) -> set[int]:
+        """Frames that came from a trace's with_stack ranges: those name a function by the line of its
+        `def`, not the line that ran."""
+        sources = self.profile.table("ops").column("frame_source").to_pylist()
+        return {int(f) for f, src in zip(self.op_user_frame.tolist(), sources, strict=True) if src == "stack"}
+
     def line_of_op(self, op: int) -> str:
         if op < 0:
             return "(no op)"
         frame = int(self.op_user_frame[op])
-        return self.frame_labels[frame] if frame >= 0 else "(no line of yours)"
+        if frame < 0:
+            return "(no line of yours)"
+        if frame in self._stack_frames:
+            function = self.profile.table("frames").column("function")[frame].as_py()
+            return f"{function}() starting at {self.frame_labels[frame]} (the trace names functions, not lines)"
+        return self.frame_labels[frame]
 
     def where(self, ops: I64, weights: npt.NDArray[np.int64] | None = None, limit: int = 3) -> list[str]:
         """The user lines behind some ops, heaviest first (weights default to one per op)."""

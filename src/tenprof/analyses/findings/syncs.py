@@ -10,7 +10,7 @@ import numpy as np
 from tenprof.analyses.findings.context import Context, per_step
 from tenprof.analyses.findings.model import Finding
 from tenprof.importers.intervals import take
-from tenprof.renderers.units import duration
+from tenprof.renderers.units import count, duration
 
 # Calls that block the host until the GPU has drained (cudaMemcpy without Async is synchronous too).
 SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy")
@@ -70,7 +70,7 @@ def check(ctx: Context) -> list[Finding]:
     return [
         Finding(
             id="sync-in-loop",
-            title=f"{per_step_count:.1f} host-device synchronizations per step, "
+            title=f"{count(per_step_count)} host-device synchronizations per step, "
             f"GPU idle {duration(per_step(cost, ctx))} per step after them",
             cost_ns=cost,
             seen=[
