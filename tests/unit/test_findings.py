@@ -258,3 +258,18 @@ def test_a_graph_break_in_a_gpu_bound_loop_costs_nothing_and_is_not_reported(reb
     assert raw.cost_ns > 0 and raw.where and raw.where[0].endswith("graph_break.py:14")
     assert idle_budget_ns(ctx) < 0.05 * ctx.analysed_ns
     assert "graph-break" not in {f.id for f in find_all(profile)}
+
+
+def test_a_blocking_pageable_copy_is_one_finding(rebuilt: dict[str, Profile]) -> None:
+    # The copy blocks the host (a sync) and leaves the GPU idle (a gap): one cause, one finding, whose
+    # cost holds the idle after each copy too; all the findings' costs fit in the analysed window.
+    from tenprof.analyses.findings.context import Context
+    from tenprof.analyses.findings.thresholds import Thresholds
+
+    profile = rebuilt["finding_pageable_copy"]
+    found = find_all(profile)
+    ids = [f.id for f in found if not f.once]
+    assert "pageable-transfer" in ids and "sync-in-loop" not in ids and "idle-gaps" not in ids
+    ctx = Context(profile, Thresholds())
+    window = max(int(ctx.step_end[-1]), ctx.gpu_window[1]) - int(ctx.step_start[0])
+    assert sum(f.cost_ns for f in found if not f.once) <= window

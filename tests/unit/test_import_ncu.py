@@ -16,7 +16,9 @@ from tenprof.store.profile import load_profile
 from tests.unit.fake_ncu import BASE, fake_module
 
 
-def test_import_ncu_builds_counters_and_stalls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_import_ncu_builds_counters_and_stalls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setitem(sys.modules, "ncu_report", fake_module())
     report = tmp_path / "mine.ncu-rep"
     report.write_bytes(b"stand-in")
@@ -28,6 +30,17 @@ def test_import_ncu_builds_counters_and_stalls(tmp_path: Path, monkeypatch: pyte
     operators = operators_report(profile)
     assert operators is not None and operators.operators[0].op == "(no op) gather_kernel"
     assert operators.operators[0].aggregated.verdict == "memory-bound"
+    # The report measured no DRAM bytes, FLOPs or instructions, and has no timeline: those are missing,
+    # not zero, in the JSON and in the text table.
+    a = operators.operators[0].aggregated
+    assert a.dram_bytes is None and a.flops is None and a.instructions is None and a.arithmetic_intensity is None
+    assert operators.operators[0].kernels[0].time_ns is None and a.time_ns == 80_000
+    dumped = operators.model_dump()["operators"][0]
+    assert dumped["aggregated"]["dram_bytes"] is None and dumped["kernels"][0]["time_ns"] is None
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if "gather_kernel" in line)
+    assert "0B" not in row and " - " in row
     (stalls,) = kernel_stalls(profile)
     top = stalls.hot[0]
     assert top.pc == BASE and top.text.startswith("LDG") and top.shifted_in == 30.0

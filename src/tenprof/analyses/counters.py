@@ -50,7 +50,7 @@ class KernelEntry(BaseModel):
     grid_size: int
     block_size: int
     launches: int
-    time_ns: int = Field(description="timeline time of these launches (0 without a timeline pass)")
+    time_ns: int | None = Field(description="timeline time of these launches (null without a timeline pass)")
     replay_id: int = Field(description="the replay whose metrics they carry")
     method: str = Field(description="how the replay was matched: signature | op+launch | launch | replayed")
     confidence: str = Field(description="high | medium | low for matches; measured for the replay itself")
@@ -60,11 +60,13 @@ class KernelEntry(BaseModel):
 
 
 class Aggregated(BaseModel):
+    """Totals over an op's kernels; a metric no kernel's replay measured is None (null), never 0."""
+
     time_ns: int
     launches: int
-    dram_bytes: float
-    flops: float
-    instructions: float
+    dram_bytes: float | None
+    flops: float | None
+    instructions: float | None
     arithmetic_intensity: float | None
     dram_throughput_pct: float | None
     memory_throughput_pct: float | None
@@ -162,7 +164,7 @@ def operators_report(profile: Profile) -> OperatorsReport | None:
         entries = []
         for (rid, how), members in by_replay.items():
             entries.append(_kernel_entry(rows[rid], len(members), int(duration[members].sum()), how))
-        entries.sort(key=lambda e: -e.time_ns)
+        entries.sort(key=lambda e: -(e.time_ns or 0))
         operators.append(
             OperatorEntry(
                 op=key[0], line=key[1], calls=len(calls[key]), kernels=entries, aggregated=_aggregate(entries)
@@ -187,7 +189,7 @@ def _from_signatures(profile: Profile, rows: dict[int, dict[str, Any]], warnings
         launches = int(sig["count"]) if sig else 1
         # A report made without tenprof has no op per kernel: each kernel name stands on its own.
         key = str(row["op"]) or f"(no op) {row['name']}"
-        groups[key].append(_kernel_entry(row, launches, 0, "replayed"))
+        groups[key].append(_kernel_entry(row, launches, None, "replayed"))
         if not sig:
             call_count[key] += 1
     for sig in sigs.values():
@@ -200,7 +202,7 @@ def _from_signatures(profile: Profile, rows: dict[int, dict[str, Any]], warnings
     return OperatorsReport(operators=operators, warnings=warnings)
 
 
-def _kernel_entry(row: dict[str, Any], launches: int, time_ns: int, how: str) -> KernelEntry:
+def _kernel_entry(row: dict[str, Any], launches: int, time_ns: int | None, how: str) -> KernelEntry:
     metrics = {m: _clean(row[m]) for m in PER_KERNEL}
     return KernelEntry(
         name=str(row["name"]),
@@ -221,18 +223,21 @@ def _aggregate(entries: list[KernelEntry]) -> Aggregated:
     # Weight by timeline time; without one (all zero), by the replayed duration times launches.
     weights = np.array([e.time_ns or e.metrics.get("duration_ns", 0.0) * e.launches for e in entries], dtype=float)
 
-    def total(metric: str) -> float:
-        return float(sum(e.metrics.get(metric, 0.0) * e.launches for e in entries))
+    def total(*metrics: str) -> float | None:
+        measured = [e for e in entries if any(m in e.metrics for m in metrics)]
+        if not measured:
+            return None
+        return float(sum(e.metrics.get(m, 0.0) * e.launches for e in measured for m in metrics))
 
     def average(metric: str) -> float | None:
         values = np.array([e.metrics.get(metric, math.nan) for e in entries], dtype=float)
         ok = ~np.isnan(values) & (weights > 0)
         return float((values[ok] * weights[ok]).sum() / weights[ok].sum()) if ok.any() else None
 
-    dram = total("dram_read_bytes") + total("dram_write_bytes")
+    dram = total("dram_read_bytes", "dram_write_bytes")
     flops = total("flops")
     averaged = {m: average(m) for m in AVERAGED}
-    time_ns = int(sum(e.time_ns for e in entries)) or int(
+    time_ns = int(sum(e.time_ns or 0 for e in entries)) or int(
         sum(e.metrics.get("duration_ns", 0.0) * e.launches for e in entries)
     )
     launches = sum(e.launches for e in entries)
@@ -242,7 +247,7 @@ def _aggregate(entries: list[KernelEntry]) -> Aggregated:
         dram_bytes=dram,
         flops=flops,
         instructions=total("instructions"),
-        arithmetic_intensity=flops / dram if dram > 0 else None,
+        arithmetic_intensity=flops / dram if flops is not None and dram else None,
         verdict=verdict(
             time_ns / max(launches, 1),
             averaged["sm_throughput_pct"] or 0.0,

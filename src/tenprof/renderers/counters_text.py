@@ -11,7 +11,7 @@ from tenprof.renderers.units import duration, size
 
 
 def _pct(value: float | None) -> str:
-    return "" if value is None else f"{value:.0f}%"
+    return "-" if value is None else f"{value:.0f}%"
 
 
 def render_counters(report: OperatorsReport, console: Console, limit: int | None) -> None:
@@ -46,13 +46,13 @@ def render_counters(report: OperatorsReport, console: Console, limit: int | None
             escape(o.line.rsplit("/", 1)[-1]),
             str(o.calls),
             duration(a.time_ns),
-            size(a.dram_bytes),
+            "-" if a.dram_bytes is None else size(a.dram_bytes),
             _pct(a.dram_throughput_pct),
             _pct(a.sm_throughput_pct),
             _pct(a.tensor_pipe_pct),
             _pct(a.achieved_occupancy_pct),
             _pct(a.l2_hit_rate_pct),
-            "" if a.arithmetic_intensity is None else f"{a.arithmetic_intensity:.2f}",
+            "-" if a.arithmetic_intensity is None else f"{a.arithmetic_intensity:.2f}",
             a.verdict,
         )
     console.print(table)
