@@ -116,3 +116,15 @@ def test_steps_are_inferred_where_none_were_marked(imported: dict[str, Profile])
         assert "idle-gaps" not in ids and "sync-in-loop" not in ids
         assert ids[-1] == "cold-start"  # judged on the first iteration, as the one-off it is
         assert any("iterations of the loop were inferred" in n for n in not_judged(profile))
+
+
+def test_the_memory_peak_is_reported_for_imported_traces(imported: dict[str, Profile]) -> None:
+    from tenprof.analyses.summary import memory_peak
+
+    profile = imported["conv_block_stack"]
+    peak = memory_peak(profile)
+    assert peak is not None and peak.device == "cuda:0"
+    m = profile.table("memory")
+    assert peak.allocated_bytes == max(m.column("total_allocated_bytes").to_pylist())
+    assert peak.op and "conv_block.py" in peak.line and "starting at" in peak.line  # with_stack: a def line
+    assert memory_peak(imported["conv_block"]) is None  # recorded without profile_memory

@@ -52,6 +52,7 @@ class Summary:
     attribution: Attribution
     cut_short: str
     overhead: Overhead
+    memory_peak: MemoryPeak | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -105,6 +106,54 @@ def attribution(profile: Profile) -> Attribution:
     ok = frame >= 0
     has_user[ok] = user_of[frame[ok]] >= 0
     return Attribution(int(dur.sum()), int(dur[op >= 0].sum()), int(dur[has_user].sum()))
+
+
+@dataclass(frozen=True)
+class MemoryPeak:
+    """The most memory the allocator held allocated, from the recording's memory events."""
+
+    device: str  # e.g. cuda:0
+    allocated_bytes: int
+    reserved_bytes: int  # -1 where the trace does not say
+    at_ns: int  # from the start of the recording
+    op: str  # the op that allocated it ('' when none)
+    line: str  # that op's line of the user's code ('' when unknown)
+
+
+def memory_peak(profile: Profile) -> MemoryPeak | None:
+    """The peak of allocated memory, on a GPU when the recording has GPU memory events, else the CPU's."""
+    m = profile.table("memory")
+    if m.num_rows == 0:
+        return None
+    kind = np.array(m.column("device_type").to_pylist(), dtype=object)
+    rows = np.flatnonzero(kind == "cuda")
+    if len(rows) == 0:
+        rows = np.arange(m.num_rows)
+    total = m.column("total_allocated_bytes").to_numpy()[rows]
+    i = int(rows[int(np.argmax(total))])
+    op = int(m.column("op_id")[i].as_py())
+    name, line = "", ""
+    if op >= 0:
+        name = str(profile.table("ops").column("name")[op].as_py())
+        frame = int(take(user_frame_of(profile), np.array([profile.table("ops").column("frame_id")[op].as_py()]))[0])
+        if frame >= 0:
+            f = profile.table("frames")
+            line = f"{f.column('file')[frame].as_py()}:{f.column('line')[frame].as_py()}"
+            # Frames from a trace's with_stack ranges carry the def line of their function, not the call's.
+            ops = profile.table("ops")
+            from_stack = np.array(ops.column("frame_source").to_pylist(), dtype=object) == "stack"
+            stack_frames = take(user_frame_of(profile), ops.column("frame_id").to_numpy()[from_stack])
+            if frame in set(stack_frames.tolist()):
+                line = f"{f.column('function')[frame].as_py()}() starting at {line}"
+    start, _ = profiled_span(profile, ("ops", "kernels", "transfers"))
+    return MemoryPeak(
+        device=f"{kind[i]}:{int(m.column('device')[i].as_py())}",
+        allocated_bytes=int(m.column("total_allocated_bytes")[i].as_py()),
+        reserved_bytes=int(m.column("total_reserved_bytes")[i].as_py()),
+        at_ns=int(m.column("ts_ns")[i].as_py()) - start,
+        op=name,
+        line=line,
+    )
 
 
 @dataclass(frozen=True)
@@ -178,6 +227,7 @@ def summarize(profile: Profile) -> Summary:
         attribution=attribution(profile),
         cut_short=meta.run.cut_short_reason if meta.run.cut_short else "",
         overhead=measure(profile),
+        memory_peak=memory_peak(profile),
         notes=notes,
     )
 

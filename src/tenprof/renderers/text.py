@@ -13,10 +13,10 @@ from rich.tree import Tree
 from tenprof.analyses.calltree import FlatRow, Node
 from tenprof.analyses.findings import Finding
 from tenprof.analyses.overhead import Overhead
-from tenprof.analyses.summary import Summary
+from tenprof.analyses.summary import MemoryPeak, Summary
 from tenprof.analyses.tally import Tally
 from tenprof.analyses.temporal import StepBreakdown
-from tenprof.renderers.units import duration
+from tenprof.renderers.units import duration, size
 
 
 def render_summary(summary: Summary, console: Console) -> None:
@@ -60,7 +60,20 @@ def render_summary(summary: Summary, console: Console) -> None:
     else:
         grid.add_row("Steps", "none marked (call tenprof.step() once per iteration)")
     grid.add_row("Overhead", escape(overhead_line(summary.overhead)))
+    grid.add_row("Memory", escape(memory_line(summary.memory_peak)))
     console.print(grid)
+
+
+def memory_line(peak: MemoryPeak | None) -> str:
+    if peak is None:
+        return "no memory events were recorded (profile_memory off)"
+    reserved = f" ({size(peak.reserved_bytes)} reserved)" if peak.reserved_bytes >= 0 else ""
+    where = f", in {peak.op}" if peak.op else ""
+    where += f" at {peak.line}" if peak.line else ""
+    return (
+        f"peak {size(peak.allocated_bytes)} allocated on {peak.device}{reserved}, "
+        f"{duration(peak.at_ns)} into the recording{where}"
+    )
 
 
 def overhead_line(o: Overhead) -> str:
