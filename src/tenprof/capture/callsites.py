@@ -239,5 +239,6 @@ class CallsiteLog:
             "step_bounds": self.step_bounds,
             "started_ns": self.started_ns,
             "stopped_ns": self.stopped_ns,
+            "recorder": "native" if rec is not None and not isinstance(rec, CallsiteRecorder) else "python",
         }
         path.write_bytes(gzip.compress(orjson.dumps(data), compresslevel=1))

@@ -44,6 +44,8 @@ class Callsites:
     step_bounds: list[list[int]] = field(default_factory=list)
     started_ns: int = 0
     stopped_ns: int = 0
+    # "native": one record per top-level op, hugging it; "python": one per torch API call made from Python
+    recorder: str = "python"
 
     def step_marks(self, steps: I64Array) -> tuple[npt.NDArray[np.bool_], I64Array]:
         """For each step number: whether it ran with the capture on, and its time between tenprof's clock
@@ -75,6 +77,7 @@ class Callsites:
             step_bounds=self.step_bounds,
             started_ns=self.started_ns,
             stopped_ns=self.stopped_ns,
+            recorder=self.recorder,
         )
 
 
@@ -100,6 +103,7 @@ def read_callsites(path: Path) -> Callsites:
         step_bounds=data.get("step_bounds", []),
         started_ns=int(data.get("started_ns", 0) or 0),
         stopped_ns=int(data.get("stopped_ns", 0) or 0),
+        recorder=str(data.get("recorder", "python")),
     )
 
 

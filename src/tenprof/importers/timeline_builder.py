@@ -9,8 +9,9 @@ The joins, each stated once here:
   with that number that started before the backward op (numbers are per thread, so two threads
   running forward passes at once could be confused).
 - op -> Python call path: for top-level ops, the tenprof call-site record (a torch API call on the same
-  thread) whose interval covers the op's midpoint, after mapping the sidecar's perf clock onto the trace
-  clock with the clock-sync markers; backward ops take their forward op's path; traces recorded with
+  thread) whose interval covers the op's midpoint (else, for the native recorder's records, the nearest
+  within the clock mapping's uncertainty), after mapping the sidecar's perf clock onto the trace clock
+  with the clock-sync markers; backward ops take their forward op's path; traces recorded with
   `with_stack` use their python_function ranges instead. Nested ops inherit their top-level op's path.
 - op -> scope: innermost user_annotation covering the op's start on its own thread; backward ops,
   which autograd runs on a thread of its own, fall back to the thread that opened the most scopes.
@@ -382,7 +383,11 @@ def build_timeline(
             sidecar_scopes = shifted.scopes
             for row in shifted.frames:
                 frames.add(int(row[1]), str(row[2]), int(row[3]), str(row[4]), bool(row[6]))
-            _join_callsites(shifted, op_tid, mid, is_top & ~is_backward, top_frame, top_source)
+            # A native record hugs its op, so an op of a microsecond can fall just outside it by the clock
+            # mapping's error; a Python record spans the whole call, and an op outside every one is not
+            # from a recorded call.
+            tolerance = min(int(found[1]) + 1_000, 50_000) if found and callsites.recorder == "native" else 0
+            _join_callsites(shifted, op_tid, mid, is_top & ~is_backward, top_frame, top_source, tolerance_ns=tolerance)
             # A top-level op no call covers (Dynamo's `dynamo` range around a compilation, say) takes the
             # call covering its earliest covered descendant.
             unresolved = ~is_backward & (top_frame[top] < 0) & ~is_top
@@ -662,9 +667,12 @@ def _join_callsites(
     top_frame: I64Array,
     top_source: np.ndarray[Any, np.dtype[np.int8]],
     any_thread: bool = False,
+    tolerance_ns: int = 0,
 ) -> None:
     """Ops in `wanted` take the frame of the torch API call covering their midpoint: on the same thread,
-    or (any_thread) on the thread that made the most calls, the main Python thread."""
+    or (any_thread) on the thread that made the most calls, the main Python thread. An op no call covers
+    takes the nearest call within `tolerance_ns` (the clock mapping's uncertainty; given for the native
+    recorder's records, which hug their op, so an op of a microsecond can fall just outside its own)."""
     if calls is None or len(calls.call_thread) == 0:
         return
     if any_thread:
@@ -683,9 +691,28 @@ def _join_callsites(
         # Records nest: a compilation (recorded through Dynamo's callbacks) contains the compiler's own
         # torch calls. The innermost record covering the op's midpoint is the one that ran it.
         covering = nest(calls.call_start[mine], calls.call_end[mine]).innermost_at(op_mid[sel])
+        if tolerance_ns > 0 and (covering < 0).any():
+            covering = np.where(covering >= 0, covering, _nearest(calls, mine, op_mid[sel], tolerance_ns))
         ok = covering >= 0
         top_frame[sel[ok]] = calls.call_frame[mine[covering[ok]]]
         top_source[sel[ok]] = source
+
+
+def _nearest(calls: Callsites, mine: I64Array, times: I64Array, tolerance_ns: int) -> I64Array:
+    """For each time, the index into `mine` of the call nearest to it (by its distance to the call's
+    interval) when that is at most `tolerance_ns`, else -1."""
+    start, end = calls.call_start[mine], calls.call_end[mine]
+    order = np.argsort(start, kind="stable")
+    after = np.searchsorted(start[order], times, side="right")  # first call starting after each time
+    best = np.full(len(times), -1, dtype=np.int64)
+    best_distance = np.full(len(times), tolerance_ns + 1, dtype=np.int64)
+    for candidate in (after - 1, after):
+        valid = (candidate >= 0) & (candidate < len(order))
+        index = order[np.clip(candidate, 0, len(order) - 1)]
+        distance = np.maximum(np.maximum(start[index] - times, times - end[index]), 0)
+        better = valid & (distance < best_distance)
+        best[better], best_distance[better] = index[better], distance[better]
+    return best
 
 
 def _join_python_stacks(
