@@ -52,6 +52,10 @@ def one_cause_one_finding(found: list[Finding], ctx: Context) -> list[Finding]:
         pageable.numbers["idle_after_copies_ns"] = float(moved)
         left = int(syncs.numbers.get("syncs_per_step", 0) * max(ctx.step_count, 1) - syncs.numbers["copy_syncs"])
         syncs.cost_ns = max(0, syncs.cost_ns - moved)
+        syncs.seen.append(
+            f"{int(syncs.numbers['copy_syncs'])} of them are the pageable copies' own waits, counted under "
+            "pageable-transfer"
+        )
         if left <= 0:
             syncs.cost_ns = 0
     idle = by_id.get("idle-gaps")
@@ -65,7 +69,7 @@ def one_cause_one_finding(found: list[Finding], ctx: Context) -> list[Finding]:
                 + ", ".join(f"{key[:-3].replace('_', ' ')} to {owner}" for key, owner in charged.items())
             )
             window = idle.numbers.get("window_ns", 0.0)
-            if window and idle.cost_ns < ctx.t.idle_min_share * window:
+            if not window or idle.cost_ns < ctx.t.idle_min_share * window:
                 idle.cost_ns = 0
             else:
                 idle.title = f"GPU idle {100 * idle.cost_ns / window:.0f}% of the steps in gaps for other reasons"

@@ -37,7 +37,8 @@ def check(ctx: Context) -> list[Finding]:
     if gpu_ns == 0:
         return []
     found: list[Finding] = []
-    counters_ran = "counters" in ctx.profile.meta.passes
+    counters = ctx.profile.meta.passes.get("counters")
+    counters_ran = counters is not None and counters.state == "complete"
     fp32 = inside & np.array([bool(FP32_GEMM.search(n)) and not TENSOR_CORE.search(n) for n in names], dtype=bool)
     fp32_ns = int(duration_ns[fp32].sum())
     if not counters_ran and fp32_ns >= ctx.t.names_min_share * gpu_ns:
