@@ -32,6 +32,7 @@ PAIRS = [
     ("torch-compile", "finding_compile_tiny"),
     ("gemm-without-tensor-cores", "finding_fp32_gemm"),
     ("layout-conversions", "finding_channels_last"),
+    ("strided-elementwise", "finding_strided_add"),
 ]
 MiB = 1 << 20
 
@@ -273,3 +274,31 @@ def test_a_blocking_pageable_copy_is_one_finding(rebuilt: dict[str, Profile]) ->
     ctx = Context(profile, Thresholds())
     window = max(int(ctx.step_end[-1]), ctx.gpu_window[1]) - int(ctx.step_start[0])
     assert sum(f.cost_ns for f in found if not f.once) <= window
+
+
+def test_strided_elementwise_names_the_operand_and_costs_what_matching_layouts_saved(
+    rebuilt: dict[str, Profile],
+) -> None:
+    # `a.t() + b` against `a + b` with `a` stored transposed (8192x8192 fp32, H100): the add's kernel time
+    # per step, trigger less fix, is what matching layouts saved; the check's cost must be within 10%.
+    f = _one(rebuilt["finding_strided_add"], "strided-elementwise")
+    assert f is not None and "input 2" in f.title and "[8192, 1]" in f.seen[1] and "[1, 8192]" in f.seen[1]
+    assert f.where == ["examples/findings/strided_add.py:16"]
+    from tenprof.analyses.findings.context import Context
+    from tenprof.analyses.findings.thresholds import Thresholds
+
+    per_step = {}
+    for case in ("finding_strided_add", "finding_strided_add_fixed"):
+        profile = rebuilt[case]
+        ctx = Context(profile, Thresholds())
+        k = profile.table("kernels")
+        names = np.array(profile.table("ops").column("name").to_pylist(), dtype=object)
+        op = k.column("op_id").to_numpy()
+        add = (op >= 0) & (names[np.maximum(op, 0)] == "aten::add") & ctx.in_steps(ctx.kernel_launch_ns)
+        per_step[case] = k.column("duration_ns").to_numpy()[add].sum() / ctx.step_count
+    saved = per_step["finding_strided_add"] - per_step["finding_strided_add_fixed"]
+    steps = Context(rebuilt["finding_strided_add"], Thresholds()).step_count
+    assert abs(f.cost_ns / steps - saved) <= 0.1 * saved
+    # A transposing copy reads across a layout by definition: that is hidden-copies' finding, not this one's.
+    assert _one(rebuilt["finding_hidden_copies"], "strided-elementwise") is None
+    assert _one(rebuilt["finding_hidden_copies"], "hidden-copies") is not None

@@ -111,7 +111,9 @@ class _Collector:
     """Sorts raw events by kind into column lists. The only per-event Python code of an import."""
 
     def __init__(self) -> None:
-        self.ops = _Cols(name="s", tid="q", ts="d", dur="d", ext="q", seq="q", fwd_tid="q", shapes="s", dtypes="s")
+        self.ops = _Cols(
+            name="s", tid="q", ts="d", dur="d", ext="q", seq="q", fwd_tid="q", shapes="s", dtypes="s", strides="s"
+        )
         self.annotations = _Cols(name="s", tid="q", ts="d", dur="d")
         self.python = _Cols(name="s", tid="q", ts="d", dur="d")
         self.kernels = _Cols(
@@ -169,6 +171,8 @@ class _Collector:
                 ops["shapes"].append(intern(orjson.dumps(dims).decode()) if dims is not None else "")
                 types = a.get("Input type")
                 ops["dtypes"].append(intern(orjson.dumps(types).decode()) if types is not None else "")
+                strides = a.get("Input Strides")
+                ops["strides"].append(intern(orjson.dumps(strides).decode()) if strides is not None else "")
                 if "kernel_backend" in a:
                     self._triton_launch(name, a)
             elif cat == "kernel":
@@ -532,6 +536,7 @@ def build_timeline(
                 "forward_op_id": forward,
                 "input_shapes": [col.ops.data["shapes"][i] for i in order],
                 "input_dtypes": [col.ops.data["dtypes"][i] for i in order],
+                "input_strides": [col.ops.data["strides"][i] for i in order],
                 "frame_id": op_frame,
                 "frame_source": op_frame_source.tolist(),
                 "scope_id": op_scope,

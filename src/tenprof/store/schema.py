@@ -47,6 +47,7 @@ OPS = _schema(
     Column("forward_op_id", I64, "for backward ops: the forward op that created the grad_fn"),
     Column("input_shapes", STR, "JSON list of input shapes"),
     Column("input_dtypes", STR, "JSON list of input dtypes"),
+    Column("input_strides", STR, "JSON list of input strides, in elements ('' where not recorded)"),
     Column("frame_id", I64, "leaf of the Python call path (frames table), -1 when unknown"),
     Column("frame_source", STR, "how frame_id was found: callsite | forward | stack | containment | none"),
     Column("scope_id", I64, "innermost enclosing user scope, -1 when none"),

@@ -24,6 +24,7 @@ def find_all(profile: Profile, thresholds: Thresholds | None = None) -> list[Fin
         idle,
         kernel_names,
         launch_bound,
+        strided_reads,
         syncs,
         transfers,
         variance,
@@ -42,6 +43,7 @@ def find_all(profile: Profile, thresholds: Thresholds | None = None) -> list[Fin
         compiled,
         hardware,
         kernel_names,
+        strided_reads,
     ):
         found.extend(module.check(ctx))
     found.extend(compiled.graph_breaks(ctx))

@@ -31,8 +31,8 @@ class Thresholds:
     variance_min_share: float = 0.01
     """... and it accounts for at least this share of kernel time."""
     names_min_share: float = 0.05
-    """gemm-without-tensor-cores (from kernel names) and layout-conversions: the kernels must take this
-    share of the GPU time of the steps."""
+    """gemm-without-tensor-cores (from kernel names), layout-conversions and strided-elementwise: the time
+    they cost must be this share of the GPU time of the steps."""
     counters_min_share: float = 0.05
     """counters (Nsight Compute) findings: an op must take this share of kernel time to be named."""
     counters_max_tensor_pct: float = 5.0

@@ -1,0 +1,121 @@
+"""strided-elementwise: an op whose tensor inputs of one shape lie in memory in different orders (`a.t() +
+b`), read from the input strides a trace records with its shapes.
+
+TensorIterator walks the output in the memory order of the first input (the output takes its layout), so
+an input whose order differs is read across it: every access strided, far below the bandwidth the same op
+gets on matching layouts. The cost is the op's kernel time less what its bytes would take at the
+bandwidth the profile's own elementwise ops reach with matching layouts (the 90th percentile of theirs), so
+it is what matching layouts would save; without such a reference in the profile nothing is claimed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import orjson
+
+from tenprof.analyses.findings.context import Context
+from tenprof.analyses.findings.copies import DTYPE_BYTES
+from tenprof.analyses.findings.model import Finding
+from tenprof.renderers.units import duration
+
+MIN_KERNEL_NS = 10_000  # shorter launches are latency, not bandwidth: no reference, no verdict
+# A copy between layouts reads across one of them by definition: whether it should happen at all is the
+# hidden-copies check's question, and its time is charged there.
+COPIES = {"aten::copy_", "aten::contiguous", "aten::clone", "aten::_to_copy", "aten::to", "aten::reshape"}
+
+
+def _order(shape: list[int], strides: list[int]) -> tuple[int, ...]:
+    """The dimensions from outermost to innermost in memory, size-1 dimensions left out."""
+    dims = [d for d in range(len(shape)) if shape[d] > 1]
+    return tuple(sorted(dims, key=lambda d: -strides[d]))
+
+
+def _tensors(shapes: str, strides: str, dtypes: str) -> list[tuple[list[int], list[int], int]]:
+    """(shape, strides, element bytes) of each tensor input, in order."""
+    try:
+        dims, steps, types = orjson.loads(shapes), orjson.loads(strides), orjson.loads(dtypes)
+    except orjson.JSONDecodeError:
+        return []
+    out = []
+    for dim, step, dtype in zip(dims, steps, types, strict=False):
+        if _ints(dim) and _ints(step) and len(step) == len(dim):  # a tensor (a list of them is skipped)
+            out.append((dim, step, DTYPE_BYTES.get(str(dtype), 4)))
+    return out
+
+
+def _ints(value: object) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(x, int) for x in value)
+
+
+def check(ctx: Context) -> list[Finding]:
+    ops = ctx.profile.table("ops")
+    if ops.num_rows == 0 or "input_strides" not in ops.column_names:
+        return []
+    strides = ops.column("input_strides").to_pylist()
+    if not any(strides):
+        return []
+    k = ctx.profile.table("kernels")
+    k_op, k_dur = k.column("op_id").to_numpy(), k.column("duration_ns").to_numpy()
+    inside = ctx.in_steps(ctx.kernel_launch_ns) & (k_op >= 0)
+    time_of = np.bincount(k_op[inside], weights=k_dur[inside], minlength=ops.num_rows)
+    launches = np.bincount(k_op[inside], minlength=ops.num_rows)
+    shapes, dtypes = ops.column("input_shapes").to_pylist(), ops.column("input_dtypes").to_pylist()
+    names = ctx.op_names()
+    matching_bw: list[float] = []
+    mismatched: list[tuple[int, int, float]] = []  # op, the operand read across, bytes
+    for op in np.flatnonzero((time_of > 0) & (launches == 1)).tolist():
+        tensors = _tensors(shapes[op], strides[op], dtypes[op])
+        if not tensors or time_of[op] < MIN_KERNEL_NS or ctx.ancestors_named(op, COPIES):
+            continue
+        shape0 = tensors[0][0]
+        same = [t for t in tensors if t[0] == shape0]
+        elements = int(np.prod(shape0))
+        moved = float(sum(elements * t[2] for t in same) + elements * tensors[0][2])  # reads + the write
+        order0 = _order(shape0, tensors[0][1])
+        odd = [j for j, t in enumerate(tensors) if j > 0 and t[0] == shape0 and _order(t[0], t[1]) != order0]
+        if len(shape0) < 2 or len(order0) < 2:
+            continue
+        if odd:
+            mismatched.append((op, odd[0], moved))
+        else:
+            matching_bw.append(moved / float(time_of[op]))
+    if not mismatched or not matching_bw:
+        return []
+    reference = float(np.percentile(matching_bw, 90))  # bytes per ns
+    cost = 0
+    worst: tuple[int, int, int] | None = None  # saving, op, operand
+    for op, operand, moved in mismatched:
+        saving = max(0, int(time_of[op] - moved / reference))
+        cost += saving
+        if worst is None or saving > worst[0]:
+            worst = (saving, op, operand)
+    gpu_ns = int(k_dur[ctx.in_steps(ctx.kernel_launch_ns)].sum())
+    if worst is None or cost < ctx.t.names_min_share * gpu_ns:
+        return []
+    _, op, operand = worst
+    tensors = _tensors(shapes[op], strides[op], dtypes[op])
+    moved = next(m for o, _, m in mismatched if o == op)
+    achieved = moved / float(time_of[op])
+    ops_ids = np.array([o for o, _, _ in mismatched], dtype=np.int64)
+    return [
+        Finding(
+            id="strided-elementwise",
+            title=f"{names[op]} reads input {operand + 1} across its memory order: {duration(cost)} of GPU time "
+            "lost to strided reads",
+            cost_ns=cost,
+            seen=[
+                f"{len(mismatched)} launch(es) whose inputs of one shape lie in different memory orders",
+                f"{names[op]}: input 1 strides {tensors[0][1]}, input {operand + 1} strides {tensors[operand][1]} "
+                f"(shape {tensors[0][0]}); it moved {achieved:.0f} GB/s, "
+                f"{achieved / reference:.0%} of the {reference:.0f} GB/s this profile's elementwise ops reach "
+                "with matching layouts",
+            ],
+            where=ctx.where(ops_ids, time_of[ops_ids].astype(np.int64)),
+            why="The op walks memory in its first input's order; the input stored in another order is read "
+            "across it, so each load fetches a new cache line for one element.",
+            fix=f"Give the inputs one layout: make input {operand + 1} match input 1 once, outside the loop (store "
+            "the transposed tensor transposed, or .contiguous() it where it is made), or make input 1 "
+            "contiguous if it is the view.",
+            numbers={"lost_ns": float(cost), "achieved_gbps": achieved, "reference_gbps": reference},
+        )
+    ]
