@@ -106,6 +106,7 @@ def test_steps_are_inferred_where_none_were_marked(imported: dict[str, Profile])
     # one step, start-up (building the block, cuDNN's first calls) read as GPU idle "in every step" and
     # the parameters' copies to the GPU as syncs in the loop; judged per inferred iteration, neither.
     from tenprof.analyses.findings import not_judged
+    from tenprof.analyses.summary import summarize
 
     for name in ("conv_block", "conv_block_stack"):
         profile = imported[name]
@@ -116,6 +117,7 @@ def test_steps_are_inferred_where_none_were_marked(imported: dict[str, Profile])
         assert "idle-gaps" not in ids and "sync-in-loop" not in ids
         assert ids[-1] == "cold-start"  # judged on the first iteration, as the one-off it is
         assert any("iterations of the loop were inferred" in n for n in not_judged(profile))
+        assert summarize(profile).inferred_steps == 6
 
 
 def test_the_memory_peak_is_reported_for_imported_traces(imported: dict[str, Profile]) -> None:

@@ -53,6 +53,7 @@ class Summary:
     cut_short: str
     overhead: Overhead
     memory_peak: MemoryPeak | None = None
+    inferred_steps: int = 0  # iterations found in the top-level ops where no steps were marked (0: none)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -228,8 +229,16 @@ def summarize(profile: Profile) -> Summary:
         cut_short=meta.run.cut_short_reason if meta.run.cut_short else "",
         overhead=measure(profile),
         memory_peak=memory_peak(profile),
+        inferred_steps=_inferred_count(profile) if not profile.table("steps").num_rows else 0,
         notes=notes,
     )
+
+
+def _inferred_count(profile: Profile) -> int:
+    from tenprof.analyses.inferred_steps import infer_steps
+
+    found = infer_steps(profile)
+    return len(found.starts) if found is not None else 0
 
 
 def profiled_span(

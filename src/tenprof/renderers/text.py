@@ -57,6 +57,12 @@ def render_summary(summary: Summary, console: Console) -> None:
             f"{summary.step_count} complete: median {duration(summary.step_median_ns)} "
             f"(min {duration(summary.step_min_ns)}, max {duration(summary.step_max_ns)})",
         )
+    elif summary.inferred_steps:
+        grid.add_row(
+            "Steps",
+            f"none marked; the findings judge {summary.inferred_steps} iterations inferred from the loop's repeated "
+            "calls (mark them with tenprof.step() to be sure)",
+        )
     else:
         grid.add_row("Steps", "none marked (call tenprof.step() once per iteration)")
     grid.add_row("Overhead", escape(overhead_line(summary.overhead)))
