@@ -194,3 +194,14 @@ def test_compiled_time_says_what_inductor_generated_and_what_is_a_library_call()
     library = {r.kernel for r in report.rows if r.source in ("timeline (aten op)", "capture", "wrapper GEMM calls")}
     assert any("gemm" in k.lower() or "nvjet" in k.lower() for k in library)
     assert all(r.kernel.startswith("triton") for r in report.rows if r.source == "inductor-comments")
+
+
+def test_launch_bound_does_not_advise_cuda_graphs_to_a_run_that_replays_them() -> None:
+    from tenprof.analyses.findings import find_all
+
+    replaying = next(
+        f for f in find_all(load_profile(DATA / "compiled" / "gpt2_reduce_overhead")) if f.id == "launch-bound"
+    )
+    assert "already replay CUDA graphs" in replaying.fix and "reduce-overhead" not in replaying.fix
+    eager = next(f for f in find_all(load_profile(DATA / "compiled" / "gpt2_default")) if f.id == "launch-bound")
+    assert "mode='reduce-overhead'" in eager.fix
