@@ -15,6 +15,7 @@ backward ops elsewhere, inside the calls that launch them). Torch-free.
 
 from __future__ import annotations
 
+import weakref
 from collections import Counter
 from dataclasses import dataclass
 
@@ -38,7 +39,17 @@ class InferredSteps:
     keys: int  # how many top-level calls run once per iteration
 
 
+# Every analysis context of a report asks (the findings build several): the answer is kept per profile.
+_FOUND: weakref.WeakKeyDictionary[Profile, InferredSteps | None] = weakref.WeakKeyDictionary()
+
+
 def infer_steps(profile: Profile) -> InferredSteps | None:
+    if profile not in _FOUND:
+        _FOUND[profile] = _infer(profile)
+    return _FOUND[profile]
+
+
+def _infer(profile: Profile) -> InferredSteps | None:
     ops = profile.table("ops")
     if ops.num_rows == 0:
         return None

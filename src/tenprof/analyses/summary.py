@@ -136,15 +136,12 @@ def memory_peak(profile: Profile) -> MemoryPeak | None:
     name, line = "", ""
     if op >= 0:
         name = str(profile.table("ops").column("name")[op].as_py())
-        frame = int(take(user_frame_of(profile), np.array([profile.table("ops").column("frame_id")[op].as_py()]))[0])
+        op_frame = int(profile.column("ops", "frame_id")[op])
+        frame = int(user_frame_of(profile)[op_frame]) if op_frame >= 0 else -1
         if frame >= 0:
             f = profile.table("frames")
             line = f"{f.column('file')[frame].as_py()}:{f.column('line')[frame].as_py()}"
-            # Frames from a trace's with_stack ranges carry the def line of their function, not the call's.
-            ops = profile.table("ops")
-            from_stack = np.array(ops.column("frame_source").to_pylist(), dtype=object) == "stack"
-            stack_frames = take(user_frame_of(profile), ops.column("frame_id").to_numpy()[from_stack])
-            if frame in set(stack_frames.tolist()):
+            if frame in stack_frames(profile):
                 line = f"{f.column('function')[frame].as_py()}() starting at {line}"
     start, _ = profiled_span(profile, ("ops", "kernels", "transfers"))
     return MemoryPeak(
@@ -155,6 +152,14 @@ def memory_peak(profile: Profile) -> MemoryPeak | None:
         op=name,
         line=line,
     )
+
+
+def stack_frames(profile: Profile) -> set[int]:
+    """The user frames that came from a trace's with_stack ranges: they carry the line of their function's
+    `def`, not the line that ran."""
+    ops = profile.table("ops")
+    from_stack = np.array(ops.column("frame_source").to_pylist(), dtype=object) == "stack"
+    return set(take(user_frame_of(profile), ops.column("frame_id").to_numpy()[from_stack]).tolist())
 
 
 @dataclass(frozen=True)

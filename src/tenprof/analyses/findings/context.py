@@ -11,7 +11,7 @@ import numpy.typing as npt
 from tenprof.analyses.findings.thresholds import Thresholds
 from tenprof.analyses.inferred_steps import InferredSteps, infer_steps
 from tenprof.analyses.overhead import Overhead, kernel_launch_ns, measure, recorded_steps
-from tenprof.analyses.summary import profiled_span, user_frame_of
+from tenprof.analyses.summary import profiled_span, stack_frames, user_frame_of
 from tenprof.importers.intervals import take
 from tenprof.store.profile import Profile
 
@@ -111,6 +111,17 @@ class Context:
         return kernel_launch_ns(self.profile)
 
     @cached_property
+    def kernels_in_steps(self) -> npt.NDArray[np.bool_]:
+        """Which kernels were launched in the analysed steps (the step that launched them, not the one
+        their GPU time falls in)."""
+        return self.in_steps(self.kernel_launch_ns)
+
+    @cached_property
+    def steps_kernel_ns(self) -> int:
+        """The kernel time launched in the analysed steps: what shares of GPU time are shares of."""
+        return int(self.profile.column("kernels", "duration_ns")[self.kernels_in_steps].sum())
+
+    @cached_property
     def transfer_issue_ns(self) -> I64:
         """When each copy was issued: the start of the op that issued it, else the copy's own start."""
         t = self.profile.table("transfers")
@@ -123,7 +134,7 @@ class Context:
         GPU idle is judged. Queued work runs after the CPU-side step that launched it, so the steps'
         own windows would misplace it."""
         k = self.profile.table("kernels")
-        launched = self.in_steps(self.kernel_launch_ns)
+        launched = self.kernels_in_steps
         if not launched.any():
             return 0, 0
         return int(k.column("start_ns").to_numpy()[launched].min()), int(k.column("end_ns").to_numpy()[launched].max())
@@ -150,10 +161,7 @@ class Context:
 
     @cached_property
     def _stack_frames(self) -> set[int]:
-        """Frames that came from a trace's with_stack ranges: those name a function by the line of its
-        `def`, not the line that ran."""
-        sources = self.profile.table("ops").column("frame_source").to_pylist()
-        return {int(f) for f, src in zip(self.op_user_frame.tolist(), sources, strict=True) if src == "stack"}
+        return stack_frames(self.profile)
 
     def line_of_op(self, op: int) -> str:
         if op < 0:

@@ -50,9 +50,9 @@ def check(ctx: Context) -> list[Finding]:
     k = ctx.profile.table("kernels")
     if k.num_rows == 0:
         return []
-    inside = ctx.in_steps(ctx.kernel_launch_ns)
+    inside = ctx.kernels_in_steps
     k_dur = k.column("duration_ns").to_numpy()
-    gpu_time = int(k_dur[inside].sum())
+    gpu_time = ctx.steps_kernel_ns
     names = ctx.op_names()
     shapes = ctx.profile.table("ops").column("input_shapes").to_pylist()
     dtypes = ctx.profile.table("ops").column("input_dtypes").to_pylist()

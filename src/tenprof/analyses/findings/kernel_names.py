@@ -33,11 +33,11 @@ def check(ctx: Context) -> list[Finding]:
     k = ctx.profile.table("kernels")
     if k.num_rows == 0:
         return []
-    inside = ctx.in_steps(ctx.kernel_launch_ns)
+    inside = ctx.kernels_in_steps
     names = k.column("name").to_pylist()
     duration_ns = k.column("duration_ns").to_numpy()
     ops = k.column("op_id").to_numpy()
-    gpu_ns = int(duration_ns[inside].sum())
+    gpu_ns = ctx.steps_kernel_ns
     if gpu_ns == 0:
         return []
     found: list[Finding] = []

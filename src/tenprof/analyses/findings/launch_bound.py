@@ -14,7 +14,7 @@ def check(ctx: Context) -> list[Finding]:
     k = ctx.profile.table("kernels")
     if k.num_rows == 0:
         return []
-    inside = ctx.in_steps(ctx.kernel_launch_ns)
+    inside = ctx.kernels_in_steps
     if not inside.any():
         return []
     dur = k.column("duration_ns").to_numpy()[inside]

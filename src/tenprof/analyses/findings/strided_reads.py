@@ -56,7 +56,7 @@ def check(ctx: Context) -> list[Finding]:
         return []
     k = ctx.profile.table("kernels")
     k_op, k_dur = k.column("op_id").to_numpy(), k.column("duration_ns").to_numpy()
-    inside = ctx.in_steps(ctx.kernel_launch_ns) & (k_op >= 0)
+    inside = ctx.kernels_in_steps & (k_op >= 0)
     time_of = np.bincount(k_op[inside], weights=k_dur[inside], minlength=ops.num_rows)
     launches = np.bincount(k_op[inside], minlength=ops.num_rows)
     shapes, dtypes = ops.column("input_shapes").to_pylist(), ops.column("input_dtypes").to_pylist()
@@ -89,8 +89,7 @@ def check(ctx: Context) -> list[Finding]:
         cost += saving
         if worst is None or saving > worst[0]:
             worst = (saving, op, operand)
-    gpu_ns = int(k_dur[ctx.in_steps(ctx.kernel_launch_ns)].sum())
-    if worst is None or cost < ctx.t.names_min_share * gpu_ns:
+    if worst is None or cost < ctx.t.names_min_share * ctx.steps_kernel_ns:
         return []
     _, op, operand = worst
     tensors = _tensors(shapes[op], strides[op], dtypes[op])
