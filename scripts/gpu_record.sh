@@ -87,6 +87,19 @@ while [ $# -gt 0 ]; do
     for d in "$WORK"/prof/finding_*; do tenprof report "$d" --limit 4 2>&1 | grep -E "^[0-9]+\. |^Findings" | sed "s|^|$(basename "$d"): |"; done
     for d in "$WORK"/prof/finding_*; do echo "== $(basename "$d")"; python3 -c "import sys; from tenprof.store.profile import load_profile; p=load_profile(sys.argv[1]); print(p.sql(\"select name[1:90], count(*), sum(duration_ns) from kernels group by 1 order by 3 desc limit 6\").to_pylist())" "$d"; done
     ;;
+  findings17b)  # issue 17: sync causes other than .item(), a one-off stall in a later step
+    for f in ${SYNC_PAIRS:-sync_in_loop sync_tolist sync_mask sync_explicit}; do
+      record "finding_${f}" examples/findings/$f.py --steps 8
+      record "finding_${f}_fixed" examples/findings/$f.py --steps 8 --fixed
+    done
+    record finding_slow_step examples/findings/slow_step.py --steps 12
+    record finding_slow_step_fixed examples/findings/slow_step.py --steps 12 --fixed
+    mkdir -p "$WORK/prof/torch_traces"
+    ( cd "$REPO" && PYTHONPATH="$REPO/examples/findings:$PYTHONPATH" python3 benchmarks/torch_profiler_run.py "$WORK/prof/torch_traces/slow_step.json" examples/findings/slow_step.py --steps 12 ) > "$WORK/logs/tp_slow_step.log" 2>&1
+    gzip -f "$WORK"/prof/torch_traces/*.json
+    ls -la "$WORK/prof/torch_traces"
+    for d in "$WORK"/prof/finding_*; do tenprof report "$d" --limit 4 2>&1 | grep -E "^[0-9]+\. |^Findings|^Overhead|Overhead" | sed "s|^|$(basename "$d"): |"; done
+    ;;
   compile)  # only the torch.compile pair
     record finding_recompile examples/findings/recompile.py
     record finding_recompile_fixed examples/findings/recompile.py --fixed

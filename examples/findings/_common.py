@@ -1,6 +1,7 @@
 """Shared by the findings examples: device choice and the step loop (each example is `--fixed`-able)."""
 
 import argparse
+import time
 from collections.abc import Callable
 
 import torch
@@ -25,3 +26,11 @@ def loop(steps: int, step: Callable[[], None]) -> None:
         tenprof.step()
     if torch.cuda.is_available():
         torch.cuda.synchronize()
+
+
+def prepare_next_batch(seconds: float = 0.001) -> None:
+    """CPU work between steps (standing in for preparing a batch): run ahead of the GPU, it is hidden;
+    after a synchronization, the GPU waits for it."""
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        pass

@@ -120,6 +120,28 @@ def test_steps_are_inferred_where_none_were_marked(imported: dict[str, Profile])
         assert summarize(profile).inferred_steps == 6
 
 
+def test_a_call_made_twice_per_iteration_does_not_halve_the_iterations(imported: dict[str, Profile]) -> None:
+    # fp32_gemm.py: `(x @ w @ w).relu_()` 5 times; both matmuls are one key (one line, or no stack), the
+    # only once-per-iteration call comes last, and the first (cold) matmul spans most of the recording.
+    # Read per matmul, the loop had 10 half-iterations, the first 75 ms long.
+    for name in ("fp32_gemm", "fp32_gemm_stack"):
+        inferred = Context(imported[name], Thresholds()).inferred
+        assert inferred is not None and len(inferred.starts) == 5, name
+        assert inferred.marker.startswith("aten::matmul")
+        assert inferred.keys == 2  # relu_ once, the matmul pair once
+
+
+def test_a_one_off_stall_is_one_off_without_marked_steps(imported: dict[str, Profile]) -> None:
+    # slow_step.py under plain torch.profiler: no steps marked and no call once per step (8 x matmul,
+    # relu_), so each matmul and relu_ reads as an iteration; the one holding torch.fft's first call is
+    # far slower than the rest and is reported as such, not as a per-step cost.
+    profile = imported["slow_step"]
+    found = {f.id: f for f in find_all(profile)}
+    assert "slow-step" in found and not {"idle-gaps", "launch-bound", "sync-in-loop"} & set(found)
+    assert any("aten::_fft_r2c" in s or "aten::abs" in s or "aten::mean" in s for s in found["slow-step"].seen)
+    assert found["slow-step"].cost_ns > 10e6
+
+
 def test_the_memory_peak_is_reported_for_imported_traces(imported: dict[str, Profile]) -> None:
     from tenprof.analyses.summary import memory_peak
 

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tenprof.importers.intervals import coverage, nest, take, union_length
+from tenprof.importers.intervals import coverage, nest, take, uncovered, union_length
 
 
 @st.composite
@@ -94,3 +94,21 @@ def test_coverage_matches_brute_force(pairs: list[tuple[int, int]], windows: lis
     got = coverage(starts, ends, lo, hi)
     for (a, w), value in zip(windows, got, strict=True):
         assert value == len([t for t in covered if a <= t < a + w])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 300), st.integers(0, 40)), max_size=20),
+    st.lists(st.tuples(st.integers(0, 300), st.integers(0, 40)), max_size=20),
+)
+def test_uncovered_matches_brute_force(windows: list[tuple[int, int]], by: list[tuple[int, int]]) -> None:
+    def points(pairs: list[tuple[int, int]]) -> set[int]:
+        return {t for s, d in pairs for t in range(s, s + d)}
+
+    def arrays(pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+        return np.array([s for s, _ in pairs], dtype=np.int64), np.array([s + d for s, d in pairs], dtype=np.int64)
+
+    lo, hi = uncovered(arrays(windows), arrays(by))
+    got = {t for a, b in zip(lo.tolist(), hi.tolist(), strict=True) for t in range(a, b)}
+    assert got == points(windows) - points(by)
+    assert (lo[1:] > hi[:-1]).all() and (hi > lo).all()  # disjoint, sorted, non-empty blocks

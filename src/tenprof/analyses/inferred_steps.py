@@ -8,7 +8,11 @@ The loop's top-level calls each run once per iteration: for an iteration count N
 marker's occurrences (and once after the last) are the loop body. Start-up has such loops too (one
 `.to()` per parameter); the loop is the candidate whose iterations span the most time (of those within
 10% of it, the one with the fewest iterations: a call made twice per iteration spans it in halves).
-Each iteration starts at an occurrence of the marker; the last ends with the last call of the body after
+A call made k times per iteration (two matmuls on one line, or two calls of one op without stacks)
+is a marker too, of k*N occurrences: where a key of count N falls once in each group of k of them, the
+groups are the iterations (without this, a loop whose only once-per-iteration call comes last would be
+read in k-th parts, its first part swelled by the first, cold, call). Each iteration starts at an
+occurrence of the marker (the first of its group); the last ends with the last call of the body after
 it. Only the thread that runs the most top-level ops is read (the main thread; autograd runs the
 backward ops elsewhere, inside the calls that launch them). Torch-free.
 """
@@ -71,29 +75,50 @@ def _infer(profile: Profile) -> InferredSteps | None:
     for key, positions in where.items():  # insertion order: by first occurrence
         if len(positions) >= MIN_ITERATIONS:
             by_count.setdefault(len(positions), []).append(key)
-    found: list[tuple[int, int, Key, int, int]] = []  # span, count, marker, body keys, end of the last
+    found: list[_Candidate] = []
     for count in sorted(by_count, key=lambda c: -len(by_count[c]))[:MAX_COUNTS]:
-        candidates = by_count[count]
-        for marker in candidates[:MAX_MARKERS]:
-            bounds = starts[where[marker]]
-            body = [key for key in candidates if _once_between(bounds, starts[where[key]])]
-            last = max(int(ends[where[key][-1]]) for key in body)
-            found.append((last - int(bounds[0]), count, marker, len(body), last))
+        for marker in by_count[count][:MAX_MARKERS]:
+            for per_step in _divisors(count):
+                bounds = starts[where[marker]][::per_step]
+                once = by_count.get(count // per_step, [])
+                body = [key for key in once if _once_between(bounds, starts[where[key]])]
+                if per_step > 1:
+                    if not body:  # nothing runs once per group: the groups are not iterations
+                        continue
+                    body.append(marker)
+                last = max(int(ends[where[key][-1]]) for key in body)
+                found.append(_Candidate(last - int(bounds[0]), bounds, marker, len(body), last))
     if not found:
         return None
     # The loop spans the most time; a call made twice per iteration spans it too, in half-iterations:
     # of the candidates spanning nearly as much as the longest, the fewest iterations are the loop's.
-    longest = max(f[0] for f in found)
-    _, _, marker, body_keys, last_end = min(
-        (f for f in found if f[0] >= NEAR_SPAN * longest), key=lambda f: (f[1], -f[0])
-    )
-    step_start = starts[where[marker]].astype(np.int64)
-    step_end = np.append(step_start[1:], last_end).astype(np.int64)
+    longest = max(c.span for c in found)
+    best = min((c for c in found if c.span >= NEAR_SPAN * longest), key=lambda c: (len(c.bounds), -c.span))
+    marker = best.marker
+    step_start = best.bounds.astype(np.int64)
+    step_end = np.append(step_start[1:], best.last_end).astype(np.int64)
     label = marker[0]
     if marker[1] >= 0:
         f = profile.table("frames")
-        label += f" at {f.column('file')[marker[1]].as_py()}:{f.column('line')[marker[1]].as_py()}"
-    return InferredSteps(step_start, step_end, label, body_keys)
+        file, line = f.column("file")[marker[1]].as_py(), f.column("line")[marker[1]].as_py()
+        if file:  # frames of C++ callers have neither file nor line
+            label += f" at {file}:{line}"
+    return InferredSteps(step_start, step_end, label, best.body_keys)
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    span: int  # from the first iteration's start to the end of the last call of the body
+    bounds: np.ndarray  # each iteration's start
+    marker: Key
+    body_keys: int
+    last_end: int
+
+
+def _divisors(count: int) -> list[int]:
+    """How many times per iteration a key occurring `count` times may run: 1, and each k leaving at
+    least MIN_ITERATIONS iterations."""
+    return [k for k in range(1, count // MIN_ITERATIONS + 1) if count % k == 0]
 
 
 def _once_between(bounds: np.ndarray, times: np.ndarray) -> bool:

@@ -121,3 +121,26 @@ def coverage(starts: I64Array, ends: I64Array, lo: I64Array, hi: I64Array) -> I6
 
     covered: I64Array = np.maximum(covered_until(hi) - covered_until(lo), 0)
     return covered
+
+
+def uncovered(windows: tuple[I64Array, I64Array], by: tuple[I64Array, I64Array]) -> tuple[I64Array, I64Array]:
+    """The parts of the windows' union that no interval of `by` covers, as sorted, disjoint blocks: the
+    GPU's idle time inside some steps, say, where the steps leave out others."""
+    ws, we = merged(*windows)
+    bs, be = merged(*by)
+    # Cut at every boundary of either set; a piece lies in the result when its midpoint is in a window
+    # and in no interval of `by`.
+    cuts = np.unique(np.concatenate([ws, we, bs, be]))
+    if len(cuts) < 2:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    lo, hi = cuts[:-1], cuts[1:]
+    mid = lo + (hi - lo) // 2
+    in_window = _inside_blocks(ws, we, mid)
+    in_by = _inside_blocks(bs, be, mid)
+    keep = in_window & ~in_by & (hi > lo)
+    return merged(lo[keep], hi[keep])
+
+
+def _inside_blocks(starts: I64Array, ends: I64Array, t: I64Array) -> npt.NDArray[np.bool_]:
+    k = np.searchsorted(starts, t, side="right") - 1
+    return (k >= 0) & (t < ends[np.clip(k, 0, None)]) if len(starts) else np.zeros(len(t), dtype=bool)

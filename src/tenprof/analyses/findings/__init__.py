@@ -24,6 +24,7 @@ def find_all(profile: Profile, thresholds: Thresholds | None = None) -> list[Fin
         idle,
         kernel_names,
         launch_bound,
+        slow_steps,
         strided_reads,
         syncs,
         transfers,
@@ -39,6 +40,7 @@ def find_all(profile: Profile, thresholds: Thresholds | None = None) -> list[Fin
         transfers,
         copies,
         cold_start,
+        slow_steps,
         variance,
         compiled,
         hardware,
@@ -69,6 +71,11 @@ def not_judged(profile: Profile) -> list[str]:
         notes.append(
             "only one complete step: start-up (building the model, first launches) is judged as if it "
             "were steady state; mark steps with tenprof.step()"
+        )
+    if ctx.slow.any():
+        notes.append(
+            f"{int(ctx.slow.sum())} step(s) far slower than the others were left to the slow-step check and kept "
+            "out of the others"
         )
     if ctx.inferred is not None:
         notes.append(

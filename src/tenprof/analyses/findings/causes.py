@@ -4,7 +4,8 @@ the more specific one, and a finding left with no cost is dropped.
 The overlaps, each settled once here:
 - idle-gaps splits the GPU's idle time by what it waited on. The waits on a synchronization belong to
   sync-in-loop, the waits on a copy to pageable-transfer, and the host not launching work to
-  launch-bound, when those fired; idle-gaps keeps only the rest, and is dropped when that falls below
+  launch-bound, when those fired; the host's gaps in a synchronization's wake (up to its cost) are
+  sync-in-loop's too; idle-gaps keeps only the rest, and is dropped when that falls below
   its threshold (`idle.min_share` of the window it was judged on).
 - sync-in-loop counts the waits of blocking copies to the GPU; when pageable-transfer fired, those are
   its: the idle after them moves to pageable-transfer's cost, and sync-in-loop keeps only the other
@@ -61,8 +62,12 @@ def one_cause_one_finding(found: list[Finding], ctx: Context) -> list[Finding]:
     idle = by_id.get("idle-gaps")
     if idle is not None:
         charged = {key: owner for key, owner in _IDLE_OWNERS.items() if owner in by_id and key in idle.numbers}
+        moved = sum(int(idle.numbers[key]) for key in charged)
+        wake = _sync_wake_among_host_gaps(idle, syncs, charged)
+        if wake:
+            charged["host_not_launching_work_ns"] = "sync-in-loop"
+            moved += wake
         if charged:
-            moved = sum(int(idle.numbers[key]) for key in charged)
             idle.cost_ns = max(0, idle.cost_ns - moved)
             idle.seen.append(
                 "charged to other findings: "
@@ -84,6 +89,18 @@ def one_cause_one_finding(found: list[Finding], ctx: Context) -> list[Finding]:
                 f.cost_ns = budget
             budget -= f.cost_ns
     return [f for f in found if f.cost_ns > 0]
+
+
+def _sync_wake_among_host_gaps(idle: Finding, syncs: Finding | None, charged: dict[str, str]) -> int:
+    """The part of idle-gaps' "host not launching work" that is sync-in-loop's: a synchronization's cost
+    is the idle in its wake, which includes gaps that open after it, once the few kernels launched right
+    after it are done (the host then prepares the next batch with nothing queued). That cost less the
+    gaps that already read as waits on it, taken from the host's gaps, unless launch-bound took them."""
+    host = "host_not_launching_work_ns"
+    if syncs is None or host in charged or host not in idle.numbers:
+        return 0
+    already = int(idle.numbers.get("waiting_on_a_synchronization_ns", 0.0))
+    return int(min(idle.numbers[host], max(0, syncs.cost_ns - already)))
 
 
 def idle_budget_ns(ctx: Context) -> int:

@@ -21,11 +21,14 @@ I64 = npt.NDArray[np.int64]
 class Context:
     """The analysed window: the steady steps. That is the complete steps, less step 0 when it is the
     recording's first (it also holds everything before the first tenprof.step(), such as building the
-    model; only the cold-start check looks at it), and less the steps in which torch.compile compiled or
-    CUDA graphs were recorded (only the torch-compile check looks at those, so one stall is not reported
-    by every check). Where no steps were marked, the loop's iterations are inferred from the top-level
-    ops (`analyses.inferred_steps`); failing that, the whole recording is one step. With
-    fewer than two steps the whole profile is judged as one step."""
+    model; only the cold-start check looks at it), less the steps in which torch.compile compiled or CUDA
+    graphs were recorded (only the torch-compile check looks at those, so one stall is not reported by
+    every check), and less the slow steps: those taking `slow_step.min_ratio` times the median of the
+    others and `slow_step.min_excess_ms` more (a one-off stall in the middle of a run: only the
+    slow-step check looks at those, so a single stall is not read as a cost of every step). Where no
+    steps were marked, the loop's iterations are inferred from the top-level ops
+    (`analyses.inferred_steps`); failing that, the whole recording is one step. With fewer than two
+    steps the whole profile is judged as one step."""
 
     def __init__(self, profile: Profile, thresholds: Thresholds, keep_compiling: bool = False) -> None:
         self.profile = profile
@@ -78,6 +81,8 @@ class Context:
                 keep &= ~hit
             else:
                 self.compiling_steps = 0  # every step compiles: judge them anyway rather than judge nothing
+        self.slow = self._slow(keep)
+        keep &= ~self.slow
         self.step_numbers, self.step_start, self.step_end = (
             self.step_numbers[keep],
             self.step_start[keep],
@@ -85,6 +90,25 @@ class Context:
         )
         self.step_count = len(self.step_start)
         self.analysed_ns = int((self.step_end - self.step_start).sum())
+
+    def _slow(self, keep: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
+        """Which of the kept steps are one-off stalls (see the class docstring). Judged only with at
+        least three steps; a step is slow against the median of all kept steps, so fewer than half
+        can be."""
+        slow = np.zeros(len(keep), dtype=bool)
+        if keep.sum() < 3:
+            return slow
+        took = self.step_end - self.step_start
+        median = float(np.median(took[keep]))
+        slow[keep] = (took[keep] >= self.t.slow_step_min_ratio * median) & (
+            took[keep] - median >= self.t.slow_step_min_excess_ms * 1e6
+        )
+        return slow
+
+    @property
+    def slow_steps(self) -> tuple[I64, I64, I64]:
+        """The slow steps' numbers, starts and ends."""
+        return self.all_step_numbers[self.slow], self.all_step_start[self.slow], self.all_step_end[self.slow]
 
     def step_index(self, times: I64) -> I64:
         """Index into the analysed steps of the step covering each time, -1 outside them."""

@@ -7,12 +7,13 @@ from collections import Counter
 
 import numpy as np
 
-from tenprof.analyses.findings.context import Context, per_step
+from tenprof.analyses.findings.context import I64, Context, per_step
 from tenprof.analyses.findings.model import Finding
-from tenprof.importers.intervals import take
+from tenprof.importers.intervals import coverage, uncovered
 from tenprof.renderers.units import count, duration
 
-# Calls that block the host until the GPU has drained (cudaMemcpy without Async is synchronous too).
+# Calls that block the host until the GPU has drained (cudaMemcpy without Async is synchronous too, and
+# so is any copy into pageable host memory: see _copies_to_pageable_host).
 SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy")
 # The aten ops users reach these through, to name the cause in words.
 CAUSES = {
@@ -29,6 +30,7 @@ def check(ctx: Context) -> list[Finding]:
     api = ctx.profile.table("api_calls")
     names = api.column("name").to_pylist()
     is_sync = np.array([n in SYNC_CALLS for n in names], dtype=bool)
+    is_sync |= np.isin(api.column("correlation_id").to_numpy(), _copies_to_pageable_host(ctx))
     start = api.column("start_ns").to_numpy()
     is_sync &= ctx.in_steps(start)
     if ctx.step_numbers[0] < 0:
@@ -40,22 +42,23 @@ def check(ctx: Context) -> list[Finding]:
         is_sync &= api.column("end_ns").to_numpy() < last_launch
     if not is_sync.any():
         return []
-    per_step_count = per_step(int(is_sync.sum()), ctx)
+    idx = np.flatnonzero(is_sync)
+    idx = idx[np.argsort(start[idx], kind="stable")]
+    op_of = api.column("op_id").to_numpy()[idx]
+    thread_of = api.column("thread_id").to_numpy()[idx]
+    # One op's copy and the synchronize after it (`.tolist()`, `.cpu()`) are one wait, the host's time
+    # in both blocked.
+    first = np.ones(len(idx), dtype=bool)
+    first[1:] = (op_of[1:] != op_of[:-1]) | (op_of[1:] < 0)
+    group = np.cumsum(first) - 1
+    ops = op_of[first]
+    sync_start = start[idx][first]
+    ends = np.maximum.reduceat(api.column("end_ns").to_numpy()[idx], np.flatnonzero(first))
+    blocked = np.bincount(group, weights=api.column("duration_ns").to_numpy()[idx]).astype(np.int64)
+    per_step_count = per_step(len(ops), ctx)
     if per_step_count < ctx.t.sync_min_per_step:
         return []
-    idx = np.flatnonzero(is_sync)
-    ends = api.column("end_ns").to_numpy()[idx]
-    blocked = api.column("duration_ns").to_numpy()[idx]
-    ops = api.column("op_id").to_numpy()[idx]
-    gpu_start, _ = ctx.gpu_intervals
-    gpu_start = np.sort(gpu_start)
-    nxt = np.searchsorted(gpu_start, ends)
-    # The GPU idles from the end of the wait to the next GPU work, in this step or the next (a sync at
-    # the end of a step delays the next one), up to the end of the analysed steps.
-    next_start = np.minimum(
-        take(gpu_start, np.where(nxt < len(gpu_start), nxt, -1), ctx.analysed_end), ctx.analysed_end
-    )
-    idle_after = np.maximum(next_start - ends, 0)
+    idle_after, cost_each = _wake(ctx, sync_start, ends, blocked)
     causes: Counter[str] = Counter()
     copy_direction = _copy_directions(ctx)
     by_copy = np.zeros(len(ops), dtype=bool)  # the wait is a blocking copy to the GPU's
@@ -66,20 +69,22 @@ def check(ctx: Context) -> list[Finding]:
             causes["a blocking copy to the GPU (.to('cuda') from pageable memory or without non_blocking)"] += 1
         else:
             causes[CAUSES.get(name, "an explicit synchronize" if op < 0 else f"{ctx.op_names()[op]}")] += 1
-    cost = int(idle_after.sum())
+    cost = int(cost_each.sum())
     return [
         Finding(
             id="sync-in-loop",
             title=f"{count(per_step_count)} host-device synchronizations per step, "
-            f"GPU idle {duration(per_step(cost, ctx))} per step after them",
+            f"costing {duration(per_step(cost, ctx))} of GPU idle per step",
             cost_ns=cost,
             seen=[
                 f"{len(idx)} synchronizing calls in {ctx.step_count} step(s); the host was blocked "
                 f"{duration(int(blocked.sum()))} in them",
                 "through " + ", ".join(f"{c} x{n}" for c, n in causes.most_common(3)),
-                f"the GPU then waited {duration(cost)} in all for the next launch",
+                f"the GPU was idle {duration(int(idle_after.sum()))} between each synchronization and the next; "
+                f"removing them lets the host run ahead again by as much as it waited, so they cost the smaller "
+                f"of the two, each time: {duration(cost)}",
             ],
-            where=ctx.where(ops, blocked),
+            where=_where(ctx, ops, sync_start, thread_of[first], blocked),
             why="A synchronization empties the GPU's queue: the host waits for the GPU, then the GPU waits for the "
             "host to launch again, and the CPU can no longer run ahead of the GPU.",
             fix="Keep the value on the GPU (accumulate losses in a tensor, compare on the device) and read it once "
@@ -87,13 +92,67 @@ def check(ctx: Context) -> list[Finding]:
             "and .cpu() inside the step.",
             numbers={
                 "syncs_per_step": per_step_count,
-                "idle_after_ns": float(cost),
+                "idle_after_ns": float(idle_after.sum()),
+                "cost_ns": float(cost),
                 "blocked_ns": float(blocked.sum()),
                 "copy_syncs": float(by_copy.sum()),
-                "copy_idle_after_ns": float(idle_after[by_copy].sum()),
+                "copy_idle_after_ns": float(cost_each[by_copy].sum()),
             },
         )
     ]
+
+
+def _wake(ctx: Context, starts: I64, ends: I64, blocked: I64) -> tuple[I64, I64]:
+    """For each synchronization (in time order), the GPU idle in the analysed steps from its end to the
+    next one's start (the last: to the end of the steps), and what of it the synchronization costs.
+
+    A synchronization drains the GPU's queue: until the host has queued enough work again, every idle
+    moment of the GPU is its doing, the host's own work after it included (the loss logged, the next
+    batch prepared), and the small kernels launched right after it do not end that. Without it, the host
+    would have been ahead by at most the time it waited in it, so that much idle, no more, is saved."""
+    following = np.append(starts[1:], ctx.analysed_end)
+    hi = np.maximum(np.minimum(following, ctx.analysed_end), ends)
+    idle_start, idle_end = uncovered((ctx.step_start, ctx.step_end), ctx.gpu_intervals)
+    idle = coverage(idle_start, idle_end, ends, hi)
+    return idle, np.minimum(idle, blocked)
+
+
+def _where(ctx: Context, ops: I64, starts: I64, threads: I64, blocked: I64) -> list[str]:
+    """The lines of the synchronizations, heaviest first. One called outside any torch op (an explicit
+    torch.cuda.synchronize()) has no line in the trace: it is placed after the last op its thread
+    started before it."""
+    o = ctx.profile.table("ops")
+    o_start, o_thread = o.column("start_ns").to_numpy(), o.column("thread_id").to_numpy()
+    outside = ops < 0
+    previous = np.full(len(ops), -1, dtype=np.int64)  # for those outside ops: the thread's last op before
+    for thread in np.unique(threads[outside]).tolist():
+        mine = np.flatnonzero(o_thread == thread)
+        mine = mine[np.argsort(o_start[mine], kind="stable")]
+        which = np.flatnonzero(outside & (threads == thread))
+        k = np.searchsorted(o_start[mine], starts[which], side="left") - 1
+        previous[which] = np.where(k >= 0, mine[np.clip(k, 0, None)] if len(mine) else -1, -1)
+    tally: Counter[str] = Counter()
+    for op, before, weight in zip(ops.tolist(), previous.tolist(), blocked.tolist(), strict=True):
+        if op >= 0:
+            tally[ctx.line_of_op(op)] += weight
+        else:
+            tally[f"outside torch ops, after {ctx.line_of_op(before)}"] += weight
+    return [line for line, _ in tally.most_common(3)]
+
+
+def _copies_to_pageable_host(ctx: Context) -> I64:
+    """Correlation ids of the copies from the GPU into pageable host memory: the call that issues one
+    returns only once the GPU has run everything queued before it, like a synchronize."""
+    t = ctx.profile.table("transfers")
+    to_pageable = np.array(
+        [
+            d == "DtoH" and m == "Pageable"
+            for d, m in zip(t.column("direction").to_pylist(), t.column("dst_memory").to_pylist(), strict=True)
+        ],
+        dtype=bool,
+    )
+    ids: I64 = t.column("correlation_id").to_numpy()[to_pageable]
+    return ids[ids >= 0]
 
 
 def _copy_directions(ctx: Context) -> dict[int, str]:

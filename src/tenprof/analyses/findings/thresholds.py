@@ -26,6 +26,11 @@ class Thresholds:
     """hidden-copies: fires when copy kernels under contiguous/to/clone/copy_ take this share of GPU time."""
     cold_start_min_ratio: float = 2.0
     """cold-start: fires when the first step takes this many times the median of the others."""
+    slow_step_min_ratio: float = 3.0
+    """slow-step: a step taking this many times the median of the analysed steps is a one-off stall,
+    reported on its own and left out of the steps the other checks judge ..."""
+    slow_step_min_excess_ms: float = 1.0
+    """... when it also takes this many milliseconds more than the median (shorter hiccups are noise)."""
     variance_max_cv: float = 0.25
     """variance: fires when one kernel with one launch shape has a coefficient of variation above this ..."""
     variance_min_share: float = 0.01
@@ -65,7 +70,18 @@ class Thresholds:
 
 def _public(field_name: str) -> str:
     """launch_bound_max_gpu_busy -> launch_bound.max_gpu_busy (check name, then the threshold)."""
-    for check in ("launch_bound", "idle", "sync", "transfers", "copies", "cold_start", "variance", "names", "counters"):
+    for check in (
+        "launch_bound",
+        "idle",
+        "sync",
+        "transfers",
+        "copies",
+        "cold_start",
+        "slow_step",
+        "variance",
+        "names",
+        "counters",
+    ):
         if field_name.startswith(check + "_"):
             return f"{check}.{field_name[len(check) + 1 :]}"
     return field_name
