@@ -363,3 +363,16 @@ def test_a_one_off_stall_in_a_later_step_is_one_finding(rebuilt: dict[str, Profi
     assert {x.id for x in find_all(profile)} == {"slow-step", "cold-start"}
     assert any("slow-step check" in note for note in not_judged(profile))
     assert {x.id for x in find_all(rebuilt["finding_slow_step_fixed"])} == {"cold-start"}
+
+
+def test_gpu_time_findings_say_when_the_host_bounds_the_step(rebuilt: dict[str, Profile]) -> None:
+    # channels_last.py (H100): the NCHW block is launch-bound (GPU busy 49% un-profiled), and un-profiled
+    # its channels_last fix is no faster (1.18 -> 1.45 ms a step): the conversions' GPU time is real, but
+    # saving it shortens no step until the host is faster. The finding says so and ranks below.
+    found = find_all(rebuilt["finding_channels_last"])
+    ids = [f.id for f in found]
+    assert ids.index("launch-bound") < ids.index("layout-conversions")
+    layout = found[ids.index("layout-conversions")]
+    assert any("shortens the step only once the host" in s for s in layout.seen)
+    gemm = _one(rebuilt["finding_fp32_gemm"], "gemm-without-tensor-cores")  # GPU-bound: no such caveat
+    assert gemm is not None and not any("shortens the step only" in s for s in gemm.seen)

@@ -17,6 +17,9 @@ The overlaps, each settled once here:
   CPU, which costs the program time only where the GPU then waits: in a GPU-bound loop it is hidden.
   So the costs of these findings never add up to more idle time than the steps had.
 - Any finding whose cost is zero says nothing worth acting on, and is dropped.
+- A finding whose cost is GPU kernel time (no tensor cores, layout conversions, ...) saves nothing of
+  the step's time while the host bounds it: where launch-bound fired, each says so (launch-bound, whose
+  cost is most of the step then, ranks above them).
 """
 
 from __future__ import annotations
@@ -30,6 +33,17 @@ from tenprof.renderers.units import duration
 
 # The findings whose cost is GPU idle time, most specific first: they are charged in this order.
 IDLE_CHARGERS = ("sync-in-loop", "pageable-transfer", "torch-compile", "graph-break", "launch-bound", "idle-gaps")
+
+# The findings whose cost is GPU kernel time: in a step the host bounds, saving it shortens no step.
+GPU_TIME_FINDINGS = (
+    "gemm-without-tensor-cores",
+    "layout-conversions",
+    "strided-elementwise",
+    "hidden-copies",
+    "variance",
+    "memory-bound-slow",
+    "register-limited",
+)
 
 # idle-gaps' kinds (its numbers' keys) -> the finding that owns that kind of wait when it fired
 _IDLE_OWNERS = {
@@ -88,6 +102,13 @@ def one_cause_one_finding(found: list[Finding], ctx: Context) -> list[Finding]:
                 )
                 f.cost_ns = budget
             budget -= f.cost_ns
+    bound = by_id.get("launch-bound")
+    if bound is not None and bound.cost_ns > 0:
+        for f in (f for f in found if f.id in GPU_TIME_FINDINGS):
+            f.seen.append(
+                f"the GPU is busy {100 * bound.numbers['gpu_busy_share']:.0f}% of the step (launch-bound, above): "
+                "this saves GPU time, which shortens the step only once the host launches work faster"
+            )
     return [f for f in found if f.cost_ns > 0]
 
 
