@@ -100,6 +100,11 @@ while [ $# -gt 0 ]; do
     ls -la "$WORK/prof/torch_traces"
     for d in "$WORK"/prof/finding_*; do tenprof report "$d" --limit 4 2>&1 | grep -E "^[0-9]+\. |^Findings|^Overhead|Overhead" | sed "s|^|$(basename "$d"): |"; done
     ;;
+  findings17c)  # issue 17: launch-bound fixed without changing the work (the step replayed as a CUDA graph)
+    record finding_launch_graph examples/findings/launch_graph.py --steps 12
+    record finding_launch_graph_fixed examples/findings/launch_graph.py --steps 12 --fixed
+    for d in "$WORK"/prof/finding_launch_graph*; do tenprof report "$d" --limit 4 2>&1 | grep -E "^[0-9]+\. |^Findings|Overhead" | sed "s|^|$(basename "$d"): |"; done
+    ;;
   compile)  # only the torch.compile pair
     record finding_recompile examples/findings/recompile.py
     record finding_recompile_fixed examples/findings/recompile.py --fixed

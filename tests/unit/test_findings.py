@@ -22,6 +22,7 @@ from tests.conftest import DATA
 
 PAIRS = [
     ("launch-bound", "finding_launch_bound"),
+    ("launch-bound", "finding_launch_graph"),
     ("idle-gaps", "finding_host_gaps"),
     ("sync-in-loop", "finding_sync_in_loop"),
     ("sync-in-loop", "finding_sync_tolist"),
@@ -376,3 +377,26 @@ def test_gpu_time_findings_say_when_the_host_bounds_the_step(rebuilt: dict[str, 
     assert any("shortens the step only once the host" in s for s in layout.seen)
     gemm = _one(rebuilt["finding_fp32_gemm"], "gemm-without-tensor-cores")  # GPU-bound: no such caveat
     assert gemm is not None and not any("shortens the step only" in s for s in gemm.seen)
+
+
+# Pairs whose fix keeps the work and removes the cause: the finding's cost per step against the
+# un-profiled step of the trigger less the fix's. launch_graph (H100): measured by tenprof's capture-off
+# steps; the others (H200, recorded before those steps existed): estimated from the ops per step.
+SAVINGS = [
+    ("launch-bound", "finding_launch_graph"),
+    ("idle-gaps", "finding_host_gaps"),
+    ("pageable-transfer", "finding_pageable_copy"),
+    ("hidden-copies", "finding_hidden_copies"),
+]
+
+
+@pytest.mark.parametrize("finding_id, case", SAVINGS)
+def test_the_cost_is_what_the_fix_saved(rebuilt: dict[str, Profile], finding_id: str, case: str) -> None:
+    f = _one(rebuilt[case], finding_id)
+    assert f is not None
+    ctx = {c: Context(rebuilt[c], Thresholds()) for c in (case, case + "_fixed")}
+    unprofiled = {c: x.overhead.unprofiled_step_ns for c, x in ctx.items()}
+    assert None not in unprofiled.values()
+    saved = unprofiled[case] - unprofiled[case + "_fixed"]  # type: ignore[operator]
+    assert saved > 0
+    assert abs(f.cost_ns / ctx[case].step_count - saved) <= 0.1 * saved, (f.cost_ns / ctx[case].step_count, saved)

@@ -7,7 +7,6 @@ import json
 import math
 from pathlib import Path
 
-import duckdb
 from rich.console import Console
 
 from tenprof.analyses.ranks import ranks_report
@@ -27,6 +26,8 @@ def kernels_across_ranks(out_dir: Path) -> list[dict[str, object]]:
         select name, count(*) as ranks, min(ns) as min_ns, median(ns) as median_ns, max(ns) as max_ns
         from per_rank group by name order by median_ns desc
     """
+    import duckdb  # here, not at import: every command imports this module, few merge ranks
+
     try:
         relation = duckdb.sql(query)
         result = relation.fetchall() if relation is not None else []
