@@ -29,9 +29,3 @@ class TraceFormatError(TenprofError):
     """A trace given to `tenprof import` is truncated, corrupt or not a Kineto/Chrome trace."""
 
     exit_code = 4
-
-
-class CaptureError(TenprofError):
-    """The capture could not start (no torch, profiler unavailable) or produced nothing usable."""
-
-    exit_code = 5

@@ -11,12 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from tenprof.analyses.compiled import compiled_report
-from tenprof.importers.compiled_import import (
-    build_compiled_table,
-    from_kernel_name,
-    parse_wrapper,
-    read_compiled_code,
-)
+from tenprof.core.inductor import from_kernel_name
+from tenprof.importers.compiled_import import build_compiled_table, parse_wrapper
+from tenprof.store.compiled_code import read_compiled_code
 from tenprof.store.profile import Profile, load_profile
 from tenprof.store.writer import PassWriter
 from tests.conftest import DATA
@@ -150,7 +147,7 @@ def test_compile_time_against_the_steady_step() -> None:
 
 
 def test_embedded_kernel_source_and_extern_gemm_calls() -> None:
-    from tenprof.importers.compiled_import import embedded_kernels, extern_calls
+    from tenprof.core.generated_code import embedded_kernels, extern_calls
 
     start, end = embedded_kernels(WRAPPER)["triton_poi_fused_gelu_0"]
     lines = WRAPPER[start:end].split("\n")

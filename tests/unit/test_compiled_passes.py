@@ -182,7 +182,8 @@ def test_each_kernel_names_its_compiled_region_and_the_line_that_called_it() -> 
 
 
 def test_a_generated_file_named_by_a_trace_is_read_when_it_still_exists(tmp_path: Path) -> None:
-    from tenprof.importers.compiled_import import build_compiled_table, is_generated_file
+    from tenprof.core.inductor import is_generated_file
+    from tenprof.importers.compiled_import import build_compiled_table
 
     generated = tmp_path / "o3" / ("c" + "a" * 51 + ".py")
     generated.parent.mkdir()
@@ -214,10 +215,9 @@ def test_a_generated_file_named_by_a_trace_is_read_when_it_still_exists(tmp_path
 def test_json_report_carries_the_compiled_counters_and_stalls_sections(stalls: Profile) -> None:
     import orjson
 
-    from tenprof.cli.report_command import all_tallies
-    from tenprof.renderers.json_report import report_json
+    from tenprof.renderers.sections import report_json
 
-    data = orjson.loads(report_json(stalls, all_tallies(stalls)))
+    data = orjson.loads(report_json(stalls))
     compiled = {r["kernel"]: r for r in data["compiled"]["rows"]}
     assert (
         data["compiled"]["ops_share"] == 1.0 and compiled["triton_poi_fused_gelu_0"]["region"] == "frame 0/0, forward"
@@ -225,7 +225,7 @@ def test_json_report_carries_the_compiled_counters_and_stalls_sections(stalls: P
     assert any(o["op"].startswith("compiled: aten::gelu") for o in data["counters"]["operators"])
     assert any(r["op"].startswith("compiled: aten::gelu") for r in data["stalls"]["by_op_and_line"])
     eager = load_profile(DATA / "mlp")
-    plain = orjson.loads(report_json(eager, all_tallies(eager)))
+    plain = orjson.loads(report_json(eager))
     assert plain["compiled"] is None and plain["counters"] is None and plain["stalls"] is None
 
 

@@ -8,12 +8,15 @@ import math
 import shutil
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from tenprof.analyses.counters import OperatorsReport, operators_report
-from tenprof.analyses.roofline import occupancy_limiter, verdict
+from tenprof.analyses.replays import judged_replays
+from tenprof.analyses.roofline import RooflineLimits, occupancy_limiter, verdict
 from tenprof.cli.main import main
-from tenprof.importers.counters_import import base_name, build_counters_pass
+from tenprof.core.kernel_names import base_name
+from tenprof.importers.counters_import import build_counters_pass
 from tenprof.store.profile import Profile, load_profile
 from tenprof.store.writer import PassWriter
 from tests.conftest import DATA
@@ -109,6 +112,69 @@ def test_report_prints_the_counters_section(recorded: dict[str, Profile], capsys
     assert "Hardware metrics per operator" in out and "aten::mm" in out and "got no metrics" in out
 
 
+# Recordings imported before verdicts were judged at report time: their kernel_metrics still hold the
+# `verdict` and `occupancy_limiter` the importer stored then, with the default limits.
+STORED_VERDICTS = ("counters/matmul", "counters/mlp", "stalls/mlp", "stalls/imported", "compiled/mlp_stalls")
+
+
+@pytest.mark.parametrize("case", STORED_VERDICTS)
+def test_judged_verdicts_equal_the_ones_old_imports_stored(case: str) -> None:
+    profile = load_profile(DATA / case)  # read as recorded, not imported again
+    path = DATA / case / "counters" / "kernel_metrics.parquet"
+    stored = pq.read_table(path, columns=["replay_id", "verdict", "occupancy_limiter"]).to_pylist()
+    assert stored and "verdict" not in profile.table("kernel_metrics").schema.names  # the old column is not read
+    # The old import took an occupancy ncu did not measure (a report made without the Occupancy section,
+    # stalls/imported) as 0% and called the kernel occupancy-bound; unmeasured, it is "below peak" now.
+    unmeasured = {
+        r["replay_id"]
+        for r in pq.read_table(path, columns=["replay_id", "achieved_occupancy_pct"]).to_pylist()
+        if r["achieved_occupancy_pct"] is None or math.isnan(r["achieved_occupancy_pct"])
+    }
+    for r in stored:
+        if r["replay_id"] in unmeasured and r["verdict"] == "occupancy-bound":
+            r["verdict"] = "below peak"
+    judged = judged_replays(profile)
+    assert {r["replay_id"]: (r["verdict"], r["occupancy_limiter"]) for r in stored} == {
+        rid: (row["verdict"], row["occupancy_limiter"]) for rid, row in judged.items()
+    }
+    assert bool(unmeasured) == (case == "stalls/imported")
+    report = operators_report(profile)
+    assert report is not None
+    old = {r["replay_id"]: r for r in stored}
+    for kernel in (k for o in report.operators for k in o.kernels):
+        assert (kernel.verdict, kernel.occupancy_limiter) == (
+            old[kernel.replay_id]["verdict"],
+            old[kernel.replay_id]["occupancy_limiter"],
+        )
+
+
+def test_a_new_import_stores_no_verdict(recorded: dict[str, Profile]) -> None:
+    for profile in recorded.values():
+        names = pq.read_schema(profile.directory / "counters" / "kernel_metrics.parquet").names
+        assert "verdict" not in names and "occupancy_limiter" not in names
+        assert all(row["verdict"] for row in judged_replays(profile).values())
+
+
+def test_changed_limits_change_the_verdicts_without_importing_again() -> None:
+    profile = load_profile(DATA / "counters" / "mlp")
+    before = judged_replays(profile)
+    launch_bound = {rid for rid, row in before.items() if row["verdict"] == "launch-bound"}
+    assert launch_bound and len(launch_bound) < len(before)
+    # No kernel is too short to judge: the short ones get the verdict of the other rules.
+    after = judged_replays(profile, RooflineLimits(launch_ns=0.0))
+    assert not any(row["verdict"] == "launch-bound" for row in after.values())
+    assert all(after[rid]["verdict"] == before[rid]["verdict"] for rid in set(before) - launch_bound)
+    # The operators report (and what reads it: the section, the export, the findings) follows.
+    default = operators_report(profile)
+    relaxed = operators_report(profile, RooflineLimits(launch_ns=0.0, low_occupancy_pct=0.0))
+    assert default is not None and relaxed is not None
+    verdicts = {o.aggregated.verdict for o in default.operators}
+    assert {"launch-bound", "occupancy-bound"} <= verdicts
+    assert {o.aggregated.verdict for o in relaxed.operators}.isdisjoint({"launch-bound", "occupancy-bound"})
+    kernels = {k.verdict for o in relaxed.operators for k in o.kernels}
+    assert kernels.isdisjoint({"launch-bound", "occupancy-bound"})
+
+
 def test_kernel_names_compare_by_function_name() -> None:
     assert base_name(
         "void at::native::vectorized_elementwise_kernel<4, add<float>, std::array<char*, 3ul> >(int, add)"
@@ -120,12 +186,34 @@ def test_kernel_names_compare_by_function_name() -> None:
 
 
 def test_roofline_verdicts() -> None:
-    assert verdict(2_000, 90, 90, 0, 90) == "launch-bound"
-    assert verdict(50_000, 80, 30, 0, 50) == "compute-bound"
-    assert verdict(50_000, 10, 5, 85, 50) == "compute-bound"  # tensor cores near peak
-    assert verdict(50_000, 20, 85, 0, 50) == "memory-bound"
-    assert verdict(50_000, 20, 30, 0, 12) == "occupancy-bound"
-    assert verdict(50_000, 20, 30, 0, 70) == "latency-bound"
+    # Hand-made metric rows at and on either side of each threshold, with the verdict written out (the
+    # thresholds as documented in analyses/roofline.py: shorter than 5 us is launch-bound; 60% of peak
+    # is near peak; fewer than 30% of warp slots active is low occupancy), not read from the module.
+    rows = [
+        # duration_ns, sm %, memory %, tensor pipe %, achieved occupancy %, verdict
+        (4_999, 90, 10, 0, 90, "launch-bound"),  # just under 5 us: launching costs as much as running
+        (5_000, 90, 10, 0, 90, "compute-bound"),  # at 5 us it is judged on its throughput
+        (4_999, 10, 10, 0, 10, "launch-bound"),  # the first rule wins over low occupancy
+        (50_000, 60, 10, 0, 90, "compute-bound"),  # SM exactly at 60%
+        (50_000, 59.9, 10, 0, 90, "latency-bound"),  # just under: nothing near peak, warps available
+        (50_000, 10, 10, 60, 90, "compute-bound"),  # the tensor-core pipe at 60% counts as the SM
+        (50_000, 10, 10, 59.9, 90, "latency-bound"),
+        (50_000, 70, 70, 0, 90, "compute-bound"),  # both near peak and equal: compute wins the tie
+        (50_000, 70, 70.1, 0, 90, "memory-bound"),  # memory busier than the SM
+        (50_000, 10, 60, 0, 90, "memory-bound"),  # memory exactly at 60%
+        (50_000, 10, 59.9, 0, 90, "latency-bound"),
+        (50_000, 80, 10, 0, 10, "compute-bound"),  # near peak despite low occupancy
+        (50_000, 10, 10, 0, 29.9, "occupancy-bound"),  # just under 30% of warp slots
+        (50_000, 10, 10, 0, 30, "latency-bound"),  # at 30% occupancy is not the limit
+        (50_000, math.nan, 70, math.nan, 90, "memory-bound"),  # SM metrics missing: judged on memory
+    ]
+    for duration_ns, sm, memory, tensor, occupancy, expected in rows:
+        got = verdict(duration_ns, sm, memory, tensor, occupancy)
+        assert got == expected, (duration_ns, sm, memory, tensor, occupancy)
+    # The limits are parameters: the same metrics judged under others.
+    assert verdict(4_999, 90, 10, 0, 90, RooflineLimits(launch_ns=1_000)) == "compute-bound"
+    assert verdict(50_000, 50, 10, 0, 90, RooflineLimits(bound_pct=50)) == "compute-bound"
+    assert verdict(50_000, 10, 10, 0, 35, RooflineLimits(low_occupancy_pct=40)) == "occupancy-bound"
     assert occupancy_limiter({"registers": 2, "shared_mem": 8, "warps": 4, "blocks": 32}) == "registers"
     assert occupancy_limiter({}) == ""
 

@@ -46,3 +46,31 @@ def test_import_ncu_builds_counters_and_stalls(
     assert top.pc == BASE and top.text.startswith("LDG") and top.shifted_in == 30.0
     assert top.source == "/tmp/kernel.py:10"
     assert stalls.samples == 35.0
+
+
+def test_import_ncu_copies_the_source_lines_into_the_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel's source file exists where the report is imported, not where the profile is read."""
+    import types
+    from typing import Any
+
+    from tests.unit.fake_ncu import SASS, Action
+
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text("".join(f"x{n} = tl.load(p + {n})\n" for n in range(1, 40)))
+
+    def source_info(self: Action, pc: int) -> Any:
+        if pc not in SASS:
+            return None
+        return types.SimpleNamespace(file_name=lambda: str(kernel), line=lambda: 10 + (pc - BASE) // 16)
+
+    monkeypatch.setattr(Action, "source_info", source_info)
+    monkeypatch.setitem(sys.modules, "ncu_report", fake_module())
+    report = tmp_path / "mine.ncu-rep"
+    report.write_bytes(b"stand-in")
+    out = tmp_path / "prof"
+    assert main(["import-ncu", str(report), "-o", str(out), "--quiet"]) == 0
+    kernel.unlink()
+    profile = load_profile(out)
+    assert profile.meta.passes["stalls"].rows["source_lines"] == len(SASS)
+    (stalls,) = kernel_stalls(profile)
+    assert stalls.hot[0].source == f"{kernel}:10" and stalls.hot[0].source_text == "x10 = tl.load(p + 10)"

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tenprof.importers.intervals import coverage, nest, take, uncovered, union_length
+from tenprof.core.intervals import coverage, nest, take, uncovered, union_length
 
 
 @st.composite

@@ -14,10 +14,10 @@ import pytest
 from rich.console import Console
 
 from tenprof.analyses.calltree import build_tree, flat, hide_frames, prune
-from tenprof.cli.report_command import all_tallies, print_report
+from tenprof.cli.report_command import print_report
 from tenprof.renderers.hatchet import to_literal
-from tenprof.renderers.json_report import report_json
 from tenprof.renderers.perfetto import write_perfetto
+from tenprof.renderers.sections import report_json
 from tenprof.renderers.text import render_flat, render_tree
 from tenprof.store.profile import Profile
 
@@ -60,7 +60,7 @@ def test_flat_text(rebuilt: dict[str, Profile]) -> None:
 
 
 def test_report_json(rebuilt: dict[str, Profile]) -> None:
-    _check("conv.report.json", report_json(rebuilt["conv"], all_tallies(rebuilt["conv"])))
+    _check("conv.report.json", report_json(rebuilt["conv"]))
 
 
 def test_hatchet(rebuilt: dict[str, Profile]) -> None:

@@ -23,8 +23,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-import numpy as np
-
 from tenprof.store.profile import Profile
 
 NodeKind = Literal["root", "frame", "scope", "op", "kernel", "transfer"]
@@ -268,8 +266,3 @@ def flat(tree: Node, metric: str) -> list[FlatRow]:
     rows = [FlatRow(k[0], k[1], k[2], self_sum[k], total_sum.get(k, 0)) for k in self_sum if k[0] != "root"]
     rows.sort(key=lambda r: (-r.self_value, -r.total_value, r.name))
     return rows
-
-
-def total_of(tree: Node, kind: str) -> int:
-    """Sum of exclusive GPU time over nodes of one kind (checks: equals the table totals)."""
-    return int(np.sum([n.self_gpu_ns for n in tree.walk() if n.kind == kind], dtype=np.int64))

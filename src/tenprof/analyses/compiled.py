@@ -23,9 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from tenprof.analyses.summary import OpLines, user_frame_of
-from tenprof.importers.compiled_import import from_kernel_name
-from tenprof.renderers.units import si
+from tenprof.core.inductor import from_kernel_name
+from tenprof.core.units import si
 from tenprof.store.profile import Profile
+from tenprof.store.schema import Pass
 
 REGION_MARKS = ("Torch-Compiled Region", "CompiledFxGraph", "CompiledFunction")
 
@@ -244,14 +245,20 @@ GEMM_KERNEL = re.compile(r"gemm|nvjet|cutlass|xmma|splitKreduce|cublas", re.IGNO
 
 
 def extern_gemm_ops(profile: Profile) -> str:
-    """The aten GEMM ops the kept generated wrappers call through `extern_kernels` (comma-separated)."""
-    from tenprof.capture.rawfiles import COMPILED_CODE_FILE
-    from tenprof.importers.compiled_import import extern_calls, read_compiled_code
+    """The aten GEMM ops the kept generated wrappers call through `extern_kernels` (comma-separated), from
+    `compiled_extern_calls`; profiles recorded before that table existed parse the timeline's kept wrappers."""
+    if not profile.has_pass(Pass.TIMELINE):
+        return ""
+    if profile.table_path("compiled_extern_calls") is not None:
+        calls = profile.table("compiled_extern_calls").column("aten_op").to_pylist()
+    else:
+        from tenprof.core.generated_code import extern_calls
+        from tenprof.core.rawfiles import COMPILED_CODE_FILE
+        from tenprof.store.compiled_code import read_compiled_code
 
-    ops: dict[str, None] = {}
-    for row in read_compiled_code(profile.directory / "timeline" / "raw" / COMPILED_CODE_FILE):
-        ops.update(dict.fromkeys(op for op in extern_calls(str(row.get("source", ""))) if "mm" in op))
-    return ",".join(ops)
+        kept = read_compiled_code(profile.directory / Pass.TIMELINE / "raw" / COMPILED_CODE_FILE)
+        calls = [op for row in kept for op in extern_calls(str(row.get("source", "")))]
+    return ",".join(dict.fromkeys(op for op in calls if "mm" in op))
 
 
 def _config(info: dict[str, object]) -> str:

@@ -3,8 +3,10 @@ kernels are summed per (aten op, user line).
 
 Sums (bytes, FLOPs, instructions) are per launch times launches; percentages are averaged weighted by the
 kernels' timeline time, so an op's throughput reads like one long kernel's; the op's verdict comes from
-those weighted percentages (tenprof.analyses.roofline). Without a timeline pass, ops are the counters
-pass's own signatures and launches are the signature's op count.
+those weighted percentages (tenprof.analyses.roofline). Every verdict and occupancy limiter is computed
+here, under the `RooflineLimits` the caller passes, from the stored metrics (tenprof.analyses.replays):
+the profile stores none. Without a timeline pass, ops are the counters pass's own signatures and
+launches are the signature's op count.
 
 The JSON shape (`OperatorsReport`) follows the per-operator profile users of the Operator Profiler know:
 `operators[]` with `kernels[]` and `aggregated{}`, `unattributed_kernels[]`, `warnings[]`.
@@ -19,10 +21,12 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from tenprof.analyses.roofline import verdict
+from tenprof.analyses.replays import judged_replays
+from tenprof.analyses.roofline import DEFAULT_LIMITS, RooflineLimits, verdict
 from tenprof.analyses.summary import OpLines
-from tenprof.importers.counters_import import CONFIDENCE, inside_autotuning
+from tenprof.core.inductor import inside_autotuning
 from tenprof.store.profile import Profile
+from tenprof.store.schema import MATCH_CONFIDENCE, Pass
 
 SUMMED = ("dram_read_bytes", "dram_write_bytes", "flops", "instructions")
 AVERAGED = (
@@ -105,16 +109,16 @@ def _clean(value: Any) -> float:
     return v
 
 
-def operators_report(profile: Profile) -> OperatorsReport | None:
-    metrics = profile.table("kernel_metrics")
-    if metrics.num_rows == 0:
+def operators_report(profile: Profile, limits: RooflineLimits = DEFAULT_LIMITS) -> OperatorsReport | None:
+    """The counters pass per (op, line); verdicts judged under `limits` (see the module docstring)."""
+    if profile.table("kernel_metrics").num_rows == 0:
         return None
-    rows = {int(r["replay_id"]): r for r in metrics.to_pylist()}
-    status = profile.meta.passes.get("counters")
+    rows = judged_replays(profile, limits)
+    status = profile.meta.passes.get(Pass.COUNTERS)
     warnings = [status.reason] if status is not None and status.reason else []
     links = profile.table("kernel_counters")
     if links.num_rows == 0:
-        return _from_signatures(profile, rows, warnings)
+        return _from_signatures(profile, rows, warnings, limits)
     kernels = profile.table("kernels")
     ops = profile.table("ops")
     op_of = kernels.column("op_id").to_numpy()
@@ -167,7 +171,7 @@ def operators_report(profile: Profile) -> OperatorsReport | None:
         entries.sort(key=lambda e: -(e.time_ns or 0))
         operators.append(
             OperatorEntry(
-                op=key[0], line=key[1], calls=len(calls[key]), kernels=entries, aggregated=_aggregate(entries)
+                op=key[0], line=key[1], calls=len(calls[key]), kernels=entries, aggregated=_aggregate(entries, limits)
             )
         )
     operators.sort(key=lambda o: -o.aggregated.time_ns)
@@ -179,7 +183,9 @@ def operators_report(profile: Profile) -> OperatorsReport | None:
     return OperatorsReport(operators=operators, unattributed_kernels=missing, warnings=warnings)
 
 
-def _from_signatures(profile: Profile, rows: dict[int, dict[str, Any]], warnings: list[str]) -> OperatorsReport:
+def _from_signatures(
+    profile: Profile, rows: dict[int, dict[str, Any]], warnings: list[str], limits: RooflineLimits
+) -> OperatorsReport:
     """No timeline: each replay counts once per op instance of its signature."""
     sigs = {int(r["signature_id"]): r for r in profile.table("counter_signatures").to_pylist()}
     groups: dict[str, list[KernelEntry]] = defaultdict(list)
@@ -195,7 +201,9 @@ def _from_signatures(profile: Profile, rows: dict[int, dict[str, Any]], warnings
     for sig in sigs.values():
         call_count[str(sig["op"])] += int(sig["count"])
     operators = [
-        OperatorEntry(op=op, line="", calls=call_count.get(op, 0), kernels=entries, aggregated=_aggregate(entries))
+        OperatorEntry(
+            op=op, line="", calls=call_count.get(op, 0), kernels=entries, aggregated=_aggregate(entries, limits)
+        )
         for op, entries in groups.items()
     ]
     operators.sort(key=lambda o: -o.aggregated.time_ns)
@@ -203,6 +211,7 @@ def _from_signatures(profile: Profile, rows: dict[int, dict[str, Any]], warnings
 
 
 def _kernel_entry(row: dict[str, Any], launches: int, time_ns: int | None, how: str) -> KernelEntry:
+    """`row`: a judged replay (judged_replays), its verdict and limiter computed, never read from the profile."""
     metrics = {m: _clean(row[m]) for m in PER_KERNEL}
     return KernelEntry(
         name=str(row["name"]),
@@ -212,14 +221,14 @@ def _kernel_entry(row: dict[str, Any], launches: int, time_ns: int | None, how: 
         time_ns=time_ns,
         replay_id=int(row["replay_id"]),
         method=how,
-        confidence=CONFIDENCE.get(how, "measured"),
+        confidence=MATCH_CONFIDENCE.get(how, "measured"),
         verdict=str(row["verdict"]),
         occupancy_limiter=str(row["occupancy_limiter"]),
         metrics={k: v for k, v in metrics.items() if not math.isnan(v)},
     )
 
 
-def _aggregate(entries: list[KernelEntry]) -> Aggregated:
+def _aggregate(entries: list[KernelEntry], limits: RooflineLimits) -> Aggregated:
     # Weight by timeline time; without one (all zero), by the replayed duration times launches.
     weights = np.array([e.time_ns or e.metrics.get("duration_ns", 0.0) * e.launches for e in entries], dtype=float)
 
@@ -250,10 +259,11 @@ def _aggregate(entries: list[KernelEntry]) -> Aggregated:
         arithmetic_intensity=flops / dram if flops is not None and dram else None,
         verdict=verdict(
             time_ns / max(launches, 1),
-            averaged["sm_throughput_pct"] or 0.0,
-            averaged["memory_throughput_pct"] or 0.0,
-            averaged["tensor_pipe_pct"] or 0.0,
-            averaged["achieved_occupancy_pct"] or 0.0,
+            averaged["sm_throughput_pct"],
+            averaged["memory_throughput_pct"],
+            averaged["tensor_pipe_pct"],
+            averaged["achieved_occupancy_pct"],
+            limits,
         ),
         **averaged,
     )

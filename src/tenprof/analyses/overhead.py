@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from tenprof.importers.intervals import merged, take
+from tenprof.core.intervals import merged, take
 from tenprof.store.profile import Profile
 
 COLD_STEPS = 3  # steps 0-2 are compared with nothing: building, compiling, tuning

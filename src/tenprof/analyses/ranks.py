@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from tenprof.analyses.summary import user_frame_of
-from tenprof.importers.intervals import coverage
+from tenprof.core.intervals import coverage
 from tenprof.store.directory import rank_dirs
 from tenprof.store.profile import Profile, load_profile
 

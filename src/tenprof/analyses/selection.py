@@ -11,8 +11,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tenprof.core.intervals import take
 from tenprof.errors import UsageError
-from tenprof.importers.intervals import take
 from tenprof.store.profile import Profile, with_tables
 
 

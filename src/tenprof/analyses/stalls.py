@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tenprof.store.profile import Profile
+from tenprof.store.schema import Pass
 
 MEMORY_REASONS = ("long_scoreboard", "short_scoreboard")
 
@@ -49,7 +50,7 @@ class CompiledPlace:
 def compiled_places(profile: Profile) -> dict[str, CompiledPlace]:
     """Generated kernel name -> the aten ops it fuses and their lines, from the timeline's
     compiled_kernels; the names of sampled Triton kernels fill in when the profile has no timeline."""
-    from tenprof.importers.compiled_import import from_kernel_name
+    from tenprof.core.inductor import from_kernel_name
 
     out = {
         r["kernel"]: CompiledPlace(r["aten_ops"], tuple(x for x in (r["lines"] or "").split(";") if x))
@@ -178,9 +179,9 @@ def stall_rollup(profile: Profile) -> list[StallRollup]:
 def _launches_by_name(profile: Profile) -> dict[str, int]:
     """Kernel name -> its launches in the timeline (how many times a sampled generated kernel ran),
     leaving out autotuning's benchmark launches, which ran other configs of the kernel."""
-    if not profile.has_pass("timeline"):
+    if not profile.has_pass(Pass.TIMELINE):
         return {}
-    from tenprof.importers.counters_import import inside_autotuning
+    from tenprof.core.inductor import inside_autotuning
 
     ops = profile.table("ops")
     tuning = inside_autotuning(ops.column("name").to_pylist(), ops.column("parent_op_id").to_numpy())
@@ -199,10 +200,10 @@ def _lines_by_op_and_kernel(profile: Profile) -> dict[tuple[str, str], dict[str,
 
     A kernel counts for its own op and every op enclosing it: the stalls pass names the op its dispatch
     mode saw (aten::randn), the timeline the innermost op that launched (aten::normal_)."""
-    if not profile.has_pass("timeline"):
+    if not profile.has_pass(Pass.TIMELINE):
         return {}
     from tenprof.analyses.summary import OpLines
-    from tenprof.importers.counters_import import base_name
+    from tenprof.core.kernel_names import base_name
 
     k = profile.table("kernels")
     ops = profile.table("ops")

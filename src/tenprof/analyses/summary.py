@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tenprof.analyses.overhead import Overhead, in_unrecorded_steps, kernel_launch_ns, measure, recorded_steps
-from tenprof.importers.intervals import coverage, take, union_length
+from tenprof.core.intervals import coverage, take, union_length
 from tenprof.store.profile import Profile
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tenprof.importers.intervals import coverage
+from tenprof.core.intervals import coverage
 from tenprof.store.profile import Profile
 
 

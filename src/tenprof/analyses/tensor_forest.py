@@ -22,7 +22,6 @@ from tenprof.store.profile import Profile
 
 METRICS = ("bytes", "uses", "lifetime")
 _TORCH_FILE = re.compile(r"[/\\](site|dist)-packages[/\\]torch[/\\]|^<")
-UNSEEN = "(made unseen: before recording, or inside a compiled graph)"
 
 
 @dataclass(frozen=True)

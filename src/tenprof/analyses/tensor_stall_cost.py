@@ -33,8 +33,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from tenprof.analyses.address_lookup import AddressIndex
-from tenprof.importers.counters_import import base_name
+from tenprof.core.kernel_names import base_name
 from tenprof.store.profile import Profile
+from tenprof.store.schema import Pass
 
 MEMORY_REASONS = ("long_scoreboard",)
 TENSOR_SPACES = ("global", "local", "texture")
@@ -76,7 +77,7 @@ def tensor_stall_cost(profile: Profile) -> list[TensorCost]:
     total = sum(waits.values())
     if not total:
         return []
-    accesses = profile.table("accesses").to_pylist() if profile.has_pass("accesses") else []
+    accesses = profile.table("accesses").to_pylist() if profile.has_pass(Pass.ACCESSES) else []
     by_key: dict[tuple[int, int], list[dict[str, object]]] = defaultdict(list)
     for a in accesses:
         by_key[(int(a["op_seq"]), int(a["pc_offset"]))].append(a)

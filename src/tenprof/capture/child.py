@@ -21,7 +21,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from tenprof.capture.rawfiles import STATUS_FILE
+from tenprof.core.rawfiles import STATUS_FILE
+from tenprof.store.schema import Pass
 
 EXIT_CAPTURE_FAILED = 5
 _RUNPY = runpy._run_code.__code__.co_filename  # type: ignore[attr-defined]  # '<frozen runpy>' since 3.11
@@ -99,12 +100,12 @@ def _session(spec: dict[str, Any], raw_dir: Path) -> Any:
 
     schedule = Schedule.parse(spec["schedule"]) if spec.get("schedule") else None
     stop_code = runpy._run_code.__code__  # type: ignore[attr-defined]
-    if spec.get("pass") in ("counters", "stalls"):
+    if spec.get("pass") in (Pass.COUNTERS, Pass.STALLS):
         from tenprof.capture.counters import CountersSession
 
         scopes = tuple(spec.get("replay_scopes", ()))
         return CountersSession(raw_dir, bool(spec.get("keep_all")), scopes, stop_code=stop_code)
-    if spec.get("pass") == "tensors":
+    if spec.get("pass") == Pass.TENSORS:
         from tenprof.capture.tensors import TensorsSession
 
         return TensorsSession(raw_dir, schedule, stop_code=stop_code, access_library=spec.get("access_library", ""))

@@ -6,7 +6,7 @@ FX node's stack trace); it changes comments only, not the kernels. `dump_compile
 the source of every wrapper module Inductor loaded (they hold each kernel's source, its metadata comment
 "Original ATen: [...]" and its `# kernel path:`; the kernel's source string is the text of the file
 Triton compiles it from, so the stalls report can quote a hot line) into `raw/compiled_code.json.gz`
-(rows `{"path", "source"}`), read by tenprof.importers.compiled_import. Every pass's run does both;
+(rows `{"path", "source"}`), read through tenprof.store.compiled_code. Every pass's run does both;
 both do nothing when torch.compile was not used.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import orjson
 
-from tenprof.capture.rawfiles import COMPILED_CODE_FILE
+from tenprof.core.rawfiles import COMPILED_CODE_FILE
 
 
 def enable_origin_comments() -> None:

@@ -30,8 +30,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from tenprof.capture import runtime
-from tenprof.capture.counters_names import COMPILED_RANGE_PREFIX, KEEP_RANGE, OP_RANGE_PREFIX, SCOPE_RANGE_PREFIX
-from tenprof.capture.rawfiles import COUNTERS_OPS_FILE
+from tenprof.core.ncu_names import COMPILED_RANGE_PREFIX, KEEP_RANGE, OP_RANGE_PREFIX, SCOPE_RANGE_PREFIX
+from tenprof.core.rawfiles import COUNTERS_OPS_FILE
 
 _is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
 

@@ -22,6 +22,7 @@ from tenprof.importers.trace_import import now_iso
 from tenprof.store.directory import OutputDirectory, open_output_dir
 from tenprof.store.meta import GpuInfo, Meta, PassStatus, write_meta
 from tenprof.store.profile import Profile, load_profile
+from tenprof.store.schema import Pass
 from tenprof.store.writer import PassWriter
 
 
@@ -70,9 +71,9 @@ class InProcessProfile:
             driver_version=env["driver_version"],
             gpus=[GpuInfo(**g) for g in env["gpus"]],
         )
-        self._meta.passes["timeline"] = PassStatus(state="running", started_at=self._meta.created_at)
+        self._meta.passes[Pass.TIMELINE] = PassStatus(state="running", started_at=self._meta.created_at)
         write_meta(output.path, self._meta)
-        self._writer = PassWriter(output.path, "timeline")
+        self._writer = PassWriter(output.path, Pass.TIMELINE)
         raw = self._writer.tmp_dir / "raw"
         raw.mkdir()
         self._session = TimelineSession(raw, self.options)
@@ -99,7 +100,7 @@ class InProcessProfile:
         status.duration_s = time.perf_counter() - self._started
         status.rows = dict(self._writer.rows)
         self._writer.commit()
-        meta.passes["timeline"] = status
+        meta.passes[Pass.TIMELINE] = status
         write_meta(self._output.path, meta)
         self._output.commit()
 

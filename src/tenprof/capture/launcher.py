@@ -36,34 +36,33 @@ from tenprof.capture.pass_builders import (
     finish_stalls,
     finish_tensors,
     finish_timeline,
-    write_forest_files,
-    write_stall_cost_files,
 )
 from tenprof.capture.ranks import RankInfo
-from tenprof.capture.rawfiles import NCU_LOG_FILE, NCU_REPORT_BASE, PROFILER_LOG_FILE, STATUS_FILE
 from tenprof.capture.schedule import Schedule
+from tenprof.core.rawfiles import NCU_LOG_FILE, NCU_REPORT_BASE, PROFILER_LOG_FILE, STATUS_FILE
 from tenprof.errors import UsageError
 from tenprof.importers.trace_import import now_iso
 from tenprof.store.directory import open_output_dir
 from tenprof.store.meta import GpuInfo, Meta, PassStatus, write_meta
+from tenprof.store.schema import Pass
 from tenprof.store.writer import PassWriter
 
-PASSES = ("timeline", "tensors", "counters", "stalls", "accesses")
-NCU_PASSES = ("counters", "stalls")
+PASSES = tuple(Pass)  # in the order they run
+NCU_PASSES = (Pass.COUNTERS, Pass.STALLS)
 
 
 def all_passes(ncu: str = "") -> tuple[str, ...]:
     """`--passes all`: the timeline and tensors passes, the ncu passes (counters, stalls) where ncu is
     found, and the accesses pass where the CUDA toolkit (nvcc, compute-sanitizer) is."""
-    passes = ["timeline", "tensors"]
+    passes: list[str] = [Pass.TIMELINE, Pass.TENSORS]
     try:
         find_ncu(ncu)
-        passes += ["counters", "stalls"]
+        passes += NCU_PASSES
     except UsageError:
         pass
     try:
         find_toolkit()
-        passes.append("accesses")
+        passes.append(Pass.ACCESSES)
     except AccessToolUnavailable:
         pass
     return tuple(passes)
@@ -76,7 +75,7 @@ class RunRequest:
     module: bool
     out_dir: Path
     force: bool = False
-    passes: tuple[str, ...] = ("timeline",)
+    passes: tuple[str, ...] = (Pass.TIMELINE,)
     lines: bool = True
     shapes: bool = True
     memory: bool = True
@@ -113,7 +112,7 @@ def _check_request(req: RunRequest) -> None:
         find_ncu(req.ncu)  # fail before any pass runs, naming the fix
     if req.access_every < 1:
         raise UsageError("--access-every must be at least 1")
-    if "accesses" in req.passes and "tensors" not in req.passes:
+    if Pass.ACCESSES in req.passes and Pass.TENSORS not in req.passes:
         raise UsageError(
             "the accesses pass records during the tensors pass's run (addresses need its tensors): "
             "add tensors, e.g. --passes tensors,accesses"
@@ -130,15 +129,15 @@ def _child_env() -> dict[str, str]:
 
 def _shares_ncu_run(passes: tuple[str, ...]) -> bool:
     """Counters and stalls asked together: one ncu run collects both (the counters pass's)."""
-    return "counters" in passes and "stalls" in passes
+    return Pass.COUNTERS in passes and Pass.STALLS in passes
 
 
 def _ordered(passes: tuple[str, ...]) -> tuple[str, ...]:
     """A pass built from another pass's run comes right after it: stalls after counters when they share
     ncu's run, accesses after tensors (always)."""
     ordered = list(passes)
-    for rider, host in (("stalls", "counters"), ("accesses", "tensors")):
-        if rider in ordered and host in ordered and (rider != "stalls" or _shares_ncu_run(passes)):
+    for rider, host in ((Pass.STALLS, Pass.COUNTERS), (Pass.ACCESSES, Pass.TENSORS)):
+        if rider in ordered and host in ordered and (rider != Pass.STALLS or _shares_ncu_run(passes)):
             ordered.remove(rider)
             ordered.insert(ordered.index(host) + 1, rider)
     return tuple(ordered)
@@ -173,8 +172,8 @@ def _run_child(
             find_ncu(req.ncu),
             raw_dir / NCU_REPORT_BASE,
             command,
-            metrics=pass_name == "counters",
-            stalls=pass_name == "stalls" or shared,
+            metrics=pass_name == Pass.COUNTERS,
+            stalls=pass_name == Pass.STALLS or shared,
         )
     # A session of its own: a Ctrl-C at the terminal reaches only this process, which forwards exactly
     # one SIGINT; SIGTERM and SIGHUP are forwarded as SIGTERM. The child saves on either.
@@ -295,7 +294,7 @@ def _run_passes(req: RunRequest) -> RunResult:
             "memory": str(req.memory).lower(),
             "schedule": req.schedule,
             "overhead_steps": str(req.overhead_steps),
-            **({"access_every": str(req.access_every)} if "accesses" in req.passes else {}),
+            **({"access_every": str(req.access_every)} if Pass.ACCESSES in req.passes else {}),
         },
     )
     if req.rank is not None:
@@ -305,10 +304,10 @@ def _run_passes(req: RunRequest) -> RunResult:
     stopped = ""
     access, access_problem = _access_tool(req)
     for index, pass_name in enumerate(_ordered(req.passes)):
-        if pass_name == "stalls" and _shares_ncu_run(req.passes) and not stopped:
+        if pass_name == Pass.STALLS and _shares_ncu_run(req.passes) and not stopped:
             meta = _stalls_from_counters_run(req, meta)
             continue
-        if pass_name == "accesses":
+        if pass_name == Pass.ACCESSES:
             meta = _accesses_from_tensors_run(req, meta, access_problem)
             continue
         if stopped:
@@ -322,7 +321,7 @@ def _run_passes(req: RunRequest) -> RunResult:
         raw_dir.mkdir()
         started = time.perf_counter()
         expected = expected_replays_of(req.out_dir) if pass_name in NCU_PASSES else 0
-        code = _run_child(req, raw_dir, pass_name, expected, access if pass_name == "tensors" else None)
+        code = _run_child(req, raw_dir, pass_name, expected, access if pass_name == Pass.TENSORS else None)
         # From here on, what was recorded is turned into tables and meta.json; a Ctrl-C now would only
         # lose work, so it is ignored until the pass is written (the raw files are kept in any case).
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -333,19 +332,15 @@ def _run_passes(req: RunRequest) -> RunResult:
         if code != 0:
             exit_code = code if code >= 0 else 128 - code
             stopped = f"the script stopped early in the {pass_name} pass (exit status {exit_code})"
-    if "accesses" in req.passes:
-        problem = write_stall_cost_files(req.out_dir)
-        if problem:
-            print(f"tenprof: {problem}", file=sys.stderr)
     return RunResult(exit_code, meta)
 
 
 def _stalls_from_counters_run(req: RunRequest, meta: Meta) -> Meta:
     """The stalls pass built from the report of the counters pass's ncu run (no second run)."""
     started = time.perf_counter()
-    counters = meta.passes.get("counters")
-    writer = PassWriter(req.out_dir, "stalls")
-    report_dir = req.out_dir / "counters" / "raw"
+    counters = meta.passes.get(Pass.COUNTERS)
+    writer = PassWriter(req.out_dir, Pass.STALLS)
+    report_dir = req.out_dir / Pass.COUNTERS / "raw"
     if counters is None or not report_dir.is_dir():
         pass_status = PassStatus(state="failed", reason="not run: the counters pass's ncu run left no report")
     else:
@@ -353,7 +348,7 @@ def _stalls_from_counters_run(req: RunRequest, meta: Meta) -> Meta:
         pass_status = finish_stalls(writer, report_dir, req.ncu, "", cut)
         if pass_status.state != "failed":
             pass_status.reason = "; ".join(filter(None, [pass_status.reason, "sampled in the counters pass's ncu run"]))
-    return _commit_rider(req, meta, "stalls", writer, pass_status, started)
+    return _commit_rider(req, meta, Pass.STALLS, writer, pass_status, started)
 
 
 def _commit_rider(
@@ -371,7 +366,7 @@ def _commit_rider(
 
 def _access_tool(req: RunRequest) -> tuple[AccessTool | None, str]:
     """The access tool, built now if needed; or why the accesses pass cannot run (the others still do)."""
-    if "accesses" not in req.passes:
+    if Pass.ACCESSES not in req.passes:
         return None, ""
     if not req.quiet:
         print("tenprof: preparing the access tool (built with nvcc on first use)", file=sys.stderr, flush=True)
@@ -385,9 +380,9 @@ def _access_tool(req: RunRequest) -> tuple[AccessTool | None, str]:
 def _accesses_from_tensors_run(req: RunRequest, meta: Meta, problem: str) -> Meta:
     """The accesses pass built from what the access tool wrote during the tensors pass's run."""
     started = time.perf_counter()
-    writer = PassWriter(req.out_dir, "accesses")
-    tensors = meta.passes.get("tensors")
-    tensors_raw = req.out_dir / "tensors" / "raw"
+    writer = PassWriter(req.out_dir, Pass.ACCESSES)
+    tensors = meta.passes.get(Pass.TENSORS)
+    tensors_raw = req.out_dir / Pass.TENSORS / "raw"
     status = _read_status(tensors_raw) if tensors_raw.is_dir() else {}
     if problem or status.get("access_error"):
         pass_status = PassStatus(state="failed", reason=problem or str(status["access_error"]))
@@ -400,7 +395,7 @@ def _accesses_from_tensors_run(req: RunRequest, meta: Meta, problem: str) -> Met
         except Exception as exc:  # never lose the recording to a bug in building the tables
             reason = f"building the profile failed: {exc.__class__.__name__}: {exc}"
             pass_status = PassStatus(state="failed", reason=reason)
-    return _commit_rider(req, meta, "accesses", writer, pass_status, started)
+    return _commit_rider(req, meta, Pass.ACCESSES, writer, pass_status, started)
 
 
 def _read_status(raw_dir: Path) -> dict[str, Any]:
@@ -449,13 +444,13 @@ def _finish_pass(
             meta.run.cut_short_reason = cut_reason
         error = str(status.get("error", ""))
         cut = cut_reason if cut_short else ""
-        if pass_name == "timeline":
+        if pass_name == Pass.TIMELINE:
             pass_status = finish_timeline(writer, raw_dir, meta, error, req.schedule)
-        elif pass_name == "tensors":
+        elif pass_name == Pass.TENSORS:
             pass_status = finish_tensors(writer, raw_dir, meta, error, cut)
-        elif pass_name == "counters":
+        elif pass_name == Pass.COUNTERS:
             pass_status = finish_counters(writer, raw_dir, req.out_dir, req.ncu, error, cut)
-        elif pass_name == "stalls":
+        elif pass_name == Pass.STALLS:
             pass_status = finish_stalls(writer, raw_dir, req.ncu, error, cut)
     except Exception as exc:  # never lose the recording to a bug in building the tables
         pass_status = PassStatus(state="failed", reason=f"building the profile failed: {exc.__class__.__name__}: {exc}")
@@ -465,9 +460,4 @@ def _finish_pass(
     writer.commit()  # raw files are kept even when the pass failed
     meta.passes[pass_name] = pass_status
     write_meta(req.out_dir, meta)
-    if pass_name == "tensors" and pass_status.state != "failed":
-        problem = write_forest_files(req.out_dir)
-        if problem:
-            pass_status.reason = "; ".join(filter(None, [pass_status.reason, problem]))
-            write_meta(req.out_dir, meta)
     return meta

@@ -11,8 +11,9 @@ import json
 import shutil
 from pathlib import Path
 
-from tenprof.capture.ncu_runner import METRICS, find_ncu, permission_problem
-from tenprof.capture.rawfiles import (
+from tenprof.capture.ncu_runner import find_ncu, permission_problem
+from tenprof.core.ncu_names import METRICS
+from tenprof.core.rawfiles import (
     CALLSITES_FILE,
     CHECKS_FILE,
     COMPILED_CODE_FILE,
@@ -34,6 +35,7 @@ from tenprof.importers.tensor_import import build_tensors_pass
 from tenprof.importers.trace_import import build_pass
 from tenprof.store.meta import Meta, PassStatus
 from tenprof.store.profile import load_profile
+from tenprof.store.schema import Pass
 from tenprof.store.writer import PassWriter
 
 
@@ -66,7 +68,7 @@ def expected_replays_of(out_dir: Path) -> int:
     """Kernel signatures in this profile's timeline, for the counters progress line (0: unknown)."""
     try:
         profile = load_profile(out_dir)
-        if not profile.has_pass("timeline"):
+        if not profile.has_pass(Pass.TIMELINE):
             return 0
         return expected_replays(profile.table("kernels"), profile.table("ops"))
     except Exception:  # only an estimate
@@ -118,7 +120,9 @@ def finish_counters(
         write_gz_json(raw_dir / COUNTERS_FILE, read_report(report_path, list(METRICS), find_ncu(ncu)))
         profile = load_profile(out_dir)
         timeline = (
-            {"kernels": profile.table("kernels"), "ops": profile.table("ops")} if profile.has_pass("timeline") else None
+            {"kernels": profile.table("kernels"), "ops": profile.table("ops")}
+            if profile.has_pass(Pass.TIMELINE)
+            else None
         )
         report = build_counters_pass(writer, raw_dir / COUNTERS_FILE, raw_dir / COUNTERS_OPS_FILE, timeline)
     except TenprofError as exc:
@@ -162,36 +166,6 @@ def _built(cut_short: str, notes: list[str]) -> PassStatus:
         state="partial" if cut_short else "complete",
         reason="; ".join([*([f"cut short: {cut_short}"] if cut_short else []), *notes]),
     )
-
-
-def write_forest_files(out_dir: Path) -> str:
-    """forest.txt, forest.dot and (with graphviz) forest.svg in the profile directory; a note on failure."""
-    try:
-        from tenprof.renderers.forest_files import write_forest
-
-        write_forest(load_profile(out_dir), out_dir)
-    except Exception as exc:  # the tables are written; the drawings can be made again with `tenprof export`
-        return f"the forest files could not be written: {exc.__class__.__name__}: {exc}"
-    return ""
-
-
-def write_stall_cost_files(out_dir: Path) -> str:
-    """tensor_stall_cost.csv and blame.dot (+ .svg) when the tensors, stalls and accesses passes were
-    built; a note on failure."""
-    try:
-        profile = load_profile(out_dir)
-        if not all(profile.has_pass(p) for p in ("tensors", "stalls", "accesses")):
-            return ""
-        from tenprof.analyses.tensor_forest import Forest
-        from tenprof.analyses.tensor_stall_cost import tensor_stall_cost
-        from tenprof.renderers.stall_cost_files import write_stall_cost
-
-        costs = tensor_stall_cost(profile)
-        if costs:
-            write_stall_cost(costs, Forest(profile), out_dir)
-    except Exception as exc:  # the tables are written; the files can be made again with `tenprof export`
-        return f"the tensor stall cost files could not be written: {exc.__class__.__name__}: {exc}"
-    return ""
 
 
 def finish_timeline(writer: PassWriter, raw_dir: Path, meta: Meta, child_error: str, schedule: str) -> PassStatus:

@@ -42,8 +42,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from tenprof.capture import runtime
 from tenprof.capture.access_hook import AccessHook, AccessHookError
 from tenprof.capture.callsites import new_interner
-from tenprof.capture.rawfiles import TENSORS_FILE
 from tenprof.capture.schedule import Schedule
+from tenprof.core.rawfiles import TENSORS_FILE
 
 # Roles of a tensor in one op (the `role` column of tensor_uses).
 READ, WRITE, READWRITE, OUTPUT = 0, 1, 2, 3

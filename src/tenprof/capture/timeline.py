@@ -28,8 +28,8 @@ from torch.autograd.profiler import record_function
 from tenprof.capture import runtime
 from tenprof.capture.callsites import CallsiteLog
 from tenprof.capture.overhead_plan import DEFAULT_COUNT, OverheadPlan
-from tenprof.capture.rawfiles import CALLSITES_FILE, CHECKS_FILE, TRACE_FILE
 from tenprof.capture.schedule import Schedule
+from tenprof.core.rawfiles import CALLSITES_FILE, CHECKS_FILE, TRACE_FILE
 from tenprof.importers.callsites import SYNC_PREFIX
 
 

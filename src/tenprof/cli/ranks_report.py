@@ -11,12 +11,13 @@ from rich.console import Console
 
 from tenprof.analyses.ranks import ranks_report
 from tenprof.renderers.ranks_text import render_ranks
+from tenprof.store.schema import Pass
 
 
 def kernels_across_ranks(out_dir: Path) -> list[dict[str, object]]:
     """Per kernel name, its GPU time in each rank, as min / median / max over the ranks: one DuckDB query
     over every rank's kernels.parquet (streamed by DuckDB, not loaded rank by rank into Python)."""
-    pattern = str(out_dir / "rank[0-9]*" / "timeline" / "kernels.parquet")
+    pattern = str(out_dir / "rank[0-9]*" / Pass.TIMELINE / "kernels.parquet")
     query = f"""
         with per_rank as (
             select name, filename as rank_file, sum(duration_ns) as ns

@@ -1,4 +1,4 @@
-"""`tenprof report DIR`: summary and tallies (or the same as JSON with --json)."""
+"""`tenprof report DIR`: every section of the report (renderers.sections) as text, or as JSON with --json."""
 
 from __future__ import annotations
 
@@ -8,84 +8,20 @@ from pathlib import Path
 
 from rich.console import Console
 
-from tenprof.analyses import tally as tallies
-from tenprof.analyses.compiled import compiled_report
-from tenprof.analyses.counters import operators_report
-from tenprof.analyses.findings import Thresholds, find_all, not_judged
-from tenprof.analyses.memory import memory_report
-from tenprof.analyses.stalls import kernel_stalls, stall_rollup
-from tenprof.analyses.summary import summarize
-from tenprof.analyses.temporal import temporal_breakdown
-from tenprof.analyses.tensor_forest import Forest
-from tenprof.analyses.tensor_stall_cost import tensor_stall_cost
+from tenprof.analyses.findings import Thresholds
 from tenprof.cli.common import console, non_negative_int, open_profile, threshold_override
 from tenprof.cli.ranks_report import print_ranks_report, ranks_json
 from tenprof.errors import UsageError
-from tenprof.renderers.compiled_text import render_compiled
-from tenprof.renderers.counters_text import render_counters
-from tenprof.renderers.json_report import report_json
-from tenprof.renderers.memory_text import render_memory
-from tenprof.renderers.stall_cost_text import render_stall_cost
-from tenprof.renderers.stalls_text import render_rollup, render_stalls
-from tenprof.renderers.text import render_breakdown, render_findings, render_summary, render_tally
+from tenprof.renderers.sections import ReportOptions, render_text, report_json
 from tenprof.store.directory import rank_dir, rank_dirs
 from tenprof.store.meta import META_FILE
 from tenprof.store.profile import Profile
 
 
-def all_tallies(profile: Profile) -> list[tallies.Tally]:
-    found = [tallies.op_cpu_tally(profile)]
-    if profile.has_gpu:
-        found = [
-            tallies.kernel_tally(profile),
-            tallies.op_gpu_tally(profile),
-            tallies.transfer_tally(profile),
-            tallies.api_tally(profile),
-            *found,
-        ]
-    return found
-
-
 def print_report(profile: Profile, out: Console, limit: int | None, thresholds: Thresholds | None = None) -> None:
-    """Findings first (most costly first), then the summary, the per-step breakdown and the tallies;
-    then the memory section when the profile has a tensors pass."""
-    if "timeline" in profile.meta.passes:
-        render_findings(find_all(profile, thresholds), out, not_judged(profile))
-        render_summary(summarize(profile), out)
-        breakdown = temporal_breakdown(profile)
-        if breakdown and profile.has_gpu:
-            out.print()
-            render_breakdown(breakdown, out)
-        for t in all_tallies(profile):
-            if t.rows:
-                out.print()
-                render_tally(t, out, limit)
-    else:
-        out.print(f"[bold]tenprof[/bold] · {' '.join(profile.meta.command)}: no timeline pass in this profile")
-        for line in profile.missing():
-            out.print(f"[yellow]Incomplete:[/yellow] {line}")
-    compiled = compiled_report(profile) if "timeline" in profile.meta.passes else None
-    if compiled is not None:
-        out.print()
-        render_compiled(compiled, out, limit)
-    counters = operators_report(profile)
-    if counters is not None:
-        out.print()
-        render_counters(counters, out, limit)
-    stalls = kernel_stalls(profile)
-    if stalls:
-        out.print()
-        render_stalls(stalls, out, limit)
-        render_rollup(stall_rollup(profile), out, limit)
-    memory = memory_report(profile, limit or 10)
-    if memory is not None:
-        out.print()
-        render_memory(memory, out)
-    if all(profile.has_pass(p) for p in ("tensors", "stalls", "accesses")):
-        costs = tensor_stall_cost(profile)
-        if costs:
-            out.print()
-            render_stall_cost(costs, Forest(profile), out, limit)
+    """Every section of the report (renderers.sections): findings first, then the summary, the per-step
+    breakdown, the tallies, and the sections of the other passes the profile has."""
+    render_text(profile, out, ReportOptions(limit, thresholds))
 
 
 class ReportCommand:
@@ -132,7 +68,7 @@ class ReportCommand:
             raise UsageError(f"{top} is a single-process profile; --rank is for a directory of ranks")
         profile = open_profile(args)
         if args.json:
-            sys.stdout.write(report_json(profile, all_tallies(profile), thresholds))
+            sys.stdout.write(report_json(profile, ReportOptions(thresholds=thresholds)))
             sys.stdout.write("\n")
             return 0
         print_report(profile, console(), args.limit or None, thresholds)

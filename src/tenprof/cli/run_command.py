@@ -11,6 +11,7 @@ from tenprof.capture.launcher import PASSES, RunRequest, all_passes, run_profile
 from tenprof.capture.overhead_plan import DEFAULT_COUNT as DEFAULT_OVERHEAD_STEPS
 from tenprof.capture.ranks import rank_from_env
 from tenprof.cli.common import console, non_negative_int
+from tenprof.cli.drawings import write_drawings
 from tenprof.cli.launch import run_under_launcher
 from tenprof.cli.report_command import print_report
 from tenprof.errors import UsageError
@@ -119,6 +120,8 @@ class RunCommand:
             overhead_steps=args.overhead_steps,
         )
         result = run_profile(request)
+        for problem in write_drawings(out_dir):
+            print(f"tenprof: {problem}", file=sys.stderr)
         failed = {name: s for name, s in result.meta.passes.items() if s.state == "failed"}
         for name, status in failed.items():
             print(f"tenprof: the {name} pass failed: {status.reason}", file=sys.stderr)

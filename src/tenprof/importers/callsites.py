@@ -25,8 +25,8 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
+from tenprof.core.intervals import I64Array
 from tenprof.errors import TraceFormatError
-from tenprof.importers.intervals import I64Array
 
 SYNC_PREFIX = "tenprof::clock_sync#"
 

@@ -1,5 +1,6 @@
 """torch.compile's generated wrapper modules (raw/compiled_code.json.gz) -> `compiled_kernels`: for each
-generated Triton kernel, the aten ops it computes and the user's lines of those ops.
+generated Triton kernel, the aten ops it computes and the user's lines of those ops; and
+`compiled_extern_calls`: the aten ops each wrapper runs through library kernels (`extern_kernels.mm`).
 
 What Inductor writes, and what is read from it:
 - before each kernel's definition `NAME = async_compile.triton('NAME', '''...''')`, a comment block
@@ -19,25 +20,23 @@ Inductor's launcher gives each launch it makes under the profiler (BuildReport.t
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tenprof.capture.rawfiles import COMPILED_CODE_FILE
+from tenprof.core.generated_code import embedded_kernels, extern_calls
+from tenprof.core.inductor import CompiledKernel, from_kernel_name, inside_autotuning, is_generated_file
 from tenprof.errors import TraceFormatError
-from tenprof.importers.counters_import import inside_autotuning, read_gz_json
-from tenprof.store.schema import COMPILED_KERNELS
+from tenprof.store.compiled_code import read_compiled_code
+from tenprof.store.schema import COMPILED_EXTERN_CALLS, COMPILED_KERNELS
 from tenprof.store.writer import PassWriter
 
-_DEFINITION = re.compile(r"^(\w+) = async_compile\.triton\('(\w+)', '''", re.MULTILINE)
 _ORIGINAL_ATEN = re.compile(r"Original ATen: \[([^\]]*)\]")
 _KERNEL_PATH = re.compile(r"^# kernel path: (\S+)", re.MULTILINE)
 _ORIGIN_OP = re.compile(r"# call_function (aten\.\w+)")
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
-_NAME = re.compile(r"^triton_(?:poi|red|per|tem|mm|bmm|for|spl|unk)_fused_(.+?)(?:_\d+)?$")
 _META_COUNT = re.compile(r"'(num_load|num_store|num_reduction)': (\d+)")
 KINDS = {
     "poi": "pointwise",
@@ -49,18 +48,6 @@ KINDS = {
     "mm": "matmul",
     "bmm": "matmul",
 }
-
-
-@dataclass(frozen=True)
-class CompiledKernel:
-    kernel: str
-    aten_ops: tuple[str, ...]
-    lines: tuple[str, ...]
-    generated_file: str
-    wrapper_file: str
-    source: str
-    confidence: str
-    counts: tuple[int, int, int] = (-1, -1, -1)  # num_load, num_store, num_reduction from inductor_meta
 
 
 _TENPROF_DIR = str(Path(__file__).resolve().parents[1])
@@ -89,20 +76,6 @@ def _body_facts(body: str) -> tuple[list[str], list[str], tuple[int, int, int]]:
     meta = dict(_META_COUNT.findall(body))
     counts = (int(meta.get("num_load", -1)), int(meta.get("num_store", -1)), int(meta.get("num_reduction", -1)))
     return ops, lines, counts
-
-
-def embedded_kernels(source: str) -> dict[str, tuple[int, int]]:
-    """Kernel name -> (start, end) of its source inside a wrapper: the text of the `'''...'''` string,
-    which is exactly the file Triton compiles it from, so line N of that text is line N of the kernel's
-    line info (checked against ncu's source lines on the H200)."""
-    out: dict[str, tuple[int, int]] = {}
-    definitions = list(_DEFINITION.finditer(source))
-    for i, match in enumerate(definitions):
-        end = source.find("''', device_str=", match.end())
-        if end < 0:
-            end = definitions[i + 1].start() if i + 1 < len(definitions) else len(source)
-        out.setdefault(match.group(2), (match.end(), end))
-    return out
 
 
 def parse_wrapper(source: str, wrapper_file: str = "") -> list[CompiledKernel]:
@@ -139,24 +112,6 @@ def from_kernel_file(name: str, source: str, path: str) -> CompiledKernel | None
     return CompiledKernel(name, guess.aten_ops, (), path, "", guess.source, guess.confidence, counts)
 
 
-_EXTERN_CALL = re.compile(r"extern_kernels\.(\w+)\(")
-
-
-def extern_calls(source: str) -> list[str]:
-    """The aten ops a wrapper runs through library kernels: `extern_kernels.mm(` -> aten::mm
-    (Inductor's `bias_addmm` is an addmm)."""
-    return [f"aten::{'addmm' if name == 'bias_addmm' else name}" for name in _EXTERN_CALL.findall(source)]
-
-
-def from_kernel_name(name: str) -> CompiledKernel | None:
-    """The fallback: the ops Inductor put in the kernel's name."""
-    match = _NAME.match(name)
-    if match is None:
-        return None
-    words = [w for w in match.group(1).split("_") if w and not w.isdigit()]
-    return CompiledKernel(name, _unique([f"aten::{w}" for w in words]), (), "", "", "kernel-name", "low")
-
-
 def kind_of(name: str) -> str:
     """Inductor's kernel category from its name prefix (`triton_poi_...` -> pointwise)."""
     parts = name.split("_")
@@ -168,15 +123,6 @@ def _number(value: Any, kind: type = int) -> Any:
         return kind(value)
     except (TypeError, ValueError):
         return None
-
-
-# Inductor's generated files are content-addressed: `c` + 51 base32 characters, in a two-letter directory
-_GENERATED_FILE = re.compile(r"(^|/)c[a-z0-9]{51}\.py$")
-
-
-def is_generated_file(path: str) -> bool:
-    """`/tmp/torchinductor_u/o3/co377...wgelq.py` is; Triton's or torch's own sources are not."""
-    return bool(_GENERATED_FILE.search(path.replace("\\", "/")))
 
 
 def _read_text(path: str) -> str:
@@ -238,24 +184,19 @@ def build_compiled_table(
     )
 
 
-def kept_code_files(profile_dir: Path) -> list[Path]:
-    """Every pass's kept wrappers, those of the ncu run (counters, else stalls) first: its kernels are
-    the ones the counters and stalls reports name, should another run have generated different code."""
-    order = {"counters": 0, "stalls": 1, "timeline": 2}
-    found = profile_dir.glob(f"*/raw/{COMPILED_CODE_FILE}")
-    return sorted(found, key=lambda p: (order.get(p.parent.parent.name, 3), p.parent.parent.name))
-
-
-def read_compiled_code(path: Path, strict: bool = False) -> list[dict[str, Any]]:
-    """The kept wrappers; none when the file is absent, or damaged unless `strict` (TraceFormatError):
-    reports then fall back to what the trace says, as for a run that kept no code."""
-    try:
-        data = read_gz_json(path) if path.exists() else []
-    except TraceFormatError:
-        if strict:
-            raise
-        return []
-    return data if isinstance(data, list) else []
+def build_extern_calls_table(rows: list[dict[str, Any]]) -> pa.Table:
+    """Per kept wrapper, the aten ops it runs through library kernels and how many calls of each it
+    writes, in the order first written (the report's GEMM fallback reads them instead of the raw file)."""
+    out: dict[str, list[Any]] = {name: [] for name in COMPILED_EXTERN_CALLS.names}
+    for row in rows:
+        calls: dict[str, int] = {}
+        for op in extern_calls(str(row.get("source", ""))):
+            calls[op] = calls.get(op, 0) + 1
+        for op, n in calls.items():
+            out["wrapper_file"].append(str(row.get("path", "")))
+            out["aten_op"].append(op)
+            out["calls"].append(n)
+    return pa.table(out, schema=COMPILED_EXTERN_CALLS)
 
 
 def _program_launches(ops_file: Path, launches: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -276,8 +217,10 @@ def _program_launches(ops_file: Path, launches: dict[str, dict[str, Any]]) -> di
 
 def write_compiled_kernels(writer: PassWriter, code_file: Path | None, launches: dict[str, dict[str, Any]]) -> str:
     """compiled_kernels, when the run compiled anything: what the generated code (`code_file`, kept by
-    `tenprof run`; None for an imported trace) and the trace's launches say each Triton kernel computes.
-    Returns a warning when the kept code cannot be read (the table is then built without it)."""
+    `tenprof run`; None for an imported trace) and the trace's launches say each Triton kernel computes;
+    and compiled_extern_calls, when the kept code was read (even with no such call: its presence tells the
+    report not to go back to the raw file).
+    Returns a warning when the kept code cannot be read (the tables are then built without it)."""
     kernels = writer.tmp_dir / "kernels.parquet"
     names = pq.read_table(kernels, columns=["name"]).column("name").to_pylist() if kernels.exists() else []
     launches = _program_launches(writer.tmp_dir / "ops.parquet", launches)
@@ -288,4 +231,6 @@ def write_compiled_kernels(writer: PassWriter, code_file: Path | None, launches:
         code, warning = [], f"torch.compile's kept code is not used: {exc}"
     if code or launches or any(str(n).startswith("triton_") for n in names):
         writer.write_table("compiled_kernels", build_compiled_table(code, [str(n) for n in names], launches))
+    if code:
+        writer.write_table("compiled_extern_calls", build_extern_calls_table(code))
     return warning

@@ -10,13 +10,16 @@ metrics when, in order of preference:
 Kernel names are compared by their function name (template arguments and parameters dropped), since
 Kineto and ncu demangle the same symbol differently. Timeline kernels that match no replay keep
 `replay_id = -1` and are listed by the report, never dropped.
+
+The tables hold what ncu measured and how kernels matched, nothing judged: the roofline verdict and the
+occupancy limiter are computed by the reports (tenprof.analyses.replays), so their limits can change
+without importing again.
 """
 
 from __future__ import annotations
 
 import gzip
 import math
-import re
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,11 +29,11 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
-from tenprof.analyses.roofline import occupancy_limiter, verdict
-from tenprof.capture.counters_names import KEEP_RANGE, OP_RANGE_PREFIX
-from tenprof.capture.ncu_runner import METRICS
+from tenprof.core.inductor import inside_autotuning
+from tenprof.core.kernel_names import base_name
+from tenprof.core.ncu_names import KEEP_RANGE, METRICS, OP_RANGE_PREFIX
 from tenprof.errors import TraceFormatError
-from tenprof.store.schema import COUNTER_SIGNATURES, KERNEL_COUNTERS, KERNEL_METRICS, NCU_METRICS
+from tenprof.store.schema import COUNTER_SIGNATURES, KERNEL_COUNTERS, KERNEL_METRICS, MATCH_CONFIDENCE, NCU_METRICS
 from tenprof.store.writer import PassWriter
 
 
@@ -52,30 +55,9 @@ def read_gz_json(path: Path) -> dict[str, Any]:
     return data
 
 
-# How sure a match is: the same signature was replayed; the same op and launch but other shapes; only
-# the same kernel and launch configuration (another op); nothing.
-CONFIDENCE = {"signature": "high", "op+launch": "medium", "launch": "low", "none": "none", "autotuning": "none"}
-
-
 def write_gz_json(path: Path, data: object) -> None:
     """A raw recording's plain columns as gzipped JSON (fast to write; read back with read_gz_json)."""
     path.write_bytes(gzip.compress(orjson.dumps(data), compresslevel=1))
-
-
-_TEMPLATE = re.compile(r"<[^<>]*>")
-
-
-def base_name(name: str) -> str:
-    """`void at::native::vectorized_elementwise_kernel<4, add>(int, ...)` -> `vectorized_elementwise_kernel`."""
-    text = name.strip().replace("(anonymous namespace)", "anonymous")
-    while "<" in text:
-        reduced = _TEMPLATE.sub("", text)
-        if reduced == text:
-            break
-        text = reduced
-    text = text.split("(", 1)[0].strip()
-    text = text.rsplit(" ", 1)[-1]
-    return text.rsplit("::", 1)[-1]
 
 
 def _signature_of(ranges: list[str]) -> int:
@@ -117,7 +99,6 @@ def build_counter_tables(
         m = {col: _metric(values, name) for name, col in METRICS.items()}
         flops = 2 * m["ffma"] + m["fadd"] + m["fmul"] + 2 * m["hfma"] + m["hadd"] + m["hmul"]
         dram = m["dram_read_bytes"] + m["dram_write_bytes"]
-        limits = {key: m[f"occupancy_limit_{key}"] for key in ("registers", "shared_mem", "warps", "blocks")}
         row = {
             "replay_id": int(k["replay_id"][i]),
             "name": base_name(str(k["name"][i])),
@@ -127,16 +108,8 @@ def build_counter_tables(
             "grid_size": _int(m["grid_size"]),
             "block_size": _int(m["block_size"]),
             "registers_per_thread": _int(m["registers_per_thread"]),
-            "occupancy_limiter": occupancy_limiter(limits),
             "flops": flops,
             "arithmetic_intensity": flops / dram if dram > 0 else math.nan,
-            "verdict": verdict(
-                m["duration_ns"],
-                m["sm_throughput_pct"],
-                m["memory_throughput_pct"],
-                m["tensor_pipe_pct"],
-                m["achieved_occupancy_pct"],
-            ),
         }
         for col in KERNEL_METRICS.names:
             by_column[col].append(row[col] if col in row else m[col])
@@ -189,25 +162,6 @@ def build_counter_tables(
 
 def _int(value: float) -> int:
     return -1 if math.isnan(value) else int(value)
-
-
-# Inductor's records around the launches it makes only to time candidate configs
-AUTOTUNING_RECORDS = (
-    "CachingAutotuner.benchmark_all_configs",
-    "CachingAutotuner.coordinate_descent_tuning",
-    "CachingAutotuner.combo_sequential_autotune",
-)
-
-
-def inside_autotuning(op_names: list[str], parent: np.ndarray) -> np.ndarray:
-    """Per op: it is, or runs inside, one of Inductor's autotuning benchmarks (AUTOTUNING_RECORDS), whose
-    launches are not the program's: the counters pass leaves them unmarked (only the launch after
-    autotuning is replayed), and they count as no launch of the kernel."""
-    inside = np.zeros(len(op_names), dtype=bool)
-    for i, name in enumerate(op_names):  # a parent comes before its children (ops are numbered by start)
-        p = int(parent[i])
-        inside[i] = (p >= 0 and bool(inside[p])) or any(r in name for r in AUTOTUNING_RECORDS)
-    return inside
 
 
 def match_timeline(metrics: pa.Table, sig_shapes: dict[int, str], kernels: pa.Table, ops: pa.Table) -> pa.Table:
@@ -265,7 +219,7 @@ def match_timeline(metrics: pa.Table, sig_shapes: dict[int, str], kernels: pa.Ta
             "kernel_id": kid,
             "replay_id": out_replay,
             "method": out_method,
-            "confidence": [CONFIDENCE[m] for m in out_method],
+            "confidence": [MATCH_CONFIDENCE[m] for m in out_method],
         },
         schema=KERNEL_COUNTERS,
     )

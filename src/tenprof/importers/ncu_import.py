@@ -11,13 +11,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tenprof.capture.ncu_runner import METRICS
-from tenprof.capture.rawfiles import COUNTERS_FILE, STALLS_FILE
+from tenprof.core.ncu_names import METRICS
+from tenprof.core.rawfiles import COUNTERS_FILE, STALLS_FILE
 from tenprof.importers.counters_import import build_counter_tables, write_gz_json
 from tenprof.importers.ncu_report_reader import read_report, read_source_counters
 from tenprof.importers.stalls_import import build_stall_tables
 from tenprof.importers.trace_import import import_output
 from tenprof.store.meta import Meta, PassStatus, write_meta
+from tenprof.store.schema import Pass
 from tenprof.store.writer import PassWriter
 
 
@@ -39,12 +40,12 @@ def _write_pass(
 
 
 def import_ncu_report(report: Path, out_dir: Path, force: bool) -> Meta:
-    with import_output(report, out_dir, force, "import-ncu", "counters") as (path, meta):
+    with import_output(report, out_dir, force, "import-ncu", Pass.COUNTERS) as (path, meta):
         started = time.perf_counter()
         columns = read_report(report, list(METRICS))
         tables, result = build_counter_tables(columns, None, None)
-        rows = _write_pass(path, "counters", COUNTERS_FILE, columns, tables)
-        meta.passes["counters"] = PassStatus(
+        rows = _write_pass(path, Pass.COUNTERS, COUNTERS_FILE, columns, tables)
+        meta.passes[Pass.COUNTERS] = PassStatus(
             state="complete",
             started_at=meta.created_at,
             duration_s=time.perf_counter() - started,
@@ -54,13 +55,13 @@ def import_ncu_report(report: Path, out_dir: Path, force: bool) -> Meta:
         source = read_source_counters(report)
         if any(k["samples"] for k in source["kernels"]):
             stall_tables, stalls = build_stall_tables(source, None)
-            meta.passes["stalls"] = PassStatus(
+            meta.passes[Pass.STALLS] = PassStatus(
                 state="complete",
                 started_at=meta.created_at,
                 reason="; ".join(
                     [*stalls.warnings, f"{stalls.kernels} kernels sampled, {stalls.samples:.0f} warp samples"]
                 ),
-                rows=_write_pass(path, "stalls", STALLS_FILE, source, stall_tables),
+                rows=_write_pass(path, Pass.STALLS, STALLS_FILE, source, stall_tables),
             )
         write_meta(path, meta)
     return meta

@@ -1,5 +1,6 @@
 """Stalls pass: per-PC warp-stall samples and SASS (read by ncu_report_reader.read_source_counters)
--> tables, with the blame shift (tenprof.analyses.blame) applied per kernel."""
+-> tables, with the blame shift (tenprof.analyses.blame) applied per kernel, and the text of the source
+lines the SASS maps to (`source_lines`, read from this machine's files: see importers.source_lines)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ import pyarrow as pa
 
 from tenprof.analyses.blame import blame
 from tenprof.analyses.sass import parse_program
-from tenprof.capture.counters_names import COMPILED_RANGE_PREFIX, OP_RANGE_PREFIX, SCOPE_RANGE_PREFIX
-from tenprof.importers.counters_import import base_name, read_gz_json
+from tenprof.core.kernel_names import base_name
+from tenprof.core.ncu_names import COMPILED_RANGE_PREFIX, OP_RANGE_PREFIX, SCOPE_RANGE_PREFIX
+from tenprof.importers.counters_import import read_gz_json
+from tenprof.importers.source_lines import build_source_lines
 from tenprof.store.schema import BLAME, PC_SAMPLES, SASS, STALL_KERNELS
 from tenprof.store.writer import PassWriter
 
@@ -140,6 +143,7 @@ def build_stall_tables(
         "pc_samples": pa.table(samples, schema=PC_SAMPLES),
         "sass": pa.table(sass, schema=SASS),
         "blame": pa.table(blamed, schema=BLAME),
+        "source_lines": build_source_lines(zip(sass["file"], sass["line"], strict=True)),
     }
     return tables, report
 

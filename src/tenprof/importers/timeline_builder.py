@@ -16,30 +16,33 @@ The joins, each stated once here:
 - op -> scope: innermost user_annotation covering the op's start on its own thread; backward ops,
   which autograd runs on a thread of its own, fall back to the thread that opened the most scopes.
 - op -> step: the ProfilerStep#N range covering its start.
+
+`build_timeline` runs the phases in that order, each a function returning its arrays (a frozen dataclass):
+annotations, ops, Python call paths (tenprof.importers.call_paths), scopes, steps, API calls, kernels,
+transfers; then builds each table with its own function. Sorting the events into columns is
+tenprof.importers.timeline_columns.
 """
 
 from __future__ import annotations
 
 import re
-import sys
-from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import orjson
 import pyarrow as pa
 
-from tenprof.importers.callsites import SYNC_PREFIX, Callsites, clock_offset
-from tenprof.importers.intervals import I64Array, Nesting, nest, take
-from tenprof.sourcefiles import is_user_file
+from tenprof.core.intervals import I64Array, nest, take
+from tenprof.importers.call_paths import CallPaths, OpLinks, join_call_paths, match_sidecar_scopes
+from tenprof.importers.callsites import SYNC_PREFIX, Callsites
+from tenprof.importers.timeline_columns import STEP_PREFIX, Clock, Collector, Cols, ThreadNesting, as_int
 from tenprof.store.schema import TABLES
 
-_STEP_PREFIX = "ProfilerStep#"
 _BACKWARD_PREFIX = "autograd::engine::evaluate_function"
 _MEMCPY_NAME = re.compile(r"Memcpy (\w+) \(([\w ]+?) -> ([\w ]+?)\)")
-_PY_FUNCTION = re.compile(r"^(.*)\((\d+)\): (.*)$")
+
+_Bools = np.ndarray[Any, np.dtype[np.bool_]]
 
 
 @dataclass
@@ -55,219 +58,186 @@ class BuildReport:
     span_start_ns: int = 0
     span_end_ns: int = 0
     # generated Triton kernel name -> the launch metadata Inductor passes to the profiler (see
-    # _TRITON_LAUNCH_ARGS); the last launch's values, with `launches` counting them
+    # timeline_columns._TRITON_LAUNCH_ARGS); the last launch's values, with `launches` counting them
     triton_launches: dict[str, dict[str, Any]] = field(default_factory=dict)
     # what torch.profiler was asked to record, as the trace's top-level keys say (record_shapes, ...)
     recorded: list[str] = field(default_factory=list)
 
 
-class _Cols:
-    """Column buffers for one kind of event, appended in the hot loop and turned into arrays once.
+def build_timeline(
+    events: Iterable[dict[str, Any]],
+    base_time_ns_of: Any,
+    callsites: Callsites | None = None,
+) -> tuple[dict[str, pa.Table], BuildReport]:
+    """Build every timeline table. `base_time_ns_of()` is called after the events are consumed."""
+    col = Collector()
+    col.add_all(events)
+    report = BuildReport(events=col.events, triton_launches=col.triton_launches)
+    report.base_time_ns = int(base_time_ns_of())
+    clock = Clock(report.base_time_ns)
 
-    Numbers go to typed arrays (8 bytes each) and strings are interned, so a trace of millions of
-    events costs tens of bytes per event, not hundreds."""
-
-    def __init__(self, **types: str) -> None:
-        # types: column -> "d" (float), "q" (int) or "s" (string)
-        self.data: dict[str, Any] = {n: (array(t) if t in "dq" else []) for n, t in types.items()}
-
-    def __len__(self) -> int:
-        return len(next(iter(self.data.values())))
-
-    def ints(self, name: str) -> I64Array:
-        return np.asarray(self.data[name], dtype=np.int64)
-
-    def floats(self, name: str) -> np.ndarray[Any, np.dtype[np.float64]]:
-        return np.asarray(self.data[name], dtype=np.float64)
-
-
-def _int(value: Any, default: int = -1) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return default
-
-
-def _dim3(value: Any) -> tuple[int, int, int]:
-    if isinstance(value, list) and len(value) == 3:
-        return _int(value[0], 0), _int(value[1], 0), _int(value[2], 0)
-    return 0, 0, 0
-
-
-# What Inductor's launcher records with each Triton launch it makes under the profiler (args of the
-# cpu_op named after the kernel): kernel_flop and kernel_num_gb only when the kernel declares them
-# (TORCHINDUCTOR_BENCHMARK_KERNEL=1 or profile_bandwidth).
-_TRITON_LAUNCH_ARGS = (
-    "kernel_file",
-    "num_warps",
-    "num_stages",
-    "kernel_kwargs",
-    "kernel_flop",
-    "kernel_num_gb",
-)
+    ann = _annotations(col.annotations, clock)
+    ops = _ops(col.ops, clock)
+    paths = join_call_paths(ops.links(), ann.sync_starts, col.python, clock, callsites)
+    report.clock_offset_ns, report.clock_uncertainty_ns = paths.clock_offset_ns, paths.clock_uncertainty_ns
+    report.warnings.extend(paths.warnings)
+    scopes = _scopes(ann, ops, paths.sidecar_scopes)
+    steps = _steps(ann, ops, callsites)
+    api = _api_calls(col.api, clock, ops)
+    kernels = _kernels(col.kernels, clock, ops, api)
+    transfers = _transfers(col.transfers, clock, ops, api)
+    _record_span(
+        report,
+        (ops.start, kernels.start, transfers.start, api.start, ann.start),
+        (ops.end, kernels.end, transfers.end, api.end, ann.end),
+    )
+    tables = {
+        "ops": _ops_table(col.ops, ops, paths, scopes.op_scope, steps.op_step),
+        "kernels": _kernels_table(col.kernels, kernels),
+        "transfers": _transfers_table(col.transfers, transfers),
+        "api_calls": _api_calls_table(col.api, api),
+        "frames": paths.frames,
+        "scopes": _scopes_table(scopes),
+        "steps": _steps_table(steps),
+        "memory": _memory_table(col.memory, clock, ops.nesting),
+    }
+    tables = {name: t.select(TABLES[name].names).cast(TABLES[name]) for name, t in tables.items()}
+    return tables, report
 
 
-class _Collector:
-    """Sorts raw events by kind into column lists. The only per-event Python code of an import."""
-
-    def __init__(self) -> None:
-        self.ops = _Cols(
-            name="s", tid="q", ts="d", dur="d", ext="q", seq="q", fwd_tid="q", shapes="s", dtypes="s", strides="s"
-        )
-        self.annotations = _Cols(name="s", tid="q", ts="d", dur="d")
-        self.python = _Cols(name="s", tid="q", ts="d", dur="d")
-        self.kernels = _Cols(
-            name="s",
-            device="q",
-            stream="q",
-            ts="d",
-            dur="d",
-            grid="s",
-            block="s",
-            regs="q",
-            smem="q",
-            corr="q",
-            ext="q",
-        )
-        self.transfers = _Cols(name="s", cat="s", bytes="q", device="q", stream="q", ts="d", dur="d", corr="q", ext="q")
-        self.api = _Cols(name="s", cat="s", tid="q", ts="d", dur="d", corr="q", ext="q")
-        self.memory = _Cols(ts="d", tid="q", dtype="q", device="q", addr="q", bytes="q", alloc="q", reserved="q")
-        self.triton_launches: dict[str, dict[str, Any]] = {}
-        self.events = 0
-
-    def add_all(self, events: Iterable[dict[str, Any]]) -> None:
-        ops, ann, py = self.ops.data, self.annotations.data, self.python.data
-        kern, xfer, api, mem = self.kernels.data, self.transfers.data, self.api.data, self.memory.data
-        intern = sys.intern
-        for ev in events:
-            self.events += 1
-            ph = ev.get("ph")
-            if ph != "X":
-                if ph == "i" and ev.get("name") == "[memory]":
-                    a = ev.get("args") or {}
-                    mem["ts"].append(ev.get("ts", 0.0))
-                    mem["tid"].append(_int(ev.get("tid"), 0))
-                    mem["dtype"].append(_int(a.get("Device Type"), 0))
-                    mem["device"].append(_int(a.get("Device Id"), -1))
-                    mem["addr"].append(_int(a.get("Addr"), 0))
-                    mem["bytes"].append(_int(a.get("Bytes"), 0))
-                    mem["alloc"].append(_int(a.get("Total Allocated"), -1))
-                    mem["reserved"].append(_int(a.get("Total Reserved"), -1))
-                continue
-            cat = ev.get("cat", "")
-            name = intern(str(ev.get("name", "")))
-            a = ev.get("args") or {}
-            ts = ev.get("ts", 0.0)
-            dur = ev.get("dur", 0.0)
-            if cat == "cpu_op" and not name.startswith(_STEP_PREFIX):
-                ops["name"].append(name)
-                ops["tid"].append(_int(ev.get("tid"), 0))
-                ops["ts"].append(ts)
-                ops["dur"].append(dur)
-                ops["ext"].append(_int(a.get("External id")))
-                ops["seq"].append(_int(a.get("Sequence number")))
-                ops["fwd_tid"].append(_int(a.get("Fwd thread id"), 0))
-                dims = a.get("Input Dims")
-                ops["shapes"].append(intern(orjson.dumps(dims).decode()) if dims is not None else "")
-                types = a.get("Input type")
-                ops["dtypes"].append(intern(orjson.dumps(types).decode()) if types is not None else "")
-                strides = a.get("Input Strides")
-                ops["strides"].append(intern(orjson.dumps(strides).decode()) if strides is not None else "")
-                if "kernel_backend" in a:
-                    self._triton_launch(name, a)
-            elif cat == "kernel":
-                kern["name"].append(name)
-                kern["device"].append(_int(a.get("device", ev.get("pid")), 0))
-                kern["stream"].append(_int(a.get("stream", ev.get("tid")), 0))
-                kern["ts"].append(ts)
-                kern["dur"].append(dur)
-                kern["grid"].append(_dim3(a.get("grid")))
-                kern["block"].append(_dim3(a.get("block")))
-                kern["regs"].append(_int(a.get("registers per thread")))
-                kern["smem"].append(_int(a.get("shared memory")))
-                kern["corr"].append(_int(a.get("correlation")))
-                kern["ext"].append(_int(a.get("External id")))
-            elif cat in ("gpu_memcpy", "gpu_memset"):
-                xfer["name"].append(name)
-                xfer["cat"].append(intern(cat))
-                xfer["bytes"].append(_int(a.get("bytes"), 0))
-                xfer["device"].append(_int(a.get("device", a.get("inDevice", ev.get("pid"))), 0))
-                xfer["stream"].append(_int(a.get("stream", ev.get("tid")), 0))
-                xfer["ts"].append(ts)
-                xfer["dur"].append(dur)
-                xfer["corr"].append(_int(a.get("correlation")))
-                xfer["ext"].append(_int(a.get("External id")))
-            elif cat in ("cuda_runtime", "cuda_driver"):
-                api["name"].append(name)
-                api["cat"].append(intern(cat))
-                api["tid"].append(_int(ev.get("tid"), 0))
-                api["ts"].append(ts)
-                api["dur"].append(dur)
-                api["corr"].append(_int(a.get("correlation")))
-                api["ext"].append(_int(a.get("External id")))
-            elif cat == "user_annotation" or (cat == "cpu_op" and name.startswith(_STEP_PREFIX)):
-                ann["name"].append(name)
-                ann["tid"].append(_int(ev.get("tid"), 0))
-                ann["ts"].append(ts)
-                ann["dur"].append(dur)
-            elif cat == "python_function":
-                py["name"].append(name)
-                py["tid"].append(_int(ev.get("tid"), 0))
-                py["ts"].append(ts)
-                py["dur"].append(dur)
-
-    def _triton_launch(self, name: str, args: dict[str, Any]) -> None:
-        seen = self.triton_launches.setdefault(name, {"launches": 0})
-        seen["launches"] += 1
-        for key in _TRITON_LAUNCH_ARGS:
-            if key in args:
-                seen[key] = args[key]
+def _record_span(report: BuildReport, starts: Iterable[I64Array], ends: Iterable[I64Array]) -> None:
+    """The profile's time span: the earliest start and latest end of every range of the trace."""
+    starts_all = [a for a in starts if len(a)]
+    ends_all = [a for a in ends if len(a)]
+    if starts_all:
+        report.span_start_ns = int(min(a.min() for a in starts_all))
+        report.span_end_ns = int(max(a.max() for a in ends_all))
 
 
-class _Clock:
-    """Kineto's float microseconds -> int64 nanoseconds on the trace's absolute clock."""
-
-    def __init__(self, base_ns: int) -> None:
-        self.base_ns = base_ns
-
-    def span(self, cols: _Cols) -> tuple[I64Array, I64Array]:
-        start = self.base_ns + np.rint(cols.floats("ts") * 1000.0).astype(np.int64)
-        dur = np.maximum(np.rint(cols.floats("dur") * 1000.0).astype(np.int64), 0)
-        return start, start + dur
-
-    def at(self, cols: _Cols) -> I64Array:
-        return self.base_ns + np.rint(cols.floats("ts") * 1000.0).astype(np.int64)
+# ---- annotations: steps, clock syncs, scopes
 
 
-class _ThreadNesting:
-    """Per-thread nesting of a set of ranges, with lookups by (thread, time)."""
+@dataclass(frozen=True)
+class _Annotations:
+    """Every annotation range (user_annotation and ProfilerStep#N), in trace order, sorted into kinds."""
 
-    def __init__(self, tids: I64Array, starts: I64Array, ends: I64Array) -> None:
-        self.parent = np.full(len(tids), -1, dtype=np.int64)
-        self.depth = np.zeros(len(tids), dtype=np.int64)
-        self.by_thread: dict[int, tuple[I64Array, Nesting]] = {}
-        for tid in np.unique(tids):
-            members = np.flatnonzero(tids == tid)
-            nesting = nest(starts[members], ends[members])
-            local_parent = nesting.parent
-            self.parent[members] = np.where(local_parent >= 0, members[np.clip(local_parent, 0, None)], -1)
-            self.depth[members] = nesting.depth
-            self.by_thread[int(tid)] = (members, nesting)
+    names: list[str]
+    tid: I64Array
+    start: I64Array
+    end: I64Array
+    is_step: _Bools
+    is_scope: _Bools
+    sync_starts: dict[str, int]  # tenprof's clock-sync marker name -> its start
 
-    def innermost(self, tid: int, times: I64Array) -> I64Array:
-        entry = self.by_thread.get(tid)
-        if entry is None:
-            return np.full(len(times), -1, dtype=np.int64)
-        members, nesting = entry
-        local = nesting.innermost_at(times)
-        return np.where(local >= 0, members[np.clip(local, 0, None)], -1)
 
-    def innermost_per_thread(self, tids: I64Array, times: I64Array) -> I64Array:
-        out = np.full(len(times), -1, dtype=np.int64)
-        for tid in np.unique(tids):
-            sel = np.flatnonzero(tids == tid)
-            out[sel] = self.innermost(int(tid), times[sel])
-        return out
+def _annotations(cols: Cols, clock: Clock) -> _Annotations:
+    """The annotation columns -> their ranges, which are steps, which scopes, and the clock-sync starts."""
+    start, end = clock.span(cols)
+    names = cols.data["name"]
+    is_step = np.array([n.startswith(STEP_PREFIX) for n in names], dtype=bool)
+    is_sync = np.array([n.startswith(SYNC_PREFIX) for n in names], dtype=bool)
+    return _Annotations(
+        names=names,
+        tid=cols.ints("tid"),
+        start=start,
+        end=end,
+        is_step=is_step,
+        is_scope=~(is_step | is_sync),
+        sync_starts={names[i]: int(start[i]) for i in np.flatnonzero(is_sync)},
+    )
+
+
+# ---- ops
+
+
+@dataclass(frozen=True)
+class _Ops:
+    """The ops in op_id order (start, thread, longest first), nested per thread, with their backward links."""
+
+    order: I64Array  # op_id -> row of the op columns
+    names: list[str]
+    tid: I64Array
+    start: I64Array
+    end: I64Array
+    ext: I64Array
+    seq: I64Array
+    nesting: ThreadNesting
+    self_duration: I64Array
+    top: I64Array  # the top-level op of each op (itself when top-level)
+    is_backward: _Bools
+    forward: I64Array  # a backward op's forward op, else -1
+    ext_to_op: dict[int, int]  # Kineto's External id -> op_id
+
+    @property
+    def parent(self) -> I64Array:
+        return self.nesting.parent
+
+    @property
+    def depth(self) -> I64Array:
+        return self.nesting.depth
+
+    def links(self) -> OpLinks:
+        """What the Python call-path join reads of the ops."""
+        return OpLinks(self.tid, self.start, self.end, self.parent, self.top, self.is_backward, self.forward)
+
+
+def _ops(cols: Cols, clock: Clock) -> _Ops:
+    """The op columns -> ops sorted into op_id order, with nesting, self time, top op and backward links."""
+    start, end = clock.span(cols)
+    tid = cols.ints("tid")
+    order = np.lexsort((-end, tid, start))
+    start, end, tid = start[order], end[order], tid[order]
+    names = [cols.data["name"][i] for i in order]
+    ext = cols.ints("ext")[order]
+    seq = cols.ints("seq")[order]
+    fwd_tid = cols.ints("fwd_tid")[order]
+    n_ops = len(names)
+    nesting = ThreadNesting(tid, start, end)
+    parent, depth = nesting.parent, nesting.depth
+    duration = end - start
+    child_time = np.zeros(n_ops, dtype=np.int64)
+    has_parent = parent >= 0
+    np.add.at(child_time, parent[has_parent], duration[has_parent])
+    top = _propagate_down(np.arange(n_ops, dtype=np.int64), parent, depth, lambda v: np.ones(len(v), bool))
+    own_backward = (fwd_tid > 0) | np.array([n.startswith(_BACKWARD_PREFIX) for n in names], dtype=bool)
+    is_backward = _propagate_down(own_backward.astype(np.int64), parent, depth, lambda v: v == 0).astype(bool)
+    forward = _forward_ops(start, seq, own_backward, is_backward)
+    return _Ops(
+        order=order,
+        names=names,
+        tid=tid,
+        start=start,
+        end=end,
+        ext=ext,
+        seq=seq,
+        nesting=nesting,
+        self_duration=np.maximum(duration - child_time, 0),
+        top=top,
+        is_backward=is_backward,
+        forward=np.where(is_backward, _propagate_down(forward, parent, depth, lambda v: v < 0), -1),
+        ext_to_op={int(e): i for i, e in enumerate(ext) if e >= 0},
+    )
+
+
+def _forward_ops(start: I64Array, seq: I64Array, own_backward: _Bools, is_backward: _Bools) -> I64Array:
+    """The forward op of each op that is itself a backward node (by autograd sequence number), else -1."""
+    # Sequence numbers are shared by every op run while the counter stood still (e.g. init-time
+    # `detach`), so, as torch itself does, a backward node's forward op is the latest forward op with
+    # its sequence number that started before it.
+    forward = np.full(len(start), -1, dtype=np.int64)
+    fwd_ops = np.flatnonzero((~is_backward) & (seq >= 0))
+    if len(fwd_ops):
+        by_seq = fwd_ops[np.lexsort((start[fwd_ops], seq[fwd_ops]))]
+        keys_seq, keys_start = seq[by_seq], start[by_seq]
+        bwd = np.flatnonzero(own_backward & (seq >= 0))
+        for i in bwd:
+            lo = np.searchsorted(keys_seq, seq[i], side="left")
+            hi = np.searchsorted(keys_seq, seq[i], side="right")
+            if hi > lo:
+                j = lo + np.searchsorted(keys_start[lo:hi], start[i], side="left") - 1
+                if j >= lo:
+                    forward[i] = by_seq[j]
+    return forward
 
 
 def _propagate_down(values: I64Array, parent: I64Array, depth: I64Array, where_unset: Any) -> I64Array:
@@ -280,371 +250,343 @@ def _propagate_down(values: I64Array, parent: I64Array, depth: I64Array, where_u
     return out
 
 
-class _FrameTable:
-    """Interns call-path nodes (parent, file, line, function) into the frames table."""
-
-    def __init__(self) -> None:
-        self.rows: list[tuple[int, int, str, int, str, int, bool]] = []
-        self.index: dict[tuple[int, str, int, str], int] = {}
-
-    def add(self, parent: int, file: str, line: int, function: str, is_user: bool) -> int:
-        key = (parent, file, line, function)
-        found = self.index.get(key)
-        if found is not None:
-            return found
-        depth = self.rows[parent][5] + 1 if parent >= 0 else 0
-        frame_id = len(self.rows)
-        self.rows.append((frame_id, parent, file, line, function, depth, is_user))
-        self.index[key] = frame_id
-        return frame_id
-
-    def table(self) -> pa.Table:
-        cols: list[Any] = list(zip(*self.rows, strict=True)) if self.rows else [[] for _ in range(7)]
-        return pa.table(dict(zip(TABLES["frames"].names, cols, strict=True)), schema=TABLES["frames"])
-
-
-def build_timeline(
-    events: Iterable[dict[str, Any]],
-    base_time_ns_of: Any,
-    callsites: Callsites | None = None,
-) -> tuple[dict[str, pa.Table], BuildReport]:
-    """Build every timeline table. `base_time_ns_of()` is called after the events are consumed."""
-    col = _Collector()
-    col.add_all(events)
-    report = BuildReport(events=col.events, triton_launches=col.triton_launches)
-    report.base_time_ns = int(base_time_ns_of())
-    clock = _Clock(report.base_time_ns)
-
-    # ---- annotations: steps, clock syncs, scopes
-    ann_start, ann_end = clock.span(col.annotations)
-    ann_names = col.annotations.data["name"]
-    ann_tid = col.annotations.ints("tid")
-    is_step = np.array([n.startswith(_STEP_PREFIX) for n in ann_names], dtype=bool)
-    is_sync = np.array([n.startswith(SYNC_PREFIX) for n in ann_names], dtype=bool)
-    is_scope = ~(is_step | is_sync)
-    sync_starts = {ann_names[i]: int(ann_start[i]) for i in np.flatnonzero(is_sync)}
-
-    # ---- ops
-    op_start, op_end = clock.span(col.ops)
-    op_tid = col.ops.ints("tid")
-    order = np.lexsort((-op_end, op_tid, op_start))
-    op_start, op_end, op_tid = op_start[order], op_end[order], op_tid[order]
-    op_names = [col.ops.data["name"][i] for i in order]
-    op_ext = col.ops.ints("ext")[order]
-    op_seq = col.ops.ints("seq")[order]
-    op_fwd_tid = col.ops.ints("fwd_tid")[order]
-    n_ops = len(op_names)
-    op_nesting = _ThreadNesting(op_tid, op_start, op_end)
-    parent, depth = op_nesting.parent, op_nesting.depth
-    duration = op_end - op_start
-    child_time = np.zeros(n_ops, dtype=np.int64)
-    has_parent = parent >= 0
-    np.add.at(child_time, parent[has_parent], duration[has_parent])
-    self_duration = np.maximum(duration - child_time, 0)
-    top = _propagate_down(np.arange(n_ops, dtype=np.int64), parent, depth, lambda v: np.ones(len(v), bool))
-    own_backward = (op_fwd_tid > 0) | np.array([n.startswith(_BACKWARD_PREFIX) for n in op_names], dtype=bool)
-    is_backward = _propagate_down(own_backward.astype(np.int64), parent, depth, lambda v: v == 0).astype(bool)
-
-    # Sequence numbers are shared by every op run while the counter stood still (e.g. init-time
-    # `detach`), so, as torch itself does, a backward node's forward op is the latest forward op with
-    # its sequence number that started before it.
-    forward = np.full(n_ops, -1, dtype=np.int64)
-    fwd_ops = np.flatnonzero((~is_backward) & (op_seq >= 0))
-    if len(fwd_ops):
-        by_seq = fwd_ops[np.lexsort((op_start[fwd_ops], op_seq[fwd_ops]))]
-        keys_seq, keys_start = op_seq[by_seq], op_start[by_seq]
-        bwd = np.flatnonzero(own_backward & (op_seq >= 0))
-        for i in bwd:
-            lo = np.searchsorted(keys_seq, op_seq[i], side="left")
-            hi = np.searchsorted(keys_seq, op_seq[i], side="right")
-            if hi > lo:
-                j = lo + np.searchsorted(keys_start[lo:hi], op_start[i], side="left") - 1
-                if j >= lo:
-                    forward[i] = by_seq[j]
-    forward = np.where(is_backward, _propagate_down(forward, parent, depth, lambda v: v < 0), -1)
-
-    # ---- Python call paths
-    frames = _FrameTable()
-    top_frame = np.full(n_ops, -1, dtype=np.int64)
-    top_source = np.zeros(n_ops, dtype=np.int8)  # index into source_names below
-    is_top = parent < 0
-    mid = op_start + (op_end - op_start) // 2
-    sidecar_scopes: list[list[Any]] = []
-    offset_ok = False
-    shifted = callsites
-    if callsites is not None and len(callsites.frames) > 0:
-        found = clock_offset(callsites.syncs, sync_starts)
-        offset = found[0] if found else None
-        report.clock_offset_ns = offset
-        report.clock_uncertainty_ns = found[1] if found else None
-        if offset is None:
-            report.warnings.append(
-                "the clock-sync markers were not found in the trace, so Python lines could not be joined"
-            )
-        else:
-            offset_ok = True
-            shifted = callsites.shifted(offset)
-            sidecar_scopes = shifted.scopes
-            for row in shifted.frames:
-                frames.add(int(row[1]), str(row[2]), int(row[3]), str(row[4]), bool(row[6]))
-            # A native record hugs its op, so an op of a microsecond can fall just outside it by the clock
-            # mapping's error; a Python record spans the whole call, and an op outside every one is not
-            # from a recorded call.
-            tolerance = min(int(found[1]) + 1_000, 50_000) if found and callsites.recorder == "native" else 0
-            _join_callsites(shifted, op_tid, mid, is_top & ~is_backward, top_frame, top_source, tolerance_ns=tolerance)
-            # A top-level op no call covers (Dynamo's `dynamo` range around a compilation, say) takes the
-            # call covering its earliest covered descendant.
-            unresolved = ~is_backward & (top_frame[top] < 0) & ~is_top
-            inner_frame = np.full(n_ops, -1, dtype=np.int64)
-            inner_source = np.zeros(n_ops, dtype=np.int8)
-            _join_callsites(shifted, op_tid, mid, unresolved, inner_frame, inner_source)
-            for i in np.flatnonzero(inner_frame >= 0):  # op ids are in start order: the first hit is earliest
-                if top_frame[top[i]] < 0:
-                    top_frame[top[i]] = inner_frame[i]
-                    top_source[top[i]] = 1
-    elif len(col.python):
-        report.warnings.append(
-            "Python paths come from the trace's with_stack ranges, which name each function by its first line, "
-            "not by the line that made the call"
-        )
-        _join_python_stacks(col.python, clock, frames, op_tid, op_start, is_top, top_frame, top_source)
-    # Backward ops: the forward op's path beats the `.backward()` call line.
-    bwd_top = np.flatnonzero(is_top & is_backward & (forward >= 0))
-    fwd_frames = top_frame[top[forward[bwd_top]]]
-    usable = fwd_frames >= 0
-    top_frame[bwd_top[usable]] = fwd_frames[usable]
-    top_source[bwd_top[usable]] = 2
-    # What is still without a path (autograd work with no forward op, such as AccumulateGrad) takes the
-    # torch call that was running on the main Python thread at the time: usually `loss.backward()`.
-    if callsites is not None and offset_ok:
-        _join_callsites(
-            shifted, op_tid, mid, is_top & is_backward & (top_frame < 0), top_frame, top_source, any_thread=True
-        )
-    op_frame = top_frame[top]
-    source_names = np.array(["none", "callsite", "forward", "stack", "containment"])
-    op_frame_source = source_names[top_source[top]]
-
-    # ---- scopes
-    scope_idx = np.flatnonzero(is_scope)
-    sc_start, sc_end, sc_tid = ann_start[scope_idx], ann_end[scope_idx], ann_tid[scope_idx]
-    sc_order = np.lexsort((-sc_end, sc_tid, sc_start))
-    scope_idx, sc_start, sc_end, sc_tid = (
-        scope_idx[sc_order],
-        sc_start[sc_order],
-        sc_end[sc_order],
-        sc_tid[sc_order],
+def _ops_table(cols: Cols, ops: _Ops, paths: CallPaths, op_scope: I64Array, op_step: I64Array) -> pa.Table:
+    """The ops table: a row per op, in op_id order, with its call path, scope and step."""
+    return pa.table(
+        {
+            "op_id": np.arange(len(ops.names), dtype=np.int64),
+            "name": ops.names,
+            "thread_id": ops.tid,
+            "start_ns": ops.start,
+            "end_ns": ops.end,
+            "duration_ns": ops.end - ops.start,
+            "self_duration_ns": ops.self_duration,
+            "parent_op_id": ops.parent,
+            "top_op_id": ops.top,
+            "depth": ops.depth.astype(np.int32),
+            "sequence_nr": ops.seq,
+            "is_backward": ops.is_backward,
+            "forward_op_id": ops.forward,
+            "input_shapes": [cols.data["shapes"][i] for i in ops.order],
+            "input_dtypes": [cols.data["dtypes"][i] for i in ops.order],
+            "input_strides": [cols.data["strides"][i] for i in ops.order],
+            "frame_id": paths.op_frame,
+            "frame_source": paths.op_frame_source,
+            "scope_id": op_scope,
+            "step": op_step,
+            "external_id": ops.ext,
+        }
     )
-    sc_names = [ann_names[i] for i in scope_idx]
-    scope_nesting = _ThreadNesting(sc_tid, sc_start, sc_end)
-    sc_frame, sc_insert = _match_sidecar_scopes(sc_names, sc_tid, sc_start, sc_end, sidecar_scopes)
-    op_scope = scope_nesting.innermost_per_thread(op_tid, op_start)
+
+
+# ---- scopes
+
+
+@dataclass(frozen=True)
+class _Scopes:
+    """The scopes (user annotations) in scope_id order, nested per thread, and each op's scope."""
+
+    names: list[str]
+    tid: I64Array
+    start: I64Array
+    end: I64Array
+    parent: I64Array
+    frame: I64Array  # the call path tenprof.scope recorded, else -1
+    insert: I64Array  # where in that call path the scope begins, else -1
+    op_scope: I64Array  # op_id -> scope_id, or -1
+
+
+def _scopes(ann: _Annotations, ops: _Ops, sidecar_scopes: list[list[Any]]) -> _Scopes:
+    """The scope annotations -> scopes with their recorded call paths, and the innermost scope of each op."""
+    scope_idx = np.flatnonzero(ann.is_scope)
+    sc_start, sc_end, sc_tid = ann.start[scope_idx], ann.end[scope_idx], ann.tid[scope_idx]
+    sc_order = np.lexsort((-sc_end, sc_tid, sc_start))
+    scope_idx, sc_start, sc_end, sc_tid = scope_idx[sc_order], sc_start[sc_order], sc_end[sc_order], sc_tid[sc_order]
+    sc_names = [ann.names[i] for i in scope_idx]
+    nesting = ThreadNesting(sc_tid, sc_start, sc_end)
+    sc_frame, sc_insert = match_sidecar_scopes(sc_names, sc_tid, sc_start, sc_end, sidecar_scopes)
+    op_scope = nesting.innermost_per_thread(ops.tid, ops.start)
     if len(sc_tid):
         main_scope_tid = int(np.bincount(np.unique(sc_tid, return_inverse=True)[1]).argmax())
         main_tid = int(np.unique(sc_tid)[main_scope_tid])
-        missing = (op_scope < 0) & is_backward
-        op_scope[missing] = scope_nesting.innermost(main_tid, op_start[missing])
+        missing = (op_scope < 0) & ops.is_backward
+        op_scope[missing] = nesting.innermost(main_tid, ops.start[missing])
+    return _Scopes(sc_names, sc_tid, sc_start, sc_end, nesting.parent, sc_frame, sc_insert, op_scope)
 
-    # ---- steps
-    step_idx = np.flatnonzero(is_step)
-    st_start, st_end = ann_start[step_idx], ann_end[step_idx]
-    st_number = np.array([_int(ann_names[i][len(_STEP_PREFIX) :], -1) for i in step_idx], dtype=np.int64)
+
+def _scopes_table(scopes: _Scopes) -> pa.Table:
+    """The scopes table: a row per scope, in scope_id order."""
+    return pa.table(
+        {
+            "scope_id": np.arange(len(scopes.names), dtype=np.int64),
+            "name": scopes.names,
+            "thread_id": scopes.tid,
+            "start_ns": scopes.start,
+            "end_ns": scopes.end,
+            "parent_scope_id": scopes.parent,
+            "frame_id": scopes.frame,
+            "insert_depth": scopes.insert.astype(np.int32),
+        }
+    )
+
+
+# ---- steps
+
+
+@dataclass(frozen=True)
+class _Steps:
+    """The ProfilerStep#N ranges in start order, what tenprof recorded of each, and each op's step."""
+
+    number: I64Array
+    start: I64Array
+    end: I64Array
+    complete: _Bools
+    capture_on: _Bools
+    own_ns: I64Array
+    op_step: I64Array  # op_id -> step number, or -1
+
+
+def _steps(ann: _Annotations, ops: _Ops, callsites: Callsites | None) -> _Steps:
+    """The step annotations -> steps (with tenprof's marks when `callsites` is given) and the step of each op."""
+    step_idx = np.flatnonzero(ann.is_step)
+    st_start, st_end = ann.start[step_idx], ann.end[step_idx]
+    st_number = np.array([as_int(ann.names[i][len(STEP_PREFIX) :], -1) for i in step_idx], dtype=np.int64)
     st_order = np.argsort(st_start, kind="stable")
     st_start, st_end, st_number = st_start[st_order], st_end[st_order], st_number[st_order]
-    step_nesting = nest(st_start, st_end)
-
-    def step_at(times: I64Array) -> I64Array:
-        return take(st_number, step_nesting.innermost_at(times))
-
-    op_step = step_at(op_start)
+    op_step = take(st_number, nest(st_start, st_end).innermost_at(ops.start))
     # Which steps ran with the capture off (to time the program un-profiled) and each step's time between
     # tenprof's own clock reads; traces from elsewhere have neither: on, unknown.
     if callsites is not None:
         st_capture_on, st_own_ns = callsites.step_marks(st_number)
     else:
         st_capture_on, st_own_ns = np.ones(len(st_number), dtype=bool), np.full(len(st_number), -1, dtype=np.int64)
+    # A step is complete when tenprof.step() closed it, not the end of profiling; for traces
+    # from elsewhere, torch's schedule closes every recorded step.
+    complete = (
+        st_number < callsites.step_calls
+        if callsites is not None and callsites.step_calls is not None
+        else np.ones(len(st_number), dtype=bool)
+    )
+    return _Steps(st_number, st_start, st_end, complete, st_capture_on, st_own_ns, op_step)
 
-    # ---- API calls
-    api_start, api_end = clock.span(col.api)
+
+def _steps_table(steps: _Steps) -> pa.Table:
+    """The steps table: a row per step, in start order."""
+    return pa.table(
+        {
+            "step": steps.number,
+            "start_ns": steps.start,
+            "end_ns": steps.end,
+            "duration_ns": steps.end - steps.start,
+            "complete": steps.complete,
+            "capture_on": steps.capture_on,
+            "own_duration_ns": steps.own_ns,
+        }
+    )
+
+
+# ---- API calls
+
+
+@dataclass(frozen=True)
+class _ApiCalls:
+    """The CUDA runtime/driver calls in start order (api_call_id), with the op that made each."""
+
+    order: I64Array  # api_call_id -> row of the API call columns
+    tid: I64Array
+    start: I64Array
+    end: I64Array
+    corr: I64Array
+    op: I64Array
+    corr_to_api: dict[int, int]  # CUPTI correlation id -> the first api_call_id with it
+
+
+def _api_calls(cols: Cols, clock: Clock, ops: _Ops) -> _ApiCalls:
+    """The API call columns -> calls in start order, each joined to its op (by External id, else the
+    innermost op running on its thread)."""
+    api_start, api_end = clock.span(cols)
     api_order = np.argsort(api_start, kind="stable")
     api_start, api_end = api_start[api_order], api_end[api_order]
-    api_tid = col.api.ints("tid")[api_order]
-    api_corr = col.api.ints("corr")[api_order]
-    ext_to_op = {int(e): i for i, e in enumerate(op_ext) if e >= 0}
-    api_op = _ops_of(col.api.ints("ext")[api_order], ext_to_op)
+    api_tid = cols.ints("tid")[api_order]
+    api_corr = cols.ints("corr")[api_order]
+    api_op = _ops_of(cols.ints("ext")[api_order], ops.ext_to_op)
     unresolved = api_op < 0
-    api_op[unresolved] = op_nesting.innermost_per_thread(api_tid[unresolved], api_start[unresolved])
+    api_op[unresolved] = ops.nesting.innermost_per_thread(api_tid[unresolved], api_start[unresolved])
     corr_to_api: dict[int, int] = {}
     for position, corr in enumerate(api_corr.tolist()):
         if corr >= 0:
             corr_to_api.setdefault(corr, position)
+    return _ApiCalls(api_order, api_tid, api_start, api_end, api_corr, api_op, corr_to_api)
 
-    # ---- kernels
-    k_start, k_end = clock.span(col.kernels)
+
+def _api_calls_table(cols: Cols, api: _ApiCalls) -> pa.Table:
+    """The api_calls table: a row per CUDA runtime/driver call, in api_call_id order."""
+    return pa.table(
+        {
+            "api_call_id": np.arange(len(api.start), dtype=np.int64),
+            "name": [cols.data["name"][i] for i in api.order],
+            "api": ["driver" if cols.data["cat"][i] == "cuda_driver" else "runtime" for i in api.order],
+            "thread_id": api.tid,
+            "start_ns": api.start,
+            "end_ns": api.end,
+            "duration_ns": api.end - api.start,
+            "correlation_id": api.corr,
+            "op_id": api.op,
+        }
+    )
+
+
+# ---- kernels
+
+
+@dataclass(frozen=True)
+class _Kernels:
+    """The kernels in start order (kernel_id), with their launching API call and op."""
+
+    order: I64Array  # kernel_id -> row of the kernel columns
+    start: I64Array
+    end: I64Array
+    corr: I64Array
+    api: I64Array
+    op: I64Array
+    ordinal: I64Array  # rank among its op's kernels, by launch time
+    grid: I64Array  # (n, 3)
+    block: I64Array  # (n, 3)
+
+
+def _kernels(cols: Cols, clock: Clock, ops: _Ops, api: _ApiCalls) -> _Kernels:
+    """The kernel columns -> kernels in start order, each joined to its API call (correlation id) and op
+    (External id, else its API call's op)."""
+    k_start, k_end = clock.span(cols)
     k_order = np.argsort(k_start, kind="stable")
     k_start, k_end = k_start[k_order], k_end[k_order]
-    k_corr = col.kernels.ints("corr")[k_order]
-    k_api = np.array([corr_to_api.get(int(c), -1) for c in k_corr], dtype=np.int64)
-    k_op = _ops_of(col.kernels.ints("ext")[k_order], ext_to_op)
+    k_corr = cols.ints("corr")[k_order]
+    k_api = np.array([api.corr_to_api.get(int(c), -1) for c in k_corr], dtype=np.int64)
+    k_op = _ops_of(cols.ints("ext")[k_order], ops.ext_to_op)
     fallback = (k_op < 0) & (k_api >= 0)
-    k_op[fallback] = api_op[k_api[fallback]]
-    launch_time = np.where(k_api >= 0, take(api_start, k_api), k_start)
-    k_ordinal = _ordinal_within(k_op, launch_time)
-    grid = np.array(col.kernels.data["grid"], dtype=np.int64).reshape(-1, 3)[k_order]
-    block = np.array(col.kernels.data["block"], dtype=np.int64).reshape(-1, 3)[k_order]
+    k_op[fallback] = api.op[k_api[fallback]]
+    launch_time = np.where(k_api >= 0, take(api.start, k_api), k_start)
+    return _Kernels(
+        order=k_order,
+        start=k_start,
+        end=k_end,
+        corr=k_corr,
+        api=k_api,
+        op=k_op,
+        ordinal=_ordinal_within(k_op, launch_time),
+        grid=np.array(cols.data["grid"], dtype=np.int64).reshape(-1, 3)[k_order],
+        block=np.array(cols.data["block"], dtype=np.int64).reshape(-1, 3)[k_order],
+    )
 
-    # ---- transfers
-    t_start, t_end = clock.span(col.transfers)
+
+def _kernels_table(cols: Cols, kernels: _Kernels) -> pa.Table:
+    """The kernels table: a row per kernel, in kernel_id order."""
+    order, grid, block = kernels.order, kernels.grid, kernels.block
+    return pa.table(
+        {
+            "kernel_id": np.arange(len(kernels.start), dtype=np.int64),
+            "name": [cols.data["name"][i] for i in order],
+            "device": cols.ints("device")[order].astype(np.int32),
+            "stream": cols.ints("stream")[order],
+            "start_ns": kernels.start,
+            "end_ns": kernels.end,
+            "duration_ns": kernels.end - kernels.start,
+            "grid_x": grid[:, 0].astype(np.int32),
+            "grid_y": grid[:, 1].astype(np.int32),
+            "grid_z": grid[:, 2].astype(np.int32),
+            "block_x": block[:, 0].astype(np.int32),
+            "block_y": block[:, 1].astype(np.int32),
+            "block_z": block[:, 2].astype(np.int32),
+            "registers_per_thread": cols.ints("regs")[order].astype(np.int32),
+            "shared_memory_bytes": cols.ints("smem")[order],
+            "correlation_id": kernels.corr,
+            "op_id": kernels.op,
+            "api_call_id": kernels.api,
+            "ordinal_in_op": kernels.ordinal.astype(np.int32),
+        }
+    )
+
+
+# ---- transfers
+
+
+@dataclass(frozen=True)
+class _Transfers:
+    """The memcpys and memsets in start order (transfer_id), with the op that made each."""
+
+    order: I64Array  # transfer_id -> row of the transfer columns
+    start: I64Array
+    end: I64Array
+    corr: I64Array
+    op: I64Array
+
+
+def _transfers(cols: Cols, clock: Clock, ops: _Ops, api: _ApiCalls) -> _Transfers:
+    """The transfer columns -> transfers in start order, each joined to its op (External id, else its
+    launching API call's op)."""
+    t_start, t_end = clock.span(cols)
     t_order = np.argsort(t_start, kind="stable")
     t_start, t_end = t_start[t_order], t_end[t_order]
-    t_names = [col.transfers.data["name"][i] for i in t_order]
-    t_cat = [col.transfers.data["cat"][i] for i in t_order]
-    t_bytes = col.transfers.ints("bytes")[t_order]
-    t_corr = col.transfers.ints("corr")[t_order]
-    t_op = _ops_of(col.transfers.ints("ext")[t_order], ext_to_op)
-    t_api = np.array([corr_to_api.get(int(c), -1) for c in t_corr], dtype=np.int64)
+    t_corr = cols.ints("corr")[t_order]
+    t_op = _ops_of(cols.ints("ext")[t_order], ops.ext_to_op)
+    t_api = np.array([api.corr_to_api.get(int(c), -1) for c in t_corr], dtype=np.int64)
     fallback = (t_op < 0) & (t_api >= 0)
-    t_op[fallback] = api_op[t_api[fallback]]
-    t_dur = t_end - t_start
-    parsed = [_MEMCPY_NAME.match(n) for n in t_names]
+    t_op[fallback] = api.op[t_api[fallback]]
+    return _Transfers(t_order, t_start, t_end, t_corr, t_op)
 
-    # ---- memory
-    m_ts = clock.at(col.memory)
-    m_tid = col.memory.ints("tid")
-    m_op = op_nesting.innermost_per_thread(m_tid, m_ts)
 
-    starts_all = [a for a in (op_start, k_start, t_start, api_start, ann_start) if len(a)]
-    ends_all = [a for a in (op_end, k_end, t_end, api_end, ann_end) if len(a)]
-    if starts_all:
-        report.span_start_ns = int(min(a.min() for a in starts_all))
-        report.span_end_ns = int(max(a.max() for a in ends_all))
+def _transfers_table(cols: Cols, transfers: _Transfers) -> pa.Table:
+    """The transfers table: a row per memcpy or memset, in transfer_id order, with its direction and bandwidth
+    parsed from the name and timing."""
+    order = transfers.order
+    names = [cols.data["name"][i] for i in order]
+    t_bytes = cols.ints("bytes")[order]
+    t_dur = transfers.end - transfers.start
+    parsed = [_MEMCPY_NAME.match(n) for n in names]
+    return pa.table(
+        {
+            "transfer_id": np.arange(len(transfers.start), dtype=np.int64),
+            "name": names,
+            "kind": ["memset" if cols.data["cat"][i] == "gpu_memset" else "memcpy" for i in order],
+            "direction": [m.group(1) if m else "" for m in parsed],
+            "src_memory": [m.group(2) if m else "" for m in parsed],
+            "dst_memory": [m.group(3) if m else "" for m in parsed],
+            "bytes": t_bytes,
+            "device": cols.ints("device")[order].astype(np.int32),
+            "stream": cols.ints("stream")[order],
+            "start_ns": transfers.start,
+            "end_ns": transfers.end,
+            "duration_ns": t_dur,
+            "bandwidth_gbps": np.where(t_dur > 0, t_bytes / np.maximum(t_dur, 1), 0.0),
+            "correlation_id": transfers.corr,
+            "op_id": transfers.op,
+        }
+    )
 
-    tables = {
-        "ops": pa.table(
-            {
-                "op_id": np.arange(n_ops, dtype=np.int64),
-                "name": op_names,
-                "thread_id": op_tid,
-                "start_ns": op_start,
-                "end_ns": op_end,
-                "duration_ns": duration,
-                "self_duration_ns": self_duration,
-                "parent_op_id": parent,
-                "top_op_id": top,
-                "depth": depth.astype(np.int32),
-                "sequence_nr": op_seq,
-                "is_backward": is_backward,
-                "forward_op_id": forward,
-                "input_shapes": [col.ops.data["shapes"][i] for i in order],
-                "input_dtypes": [col.ops.data["dtypes"][i] for i in order],
-                "input_strides": [col.ops.data["strides"][i] for i in order],
-                "frame_id": op_frame,
-                "frame_source": op_frame_source.tolist(),
-                "scope_id": op_scope,
-                "step": op_step,
-                "external_id": op_ext,
-            }
-        ),
-        "kernels": pa.table(
-            {
-                "kernel_id": np.arange(len(k_start), dtype=np.int64),
-                "name": [col.kernels.data["name"][i] for i in k_order],
-                "device": col.kernels.ints("device")[k_order].astype(np.int32),
-                "stream": col.kernels.ints("stream")[k_order],
-                "start_ns": k_start,
-                "end_ns": k_end,
-                "duration_ns": k_end - k_start,
-                "grid_x": grid[:, 0].astype(np.int32),
-                "grid_y": grid[:, 1].astype(np.int32),
-                "grid_z": grid[:, 2].astype(np.int32),
-                "block_x": block[:, 0].astype(np.int32),
-                "block_y": block[:, 1].astype(np.int32),
-                "block_z": block[:, 2].astype(np.int32),
-                "registers_per_thread": col.kernels.ints("regs")[k_order].astype(np.int32),
-                "shared_memory_bytes": col.kernels.ints("smem")[k_order],
-                "correlation_id": k_corr,
-                "op_id": k_op,
-                "api_call_id": k_api,
-                "ordinal_in_op": k_ordinal.astype(np.int32),
-            }
-        ),
-        "transfers": pa.table(
-            {
-                "transfer_id": np.arange(len(t_start), dtype=np.int64),
-                "name": t_names,
-                "kind": ["memset" if c == "gpu_memset" else "memcpy" for c in t_cat],
-                "direction": [m.group(1) if m else "" for m in parsed],
-                "src_memory": [m.group(2) if m else "" for m in parsed],
-                "dst_memory": [m.group(3) if m else "" for m in parsed],
-                "bytes": t_bytes,
-                "device": col.transfers.ints("device")[t_order].astype(np.int32),
-                "stream": col.transfers.ints("stream")[t_order],
-                "start_ns": t_start,
-                "end_ns": t_end,
-                "duration_ns": t_dur,
-                "bandwidth_gbps": np.where(t_dur > 0, t_bytes / np.maximum(t_dur, 1), 0.0),
-                "correlation_id": t_corr,
-                "op_id": t_op,
-            }
-        ),
-        "api_calls": pa.table(
-            {
-                "api_call_id": np.arange(len(api_start), dtype=np.int64),
-                "name": [col.api.data["name"][i] for i in api_order],
-                "api": ["driver" if col.api.data["cat"][i] == "cuda_driver" else "runtime" for i in api_order],
-                "thread_id": api_tid,
-                "start_ns": api_start,
-                "end_ns": api_end,
-                "duration_ns": api_end - api_start,
-                "correlation_id": api_corr,
-                "op_id": api_op,
-            }
-        ),
-        "frames": frames.table(),
-        "scopes": pa.table(
-            {
-                "scope_id": np.arange(len(scope_idx), dtype=np.int64),
-                "name": sc_names,
-                "thread_id": sc_tid,
-                "start_ns": sc_start,
-                "end_ns": sc_end,
-                "parent_scope_id": scope_nesting.parent,
-                "frame_id": sc_frame,
-                "insert_depth": sc_insert.astype(np.int32),
-            }
-        ),
-        "steps": pa.table(
-            {
-                "step": st_number,
-                "start_ns": st_start,
-                "end_ns": st_end,
-                "duration_ns": st_end - st_start,
-                # A step is complete when tenprof.step() closed it, not the end of profiling; for traces
-                # from elsewhere, torch's schedule closes every recorded step.
-                "complete": st_number < callsites.step_calls
-                if callsites is not None and callsites.step_calls is not None
-                else np.ones(len(st_number), dtype=bool),
-                "capture_on": st_capture_on,
-                "own_duration_ns": st_own_ns,
-            }
-        ),
-        "memory": pa.table(
-            {
-                "ts_ns": m_ts,
-                "device_type": ["cuda" if t == 1 else "cpu" for t in col.memory.data["dtype"]],
-                "device": col.memory.ints("device").astype(np.int32),
-                "address": col.memory.ints("addr"),
-                "bytes": col.memory.ints("bytes"),
-                "total_allocated_bytes": col.memory.ints("alloc"),
-                "total_reserved_bytes": col.memory.ints("reserved"),
-                "op_id": m_op,
-            }
-        ),
-    }
-    tables = {name: t.select(TABLES[name].names).cast(TABLES[name]) for name, t in tables.items()}
-    return tables, report
+
+# ---- memory
+
+
+def _memory_table(cols: Cols, clock: Clock, op_nesting: ThreadNesting) -> pa.Table:
+    """The memory table: a row per allocator sample, in trace order, with the innermost op running on its
+    thread."""
+    m_ts = clock.at(cols)
+    return pa.table(
+        {
+            "ts_ns": m_ts,
+            "device_type": ["cuda" if t == 1 else "cpu" for t in cols.data["dtype"]],
+            "device": cols.ints("device").astype(np.int32),
+            "address": cols.ints("addr"),
+            "bytes": cols.ints("bytes"),
+            "total_allocated_bytes": cols.ints("alloc"),
+            "total_reserved_bytes": cols.ints("reserved"),
+            "op_id": op_nesting.innermost_per_thread(cols.ints("tid"), m_ts),
+        }
+    )
 
 
 def _ops_of(ext_ids: I64Array, ext_to_op: dict[int, int]) -> I64Array:
+    """The op_id of each External id, or -1."""
     return np.array([ext_to_op.get(int(e), -1) for e in ext_ids], dtype=np.int64)
 
 
@@ -662,126 +604,3 @@ def _ordinal_within(groups: I64Array, times: I64Array) -> I64Array:
     group_start = np.maximum.accumulate(np.where(new_group, np.arange(n), 0))
     out[order] = np.arange(n) - group_start
     return out
-
-
-def _join_callsites(
-    calls: Callsites | None,
-    op_tid: I64Array,
-    op_mid: I64Array,
-    wanted: np.ndarray[Any, np.dtype[np.bool_]],
-    top_frame: I64Array,
-    top_source: np.ndarray[Any, np.dtype[np.int8]],
-    any_thread: bool = False,
-    tolerance_ns: int = 0,
-) -> None:
-    """Ops in `wanted` take the frame of the torch API call covering their midpoint: on the same thread,
-    or (any_thread) on the thread that made the most calls, the main Python thread. An op no call covers
-    takes the nearest call within `tolerance_ns` (the clock mapping's uncertainty; given for the native
-    recorder's records, which hug their op, so an op of a microsecond can fall just outside its own)."""
-    if calls is None or len(calls.call_thread) == 0:
-        return
-    if any_thread:
-        threads, counts = np.unique(calls.call_thread, return_counts=True)
-        groups = [(np.flatnonzero(wanted), np.flatnonzero(calls.call_thread == threads[counts.argmax()]))]
-        source = 4
-    else:
-        groups = [
-            (np.flatnonzero(wanted & (op_tid == tid)), np.flatnonzero(calls.call_thread == tid))
-            for tid in np.unique(op_tid[wanted])
-        ]
-        source = 1
-    for sel, mine in groups:
-        if len(mine) == 0 or len(sel) == 0:
-            continue
-        # Records nest: a compilation (recorded through Dynamo's callbacks) contains the compiler's own
-        # torch calls. The innermost record covering the op's midpoint is the one that ran it.
-        covering = nest(calls.call_start[mine], calls.call_end[mine]).innermost_at(op_mid[sel])
-        if tolerance_ns > 0 and (covering < 0).any():
-            covering = np.where(covering >= 0, covering, _nearest(calls, mine, op_mid[sel], tolerance_ns))
-        ok = covering >= 0
-        top_frame[sel[ok]] = calls.call_frame[mine[covering[ok]]]
-        top_source[sel[ok]] = source
-
-
-def _nearest(calls: Callsites, mine: I64Array, times: I64Array, tolerance_ns: int) -> I64Array:
-    """For each time, the index into `mine` of the call nearest to it (by its distance to the call's
-    interval) when that is at most `tolerance_ns`, else -1."""
-    start, end = calls.call_start[mine], calls.call_end[mine]
-    order = np.argsort(start, kind="stable")
-    after = np.searchsorted(start[order], times, side="right")  # first call starting after each time
-    best = np.full(len(times), -1, dtype=np.int64)
-    best_distance = np.full(len(times), tolerance_ns + 1, dtype=np.int64)
-    for candidate in (after - 1, after):
-        valid = (candidate >= 0) & (candidate < len(order))
-        index = order[np.clip(candidate, 0, len(order) - 1)]
-        distance = np.maximum(np.maximum(start[index] - times, times - end[index]), 0)
-        better = valid & (distance < best_distance)
-        best[better], best_distance[better] = index[better], distance[better]
-    return best
-
-
-def _join_python_stacks(
-    python: _Cols,
-    clock: _Clock,
-    frames: _FrameTable,
-    op_tid: I64Array,
-    op_start: I64Array,
-    is_top: np.ndarray[Any, np.dtype[np.bool_]],
-    top_frame: I64Array,
-    top_source: np.ndarray[Any, np.dtype[np.int8]],
-) -> None:
-    """Traces recorded with `with_stack`: python_function ranges nest into call paths.
-
-    Kineto names a Python function by its first line, not the line of the call; the build warns of it.
-    """
-    p_start, p_end = clock.span(python)
-    p_tid = python.ints("tid")
-    nesting = _ThreadNesting(p_tid, p_start, p_end)
-    order = np.lexsort((nesting.depth, p_start))  # parents before children
-    node = np.full(len(p_start), -1, dtype=np.int64)
-    names = python.data["name"]
-    for i in order:
-        match = _PY_FUNCTION.match(names[i])
-        file, line, func = (match.group(1), int(match.group(2)), match.group(3)) if match else ("", 0, names[i])
-        par = nesting.parent[i]
-        node[i] = frames.add(int(node[par]) if par >= 0 else -1, file, line, func, is_user_file(file) and bool(file))
-    sel = np.flatnonzero(is_top)
-    inner = nesting.innermost_per_thread(op_tid[sel], op_start[sel])
-    ok = inner >= 0
-    top_frame[sel[ok]] = node[inner[ok]]
-    top_source[sel[ok]] = 3
-
-
-def _match_sidecar_scopes(
-    names: list[str], tids: I64Array, starts: I64Array, ends: I64Array, sidecar: list[list[Any]]
-) -> tuple[I64Array, I64Array]:
-    """Give trace scopes the call path recorded by tenprof.scope (same name and thread, nearest start)."""
-    frame = np.full(len(names), -1, dtype=np.int64)
-    insert = np.full(len(names), -1, dtype=np.int64)
-    if not sidecar:
-        return frame, insert
-    grouped: dict[tuple[str, int], list[list[Any]]] = {}
-    for row in sidecar:
-        grouped.setdefault((str(row[0]), int(row[1])), []).append(row)
-    by_key: dict[tuple[str, int], tuple[list[list[Any]], I64Array]] = {}
-    for key, rows in grouped.items():
-        rows.sort(key=lambda r: int(r[2]))
-        by_key[key] = (rows, np.fromiter((int(r[2]) for r in rows), dtype=np.int64, count=len(rows)))
-    # tenprof's perf-clock bracket (before enter .. after exit) contains the trace's range, up to the
-    # clock offset's error (microseconds); the bracket that overlaps the range most is its own, even
-    # when the same scope is entered again microseconds later.
-    for i, (name, tid, start, end) in enumerate(zip(names, tids, starts, ends, strict=True)):
-        entry = by_key.get((name, int(tid)))
-        if entry is None:
-            continue
-        rows, row_starts = entry
-        j = int(np.searchsorted(row_starts, start))
-        best, best_overlap = -1, -1  # >= 0: a zero-length range inside its bracket still matches
-        for k in range(max(j - 2, 0), min(j + 2, len(rows))):
-            overlap = min(int(end), int(rows[k][3])) - max(int(start), int(rows[k][2]))
-            if overlap > best_overlap:
-                best, best_overlap = k, overlap
-        if best >= 0:
-            frame[i] = int(rows[best][4])
-            insert[i] = int(rows[best][5])
-    return frame, insert

@@ -17,6 +17,7 @@ from tenprof.importers.kineto_reader import TraceStream
 from tenprof.importers.timeline_builder import BuildReport, build_timeline
 from tenprof.store.directory import open_output_dir
 from tenprof.store.meta import GpuInfo, Meta, PassStatus, write_meta
+from tenprof.store.schema import Pass
 from tenprof.store.writer import PassWriter
 
 
@@ -93,14 +94,14 @@ def import_output(
 
 def import_trace(trace: Path, out_dir: Path, force: bool) -> Meta:
     """`tenprof import`: a torch.profiler / Kineto trace the user already has -> a profile directory."""
-    with import_output(trace, out_dir, force, "import", "timeline") as (path, meta):
+    with import_output(trace, out_dir, force, "import", Pass.TIMELINE) as (path, meta):
         started = time.perf_counter()
-        writer = PassWriter(path, "timeline")
+        writer = PassWriter(path, Pass.TIMELINE)
         report = build_pass(writer, trace, None)
         write_compiled_kernels(writer, None, report.triton_launches)
         writer.commit()
         meta.gpus = gpus_from_device_properties(report.device_properties)
-        meta.passes["timeline"] = PassStatus(
+        meta.passes[Pass.TIMELINE] = PassStatus(
             state="complete",
             reason="; ".join(report.warnings),
             started_at=meta.created_at,

@@ -7,7 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from tenprof.analyses.counters import OperatorsReport
-from tenprof.renderers.units import duration, size
+from tenprof.core.units import duration, size
 
 
 def _pct(value: float | None) -> str:

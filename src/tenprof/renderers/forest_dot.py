@@ -15,8 +15,8 @@ from io import StringIO
 from pathlib import Path
 
 from tenprof.analyses.tensor_forest import Forest, group_roots
+from tenprof.core.units import size as format_bytes
 from tenprof.errors import UsageError
-from tenprof.renderers.units import size as format_bytes
 
 MAX_NODES = 400
 

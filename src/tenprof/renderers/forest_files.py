@@ -9,10 +9,11 @@ from tenprof.analyses.tensor_forest import Forest
 from tenprof.renderers.forest_dot import forest_dot, write_dot_and_svg
 from tenprof.renderers.forest_text import forest_text
 from tenprof.store.profile import Profile
+from tenprof.store.schema import Pass
 
 
 def pass_notes(profile: Profile) -> list[str]:
-    status = profile.meta.passes.get("tensors")
+    status = profile.meta.passes.get(Pass.TENSORS)
     return [status.reason] if status is not None and status.reason else []
 
 

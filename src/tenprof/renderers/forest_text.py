@@ -11,7 +11,7 @@ from __future__ import annotations
 from io import StringIO
 
 from tenprof.analyses.tensor_forest import Forest, group_roots
-from tenprof.renderers.units import size as format_bytes
+from tenprof.core.units import size as format_bytes
 
 MAX_CHILDREN = 12
 

@@ -7,7 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from tenprof.analyses.memory import HeldStorage, MemoryReport
-from tenprof.renderers.units import size
+from tenprof.core.units import size
 
 
 def render_memory(report: MemoryReport, console: Console) -> None:

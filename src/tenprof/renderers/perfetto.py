@@ -14,6 +14,7 @@ from typing import IO, Any
 
 import numpy as np
 import orjson
+import pyarrow as pa
 
 from tenprof.store.profile import Profile
 
@@ -35,23 +36,49 @@ def _frame_labels(profile: Profile) -> list[str]:
     ]
 
 
-def perfetto_events(profile: Profile) -> Iterator[dict[str, Any]]:
-    ops = profile.table("ops")
-    kernels = profile.table("kernels")
-    transfers = profile.table("transfers")
-    api = profile.table("api_calls")
-    steps_table = profile.table("steps")
-    scopes_table = profile.table("scopes")
+def _origin_ns(profile: Profile) -> int:
+    """The earliest start (or memory sample) of the profile: the trace's time zero."""
     starts = [
-        t.column("start_ns").to_numpy() for t in (ops, kernels, transfers, api, steps_table, scopes_table) if t.num_rows
+        t.column("start_ns").to_numpy()
+        for t in (
+            profile.table("ops"),
+            profile.table("kernels"),
+            profile.table("transfers"),
+            profile.table("api_calls"),
+            profile.table("steps"),
+            profile.table("scopes"),
+        )
+        if t.num_rows
     ]
     if profile.table("memory").num_rows:
         starts.append(profile.table("memory").column("ts_ns").to_numpy())
-    origin = int(min(s.min() for s in starts)) if starts else 0
+    return int(min(s.min() for s in starts)) if starts else 0
 
-    def us(ns: int) -> float:
-        return (int(ns) - origin) / 1000.0
 
+def _us(ns: int, origin: int) -> float:
+    """A time in ns on the profile's clock -> microseconds since `origin`, the trace's unit."""
+    return (int(ns) - origin) / 1000.0
+
+
+def perfetto_events(profile: Profile) -> Iterator[dict[str, Any]]:
+    """Every event of the trace, one at a time: track names, then steps, scopes, ops and CUDA API calls on
+    the host, then kernels and copies on the GPUs (each followed by its launch flow), then memory counters."""
+    origin = _origin_ns(profile)
+    yield from _track_names(profile)
+    labels = _frame_labels(profile)
+    yield from _step_slices(profile, origin)
+    yield from _scope_slices(profile, origin)
+    yield from _op_slices(profile, labels, origin)
+    yield from _api_slices(profile, origin)
+    yield from _device_slices(profile, labels, origin)
+    yield from _memory_counters(profile, origin)
+
+
+def _track_names(profile: Profile) -> Iterator[dict[str, Any]]:
+    """Metadata naming the processes and tracks: the host with its steps track and a track per CPU thread,
+    a process per GPU with a track per stream."""
+    ops, api = profile.table("ops"), profile.table("api_calls")
+    kernels, transfers = profile.table("kernels"), profile.table("transfers")
     command = " ".join(profile.meta.command) or "host"
     yield {"ph": "M", "name": "process_name", "pid": _HOST_PID, "args": {"name": f"CPU: {command}"}}
     yield {"ph": "M", "name": "thread_name", "pid": _HOST_PID, "tid": _STEPS_TID, "args": {"name": "steps"}}
@@ -83,7 +110,9 @@ def perfetto_events(profile: Profile) -> Iterator[dict[str, Any]]:
             "args": {"name": f"stream {stream}"},
         }
 
-    labels = _frame_labels(profile)
+
+def _step_slices(profile: Profile, origin: int) -> Iterator[dict[str, Any]]:
+    """A slice per step on the host's steps track."""
     steps = profile.table("steps")
     for step, s, d in zip(
         steps.column("step").to_pylist(),
@@ -97,9 +126,13 @@ def perfetto_events(profile: Profile) -> Iterator[dict[str, Any]]:
             "cat": "step",
             "pid": _HOST_PID,
             "tid": _STEPS_TID,
-            "ts": us(s),
+            "ts": _us(s, origin),
             "dur": d / 1000.0,
         }
+
+
+def _scope_slices(profile: Profile, origin: int) -> Iterator[dict[str, Any]]:
+    """A slice per scope on its thread's track."""
     scopes = profile.table("scopes")
     for name, tid, s, e in zip(
         scopes.column("name").to_pylist(),
@@ -114,10 +147,15 @@ def perfetto_events(profile: Profile) -> Iterator[dict[str, Any]]:
             "cat": "scope",
             "pid": _HOST_PID,
             "tid": tid,
-            "ts": us(s),
+            "ts": _us(s, origin),
             "dur": (e - s) / 1000.0,
         }
-    frame_ids = ops.column("frame_id").to_pylist()
+
+
+def _op_slices(profile: Profile, labels: list[str], origin: int) -> Iterator[dict[str, Any]]:
+    """A slice per op on its thread's track, with its input shapes and Python line (`labels`: frame_id ->
+    label)."""
+    ops = profile.table("ops")
     for op_id, name, tid, s, d, shapes, fid in zip(
         ops.column("op_id").to_pylist(),
         ops.column("name").to_pylist(),
@@ -125,7 +163,7 @@ def perfetto_events(profile: Profile) -> Iterator[dict[str, Any]]:
         ops.column("start_ns").to_pylist(),
         ops.column("duration_ns").to_pylist(),
         ops.column("input_shapes").to_pylist(),
-        frame_ids,
+        ops.column("frame_id").to_pylist(),
         strict=True,
     ):
         args: dict[str, Any] = {"op_id": op_id, "input shapes": shapes}
@@ -137,12 +175,15 @@ def perfetto_events(profile: Profile) -> Iterator[dict[str, Any]]:
             "cat": "op",
             "pid": _HOST_PID,
             "tid": tid,
-            "ts": us(s),
+            "ts": _us(s, origin),
             "dur": d / 1000.0,
             "args": args,
         }
-    api_start = api.column("start_ns").to_numpy()
-    api_tid = api.column("thread_id").to_numpy()
+
+
+def _api_slices(profile: Profile, origin: int) -> Iterator[dict[str, Any]]:
+    """A slice per CUDA API call on its thread's track, with its correlation id."""
+    api = profile.table("api_calls")
     for name, tid, s, d, corr in zip(
         api.column("name").to_pylist(),
         api.column("thread_id").to_pylist(),
@@ -157,21 +198,57 @@ def perfetto_events(profile: Profile) -> Iterator[dict[str, Any]]:
             "cat": "cuda_api",
             "pid": _HOST_PID,
             "tid": tid,
-            "ts": us(s),
+            "ts": _us(s, origin),
             "dur": d / 1000.0,
             "args": {"correlation": corr},
         }
-    op_frame = np.asarray(frame_ids, dtype=np.int64)
-    corr_to_api: dict[int, int] = {}
-    for i, corr in enumerate(api.column("correlation_id").to_pylist()):
-        if corr >= 0:
-            corr_to_api.setdefault(corr, i)
+
+
+class _Launches:
+    """Where the launch flows start: the host thread and start of each API call, by id or correlation id."""
+
+    def __init__(self, api: pa.Table) -> None:
+        self.start = api.column("start_ns").to_numpy()
+        self.tid = api.column("thread_id").to_numpy()
+        self.corr_to_api: dict[int, int] = {}
+        for i, corr in enumerate(api.column("correlation_id").to_pylist()):
+            if corr >= 0:
+                self.corr_to_api.setdefault(corr, i)
+
+    def flow(self, api_id: int, corr: int, pid: int, stream: int, s: int, origin: int) -> Iterator[dict[str, Any]]:
+        """The flow arrow from API call `api_id` to the kernel or copy starting at `s` on (pid, stream)."""
+        yield {
+            "ph": "s",
+            "id": corr,
+            "name": "launch",
+            "cat": "launch",
+            "pid": _HOST_PID,
+            "tid": int(self.tid[api_id]),
+            "ts": _us(int(self.start[api_id]), origin),
+        }
+        yield {
+            "ph": "f",
+            "bp": "e",
+            "id": corr,
+            "name": "launch",
+            "cat": "launch",
+            "pid": pid,
+            "tid": stream,
+            "ts": _us(s, origin),
+        }
+
+
+def _device_slices(profile: Profile, labels: list[str], origin: int) -> Iterator[dict[str, Any]]:
+    """Every kernel, then every copy, as a slice on its stream's track, each followed by the flow from the API
+    call that launched it (a kernel's by its api_call_id, a copy's by its correlation id)."""
+    op_frame = np.asarray(profile.table("ops").column("frame_id").to_pylist(), dtype=np.int64)
+    launches = _Launches(profile.table("api_calls"))
     # a torch.compile generated kernel also names the aten ops it fuses and their source lines
     fused = {
         r["kernel"]: {"fuses": r["aten_ops"], "fused lines": r["lines"], "attribution": r["confidence"]}
         for r in profile.table("compiled_kernels").to_pylist()
     }
-    for table, cat in ((kernels, "kernel"), (transfers, "transfer")):
+    for table, cat in ((profile.table("kernels"), "kernel"), (profile.table("transfers"), "transfer")):
         extra = ("grid_x", "block_x", "registers_per_thread") if cat == "kernel" else ("bytes", "bandwidth_gbps")
         extra_cols = [table.column(c).to_pylist() for c in extra]
         for row, (name, device, stream, s, d, op, api_id, corr) in enumerate(
@@ -200,32 +277,19 @@ def perfetto_events(profile: Profile) -> Iterator[dict[str, Any]]:
                 "cat": cat,
                 "pid": pid,
                 "tid": stream,
-                "ts": us(s),
+                "ts": _us(s, origin),
                 "dur": d / 1000.0,
                 "args": args,
             }
             if cat == "transfer":
-                api_id = corr_to_api.get(corr, -1)
+                api_id = launches.corr_to_api.get(corr, -1)
             if api_id >= 0:
-                yield {
-                    "ph": "s",
-                    "id": corr,
-                    "name": "launch",
-                    "cat": "launch",
-                    "pid": _HOST_PID,
-                    "tid": int(api_tid[api_id]),
-                    "ts": us(int(api_start[api_id])),
-                }
-                yield {
-                    "ph": "f",
-                    "bp": "e",
-                    "id": corr,
-                    "name": "launch",
-                    "cat": "launch",
-                    "pid": pid,
-                    "tid": stream,
-                    "ts": us(s),
-                }
+                yield from launches.flow(api_id, corr, pid, stream, s, origin)
+
+
+def _memory_counters(profile: Profile, origin: int) -> Iterator[dict[str, Any]]:
+    """A counter sample per allocator sample that knows the total allocated: a track per GPU, one for the
+    CPU."""
     mem = profile.table("memory")
     for ts, dtype, device, total in zip(
         mem.column("ts_ns").to_pylist(),
@@ -238,7 +302,7 @@ def perfetto_events(profile: Profile) -> Iterator[dict[str, Any]]:
             continue
         track = f"GPU {device} memory allocated" if dtype == "cuda" else "CPU memory allocated"
         pid = _GPU_PID_BASE + device if dtype == "cuda" else _HOST_PID
-        yield {"ph": "C", "name": track, "pid": pid, "ts": us(ts), "args": {"MiB": round(total / 2**20, 3)}}
+        yield {"ph": "C", "name": track, "pid": pid, "ts": _us(ts, origin), "args": {"MiB": round(total / 2**20, 3)}}
 
 
 def write_perfetto(profile: Profile, out: IO[bytes]) -> int:

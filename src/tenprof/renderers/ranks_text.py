@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from tenprof.analyses.ranks import RanksReport, RankSummary
+from tenprof.analyses.ranks import RanksReport
 
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("Step", "step_ns"),
@@ -83,7 +83,3 @@ def _render_kernels(rows: list[dict[str, object]], console: Console, limit: int 
             *(_ms(float(r[k])) for k in ("min_ns", "median_ns", "max_ns")),  # type: ignore[arg-type]
         )  # fmt: skip
     console.print(table)
-
-
-def rank_row(r: RankSummary) -> dict[str, object]:
-    return {"rank": r.rank, "host": r.host, "device": r.device, **{k: getattr(r, k) for _, k in COLUMNS}}

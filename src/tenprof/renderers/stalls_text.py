@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from tenprof.analyses.stalls import KernelStalls, StallRollup
-from tenprof.importers.compiled_import import is_generated_file
+from tenprof.core.inductor import is_generated_file
 
 
 def render_rollup(rows: list[StallRollup], console: Console, limit: int | None) -> None:

@@ -16,7 +16,7 @@ from tenprof.analyses.overhead import Overhead
 from tenprof.analyses.summary import MemoryPeak, Summary
 from tenprof.analyses.tally import Tally
 from tenprof.analyses.temporal import StepBreakdown
-from tenprof.renderers.units import duration, size
+from tenprof.core.units import duration, size
 
 
 def render_summary(summary: Summary, console: Console) -> None:

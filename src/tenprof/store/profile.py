@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from tenprof.errors import ProfileError
 from tenprof.store.meta import META_FILE, Meta, PassStatus, read_meta
-from tenprof.store.schema import PASS_TABLES, SCHEMA_VERSION, TABLES
+from tenprof.store.schema import PASS_TABLES, SCHEMA_VERSION, TABLES, Pass
 
 BUILT = ("complete", "partial")
 KEPT_TRACE = Path("raw") / "kineto_trace.json.gz"  # the timeline pass's recording, kept by `tenprof run`
@@ -138,11 +138,11 @@ class Profile:
             return f"import the report again: `tenprof import-ncu --force -o {out} {shlex.quote(source)}`"
         again = "record it again with `tenprof run`" if meta.source == "run" else "record it again"
         if meta.source == "run" and meta.command and meta.rank < 0:  # a rank's command is its launcher's to repeat
-            passes = meta.options.get("passes", "timeline")
-            option = f" --passes {passes}" if passes != "timeline" else ""
+            passes = meta.options.get("passes", Pass.TIMELINE)
+            option = f" --passes {passes}" if passes != Pass.TIMELINE else ""
             again = f"record it again: `tenprof run{option} --force -o {out} {shlex.join(meta.command)}`"
-        trace = self.directory / "timeline" / KEPT_TRACE
-        if pass_name == "timeline" and trace.is_file():
+        trace = self.directory / Pass.TIMELINE / KEPT_TRACE
+        if pass_name == Pass.TIMELINE and trace.is_file():
             fresh, kept = shlex.quote(f"{self.directory}-reimported"), shlex.quote(str(trace))
             again += (
                 f", or import the trace it kept into a new profile (timeline only): `tenprof import -o {fresh} {kept}`"

@@ -8,6 +8,7 @@ Bump SCHEMA_VERSION whenever a column changes meaning or is removed.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 import pyarrow as pa
 
@@ -249,13 +250,14 @@ KERNEL_METRICS = _schema(
     Column("l2_hit_rate_pct", F64, ""),
     Column("achieved_occupancy_pct", F64, "active warps, % of the SM's maximum"),
     Column("theoretical_occupancy_pct", F64, ""),
-    Column("occupancy_limiter", STR, "registers | shared_mem | warps | blocks: what caps blocks per SM"),
     Column("tensor_pipe_pct", F64, "tensor-core pipe active, % of peak while the SM is active"),
     Column("instructions", F64, "warp instructions executed"),
     Column("flops", F64, "FP32/FP16 FLOPs on the FMA pipes (FMA = 2); tensor-core FLOPs are not counted"),
     Column("arithmetic_intensity", F64, "flops per DRAM byte, NaN without DRAM traffic"),
     Column("waves_per_sm", F64, ""),
-    Column("verdict", STR, "memory-bound | compute-bound | latency-bound | occupancy-bound | launch-bound"),
+    # No `occupancy_limiter` or `verdict`: judgements are computed by the reports from these metrics
+    # (tenprof.analyses.replays; the limiter from ncu_metrics). Files imported before still hold both
+    # columns; reading against this declaration leaves them out, so they are never used.
 )
 
 NCU_METRICS = _schema(
@@ -272,6 +274,10 @@ COUNTER_SIGNATURES = _schema(
     Column("first_op_seq", I64, "the op instance that was replayed (its position among all ops)"),
     Column("count", I64, "op instances with this signature: all get the replayed metrics"),
 )
+
+# kernel_counters' `method` -> its `confidence`: how sure a match is. The same signature was replayed; the
+# same op and launch but other shapes; only the same kernel and launch configuration (another op); nothing.
+MATCH_CONFIDENCE = {"signature": "high", "op+launch": "medium", "launch": "low", "none": "none", "autotuning": "none"}
 
 KERNEL_COUNTERS = _schema(
     Column("kernel_id", I64, "timeline kernel"),
@@ -325,6 +331,19 @@ BLAME = _schema(
     Column("unresolved", BOOL, "a dependency stall whose producer was not found"),
 )
 
+# Copied at import so that a report quotes a hot instruction's line without reading this machine's files
+# (absent from profiles recorded before it: their lines outside the kept generated code read as '').
+SOURCE_LINES = _schema(
+    Column("file", STR, "a source file the SASS's line info names (sass.file), as it names it"),
+    Column("line", I32, "a line of that file that some instruction of the pass's kernels maps to (1-based)"),
+    Column(
+        "text",
+        STR,
+        "the line as read where the pass was imported, without its newline; '' when that machine could not "
+        "read it (file absent there, or not Python source)",
+    ),
+)
+
 COMPILED_KERNELS = _schema(
     Column("kernel", STR, "generated kernel name (Triton), as in the kernels table"),
     Column("aten_ops", STR, "aten ops the kernel computes, comma-separated (aten::add,aten::gelu)"),
@@ -343,6 +362,14 @@ COMPILED_KERNELS = _schema(
     Column("block_sizes", STR, "that config's block sizes, e.g. XBLOCK=1024,R0_BLOCK=8"),
     Column("flops", F64, "FLOPs per launch the kernel declares (Inductor's estimate; null when not declared)"),
     Column("bytes", F64, "bytes per launch the kernel declares (Inductor's estimate; null when not declared)"),
+)
+
+# Written with compiled_kernels when the run kept the generated wrappers (absent from older profiles and
+# from imported traces, which keep none).
+COMPILED_EXTERN_CALLS = _schema(
+    Column("wrapper_file", STR, "the generated wrapper module that makes the calls"),
+    Column("aten_op", STR, "aten op it runs through a library kernel (`extern_kernels.mm(` -> aten::mm)"),
+    Column("calls", I64, "calls of it written in that wrapper"),
 )
 
 ACCESSES = _schema(
@@ -394,16 +421,40 @@ TABLES: dict[str, pa.Schema] = {
     "pc_samples": PC_SAMPLES,
     "sass": SASS,
     "blame": BLAME,
+    "source_lines": SOURCE_LINES,
     "accesses": ACCESSES,
     "access_launches": ACCESS_LAUNCHES,
     "compiled_kernels": COMPILED_KERNELS,
+    "compiled_extern_calls": COMPILED_EXTERN_CALLS,
 }
+
+
+class Pass(StrEnum):
+    """The passes a profile can hold, each a folder of the profile directory (their tables below)."""
+
+    TIMELINE = "timeline"
+    TENSORS = "tensors"
+    COUNTERS = "counters"
+    STALLS = "stalls"
+    ACCESSES = "accesses"
+
 
 # Which pass writes which table; the loader uses it to say what is missing and why.
 PASS_TABLES: dict[str, tuple[str, ...]] = {
-    "timeline": ("ops", "kernels", "transfers", "api_calls", "frames", "scopes", "steps", "memory", "compiled_kernels"),
-    "tensors": ("tensor_ops", "tensors", "tensor_uses", "storages", "tensor_frames", "allocator_events"),
-    "counters": ("kernel_metrics", "ncu_metrics", "counter_signatures", "kernel_counters"),
-    "stalls": ("stall_kernels", "pc_samples", "sass", "blame"),
-    "accesses": ("accesses", "access_launches"),
+    Pass.TIMELINE: (
+        "ops",
+        "kernels",
+        "transfers",
+        "api_calls",
+        "frames",
+        "scopes",
+        "steps",
+        "memory",
+        "compiled_kernels",
+        "compiled_extern_calls",
+    ),
+    Pass.TENSORS: ("tensor_ops", "tensors", "tensor_uses", "storages", "tensor_frames", "allocator_events"),
+    Pass.COUNTERS: ("kernel_metrics", "ncu_metrics", "counter_signatures", "kernel_counters"),
+    Pass.STALLS: ("stall_kernels", "pc_samples", "sass", "blame", "source_lines"),
+    Pass.ACCESSES: ("accesses", "access_launches"),
 }

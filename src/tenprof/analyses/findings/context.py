@@ -12,7 +12,7 @@ from tenprof.analyses.findings.thresholds import Thresholds
 from tenprof.analyses.inferred_steps import InferredSteps, infer_steps
 from tenprof.analyses.overhead import Overhead, kernel_launch_ns, measure, recorded_steps
 from tenprof.analyses.summary import profiled_span, stack_frames, user_frame_of
-from tenprof.importers.intervals import take
+from tenprof.core.intervals import take
 from tenprof.store.profile import Profile
 
 I64 = npt.NDArray[np.int64]

@@ -9,8 +9,8 @@ import numpy as np
 
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.model import Finding
-from tenprof.importers.intervals import coverage, merged, take
-from tenprof.renderers.units import duration
+from tenprof.core.intervals import coverage, merged, take
+from tenprof.core.units import duration
 
 SYNC_MARK = "Synchronize"
 

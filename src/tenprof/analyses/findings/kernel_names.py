@@ -19,7 +19,8 @@ import numpy as np
 
 from tenprof.analyses.findings.context import Context, per_step
 from tenprof.analyses.findings.model import Finding
-from tenprof.renderers.units import duration
+from tenprof.core.units import duration
+from tenprof.store.schema import Pass
 
 FP32_GEMM = re.compile(r"(?:^|[_ ])sgemm|simt_sgemm|gemm_f32f32_f32f32_f32|gemm.*_ffma_", re.IGNORECASE)
 TENSOR_CORE = re.compile(r"tf32|16816|1688|hmma|wgmma|nvjet|tensorop|bf16|f16|h884|s884", re.IGNORECASE)
@@ -41,7 +42,7 @@ def check(ctx: Context) -> list[Finding]:
     if gpu_ns == 0:
         return []
     found: list[Finding] = []
-    counters = ctx.profile.meta.passes.get("counters")
+    counters = ctx.profile.meta.passes.get(Pass.COUNTERS)
     counters_ran = counters is not None and counters.state == "complete"
     fp32 = inside & np.array([bool(FP32_GEMM.search(n)) and not TENSOR_CORE.search(n) for n in names], dtype=bool)
     fp32_ns = int(duration_ns[fp32].sum())

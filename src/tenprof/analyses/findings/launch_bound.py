@@ -6,8 +6,8 @@ import numpy as np
 
 from tenprof.analyses.findings.context import Context, per_step
 from tenprof.analyses.findings.model import Finding
-from tenprof.importers.intervals import coverage
-from tenprof.renderers.units import duration
+from tenprof.core.intervals import coverage
+from tenprof.core.units import duration
 
 
 def check(ctx: Context) -> list[Finding]:

@@ -1,4 +1,5 @@
-"""Human-readable durations and sizes, in one place so every renderer agrees."""
+"""Human-readable durations, sizes, SI quantities and counts, in one place so that analyses (whose
+findings carry text) and renderers agree."""
 
 from __future__ import annotations
 

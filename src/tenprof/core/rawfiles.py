@@ -1,5 +1,5 @@
-"""Names of the raw files a pass's child writes into `<profile>/<pass>/raw/` (shared by the torch side
-and the torch-free launcher, so each name is written down once)."""
+"""Names of the raw files a pass's child writes into `<profile>/<pass>/raw/`: the capture side writes
+them, the launcher and the importers read them, so each name is written down once."""
 
 STATUS_FILE = "child_status.json"
 TRACE_FILE = "kineto_trace.json"

@@ -1,0 +1,25 @@
+"""What a demangled CUDA kernel name reduces to when two tools must agree on it.
+
+Kineto and ncu demangle the same symbol differently (template arguments, parameter lists, namespaces),
+so the importers that match ncu's kernels to the timeline's, and the analyses that join them again at
+report time, compare the function name alone.
+"""
+
+from __future__ import annotations
+
+import re
+
+_TEMPLATE = re.compile(r"<[^<>]*>")
+
+
+def base_name(name: str) -> str:
+    """`void at::native::vectorized_elementwise_kernel<4, add>(int, ...)` -> `vectorized_elementwise_kernel`."""
+    text = name.strip().replace("(anonymous namespace)", "anonymous")
+    while "<" in text:
+        reduced = _TEMPLATE.sub("", text)
+        if reduced == text:
+            break
+        text = reduced
+    text = text.split("(", 1)[0].strip()
+    text = text.rsplit(" ", 1)[-1]
+    return text.rsplit("::", 1)[-1]

@@ -1,0 +1,287 @@
+"""The report's sections, in one registry: the text report (`tenprof report`, and after `run` and
+`import`), its JSON (`--json`, `export --format json`) and anything else that shows a whole report loop
+over `SECTIONS`, so a section exists in every one of them or in none.
+
+Each section declares the passes a profile needs for it, an `analyse(profile, options)` returning plain
+data (None: nothing to show for this profile), its text rendering, and its JSON: the top-level keys it
+fills (null when the passes are missing or there is nothing to show). Adding a section is adding one
+entry here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from rich.console import Console
+
+from tenprof.analyses import tally as tallies
+from tenprof.analyses.findings import Finding, Thresholds, find_all, not_judged
+from tenprof.store.profile import Profile
+from tenprof.store.schema import Pass
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    limit: int | None = None  # rows per table in text (None: all)
+    thresholds: Thresholds | None = None  # the findings' (None: the defaults)
+
+
+@dataclass(frozen=True)
+class Section:
+    name: str
+    passes: tuple[str, ...]  # the profile must have all of these
+    analyse: Callable[[Profile, ReportOptions], Any]  # None or empty: nothing to show
+    text: Callable[[Any, Console, ReportOptions], None]
+    json: Callable[[Any], dict[str, Any]]  # top-level keys of the JSON report
+    keys: tuple[str, ...]  # the keys `json` fills: null when the section has nothing
+    spaced: bool = True  # a blank line before it in text
+
+    def data(self, profile: Profile, options: ReportOptions) -> Any:
+        if not all(profile.has_pass(p) for p in self.passes):
+            return None
+        return self.analyse(profile, options)
+
+
+@dataclass(frozen=True)
+class FindingsData:
+    found: list[Finding]
+    not_judged: list[str]
+
+
+def _findings(profile: Profile, options: ReportOptions) -> FindingsData:
+    return FindingsData(find_all(profile, options.thresholds), not_judged(profile))
+
+
+def _findings_text(data: FindingsData, out: Console, options: ReportOptions) -> None:
+    from tenprof.renderers.text import render_findings
+
+    render_findings(data.found, out, data.not_judged)
+
+
+def _summary(profile: Profile, options: ReportOptions) -> Any:
+    from tenprof.analyses.summary import summarize
+
+    return summarize(profile)
+
+
+def _summary_text(summary: Any, out: Console, options: ReportOptions) -> None:
+    from tenprof.renderers.text import render_summary
+
+    render_summary(summary, out)
+
+
+def _summary_json(summary: Any) -> dict[str, Any]:
+    data = dataclasses.asdict(summary)
+    # properties the text shows, computed from the fields
+    data["gpu_busy_percent"] = summary.gpu_busy_percent
+    data["attribution"]["op_percent"] = summary.attribution.op_percent
+    data["attribution"]["user_line_percent"] = summary.attribution.user_line_percent
+    data["overhead"]["ratio"] = summary.overhead.ratio
+    data["overhead"]["profiler_share"] = summary.overhead.profiler_share
+    return {"summary": data}
+
+
+def _steps(profile: Profile, options: ReportOptions) -> Any:
+    from tenprof.analyses.temporal import temporal_breakdown
+
+    return temporal_breakdown(profile) if profile.has_gpu else []
+
+
+def _steps_text(rows: Any, out: Console, options: ReportOptions) -> None:
+    from tenprof.renderers.text import render_breakdown
+
+    render_breakdown(rows, out)
+
+
+def all_tallies(profile: Profile) -> list[tallies.Tally]:
+    """The tallies a profile supports: kernels, GPU time per op, copies and CUDA calls when it has GPU
+    work, and CPU time per op always."""
+    found = [tallies.op_cpu_tally(profile)]
+    if profile.has_gpu:
+        found = [
+            tallies.kernel_tally(profile),
+            tallies.op_gpu_tally(profile),
+            tallies.transfer_tally(profile),
+            tallies.api_tally(profile),
+            *found,
+        ]
+    return found
+
+
+def _tallies(profile: Profile, options: ReportOptions) -> list[tallies.Tally]:
+    return all_tallies(profile)
+
+
+def _tallies_text(found: list[tallies.Tally], out: Console, options: ReportOptions) -> None:
+    from tenprof.renderers.text import render_tally
+
+    shown = [t for t in found if t.rows]
+    for i, t in enumerate(shown):
+        if i:
+            out.print()
+        render_tally(t, out, options.limit)
+
+
+def _compiled(profile: Profile, options: ReportOptions) -> Any:
+    from tenprof.analyses.compiled import compiled_report
+
+    return compiled_report(profile)
+
+
+def _compiled_text(report: Any, out: Console, options: ReportOptions) -> None:
+    from tenprof.renderers.compiled_text import render_compiled
+
+    render_compiled(report, out, options.limit)
+
+
+def _compiled_json(report: Any) -> dict[str, Any]:
+    data = dataclasses.asdict(report)
+    data["ops_share"], data["lines_share"] = report.ops_share, report.lines_share
+    return {"compiled": data}
+
+
+def _counters(profile: Profile, options: ReportOptions) -> Any:
+    from tenprof.analyses.counters import operators_report
+
+    return operators_report(profile)
+
+
+def _counters_text(report: Any, out: Console, options: ReportOptions) -> None:
+    from tenprof.renderers.counters_text import render_counters
+
+    render_counters(report, out, options.limit)
+
+
+@dataclass(frozen=True)
+class StallsData:
+    kernels: list[Any]
+    by_op_and_line: list[Any]
+
+
+def _stalls(profile: Profile, options: ReportOptions) -> StallsData | None:
+    from tenprof.analyses.stalls import kernel_stalls, stall_rollup
+
+    kernels = kernel_stalls(profile)
+    return StallsData(kernels, stall_rollup(profile)) if kernels else None
+
+
+def _stalls_text(data: StallsData, out: Console, options: ReportOptions) -> None:
+    from tenprof.renderers.stalls_text import render_rollup, render_stalls
+
+    render_stalls(data.kernels, out, options.limit)
+    render_rollup(data.by_op_and_line, out, options.limit)
+
+
+def _memory(profile: Profile, options: ReportOptions) -> Any:
+    from tenprof.analyses.memory import memory_report
+
+    return memory_report(profile, options.limit or 10)
+
+
+def _memory_text(report: Any, out: Console, options: ReportOptions) -> None:
+    from tenprof.renderers.memory_text import render_memory
+
+    render_memory(report, out)
+
+
+@dataclass(frozen=True)
+class StallCostData:
+    costs: list[Any]
+    forest: Any  # the tensor forest the costs are drawn on
+
+
+def _stall_cost(profile: Profile, options: ReportOptions) -> StallCostData | None:
+    from tenprof.analyses.tensor_forest import Forest
+    from tenprof.analyses.tensor_stall_cost import tensor_stall_cost
+
+    costs = tensor_stall_cost(profile)
+    return StallCostData(costs, Forest(profile)) if costs else None
+
+
+def _stall_cost_text(data: StallCostData, out: Console, options: ReportOptions) -> None:
+    from tenprof.renderers.stall_cost_text import render_stall_cost
+
+    render_stall_cost(data.costs, data.forest, out, options.limit)
+
+
+def _as_dicts(key: str) -> Callable[[Any], dict[str, Any]]:
+    """JSON of a dataclass or a list of them, under one key."""
+
+    def convert(data: Any) -> dict[str, Any]:
+        if isinstance(data, list):
+            return {key: [dataclasses.asdict(x) for x in data]}
+        if hasattr(data, "model_dump"):  # pydantic
+            return {key: data.model_dump()}
+        return {key: dataclasses.asdict(data)}
+
+    return convert
+
+
+SECTIONS: tuple[Section, ...] = (
+    Section(
+        "findings",
+        (Pass.TIMELINE,),
+        _findings,
+        _findings_text,
+        lambda d: {"findings": [f.model_dump() for f in d.found], "not_judged": d.not_judged},
+        ("findings", "not_judged"),
+        spaced=False,
+    ),
+    Section("summary", (Pass.TIMELINE,), _summary, _summary_text, _summary_json, ("summary",), spaced=False),
+    Section("steps", (Pass.TIMELINE,), _steps, _steps_text, _as_dicts("steps"), ("steps",)),
+    Section("tallies", (Pass.TIMELINE,), _tallies, _tallies_text, _as_dicts("tallies"), ("tallies",)),
+    Section("compiled", (Pass.TIMELINE,), _compiled, _compiled_text, _compiled_json, ("compiled",)),
+    Section("counters", (Pass.COUNTERS,), _counters, _counters_text, _as_dicts("counters"), ("counters",)),
+    Section("stalls", (Pass.STALLS,), _stalls, _stalls_text, _as_dicts("stalls"), ("stalls",)),
+    Section("memory", (Pass.TENSORS,), _memory, _memory_text, _as_dicts("memory"), ("memory",)),
+    Section(
+        "tensor_stall_cost",
+        (Pass.TENSORS, Pass.STALLS, Pass.ACCESSES),
+        _stall_cost,
+        _stall_cost_text,
+        lambda d: {"tensor_stall_cost": [dataclasses.asdict(c) for c in d.costs]},
+        ("tensor_stall_cost",),
+    ),
+)
+
+
+def shown(data: Any) -> bool:
+    """Whether a section's data has anything to show (None and empty lists do not)."""
+    return data is not None and not (isinstance(data, list) and not data)
+
+
+def render_text(profile: Profile, out: Console, options: ReportOptions) -> None:
+    """Every section the profile supports, in order."""
+    if not profile.has_pass(Pass.TIMELINE):
+        out.print(f"[bold]tenprof[/bold] · {' '.join(profile.meta.command)}: no timeline pass in this profile")
+        for line in profile.missing():
+            out.print(f"[yellow]Incomplete:[/yellow] {line}")
+    for section in SECTIONS:
+        data = section.data(profile, options)
+        if not shown(data):
+            continue
+        if section.spaced:
+            out.print()
+        section.text(data, out, options)
+
+
+def report_data(profile: Profile, options: ReportOptions) -> dict[str, Any]:
+    """The JSON report: the schema version, then every section's keys (null where it has nothing)."""
+    data: dict[str, Any] = {"schema_version": profile.meta.schema_version}
+    for section in SECTIONS:
+        value = section.data(profile, options)
+        if shown(value):
+            data.update(section.json(value))
+        else:
+            data.update(dict.fromkeys(section.keys))
+    return data
+
+
+def report_json(profile: Profile, options: ReportOptions | None = None) -> str:
+    return orjson.dumps(
+        report_data(profile, options or ReportOptions()), option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY
+    ).decode()

@@ -1,0 +1,63 @@
+"""The report's sections exist everywhere or nowhere: each section the registry lists shows in the text
+report and fills its JSON keys for a profile that supports it, and is null in JSON and absent from the
+text for one that does not; the JSON has no key outside the registry (issue 18)."""
+
+from __future__ import annotations
+
+import io
+
+import orjson
+import pytest
+from rich.console import Console
+
+from tenprof.renderers.sections import SECTIONS, ReportOptions, render_text, report_data, report_json, shown
+from tenprof.store.profile import Profile, load_profile
+from tests.conftest import DATA
+
+# Between them these have every pass: timeline, tensors, stalls and accesses (the tensor stall cost);
+# timeline, counters and stalls on compiled code; a tensors pass alone; a plain eager timeline.
+PROFILES = ["tensor_cost/transposed", "compiled/mlp_stalls", "tensors/conv", "conv"]
+
+
+def _text(render: object, *args: object) -> str:
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=160, color_system=None, force_terminal=False)
+    render(*args, console, ReportOptions(limit=8))  # type: ignore[operator]
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def profiles() -> dict[str, Profile]:
+    return {name: load_profile(DATA / name) for name in PROFILES}
+
+
+def test_every_section_is_in_the_text_and_the_json_or_in_neither(profiles: dict[str, Profile]) -> None:
+    seen_somewhere = set()
+    for name, profile in profiles.items():
+        data = orjson.loads(report_json(profile))
+        full = _text(render_text, profile)
+        for section in SECTIONS:
+            value = section.data(profile, ReportOptions(limit=8))
+            if shown(value):
+                seen_somewhere.add(section.name)
+                assert all(data[key] is not None for key in section.keys), (name, section.name)
+                alone = _text(section.text, value)
+                assert alone.strip() and alone in full, (name, section.name)
+            else:
+                assert all(data[key] is None for key in section.keys), (name, section.name)
+    # the profiles above exercise every section, so the assertions above are made for each of them
+    assert seen_somewhere == {s.name for s in SECTIONS}
+
+
+def test_the_json_has_no_key_outside_the_registry(profiles: dict[str, Profile]) -> None:
+    expected = {"schema_version"} | {key for s in SECTIONS for key in s.keys}
+    for profile in profiles.values():
+        assert set(report_data(profile, ReportOptions())) == expected
+
+
+def test_the_stall_cost_section_in_json_names_the_strided_operand(profiles: dict[str, Profile]) -> None:
+    # `a.t() + b` (tests/data/tensor_cost/transposed): the text report's tensor stall cost is in the JSON
+    # too, most costly first, with shares that add up to at most the whole.
+    costs = orjson.loads(report_json(profiles["tensor_cost/transposed"]))["tensor_stall_cost"]
+    assert costs and costs[0]["samples"] == max(c["samples"] for c in costs)
+    assert sum(c["share"] for c in costs) <= 1.0 + 1e-9
