@@ -283,3 +283,27 @@ def test_a_report_made_without_tenprof_groups_by_kernel(tmp_path: Path) -> None:
     assert set(rows) == {"(no op) gemm_kernel", "(no op) relu_kernel"}
     assert rows["(no op) relu_kernel"].calls == 2 and rows["(no op) relu_kernel"].aggregated.verdict == "memory-bound"
     assert rows["(no op) gemm_kernel"].aggregated.verdict == "compute-bound"
+
+
+def test_a_metric_the_report_did_not_measure_raises_no_finding() -> None:
+    # counters/mlp (fp32 MLP): cuBLAS runs mm and addmm on the FMA pipes, so the counters check finds GEMMs
+    # without tensor cores. With the tensor-pipe and DRAM metrics not measured (NaN, as a report made
+    # without those sections reads), no finding may stand on them, and none may print them as 0%.
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from tenprof.analyses.findings import find_all
+    from tenprof.store.profile import with_tables
+
+    profile = load_profile(DATA / "counters" / "mlp")
+    ids = [f.id for f in find_all(profile)]
+    assert ids.count("gemm-without-tensor-cores") == 2
+    metrics = profile.table("kernel_metrics")
+    for column in ("tensor_pipe_pct", "dram_throughput_pct", "sm_throughput_pct"):
+        nan = pa.array([float("nan")] * metrics.num_rows, type=metrics.schema.field(column).type)
+        metrics = metrics.set_column(metrics.schema.get_field_index(column), column, nan)
+    assert pc.all(pc.is_nan(metrics.column("tensor_pipe_pct"))).as_py()
+    blind = with_tables(profile, {"kernel_metrics": metrics})
+    found = find_all(blind)
+    assert not {"gemm-without-tensor-cores", "memory-bound-slow"} & {f.id for f in found}
+    assert not any("SM 0%" in s or "DRAM 0%" in s for f in found for s in f.seen)

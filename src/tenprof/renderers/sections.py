@@ -147,7 +147,7 @@ def _compiled_json(report: Any) -> dict[str, Any]:
 def _counters(profile: Profile, options: ReportOptions) -> Any:
     from tenprof.analyses.counters import operators_report
 
-    return operators_report(profile)
+    return operators_report(profile, (options.thresholds or Thresholds()).roofline())
 
 
 def _counters_text(report: Any, out: Console, options: ReportOptions) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, fields
 
+from tenprof.analyses.roofline import RooflineLimits
 from tenprof.errors import UsageError
 
 
@@ -48,6 +49,20 @@ class Thresholds:
     """... whose launches average at least this long (shorter ones are launch-bound, a different problem)."""
     counters_max_occupancy_pct: float = 25.0
     """register-limited: achieved occupancy below this %, with registers capping blocks per SM."""
+    roofline_launch_us: float = 5.0
+    """roofline verdicts (counters pass): a kernel shorter than this is launch-bound ..."""
+    roofline_bound_pct: float = 60.0
+    """... a unit busy this % of its peak or more is near its peak (compute- or memory-bound) ..."""
+    roofline_low_occupancy_pct: float = 30.0
+    """... and below both peaks, fewer active warps than this % of the SM's slots is occupancy-bound."""
+
+    def roofline(self) -> RooflineLimits:
+        """The roofline verdicts' limits, as set here (the counters section and findings share them)."""
+        return RooflineLimits(
+            launch_ns=self.roofline_launch_us * 1000,
+            bound_pct=self.roofline_bound_pct,
+            low_occupancy_pct=self.roofline_low_occupancy_pct,
+        )
 
     @classmethod
     def describe(cls) -> list[tuple[str, float, str]]:
@@ -81,6 +96,7 @@ def _public(field_name: str) -> str:
         "variance",
         "names",
         "counters",
+        "roofline",
     ):
         if field_name.startswith(check + "_"):
             return f"{check}.{field_name[len(check) + 1 :]}"
