@@ -240,10 +240,9 @@ def test_perfetto_kernels_of_compiled_code_name_what_they_fuse(stalls: Profile) 
 def test_launch_counts_leave_out_autotuning_benchmarks(stalls: Profile) -> None:
     from tenprof.importers.compiled_import import _program_launches
 
-    ops = stalls.directory / "timeline" / "ops.parquet"
     names = [r["kernel"] for r in stalls.table("compiled_kernels").to_pylist()]
     all_records = {n: n for n in stalls.table("ops").column("name").to_pylist() if n in names}
-    counted = _program_launches(ops, {n: {"launches": -1} for n in all_records})
+    counted = _program_launches(stalls.table("ops"), {n: {"launches": -1} for n in all_records})
     # three steps, one launch of each generated kernel per step; the 215 launch records of a pointwise
     # kernel include its autotuning benchmarks
     assert {v["launches"] for v in counted.values()} == {3}

@@ -66,7 +66,7 @@ def test_imported_traces_are_estimated_from_what_their_capture_recorded(tmp_path
     no_steps = tmp_path / "no_steps"
     import_trace(DATA / "compiled" / "torch_profiler_mlp.json.gz", no_steps, force=False)
     profile = load_profile(no_steps)
-    assert profile.meta.options["trace_recorded"] == "record_shapes,with_stack"  # the trace's own keys
+    assert profile.meta.timeline.trace_recorded == ["record_shapes", "with_stack"]  # the trace's own keys
     o = measure(profile)
     assert o.method == "not measured" and o.unprofiled_step_ns is None and "prof.step()" in o.note
     with_steps = tmp_path / "with_steps"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -74,7 +75,44 @@ class CompiledReport:
 
 
 def compiled_report(profile: Profile) -> CompiledReport | None:
-    described = {r["kernel"]: r for r in profile.table("compiled_kernels").to_pylist()}
+    """The compiled kernels of the profile's steady steps with what they are attributed to; None when no
+    kernel time is in compiled code."""
+    tree = _op_tree(profile)
+    kernels = _kernels(profile)
+    sources = _sources(profile, kernels, tree)
+    tally = _tally(kernels, tree, sources)
+    if not tally.compiled_ns:
+        return None
+    rows, low_confidence = _rows(profile, kernels, tree, sources, tally)
+    return CompiledReport(
+        kernel_ns=int(kernels.duration_ns[kernels.steady].sum()),
+        compiled_ns=tally.compiled_ns,
+        with_ops_ns=tally.with_ops_ns,
+        with_lines_ns=tally.with_lines_ns,
+        rows=rows,
+        all_with_ops_ns=tally.all_ops_ns,
+        all_with_lines_ns=tally.all_lines_ns,
+        low_confidence_ns=low_confidence,
+        has_generated_code=any(r.get("wrapper_file") for r in sources.described.values()),
+        generated_ns=tally.generated_ns,
+    )
+
+
+@dataclass(frozen=True)
+class _OpTree:
+    """Per op (indexed by op_id), what it and the records enclosing it say."""
+
+    in_region: np.ndarray  # bool: inside (or being) a compiled-region record
+    under_aten: np.ndarray  # bool: inside (or being) an aten op
+    aten_name: list[str]  # the innermost aten op enclosing (or being) each op
+    has_line: np.ndarray  # bool: the op or one enclosing it has a line of the user's code
+    frame_region: list[str]  # the enclosing `Torch-Compiled Region: F/C`'s "F/C"
+    backward: np.ndarray  # bool: inside a compiled backward
+    region_op: np.ndarray  # the outermost compiled-region record enclosing the op, -1 outside any
+
+
+def _op_tree(profile: Profile) -> _OpTree:
+    """Walk the `ops` table once, parents before children, inheriting each `_OpTree` field."""
     ops = profile.table("ops")
     names = ops.column("name").to_pylist()
     parent = ops.column("parent_op_id").to_numpy()
@@ -83,11 +121,11 @@ def compiled_report(profile: Profile) -> CompiledReport | None:
     n = len(names)
     in_region = np.zeros(n, dtype=bool)
     under_aten = np.zeros(n, dtype=bool)
-    aten_name = [""] * n  # the innermost aten op enclosing (or being) each op
+    aten_name = [""] * n
     has_line = np.zeros(n, dtype=bool)
-    frame_region = [""] * n  # the enclosing `Torch-Compiled Region: F/C`'s "F/C"
-    backward = np.zeros(n, dtype=bool)  # inside a compiled backward
-    region_op = np.full(n, -1, dtype=np.int64)  # the outermost compiled-region record enclosing the op
+    frame_region = [""] * n
+    backward = np.zeros(n, dtype=bool)
+    region_op = np.full(n, -1, dtype=np.int64)
     for i in range(n):  # ops are numbered by start time: a parent comes before its children
         p = int(parent[i])
         own = str(names[i])
@@ -101,20 +139,47 @@ def compiled_report(profile: Profile) -> CompiledReport | None:
         aten_name[i] = own if own.startswith("aten::") else (aten_name[p] if p >= 0 else "")
         f = int(frame[i])
         has_line[i] = (f >= 0 and user[f] >= 0) or (p >= 0 and has_line[p])
+    return _OpTree(in_region, under_aten, aten_name, has_line, frame_region, backward, region_op)
+
+
+@dataclass(frozen=True)
+class _Kernels:
+    """The `kernels` table's columns the report reads, one entry per kernel launch."""
+
+    names: list[str]
+    op_id: np.ndarray
+    duration_ns: np.ndarray
+    steady: np.ndarray  # bool: launched in a steady-state step (`_steady`)
+
+
+def _kernels(profile: Profile) -> _Kernels:
+    """The profile's kernel launches, each marked steady or not."""
     k = profile.table("kernels")
-    kernel_names = k.column("name").to_pylist()
-    op_of = k.column("op_id").to_numpy()
-    duration = k.column("duration_ns").to_numpy()
-    captured: dict[str, str] = {}  # kernel name -> the aten op it ran under anywhere in the profile
-    for name, op in zip(kernel_names, op_of.tolist(), strict=True):
-        if op is not None and op >= 0 and aten_name[op]:
-            captured.setdefault(name, aten_name[op])
     steady = _steady(profile, k.column("start_ns").to_numpy())
-    compiled_ns = with_ops = with_lines = generated_ns = 0
-    per_kernel: dict[str, list[int]] = {}
-    timeline_op: dict[str, str] = {}
-    replayed: set[str] = set()
-    for name in set(kernel_names) - described.keys():  # profiles recorded without the generated code
+    return _Kernels(
+        k.column("name").to_pylist(), k.column("op_id").to_numpy(), k.column("duration_ns").to_numpy(), steady
+    )
+
+
+@dataclass(frozen=True)
+class _Sources:
+    """What attributes a kernel besides its own op."""
+
+    described: dict[str, dict[str, Any]]  # kernel name -> its `compiled_kernels` row, or a guess from its name
+    captured: dict[str, str]  # kernel name -> the aten op it ran under anywhere in the profile
+    extern: str  # the GEMM ops the generated wrappers call (`extern_gemm_ops`)
+
+
+def _sources(profile: Profile, kernels: _Kernels, tree: _OpTree) -> _Sources:
+    """The generated code's description of each kernel (for profiles recorded without it, what the kernel's
+    name tells), the aten op each kernel name ran under (all launches, steady or not), and the wrappers'
+    GEMM calls."""
+    described: dict[str, dict[str, Any]] = {r["kernel"]: r for r in profile.table("compiled_kernels").to_pylist()}
+    captured: dict[str, str] = {}
+    for name, op in zip(kernels.names, kernels.op_id.tolist(), strict=True):
+        if op is not None and op >= 0 and tree.aten_name[op]:
+            captured.setdefault(name, tree.aten_name[op])
+    for name in set(kernels.names) - described.keys():  # profiles recorded without the generated code
         guess = from_kernel_name(name)
         if guess is not None:
             described[name] = {
@@ -124,22 +189,49 @@ def compiled_report(profile: Profile) -> CompiledReport | None:
                 "confidence": guess.confidence,
                 "generated_file": "",
             }
-    all_ops = all_lines = 0
-    extern = extern_gemm_ops(profile)
+    return _Sources(described, captured, extern_gemm_ops(profile))
+
+
+@dataclass(frozen=True)
+class _Tally:
+    """Steady kernel time, all of it and compiled, by what it is attributed to, and per compiled kernel."""
+
+    compiled_ns: int  # kernel time in compiled code
+    generated_ns: int  # of that, in kernels `_Sources.described` covers
+    with_ops_ns: int  # of compiled_ns, attributed to aten ops
+    with_lines_ns: int  # of compiled_ns, attributed to a source line
+    all_ops_ns: int  # all kernels (compiled or eager) attributed to aten ops
+    all_lines_ns: int  # all kernels attributed to a source line
+    per_kernel: dict[str, list[int]]  # compiled kernel name -> [calls, time_ns]
+    timeline_op: dict[str, str]  # undescribed compiled kernel -> the aten op enclosing its first launch
+    replayed: set[str]  # undescribed kernels under no aten op, attributed to the op they ran under elsewhere
+    by_wrapper: set[str]  # library GEMMs attributed to the wrappers' GEMM calls
+
+
+def _tally(kernels: _Kernels, tree: _OpTree, sources: _Sources) -> _Tally:
+    """Add up the steady kernel launches: a kernel is compiled when described or inside a compiled region."""
+    described, captured, extern = sources.described, sources.captured, sources.extern
+    compiled_ns = with_ops = with_lines = generated_ns = all_ops = all_lines = 0
+    per_kernel: dict[str, list[int]] = {}
+    timeline_op: dict[str, str] = {}
+    replayed: set[str] = set()
     by_wrapper: set[str] = set()
-    for name, op, d, keep in zip(kernel_names, op_of.tolist(), duration.tolist(), steady.tolist(), strict=True):
+    launches = zip(
+        kernels.names, kernels.op_id.tolist(), kernels.duration_ns.tolist(), kernels.steady.tolist(), strict=True
+    )
+    for name, op, d, keep in launches:
         if not keep:
             continue
         info = described.get(name)
-        inside = op is not None and op >= 0 and bool(in_region[op])
-        under = op is not None and op >= 0 and under_aten[op]
+        inside = op is not None and op >= 0 and bool(tree.in_region[op])
+        under = op is not None and op >= 0 and tree.under_aten[op]
         known_ops = (info is not None and bool(info["aten_ops"])) or under or name in captured
         if not known_ops and inside and extern and GEMM_KERNEL.search(name):
             # a library GEMM replayed from a CUDA graph whose capture was not recorded: the wrapper's
             # extern GEMM calls are the only GEMMs the compiled code makes
             known_ops = True
             by_wrapper.add(name)
-        known_line = (info is not None and bool(info["lines"])) or (op is not None and op >= 0 and has_line[op])
+        known_line = (info is not None and bool(info["lines"])) or (op is not None and op >= 0 and tree.has_line[op])
         all_ops += d if known_ops else 0
         all_lines += d if known_line else 0
         if info is None and not inside:
@@ -156,22 +248,32 @@ def compiled_report(profile: Profile) -> CompiledReport | None:
         entry = per_kernel.setdefault(name, [0, 0])
         entry[0] += 1
         entry[1] += d
-        if info is None and op is not None and op >= 0 and aten_name[op]:
-            timeline_op.setdefault(name, aten_name[op])
-    if not compiled_ns:
-        return None
-    rows = []
+        if info is None and op is not None and op >= 0 and tree.aten_name[op]:
+            timeline_op.setdefault(name, tree.aten_name[op])
+    return _Tally(
+        int(compiled_ns),
+        int(generated_ns),
+        int(with_ops),
+        int(with_lines),
+        int(all_ops),
+        int(all_lines),
+        per_kernel,
+        timeline_op,
+        replayed,
+        by_wrapper,
+    )
+
+
+def _rows(
+    profile: Profile, kernels: _Kernels, tree: _OpTree, sources: _Sources, tally: _Tally
+) -> tuple[list[CompiledKernelRow], int]:
+    """One row per compiled kernel, most time first, and the time of those attributed with low confidence."""
     launches = _launch_shapes(profile)
-    where = _regions(profile, kernel_names, op_of, steady, frame_region, backward, region_op)
+    where = _regions(profile, kernels, tree)
+    rows = []
     low_confidence = 0
-    for name, (calls, total) in sorted(per_kernel.items(), key=lambda kv: -kv[1][1]):
-        info = described.get(name, {})
-        if name in replayed:
-            info = {"aten_ops": captured[name], "source": "capture", "confidence": "medium"}
-        elif name in by_wrapper:
-            info = {"aten_ops": extern, "source": "wrapper GEMM calls", "confidence": "low"}
-        elif name not in described and not timeline_op.get(name):
-            info = {"source": "nothing known", "confidence": "none"}
+    for name, (calls, total) in sorted(tally.per_kernel.items(), key=lambda kv: -kv[1][1]):
+        info = _attribution(name, sources, tally)
         if info.get("confidence") == "low":
             low_confidence += total
         rows.append(
@@ -179,7 +281,7 @@ def compiled_report(profile: Profile) -> CompiledReport | None:
                 kernel=name,
                 calls=calls,
                 time_ns=total,
-                aten_ops=str(info.get("aten_ops", timeline_op.get(name, ""))),
+                aten_ops=str(info.get("aten_ops", tally.timeline_op.get(name, ""))),
                 lines=str(info.get("lines", "")),
                 source=str(info.get("source", "timeline (aten op)")),
                 confidence=str(info.get("confidence", "high")),
@@ -193,51 +295,43 @@ def compiled_report(profile: Profile) -> CompiledReport | None:
                 called_from=where.get(name, ("", ""))[1],
             )
         )
-    kernel_ns = int(duration[steady].sum())
-    return CompiledReport(
-        kernel_ns,
-        int(compiled_ns),
-        int(with_ops),
-        int(with_lines),
-        rows,
-        int(all_ops),
-        int(all_lines),
-        int(low_confidence),
-        any(r.get("wrapper_file") for r in described.values()),
-        int(generated_ns),
-    )
+    return rows, int(low_confidence)
+
+
+def _attribution(name: str, sources: _Sources, tally: _Tally) -> dict[str, Any]:
+    """What a compiled kernel's row says besides its times: its description, or where its ops came from
+    when the generated code does not describe it (no key: the timeline's aten op, confidence high)."""
+    if name in tally.replayed:
+        return {"aten_ops": sources.captured[name], "source": "capture", "confidence": "medium"}
+    if name in tally.by_wrapper:
+        return {"aten_ops": sources.extern, "source": "wrapper GEMM calls", "confidence": "low"}
+    if name not in sources.described and not tally.timeline_op.get(name):
+        return {"source": "nothing known", "confidence": "none"}
+    return sources.described.get(name, {})
 
 
 _REGION_ID = re.compile(r"^Torch-Compiled Region: (\d+/\d+)")
 
 
-def _regions(
-    profile: Profile,
-    kernel_names: list[str],
-    op_of: np.ndarray,
-    steady: np.ndarray,
-    frame_region: list[str],
-    backward: np.ndarray,
-    region_op: np.ndarray,
-) -> dict[str, tuple[str, str]]:
+def _regions(profile: Profile, kernels: _Kernels, tree: _OpTree) -> dict[str, tuple[str, str]]:
     """Kernel name -> (its compiled region, the user line that entered it), from its first steady launch
     inside one; a kernel replayed from a CUDA graph goes by the op around its cudaGraphLaunch."""
     api_op = profile.table("api_calls").column("op_id").to_numpy()
     k_api = profile.table("kernels").column("api_call_id").to_numpy()
     line_of = OpLines(profile)
     out: dict[str, tuple[str, str]] = {}
-    for j, name in enumerate(kernel_names):
-        if name in out or not steady[j]:
+    for j, name in enumerate(kernels.names):
+        if name in out or not kernels.steady[j]:
             continue
-        op = int(op_of[j])
+        op = int(kernels.op_id[j])
         if op < 0 and 0 <= k_api[j] < len(api_op):
             op = int(api_op[k_api[j]])
-        if op < 0 or region_op[op] < 0:
+        if op < 0 or tree.region_op[op] < 0:
             continue
-        label = "backward" if backward[op] else "forward"
-        if frame_region[op]:
-            label = f"frame {frame_region[op]}, {label}"
-        out[name] = (label, line_of(int(region_op[op])))
+        label = "backward" if tree.backward[op] else "forward"
+        if tree.frame_region[op]:
+            label = f"frame {tree.frame_region[op]}, {label}"
+        out[name] = (label, line_of(int(tree.region_op[op])))
     return out
 
 

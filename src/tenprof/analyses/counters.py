@@ -24,7 +24,6 @@ from pydantic import BaseModel, Field
 from tenprof.analyses.replays import judged_replays
 from tenprof.analyses.roofline import DEFAULT_LIMITS, RooflineLimits, verdict
 from tenprof.analyses.summary import OpLines
-from tenprof.core.inductor import inside_autotuning
 from tenprof.store.profile import Profile
 from tenprof.store.schema import MATCH_CONFIDENCE, Pass
 
@@ -129,7 +128,7 @@ def operators_report(profile: Profile, limits: RooflineLimits = DEFAULT_LIMITS) 
     op_names = ops.column("name").to_pylist()
     line_of = OpLines(profile)
 
-    autotuning = inside_autotuning(op_names, ops.column("parent_op_id").to_numpy())
+    autotuning = ops.column("is_autotuning").to_numpy()
     compiled = {
         r["kernel"]: (f"compiled: {r['aten_ops']}", (r["lines"] or "").split(";")[0])
         for r in profile.table("compiled_kernels").to_pylist()

@@ -227,9 +227,8 @@ def _ms(ns: float) -> str:
 def _what_was_recorded(profile: Profile) -> list[str]:
     """What the capture recorded besides ops: input shapes, memory, Python stacks (an imported trace says
     so in its top-level keys, kept at import), tenprof's Python lines."""
-    options = profile.meta.options
-    if "trace_recorded" in options:
-        keys = options["trace_recorded"].split(",")
+    keys = profile.meta.timeline.trace_recorded
+    if keys is not None:
         named = {"record_shapes": "shapes", "profile_memory": "memory", "with_stack": "stack"}
         return [named[k] for k in keys if k in named]
     found = []
@@ -240,6 +239,6 @@ def _what_was_recorded(profile: Profile) -> list[str]:
         found.append("memory")
     if profile.meta.source == "import" and profile.table("frames").num_rows:
         found.append("stack")
-    if profile.meta.source != "import" and profile.meta.options.get("lines", "true") == "true":
+    if profile.meta.timeline.lines:
         found.append("lines")
     return found

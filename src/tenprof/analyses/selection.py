@@ -103,6 +103,6 @@ def select_steps(profile: Profile, spec: str) -> Profile:
             "steps": st,
         },
     )
-    derived.meta.options.pop("trace_span_ns", None)  # the window is now the chosen steps'
+    derived.meta.timeline.trace_span_ns = None  # the window is now the chosen steps'
     derived.meta.run.wall_time_s = 0.0
     return derived

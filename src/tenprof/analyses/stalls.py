@@ -181,10 +181,7 @@ def _launches_by_name(profile: Profile) -> dict[str, int]:
     leaving out autotuning's benchmark launches, which ran other configs of the kernel."""
     if not profile.has_pass(Pass.TIMELINE):
         return {}
-    from tenprof.core.inductor import inside_autotuning
-
-    ops = profile.table("ops")
-    tuning = inside_autotuning(ops.column("name").to_pylist(), ops.column("parent_op_id").to_numpy())
+    tuning = profile.column("ops", "is_autotuning")
     kernels = profile.table("kernels")
     op = kernels.column("op_id").to_numpy()
     benchmark = (op >= 0) & tuning[np.clip(op, 0, None)] if len(tuning) else np.zeros(len(op), dtype=bool)

@@ -193,8 +193,8 @@ def summarize(profile: Profile) -> Summary:
     t = profile.table("transfers")
     starts = np.concatenate([k.column("start_ns").to_numpy(), t.column("start_ns").to_numpy()])
     ends = np.concatenate([k.column("end_ns").to_numpy(), t.column("end_ns").to_numpy()])
-    window = int(meta.options.get("trace_span_ns", "0") or 0)
-    if window <= 0:
+    window = meta.timeline.trace_span_ns
+    if window is None or window <= 0:  # not measured (or, in old profiles, measured as 0)
         lo, hi = profiled_span(profile)
         window = hi - lo
     busy = union_length(starts, ends)

@@ -20,7 +20,7 @@ from tenprof.capture.schedule import Schedule
 from tenprof.capture.timeline import TimelineOptions, TimelineSession
 from tenprof.importers.trace_import import now_iso
 from tenprof.store.directory import OutputDirectory, open_output_dir
-from tenprof.store.meta import GpuInfo, Meta, PassStatus, write_meta
+from tenprof.store.meta import GpuInfo, Meta, PassStatus, TimelineInfo, write_meta
 from tenprof.store.profile import Profile, load_profile
 from tenprof.store.schema import Pass
 from tenprof.store.writer import PassWriter
@@ -70,6 +70,7 @@ class InProcessProfile:
             cuda_version=env["cuda_version"],
             driver_version=env["driver_version"],
             gpus=[GpuInfo(**g) for g in env["gpus"]],
+            timeline=TimelineInfo(lines=self.options.lines),
         )
         self._meta.passes[Pass.TIMELINE] = PassStatus(state="running", started_at=self._meta.created_at)
         write_meta(output.path, self._meta)

@@ -43,7 +43,7 @@ from tenprof.core.rawfiles import NCU_LOG_FILE, NCU_REPORT_BASE, PROFILER_LOG_FI
 from tenprof.errors import UsageError
 from tenprof.importers.trace_import import now_iso
 from tenprof.store.directory import open_output_dir
-from tenprof.store.meta import GpuInfo, Meta, PassStatus, write_meta
+from tenprof.store.meta import GpuInfo, Meta, PassStatus, TimelineInfo, write_meta
 from tenprof.store.schema import Pass
 from tenprof.store.writer import PassWriter
 
@@ -296,6 +296,7 @@ def _run_passes(req: RunRequest) -> RunResult:
             "overhead_steps": str(req.overhead_steps),
             **({"access_every": str(req.access_every)} if Pass.ACCESSES in req.passes else {}),
         },
+        timeline=TimelineInfo(lines=req.lines),
     )
     if req.rank is not None:
         meta.rank, meta.local_rank = req.rank.rank, req.rank.local_rank

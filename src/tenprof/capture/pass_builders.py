@@ -194,9 +194,9 @@ def finish_timeline(writer: PassWriter, raw_dir: Path, meta: Meta, child_error: 
             pass_status.reason = "; ".join(
                 ([f"cut short: {meta.run.cut_short_reason}"] if meta.run.cut_short else []) + report.warnings
             )
-            meta.options["trace_span_ns"] = str(report.span_end_ns - report.span_start_ns)
-            meta.options["clock_offset_ns"] = str(report.clock_offset_ns)
-            meta.options["clock_uncertainty_ns"] = str(report.clock_uncertainty_ns)
+            meta.timeline.trace_span_ns = report.span_ns
+            meta.timeline.clock_offset_ns = report.clock_offset_ns
+            meta.timeline.clock_uncertainty_ns = report.clock_uncertainty_ns
             _compress(trace)
         except TenprofError as exc:
             pass_status.reason = f"the trace could not be imported: {exc}"

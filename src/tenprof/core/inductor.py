@@ -2,8 +2,9 @@
 kernel's name lists, whether a file is Inductor's generated code, and which ops are autotuning's
 benchmark runs rather than the program's.
 
-The importers use these while building `compiled_kernels` and matching counters; the analyses use them
-again for profiles recorded without the generated code, and the renderers to label generated sources.
+The importers use these while building `compiled_kernels` and the ops' `is_autotuning` column (which the
+loader computes with the same function for profiles from before that column); the analyses use them again
+for profiles recorded without the generated code, and the renderers to label generated sources.
 """
 
 from __future__ import annotations
@@ -59,8 +60,13 @@ def inside_autotuning(op_names: list[str], parent: np.ndarray) -> np.ndarray:
     """Per op: it is, or runs inside, one of Inductor's autotuning benchmarks (AUTOTUNING_RECORDS), whose
     launches are not the program's: the counters pass leaves them unmarked (only the launch after
     autotuning is replayed), and they count as no launch of the kernel."""
-    inside = np.zeros(len(op_names), dtype=bool)
-    for i, name in enumerate(op_names):  # a parent comes before its children (ops are numbered by start)
-        p = int(parent[i])
-        inside[i] = (p >= 0 and bool(inside[p])) or any(r in name for r in AUTOTUNING_RECORDS)
+    inside = np.array([any(r in name for r in AUTOTUNING_RECORDS) for name in op_names], dtype=bool)
+    parents = parent.tolist()
+    # a parent comes before its children (ops are numbered by start), so no op before the first record is
+    # inside one: most profiles, which have none, skip the walk
+    first = int(inside.argmax()) if inside.any() else len(inside)
+    for i in range(first, len(inside)):
+        p = parents[i]
+        if p >= 0 and inside[p]:
+            inside[i] = True
     return inside

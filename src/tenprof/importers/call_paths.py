@@ -135,7 +135,9 @@ def _from_callsites(paths: _TopPaths, shifted: Callsites, uncertainty_ns: int, n
     """Add the records' call paths to the frames and give the top-level forward ops theirs."""
     ops, top = paths.ops, paths.ops.top
     for row in shifted.frames:
-        paths.frames.add(int(row[1]), str(row[2]), int(row[3]), str(row[4]), bool(row[6]))
+        # Whose file a frame is, decided again here: a recording made before a rule was added (Inductor's
+        # generated files are not the user's) is read with today's rules.
+        paths.frames.add(int(row[1]), str(row[2]), int(row[3]), str(row[4]), bool(row[6]) and is_user_file(str(row[2])))
     # A native record hugs its op, so an op of a microsecond can fall just outside it by the clock
     # mapping's error; a Python record spans the whole call, and an op outside every one is not
     # from a recorded call.

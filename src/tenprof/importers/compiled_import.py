@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tenprof.core.generated_code import embedded_kernels, extern_calls
-from tenprof.core.inductor import CompiledKernel, from_kernel_name, inside_autotuning, is_generated_file
+from tenprof.core.inductor import CompiledKernel, from_kernel_name, is_generated_file
 from tenprof.errors import TraceFormatError
 from tenprof.store.compiled_code import read_compiled_code
 from tenprof.store.schema import COMPILED_EXTERN_CALLS, COMPILED_KERNELS
@@ -199,15 +199,13 @@ def build_extern_calls_table(rows: list[dict[str, Any]]) -> pa.Table:
     return pa.table(out, schema=COMPILED_EXTERN_CALLS)
 
 
-def _program_launches(ops_file: Path, launches: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def _program_launches(ops: pa.Table, launches: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """The launches' counts without autotuning's benchmark launches (the launch records, cpu ops named
-    after the kernel, that run inside an autotuning record)."""
-    if not launches or not ops_file.exists():
+    after the kernel, that are the ops' `is_autotuning`)."""
+    if not launches:
         return launches
-
-    ops = pq.read_table(ops_file, columns=["name", "parent_op_id"])
     names = ops.column("name").to_pylist()
-    tuning = inside_autotuning(names, ops.column("parent_op_id").to_numpy())
+    tuning = ops.column("is_autotuning").to_numpy()
     counts: dict[str, int] = {}
     for name, benchmark in zip(names, tuning.tolist(), strict=True):
         if name in launches and not benchmark:
@@ -223,7 +221,9 @@ def write_compiled_kernels(writer: PassWriter, code_file: Path | None, launches:
     Returns a warning when the kept code cannot be read (the tables are then built without it)."""
     kernels = writer.tmp_dir / "kernels.parquet"
     names = pq.read_table(kernels, columns=["name"]).column("name").to_pylist() if kernels.exists() else []
-    launches = _program_launches(writer.tmp_dir / "ops.parquet", launches)
+    ops_file = writer.tmp_dir / "ops.parquet"  # the ops table this import just built, with is_autotuning
+    if launches and ops_file.exists():
+        launches = _program_launches(pq.read_table(ops_file, columns=["name", "is_autotuning"]), launches)
     warning = ""
     try:
         code = read_compiled_code(code_file, strict=True) if code_file is not None else []

@@ -29,7 +29,6 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
-from tenprof.core.inductor import inside_autotuning
 from tenprof.core.kernel_names import base_name
 from tenprof.core.ncu_names import KEEP_RANGE, METRICS, OP_RANGE_PREFIX
 from tenprof.errors import TraceFormatError
@@ -189,7 +188,7 @@ def match_timeline(metrics: pa.Table, sig_shapes: dict[int, str], kernels: pa.Ta
         * kernels.column("block_z").to_numpy()
     ).tolist()
     kop = kernels.column("op_id").to_pylist()
-    tuning = inside_autotuning(op_name, ops.column("parent_op_id").to_numpy())
+    tuning = ops.column("is_autotuning").to_numpy()
     out_replay = np.full(len(kid), -1, dtype=np.int64)
     out_method: list[str] = []
     cache: dict[tuple[str, int, int, int], tuple[int, str]] = {}

@@ -50,7 +50,43 @@ def _arr(values: list[Any]) -> np.ndarray:
 
 
 def build_tensor_tables(data: dict[str, Any]) -> tuple[dict[str, pa.Table], TensorsReport]:
+    """The raw file's content (`read_raw`) -> the tensors pass's tables by name, and what to report."""
     names = np.asarray(data["names"] + [""], dtype=object)  # index -1 reads as ""
+    ops = _read_ops(data)
+    storages = _read_storages(data["storages"], int(data.get("op_count", ops.count)))
+    uses = {k: _arr(v) for k, v in data["uses"].items()}
+    counts = _use_counts(uses, len(data["tensors"]["tensor_id"]))
+    tensors = _tensor_table(data["tensors"], names, ops, storages, counts)
+    storage_table = _storage_table(storages, tensors)
+    allocator, matched = _allocator_events(data.get("allocator") or {}, ops.columns, storage_table)
+    tables = {
+        "allocator_events": allocator,
+        "tensor_ops": _op_table(ops, names),
+        "tensors": tensors,
+        "tensor_uses": _use_table(uses, np.asarray(data["roles"], dtype=object)),
+        "storages": storage_table,
+        "tensor_frames": _frame_table(data["frames"]),
+    }
+    return tables, _report(data, ops.count, tensors.num_rows, storage_table.num_rows, matched)
+
+
+@dataclass(frozen=True)
+class _Ops:
+    """The raw file's ops as arrays in op_seq order, with the backward op -> forward op link."""
+
+    columns: dict[str, np.ndarray]  # the raw file's op columns, sorted by op_seq
+    seq_to_row: np.ndarray  # op_seq -> row, -1 for a number with no row
+    forward_seq: np.ndarray  # per row: a backward op's forward op (its op_seq), else -1
+    frame: np.ndarray  # per row: the op's frame_id, a backward op without one taking its forward op's
+
+    @property
+    def count(self) -> int:
+        return len(self.columns["op_seq"])
+
+
+def _read_ops(data: dict[str, Any]) -> _Ops:
+    """The raw file's `ops` sorted by op_seq, each backward op linked to its forward op and given that
+    op's frame when it has none of its own."""
     ops = {k: _arr(v) for k, v in data["ops"].items()}
     order = np.argsort(ops["op_seq"], kind="stable")  # two threads may append out of order
     ops = {k: v[order] for k, v in ops.items()}
@@ -58,49 +94,91 @@ def build_tensor_tables(data: dict[str, Any]) -> tuple[dict[str, pa.Table], Tens
     # An op still running when the script stopped has a number but no row: map numbers to rows.
     seq_to_row = np.full(int(data.get("op_count", n_ops)) + 1, -1, dtype=np.int64)
     seq_to_row[ops["op_seq"]] = np.arange(n_ops)
-
     forward_seq = _forward_ops(ops)
     frame = ops["frame_id"].copy()
     linked = (frame < 0) & (forward_seq >= 0)
     frame[linked] = frame[seq_to_row[forward_seq[linked]]]
+    return _Ops(ops, seq_to_row, forward_seq, frame)
 
-    op_table = pa.table(
+
+def _op_table(ops: _Ops, names: np.ndarray) -> pa.Table:
+    """The `tensor_ops` table: one row per op (`names` maps name ids to names, -1 to "")."""
+    columns = ops.columns
+    return pa.table(
         {
-            "op_seq": ops["op_seq"],
-            "name": names[ops["name_id"]].astype(str),
-            "thread_id": ops["thread_id"],
-            "frame_id": ops["frame_id"],
-            "is_backward": ops["is_backward"].astype(bool),
-            "autograd_seq_nr": ops["autograd_nr"],
-            "forward_op_seq": forward_seq,
-            "step": ops["step"],
-            "start_unix_ns": ops.get("time_ns", np.full(n_ops, -1, dtype=np.int64)),
+            "op_seq": columns["op_seq"],
+            "name": names[columns["name_id"]].astype(str),
+            "thread_id": columns["thread_id"],
+            "frame_id": columns["frame_id"],
+            "is_backward": columns["is_backward"].astype(bool),
+            "autograd_seq_nr": columns["autograd_nr"],
+            "forward_op_seq": ops.forward_seq,
+            "step": columns["step"],
+            "start_unix_ns": columns.get("time_ns", np.full(ops.count, -1, dtype=np.int64)),
         },
         schema=TENSOR_OPS,
     )
 
-    uses = {k: _arr(v) for k, v in data["uses"].items()}
-    roles = np.asarray(data["roles"], dtype=object)
-    t = data["tensors"]
-    tid = _arr(t["tensor_id"])
-    n_t = len(tid)
-    storages = data["storages"]
-    sid = _arr(storages["storage_id"])
+
+@dataclass(frozen=True)
+class _Storages:
+    """The raw file's storages as arrays, one entry per storage_id."""
+
+    storage_id: np.ndarray
+    device: np.ndarray  # object array of device names
+    address: np.ndarray
+    nbytes: np.ndarray
+    alloc_op_seq: np.ndarray
+    free_op_seq: np.ndarray  # -1: alive until the end
+
+
+def _read_storages(storages: dict[str, list[Any]], op_count: int) -> _Storages:
+    """The raw file's `storages` as arrays; a storage freed after the last of the `op_count` ops counts
+    as never freed."""
     s_free = _arr(storages["free_op_seq"])
     # Freed after the last op (the script's globals go when it ends): alive for as long as we looked.
-    s_free[s_free >= int(data.get("op_count", n_ops))] = -1
-    s_alloc = _arr(storages["alloc_op_seq"])
-    s_device = np.asarray(storages["device"], dtype=object)
+    s_free[s_free >= op_count] = -1
+    return _Storages(
+        storage_id=_arr(storages["storage_id"]),
+        device=np.asarray(storages["device"], dtype=object),
+        address=_arr(storages["address"]),
+        nbytes=_arr(storages["nbytes"]),
+        alloc_op_seq=_arr(storages["alloc_op_seq"]),
+        free_op_seq=s_free,
+    )
 
+
+@dataclass(frozen=True)
+class _UseCounts:
+    """Per tensor (indexed by tensor_id), what its uses add up to."""
+
+    first_use: np.ndarray  # the first op using it, int64 max when none does
+    last_use: np.ndarray  # the last op using it, -1 when none does
+    last_read: np.ndarray  # the last op reading it, -1 when none does
+    reads: np.ndarray
+    writes: np.ndarray
+
+
+def _use_counts(uses: dict[str, np.ndarray], n_tensors: int) -> _UseCounts:
+    """Reduce the uses (columns tensor_id, op_seq, role: 0 read, 1 write, 2 both) per tensor."""
     use_t, use_seq, use_role = uses["tensor_id"], uses["op_seq"], uses["role"]
-    first_use = _reduce(n_t, use_t, use_seq, np.minimum, np.iinfo(np.int64).max)
-    last_use = _reduce(n_t, use_t, use_seq, np.maximum, -1)
     is_read = (use_role == 0) | (use_role == 2)
-    last_read = _reduce(n_t, use_t[is_read], use_seq[is_read], np.maximum, -1)
-    reads = np.bincount(use_t[is_read], minlength=n_t)[:n_t]
     is_write = (use_role == 1) | (use_role == 2)
-    writes = np.bincount(use_t[is_write], minlength=n_t)[:n_t]
+    return _UseCounts(
+        first_use=_reduce(n_tensors, use_t, use_seq, np.minimum, np.iinfo(np.int64).max),
+        last_use=_reduce(n_tensors, use_t, use_seq, np.maximum, -1),
+        last_read=_reduce(n_tensors, use_t[is_read], use_seq[is_read], np.maximum, -1),
+        reads=np.bincount(use_t[is_read], minlength=n_tensors)[:n_tensors],
+        writes=np.bincount(use_t[is_write], minlength=n_tensors)[:n_tensors],
+    )
 
+
+def _tensor_table(t: dict[str, Any], names: np.ndarray, ops: _Ops, storages: _Storages, counts: _UseCounts) -> pa.Table:
+    """The `tensors` table from the raw file's `tensors` columns: byte ranges, the creator's line and
+    first / last use (a tensor never used is first used by its creator), each tensor's storage's device
+    and free."""
+    tid = _arr(t["tensor_id"])
+    n_t = len(tid)
     shapes: list[list[int]] = t["shape"]
     strides: list[list[int]] = t["stride"]
     itemsize = _arr(t["itemsize"])
@@ -113,16 +191,16 @@ def build_tensor_tables(data: dict[str, Any]) -> tuple[dict[str, pa.Table], Tens
     byte_end = np.where(numel > 0, data_ptr + span * itemsize, data_ptr)
     t_sid = _arr(t["storage_id"])
     creator = _arr(t["creator_op_seq"])
-    creator_row = np.where(creator >= 0, seq_to_row[np.clip(creator, 0, len(seq_to_row) - 1)], -1)
-    creator_frame = np.where(creator_row >= 0, frame[np.clip(creator_row, 0, max(n_ops - 1, 0))], -1)
+    creator_row = np.where(creator >= 0, ops.seq_to_row[np.clip(creator, 0, len(ops.seq_to_row) - 1)], -1)
+    creator_frame = np.where(creator_row >= 0, ops.frame[np.clip(creator_row, 0, max(ops.count - 1, 0))], -1)
+    first_use = counts.first_use
     first = np.where(first_use == np.iinfo(np.int64).max, np.where(creator >= 0, creator, -1), first_use)
     parent = _arr(t["parent_tensor_id"])
-
-    tensors = pa.table(
+    return pa.table(
         {
             "tensor_id": tid,
             "storage_id": t_sid,
-            "device": s_device[t_sid].astype(str) if n_t else np.asarray([], dtype=str),
+            "device": storages.device[t_sid].astype(str) if n_t else np.asarray([], dtype=str),
             "dtype": t["dtype"],
             "itemsize": itemsize.astype(np.int32),
             "shape": pa.array(shapes, type=pa.list_(pa.int64())),
@@ -141,45 +219,66 @@ def build_tensor_tables(data: dict[str, Any]) -> tuple[dict[str, pa.Table], Tens
             "creator_op_seq": creator,
             "creator_frame_id": creator_frame,
             "first_use_op_seq": first,
-            "last_use_op_seq": np.maximum(last_use, first),
-            "last_read_op_seq": last_read,
-            "reads": reads.astype(np.int64),
-            "writes": writes.astype(np.int64),
-            "free_op_seq": s_free[t_sid] if n_t else np.asarray([], dtype=np.int64),
+            "last_use_op_seq": np.maximum(counts.last_use, first),
+            "last_read_op_seq": counts.last_read,
+            "reads": counts.reads.astype(np.int64),
+            "writes": counts.writes.astype(np.int64),
+            "free_op_seq": storages.free_op_seq[t_sid] if n_t else np.asarray([], dtype=np.int64),
         },
         schema=TENSORS,
     )
 
+
+def _storage_table(storages: _Storages, tensors: pa.Table) -> pa.Table:
+    """The `storages` table, each storage's base tensor taken from the built `tensors` table."""
+    sid = storages.storage_id
     base = np.full(len(sid), -1, dtype=np.int64)
-    if n_t:
+    if tensors.num_rows:
         # The first tensor seen on each storage is its base (tensor ids are given in order of first sight).
-        first_on = np.unique(t_sid, return_index=True)
-        base[first_on[0]] = tid[first_on[1]]
-    storage_table = pa.table(
+        first_on = np.unique(tensors.column("storage_id").to_numpy(), return_index=True)
+        base[first_on[0]] = tensors.column("tensor_id").to_numpy()[first_on[1]]
+    return pa.table(
         {
             "storage_id": sid,
-            "device": s_device.astype(str) if len(sid) else np.asarray([], dtype=str),
-            "address": _arr(storages["address"]),
-            "nbytes": _arr(storages["nbytes"]),
-            "alloc_op_seq": s_alloc,
-            "free_op_seq": s_free,
+            "device": storages.device.astype(str) if len(sid) else np.asarray([], dtype=str),
+            "address": storages.address,
+            "nbytes": storages.nbytes,
+            "alloc_op_seq": storages.alloc_op_seq,
+            "free_op_seq": storages.free_op_seq,
             "base_tensor_id": base,
         },
         schema=STORAGES,
     )
-    use_table = pa.table(
-        {"op_seq": use_seq, "tensor_id": use_t, "role": roles[use_role].astype(str) if len(use_role) else []},
+
+
+def _use_table(uses: dict[str, np.ndarray], roles: np.ndarray) -> pa.Table:
+    """The `tensor_uses` table: one row per (op, tensor, role), `roles` naming the role numbers."""
+    role = uses["role"]
+    return pa.table(
+        {
+            "op_seq": uses["op_seq"],
+            "tensor_id": uses["tensor_id"],
+            "role": roles[role].astype(str) if len(role) else [],
+        },
         schema=TENSOR_USES,
     )
-    frames = data["frames"]
-    frame_table = pa.table(
+
+
+def _frame_table(frames: list[list[Any]]) -> pa.Table:
+    """The `tensor_frames` table from the raw file's frame rows (columns in FRAMES' order)."""
+    return pa.table(
         {name: [row[i] for row in frames] for i, name in enumerate(FRAMES.names)},
         schema=FRAMES,
     )
+
+
+def _report(data: dict[str, Any], n_ops: int, n_tensors: int, n_storages: int, matched: float | None) -> TensorsReport:
+    """The pass's counts and warnings: the raw file's own (cut short, compiled graphs) and an allocator
+    log that matched under 95% of CUDA storages (`matched` from `_allocator_events`)."""
     report = TensorsReport(
         op_count=n_ops,
-        tensor_count=n_t,
-        storage_count=len(sid),
+        tensor_count=n_tensors,
+        storage_count=n_storages,
         unseen_creators=int(data.get("unseen_creators", 0)),
         cuda_memory={k: int(v) for k, v in data.get("cuda_memory", {}).items()},
         warnings=[str(data["broken"])] if data.get("broken") else [],
@@ -190,21 +289,12 @@ def build_tensor_tables(data: dict[str, Any]) -> tuple[dict[str, pa.Table], Tens
             f"torch.compile ran {graphs} graph(s): their kernels read and write tensors where no dispatch hook "
             "sees, so uses, 'never read' and lifetimes miss what happens inside them"
         )
-    allocator, matched = _allocator_events(data.get("allocator") or {}, ops, storage_table)
     if matched is not None and matched < 0.95:
         report.warnings.append(
             f"only {matched:.0%} of op outputs on CUDA were found in the allocator's log at their op; "
             "what the memory report says besides op outputs is approximate"
         )
-    tables = {
-        "allocator_events": allocator,
-        "tensor_ops": op_table,
-        "tensors": tensors,
-        "tensor_uses": use_table,
-        "storages": storage_table,
-        "tensor_frames": frame_table,
-    }
-    return tables, report
+    return report
 
 
 def _allocator_events(

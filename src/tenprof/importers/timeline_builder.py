@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from tenprof.core.inductor import inside_autotuning
 from tenprof.core.intervals import I64Array, nest, take
 from tenprof.importers.call_paths import CallPaths, OpLinks, join_call_paths, match_sidecar_scopes
 from tenprof.importers.callsites import SYNC_PREFIX, Callsites
@@ -55,13 +56,20 @@ class BuildReport:
     clock_offset_ns: int | None = None
     clock_uncertainty_ns: int | None = None
     warnings: list[str] = field(default_factory=list)
-    span_start_ns: int = 0
-    span_end_ns: int = 0
+    span_start_ns: int | None = None  # None when the trace has no ranges
+    span_end_ns: int | None = None
     # generated Triton kernel name -> the launch metadata Inductor passes to the profiler (see
     # timeline_columns._TRITON_LAUNCH_ARGS); the last launch's values, with `launches` counting them
     triton_launches: dict[str, dict[str, Any]] = field(default_factory=dict)
     # what torch.profiler was asked to record, as the trace's top-level keys say (record_shapes, ...)
     recorded: list[str] = field(default_factory=list)
+
+    @property
+    def span_ns(self) -> int | None:
+        """The profiled window's length, None when the trace had no ranges to measure it by."""
+        if self.span_start_ns is None or self.span_end_ns is None:
+            return None
+        return self.span_end_ns - self.span_start_ns
 
 
 def build_timeline(
@@ -251,7 +259,8 @@ def _propagate_down(values: I64Array, parent: I64Array, depth: I64Array, where_u
 
 
 def _ops_table(cols: Cols, ops: _Ops, paths: CallPaths, op_scope: I64Array, op_step: I64Array) -> pa.Table:
-    """The ops table: a row per op, in op_id order, with its call path, scope and step."""
+    """The ops table: a row per op, in op_id order, with its call path, scope, step and whether it is
+    one of autotuning's benchmark runs."""
     return pa.table(
         {
             "op_id": np.arange(len(ops.names), dtype=np.int64),
@@ -275,6 +284,8 @@ def _ops_table(cols: Cols, ops: _Ops, paths: CallPaths, op_scope: I64Array, op_s
             "scope_id": op_scope,
             "step": op_step,
             "external_id": ops.ext,
+            # once here, so the importers and analyses that leave benchmark launches out all agree
+            "is_autotuning": inside_autotuning(ops.names, ops.parent),
         }
     )
 

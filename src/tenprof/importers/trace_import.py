@@ -16,7 +16,7 @@ from tenprof.importers.compiled_import import write_compiled_kernels
 from tenprof.importers.kineto_reader import TraceStream
 from tenprof.importers.timeline_builder import BuildReport, build_timeline
 from tenprof.store.directory import open_output_dir
-from tenprof.store.meta import GpuInfo, Meta, PassStatus, write_meta
+from tenprof.store.meta import GpuInfo, Meta, PassStatus, TimelineInfo, write_meta
 from tenprof.store.schema import Pass
 from tenprof.store.writer import PassWriter
 
@@ -81,7 +81,13 @@ def import_output(
     if source_file.is_dir():
         raise TraceFormatError(f"{source_file} is a directory; give the trace (or report) file itself")
     output = open_output_dir(out_dir, force)
-    meta = Meta(tenprof_version=__version__, created_at=now_iso(), source=source, command=[str(source_file)])
+    meta = Meta(
+        tenprof_version=__version__,
+        created_at=now_iso(),
+        source=source,
+        command=[str(source_file)],
+        timeline=TimelineInfo(lines=False),  # an imported file holds no call-site lines of tenprof's
+    )
     meta.passes[pass_name] = PassStatus(state="running", started_at=meta.created_at)
     try:
         write_meta(output.path, meta)
@@ -108,7 +114,7 @@ def import_trace(trace: Path, out_dir: Path, force: bool) -> Meta:
             duration_s=time.perf_counter() - started,
             rows=writer.rows,
         )
-        meta.options["trace_span_ns"] = str(report.span_end_ns - report.span_start_ns)
-        meta.options["trace_recorded"] = ",".join(report.recorded)
+        meta.timeline.trace_span_ns = report.span_ns
+        meta.timeline.trace_recorded = list(report.recorded)
         write_meta(path, meta)
     return meta

@@ -8,9 +8,9 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from tenprof.store.schema import SCHEMA_VERSION
 
@@ -41,6 +41,23 @@ class RunInfo(BaseModel):
     cuda_device: int = Field(-1, description="the CUDA device the script used (current device at its end), -1 if none")
 
 
+class TimelineInfo(BaseModel):
+    """What the timeline's capture recorded and what building its tables measured, as values (None: not
+    measured or not said). Profiles from before this model kept these in `options`, as strings."""
+
+    trace_span_ns: int | None = Field(None, description="the profiled window: first start to last end in the trace")
+    clock_offset_ns: int | None = Field(
+        None, description="trace time minus tenprof's perf-clock time, from the clock-sync markers"
+    )
+    clock_uncertainty_ns: int | None = Field(None, description="half the width of clock_offset_ns's bounds")
+    trace_recorded: list[str] | None = Field(
+        None,
+        description="an imported trace's own top-level option keys (record_shapes, profile_memory, with_stack); "
+        "None where tenprof made the trace",
+    )
+    lines: bool = Field(True, description="tenprof recorded the Python line of each torch call")
+
+
 class Meta(BaseModel):
     schema_version: int = SCHEMA_VERSION
     tenprof_version: str = ""
@@ -59,13 +76,39 @@ class Meta(BaseModel):
     cuda_version: str = ""
     driver_version: str = ""
     gpus: list[GpuInfo] = Field(default_factory=list)
-    options: dict[str, str] = Field(default_factory=dict)
+    options: dict[str, str] = Field(
+        default_factory=dict, description="the run's command-line options, as given (passes, lines, shapes, ...)"
+    )
+    timeline: TimelineInfo = Field(default_factory=TimelineInfo)
     run: RunInfo = Field(default_factory=RunInfo)
     passes: dict[str, PassStatus] = Field(default_factory=dict)
     checks: dict[str, dict[str, float]] = Field(
         default_factory=dict,
         description="cross-checks recorded at capture: torch.profiler's self device time (us) per key",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _timeline_from_options(cls, data: Any) -> Any:
+        """A meta.json from before `timeline` kept its values in `options` as strings ("None" where not
+        measured): they move to `timeline`, typed. `lines` is also a command-line option, so it stays in
+        `options` too; where none was given, lines were recorded unless the trace was imported."""
+        if not isinstance(data, dict) or "timeline" in data:
+            return data
+        options = dict(data.get("options") or {})
+        timeline: dict[str, Any] = {
+            key: _int_or_none(options.pop(key, None))
+            for key in ("trace_span_ns", "clock_offset_ns", "clock_uncertainty_ns")
+        }
+        if "trace_recorded" in options:
+            timeline["trace_recorded"] = [key for key in options.pop("trace_recorded").split(",") if key]
+        timeline["lines"] = options["lines"] == "true" if "lines" in options else data.get("source") != "import"
+        return {**data, "options": options, "timeline": timeline}
+
+
+def _int_or_none(text: str | None) -> int | None:
+    """An old option's number: "None" or "" (or no option) where it was not measured."""
+    return int(text) if text not in (None, "", "None") else None
 
 
 META_FILE = "meta.json"

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tenprof.errors import ProfileError
+from tenprof.store.derived import fill_derived
 from tenprof.store.meta import META_FILE, Meta, PassStatus, read_meta
 from tenprof.store.schema import PASS_TABLES, SCHEMA_VERSION, TABLES, Pass
 
@@ -62,10 +63,11 @@ class Profile:
             else:
                 self._inspect(name, path)
                 try:
-                    self._tables[name] = pq.read_table(path, schema=TABLES[name])
+                    table = pq.read_table(path, schema=TABLES[name])
                 except (pa.ArrowException, OSError) as exc:
                     what = f"{path} does not read as the {name} table ({_why(exc)})"
                     raise self._damaged(pass_of(name), what) from exc
+                self._tables[name] = fill_derived(name, table)
         return self._tables[name]
 
     def check(self) -> None:
@@ -107,7 +109,8 @@ class Profile:
     def _inspect(self, name: str, path: Path) -> None:
         """The cheap checks of a table's file: its footer reads, it holds the rows meta.json recorded, and it
         has the table's first (identity) column. Columns added to the table after the file was written may
-        be missing: they read as nulls."""
+        be missing: they read as nulls, or are computed when derived from the table's other columns
+        (store.derived)."""
         pass_name = pass_of(name)
         try:
             footer = pq.read_metadata(path)

@@ -13,6 +13,8 @@ from enum import StrEnum
 import pyarrow as pa
 
 SCHEMA_VERSION = 1  # still unreleased; the steps table gained `complete` before any release
+# Added since without a bump, as neither changes a meaning: ops.is_autotuning (computed when an older file
+# lacks it, store.derived) and meta.json's typed `timeline` values (moved from older files' options).
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,12 @@ OPS = _schema(
     Column("scope_id", I64, "innermost enclosing user scope, -1 when none"),
     Column("step", I64, "step number (ProfilerStep#N), -1 outside steps"),
     Column("external_id", I64, "Kineto External id linking the op to its launches"),
+    Column(
+        "is_autotuning",
+        BOOL,
+        "is, or runs inside, one of Inductor's autotuning benchmarks: its launches are not the program's "
+        "(computed from name and parent_op_id when reading profiles from before this column)",
+    ),
 )
 
 KERNELS = _schema(

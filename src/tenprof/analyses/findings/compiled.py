@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -22,13 +23,38 @@ _REGION = re.compile(r"^Torch-Compiled Region: (\d+)/(\d+)$")
 
 
 def check(ctx: Context) -> list[Finding]:
+    """torch-compile: compilations inside the steady steps, or compiled regions whose CPU cost exceeds the
+    GPU work they launch; at most one finding."""
     ctx = Context(ctx.profile, ctx.t, keep_compiling=True)
-    ops = ctx.profile.table("ops")
     names = ctx.op_names()
+    ops = ctx.profile.table("ops")
     start = ops.column("start_ns").to_numpy()
-    inside = ctx.in_steps(start)
     duration_ns = ops.column("duration_ns").to_numpy()
-    regions: dict[int, set[int]] = defaultdict(set)
+    calls = _compile_calls(names, ctx.in_steps(start), duration_ns)
+    if not calls.region_ops and not calls.compile_ops:
+        return []
+    cost = _region_cost(ctx, names, start, duration_ns, calls.region_ops)
+    # Regions that compile or autotune are slow for that reason, not for being small.
+    tiny = ctx.profile.has_gpu and len(cost.region_ops) > 0 and cost.cpu_ns > 2 * cost.gpu_ns and not calls.compile_ops
+    if not (calls.compile_ns or calls.compile_ops or tiny):
+        return []
+    return [_finding(ctx, calls, cost, tiny)]
+
+
+@dataclass(frozen=True)
+class _CompileCalls:
+    """The torch.compile records that start inside the analysed steps."""
+
+    frames: dict[int, set[int]]  # compiled frame id -> the compile ids its regions ran
+    region_ops: list[int]  # `Torch-Compiled Region: F/C` ops
+    lookup_us: float  # mean duration of `TorchDynamo Cache Lookup`, 0 when there is none
+    compile_ops: list[int]  # `entire_frame_compile` ops: one per compilation of a frame
+    compile_ns: int  # their time
+
+
+def _compile_calls(names: list[str], inside: np.ndarray, duration_ns: np.ndarray) -> _CompileCalls:
+    """Sort the ops that `inside` (bool per op) keeps by what they record; `duration_ns` is per op."""
+    frames: dict[int, set[int]] = defaultdict(set)
     region_ops: list[int] = []
     lookups: list[int] = []
     compile_ns = 0
@@ -37,126 +63,183 @@ def check(ctx: Context) -> list[Finding]:
         name = names[i]
         match = _REGION.match(name)
         if match:
-            regions[int(match.group(1))].add(int(match.group(2)))
+            frames[int(match.group(1))].add(int(match.group(2)))
             region_ops.append(i)
         elif name == "TorchDynamo Cache Lookup":
             lookups.append(i)
         elif name == "entire_frame_compile":  # one per compilation of a frame
             compile_ns += int(duration_ns[i])
             compile_ops.append(i)
-    if not region_ops and not compile_ops:
-        return []
-    recompiles = len(compile_ops)
-    k = ctx.profile.table("kernels")
+    lookup_us = float(duration_ns[lookups].mean()) / 1e3 if lookups else 0.0
+    return _CompileCalls(frames, region_ops, lookup_us, compile_ops, compile_ns)
+
+
+@dataclass(frozen=True)
+class _RegionCost:
+    """The outermost compiled regions of the steps that recorded no CUDA graph: CPU time against GPU work."""
+
+    region_ops: np.ndarray  # int64 op ids of those regions
+    recorded_cpu_ns: int  # their CPU time as recorded
+    cpu_ns: int  # that time scaled to the un-profiled program
+    gpu_ns: int  # the GPU time of the kernels launched inside them
+    scale: float  # un-profiled over recorded step time, 1.0 when unknown or not smaller
+    kept_steps: int  # the analysed steps less those that recorded CUDA graphs, at least 1
+    replays_graphs: bool  # an outermost region (in any step) launches a CUDA graph
+
+
+def _region_cost(
+    ctx: Context, names: list[str], start: np.ndarray, duration_ns: np.ndarray, region_ops: list[int]
+) -> _RegionCost:
+    """Cost the region ops (`_CompileCalls.region_ops`); `start` and `duration_ns` are per op."""
     api = ctx.profile.table("api_calls")
     api_op = api.column("op_id").to_numpy()
-    api_names = api.column("name").to_pylist()
-    k_op = k.column("op_id").to_numpy()
-    k_api = k.column("api_call_id").to_numpy()
-    # a kernel replayed from a CUDA graph has no op: take the op around its cudaGraphLaunch
-    if len(api_op):
-        via_api = np.where((k_op < 0) & (k_api >= 0), api_op[np.clip(k_api, 0, len(api_op) - 1)], -1)
-        k_op = np.where(k_op >= 0, k_op, via_api)
     # Regions nest (a graph break's resume function runs its region inside the caller's): only the
     # outermost count, with the GPU work of everything inside them, so no time is counted twice.
     parent = ctx.profile.column("ops", "parent_op_id")
     root = _outermost_region(np.array([bool(_REGION.match(n)) for n in names], dtype=bool), parent)
     region_ops = [i for i in region_ops if root[i] == i]
+    k_op = _kernel_ops(ctx, api_op)
     k_root = np.where(k_op >= 0, root[np.clip(k_op, 0, None)], -1)
-    gpu_by_top = np.bincount(
-        k_root[k_root >= 0], weights=k.column("duration_ns").to_numpy()[k_root >= 0], minlength=len(names)
-    )
-    graph_launch = [i for i, n in enumerate(api_names) if n == "cudaGraphLaunch" and api_op[i] >= 0]
-    replays_graphs = any(int(root[api_op[i]]) in set(region_ops) for i in graph_launch)
-    recording = [
-        float(s)
-        for s, n in zip(api.column("start_ns").to_numpy().tolist(), api_names, strict=True)
-        if n.startswith("cudaGraphInstantiate")
+    k_duration = ctx.profile.table("kernels").column("duration_ns").to_numpy()
+    gpu_by_top = np.bincount(k_root[k_root >= 0], weights=k_duration[k_root >= 0], minlength=len(names))
+    graph_launch = [
+        i for i, n in enumerate(api.column("name").to_pylist()) if n == "cudaGraphLaunch" and api_op[i] >= 0
     ]
-    recorded: set[int] = set()
-    if recording:  # leave out the steps that recorded CUDA graphs
+    replays_graphs = any(int(root[api_op[i]]) in set(region_ops) for i in graph_launch)
+    recorded = _graph_recording_steps(ctx)
+    if recorded:  # leave out the steps that recorded CUDA graphs
         step_of = ctx.step_index(start)
-        recorded = {int(x) for x in ctx.step_index(np.asarray(recording, dtype=np.int64)).tolist() if x >= 0}
         region_ops = [i for i in region_ops if int(step_of[i]) not in recorded]
-    kept_steps = max(ctx.step_count - len(recorded), 1)
     region_arr = np.asarray(region_ops, dtype=np.int64)
     recorded_cpu = int(duration_ns[region_arr].sum()) if len(region_arr) else 0
-    gpu = int(gpu_by_top[region_arr].sum()) if len(region_arr) else 0
+    scale = _unprofiled_scale(ctx)
+    return _RegionCost(
+        region_ops=region_arr,
+        recorded_cpu_ns=recorded_cpu,
+        cpu_ns=int(recorded_cpu * scale),
+        gpu_ns=int(gpu_by_top[region_arr].sum()) if len(region_arr) else 0,
+        scale=scale,
+        kept_steps=max(ctx.step_count - len(recorded), 1),
+        replays_graphs=replays_graphs,
+    )
+
+
+def _kernel_ops(ctx: Context, api_op: np.ndarray) -> np.ndarray:
+    """Each kernel's op (-1: none); `api_op` is the `api_calls` table's op_id column."""
+    k = ctx.profile.table("kernels")
+    k_op: np.ndarray = k.column("op_id").to_numpy()
+    k_api = k.column("api_call_id").to_numpy()
+    # a kernel replayed from a CUDA graph has no op: take the op around its cudaGraphLaunch
+    if len(api_op):
+        via_api = np.where((k_op < 0) & (k_api >= 0), api_op[np.clip(k_api, 0, len(api_op) - 1)], -1)
+        k_op = np.where(k_op >= 0, k_op, via_api)
+    return k_op
+
+
+def _graph_recording_steps(ctx: Context) -> set[int]:
+    """The analysed steps in which a CUDA graph was recorded (a cudaGraphInstantiate call started)."""
+    api = ctx.profile.table("api_calls")
+    recording = [
+        float(s)
+        for s, n in zip(api.column("start_ns").to_numpy().tolist(), api.column("name").to_pylist(), strict=True)
+        if n.startswith("cudaGraphInstantiate")
+    ]
+    if not recording:
+        return set()
+    return {int(x) for x in ctx.step_index(np.asarray(recording, dtype=np.int64)).tolist() if x >= 0}
+
+
+def _unprofiled_scale(ctx: Context) -> float:
+    """The factor from recorded CPU time to the program's un-profiled time, 1.0 when it is not known."""
     # The recorded CPU time is inflated by the capture; judged as the program runs un-profiled, scaled by
     # the un-profiled over the recorded step time (measured in the run, or estimated for imported traces).
     o = ctx.overhead
-    scale = 1.0
     if o.unprofiled_step_ns and o.profiled_step_ns and o.profiled_step_ns > o.unprofiled_step_ns:
-        scale = o.unprofiled_step_ns / o.profiled_step_ns
-    cpu = int(recorded_cpu * scale)
-    lookup_us = float(duration_ns[lookups].mean()) / 1e3 if lookups else 0.0
-    frames_per_step = len(region_ops) / kept_steps
-    # Regions that compile or autotune are slow for that reason, not for being small.
-    tiny = ctx.profile.has_gpu and len(region_arr) > 0 and cpu > 2 * gpu and not compile_ops
-    if not (compile_ns or recompiles or tiny):
-        return []
+        return o.unprofiled_step_ns / o.profiled_step_ns
+    return 1.0
+
+
+def _finding(ctx: Context, calls: _CompileCalls, cost: _RegionCost, tiny: bool) -> Finding:
+    """The torch-compile finding: about compiling when any compilation ran in the steps, else about tiny
+    regions (`tiny`: their CPU cost exceeds twice their GPU work)."""
+    compile_ns, recompiles = calls.compile_ns, len(calls.compile_ops)
+    compiling = bool(compile_ns or recompiles)
+    why, fix = _advice(compiling, cost.replays_graphs)
+    return Finding(
+        id="torch-compile",
+        title=(
+            f"torch.compile compiled {recompiles} time(s) inside the steady steps ({duration(compile_ns)})"
+            if compiling
+            else f"Compiled regions cost {duration(cost.cpu_ns // cost.kept_steps)} CPU per step for "
+            f"{duration(cost.gpu_ns // cost.kept_steps)} of GPU work"
+        ),
+        cost_ns=int(compile_ns + (max(cost.cpu_ns - cost.gpu_ns, 0) if tiny else 0)),
+        seen=_seen(ctx, calls, cost),
+        where=ctx.where(np.asarray(calls.compile_ops, dtype=np.int64) if calls.compile_ops else cost.region_ops),
+        why=why,
+        fix=fix,
+        numbers={
+            "recompiles": float(recompiles),
+            "compile_ns": float(compile_ns),
+            "lookup_us": calls.lookup_us,
+            "region_cpu_ns": float(cost.cpu_ns),
+            "recorded_region_cpu_ns": float(cost.recorded_cpu_ns),
+            "region_gpu_ns": float(cost.gpu_ns),
+            "frames": float(len(calls.frames)),
+            "replays_cuda_graphs": float(cost.replays_graphs),
+        },
+    )
+
+
+def _seen(ctx: Context, calls: _CompileCalls, cost: _RegionCost) -> list[str]:
+    """The finding's `seen` lines: frames and region calls, compilations, region CPU against GPU time."""
+    frames_per_step = len(cost.region_ops) / cost.kept_steps
     seen = [
-        f"{len(regions)} compiled frame(s), {count(frames_per_step)} compiled-region calls per step; "
-        f"Dynamo cache lookup {lookup_us:.1f} us per call",
+        f"{len(calls.frames)} compiled frame(s), {count(frames_per_step)} compiled-region calls per step; "
+        f"Dynamo cache lookup {calls.lookup_us:.1f} us per call",
     ]
-    if compile_ns or recompiles:
-        seen.append(f"{recompiles} compilation(s) inside the steady steps, {duration(compile_ns)} in all")
-    if len(region_arr):
-        seen.append(f"compiled regions: {duration(cpu)} on the CPU launching {duration(gpu)} of GPU work")
-        if scale < 1.0:
+    if calls.compile_ns or calls.compile_ops:
+        seen.append(
+            f"{len(calls.compile_ops)} compilation(s) inside the steady steps, {duration(calls.compile_ns)} in all"
+        )
+    if len(cost.region_ops):
+        seen.append(
+            f"compiled regions: {duration(cost.cpu_ns)} on the CPU launching {duration(cost.gpu_ns)} of GPU work"
+        )
+        if cost.scale < 1.0:
             seen.append(
-                f"CPU time scaled to the un-profiled program (x{scale:.2f}, {o.method}): recorded "
-                f"{duration(recorded_cpu)}"
+                f"CPU time scaled to the un-profiled program (x{cost.scale:.2f}, {ctx.overhead.method}): recorded "
+                f"{duration(cost.recorded_cpu_ns)}"
             )
-    if len(regions) > 1:
-        seen.append(f"frames {sorted(regions)} ran: several compiled frames usually mean graph breaks")
+    if len(calls.frames) > 1:
+        seen.append(f"frames {sorted(calls.frames)} ran: several compiled frames usually mean graph breaks")
+    return seen
+
+
+def _advice(compiling: bool, replays_graphs: bool) -> tuple[str, str]:
+    """The finding's why and fix: for compiling in the loop, else for tiny regions (with CUDA graphs or not)."""
+    if compiling:
+        return (
+            "Compiling inside the loop stalls every step it happens in, and a recompilation means a guard failed "
+            "(a new shape, dtype or Python value).",
+            "Keep shapes and Python values that reach the compiled function stable, mark varying dimensions "
+            "dynamic (torch._dynamo.mark_dynamic or dynamic=True), and warm up before the timed loop; "
+            "TORCH_LOGS=recompiles names the failing guard.",
+        )
     why = (
-        "Compiling inside the loop stalls every step it happens in, and a recompilation means a guard failed "
-        "(a new shape, dtype or Python value)."
-        if compile_ns or recompiles
-        else "The compiled region costs more CPU time (guards, cache lookup, launch) than the GPU work it runs; "
+        "The compiled region costs more CPU time (guards, cache lookup, launch) than the GPU work it runs; "
         "for graphs this small, eager or CUDA graphs are faster."
     )
-    fix = (
-        "Keep shapes and Python values that reach the compiled function stable, mark varying dimensions "
-        "dynamic (torch._dynamo.mark_dynamic or dynamic=True), and warm up before the timed loop; "
-        "TORCH_LOGS=recompiles names the failing guard."
-        if compile_ns or recompiles
-        else (
+    if replays_graphs:
+        return why, (
             "The regions already replay CUDA graphs: what remains is guards, the wrapper and copies into the "
             "graph's static inputs; compile a larger piece of the model so fewer regions run per step, and "
             "check with TORCH_LOGS=cudagraphs that graphs are not re-recorded."
-            if replays_graphs
-            else "Compile a larger piece of the model, or use mode='reduce-overhead' (CUDA graphs) so the CPU "
-            "cost is paid once per step, not per region."
         )
+    return why, (
+        "Compile a larger piece of the model, or use mode='reduce-overhead' (CUDA graphs) so the CPU "
+        "cost is paid once per step, not per region."
     )
-    return [
-        Finding(
-            id="torch-compile",
-            title=(
-                f"torch.compile compiled {recompiles} time(s) inside the steady steps ({duration(compile_ns)})"
-                if compile_ns or recompiles
-                else f"Compiled regions cost {duration(cpu // kept_steps)} CPU per step for "
-                f"{duration(gpu // kept_steps)} of GPU work"
-            ),
-            cost_ns=int(compile_ns + (max(cpu - gpu, 0) if tiny else 0)),
-            seen=seen,
-            where=ctx.where(np.asarray(compile_ops or region_ops, dtype=np.int64)),
-            why=why,
-            fix=fix,
-            numbers={
-                "recompiles": float(recompiles),
-                "compile_ns": float(compile_ns),
-                "lookup_us": lookup_us,
-                "region_cpu_ns": float(cpu),
-                "recorded_region_cpu_ns": float(recorded_cpu),
-                "region_gpu_ns": float(gpu),
-                "frames": float(len(regions)),
-                "replays_cuda_graphs": float(replays_graphs),
-            },
-        )
-    ]
 
 
 _RESUME = re.compile(r"^torch_dynamo_resume_in_(.+)_at_(\d+)$")

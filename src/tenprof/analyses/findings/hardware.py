@@ -66,8 +66,7 @@ def check(ctx: Context) -> list[Finding]:
             found.append(
                 Finding(
                     id="memory-bound-slow",
-                    title=f"{o.op} moves data at {dram_pct:.0f}% of DRAM bandwidth "
-                    f"({duration(a.time_ns)})",
+                    title=f"{o.op} moves data at {dram_pct:.0f}% of DRAM bandwidth ({duration(a.time_ns)})",
                     cost_ns=a.time_ns,
                     seen=[*seen, f"{intensity:.2f} FLOP per DRAM byte, {per_launch_us:.0f} us per launch"],
                     where=where,

@@ -1,0 +1,38 @@
+"""Columns derived from other columns of their table: computed once when the table is built, and again
+when reading a table written before the column existed.
+
+Such a file has no such column, so the loader reads it as nulls (a column added to a table later always
+does); a derived column is instead computed here from the columns it comes from, with the function the
+importer uses, so an old profile gives the reports a rebuilt one gives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pyarrow as pa
+
+from tenprof.core.inductor import inside_autotuning
+from tenprof.store.schema import TABLES
+
+
+def _ops_is_autotuning(ops: pa.Table) -> pa.Array:
+    return pa.array(inside_autotuning(ops.column("name").to_pylist(), ops.column("parent_op_id").to_numpy()))
+
+
+# table -> derived column -> how to compute it from the table's other columns
+DERIVED: dict[str, dict[str, Callable[[pa.Table], pa.Array]]] = {
+    "ops": {"is_autotuning": _ops_is_autotuning},
+}
+
+
+def fill_derived(name: str, table: pa.Table) -> pa.Table:
+    """`table` (as read, in its schema) with each derived column that holds nulls computed afresh.
+
+    A table built by this tenprof never has a null there; one written before the column has nothing but
+    nulls, so the whole column is computed."""
+    for column, derive in DERIVED.get(name, {}).items():
+        if table.column(column).null_count:
+            index = table.schema.get_field_index(column)
+            table = table.set_column(index, TABLES[name].field(column), derive(table))
+    return table
