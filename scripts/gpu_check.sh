@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # then runs end-to-end checks of the command line and writes their logs under $OUT.
-#   usage: bash scripts/gpu_check.sh TASK...   (cli toggle calibrate honest compiled components gputests; see the cases below)
+#   usage: bash scripts/gpu_check.sh TASK...   (cli toggle calibrate honest compiled components allpasses gputests; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-check}
 mkdir -p "$OUT"
@@ -86,6 +86,25 @@ components2() {  # issue 16: shapes, memory and Kineto's external correlation, a
   local phases=plain,cupti,kineto,kineto-shapes,kineto-memory,kineto-full,native,tenprof,kineto-nocorr,tenprof-nocorr,light-nocorr
   python3 benchmarks/capture_components.py --workload mlp --steps 100 --rounds 5 --phases $phases 2> /dev/null
   python3 benchmarks/capture_components.py --workload gpt2-compiled --steps 10 --rounds 3 --phases $phases 2> /dev/null
+}
+
+allpasses() {  # issue 18, end to end after the refactor: every pass, the files the CLI draws, every export
+  cd "$WORK" || return
+  step "run --passes all on the transposed add (tensor stall cost)"
+  tenprof run --limit 4 --passes all --access-every 1024 -o allp "$REPO/examples/tensor_cost/transposed.py" --size 2048 --steps 2 > all.out 2> all.err
+  echo "exit=$?"; tail -n 5 all.err; grep -E "^Findings|^[0-9]+\. |Tensor stall cost|^Warp stalls|^Hardware" all.out | head -n 20
+  python3 -c "import json; m=json.load(open('allp/meta.json')); [print(k, v['state'], v.get('reason','')[:160]) for k,v in m['passes'].items()]; print('timeline meta', m.get('timeline'))"
+  ls allp
+  step "report --json: every section's key"
+  tenprof report allp --json > report.json; echo "exit=$?"
+  python3 -c "import json; d=json.load(open('report.json')); print({k: (type(v).__name__, len(v) if hasattr(v,'__len__') else v) for k,v in d.items()})"
+  step "exports"
+  for f in json operators stall-cost blame-dot forest forest-dot perfetto hatchet; do
+    tenprof export allp --format $f -o "out_$f" 2>&1 | tail -n 1; echo "$f exit=$?"
+  done
+  tenprof export allp --format forest-svg -o forest.svg 2>&1 | tail -n 1
+  ls -la out_* forest.svg 2>&1 | awk '{print $5, $9}'
+  cd "$REPO" || return
 }
 
 gputests() {  # GPUTESTS: a pytest selection (default: all of tests/gpu); the whole log in $OUT/gputests-full.log

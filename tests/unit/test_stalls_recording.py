@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from tenprof.analyses.blame import producers
-from tenprof.analyses.sass import parse_program
 from tenprof.analyses.stalls import kernel_stalls
+from tenprof.core.blame import producers
+from tenprof.core.sass import parse_program
 from tenprof.importers.stalls_import import build_stalls_pass
 from tenprof.store.profile import Profile, load_profile
 from tenprof.store.writer import PassWriter
