@@ -36,22 +36,35 @@ def rebuild(case: str, into: Path) -> Profile:
 
 class _Rebuilt(dict[str, Profile]):
     """Each recording rebuilt the first time a test asks for it: a test worker pays only for the cases its
-    own tests read (the whole set takes over 10 s)."""
+    own tests read (the whole set takes about 10 s). A case one worker rebuilt is moved to a folder every
+    worker of the session reads (`shared`), so the other workers use it instead of rebuilding it."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, shared: Path) -> None:
         super().__init__()
-        self.root = root
+        self.root, self.shared = root, shared
 
     def __missing__(self, case: str) -> Profile:
         if case not in CASES:
             raise KeyError(case)
-        self[case] = profile = rebuild(case, self.root)
+        done = self.shared / case
+        if not (done / ".rebuilt").exists():
+            built = rebuild(case, self.root).directory
+            (built / ".rebuilt").touch()  # written last: a folder without it is still being moved
+            try:
+                built.rename(done)  # atomic: the first worker's copy wins, a later one keeps its own
+            except OSError:
+                done = built
+        self[case] = profile = load_profile(done)
         return profile
 
 
 @pytest.fixture(scope="session")
-def rebuilt(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Profile]:
-    return _Rebuilt(tmp_path_factory.mktemp("rebuilt"))
+def rebuilt(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> dict[str, Profile]:
+    # Under xdist each worker has its own base folder; their parent is the session's, shared by all.
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if worker_id != "master" else base) / "rebuilt-shared"
+    shared.mkdir(exist_ok=True)
+    return _Rebuilt(tmp_path_factory.mktemp("rebuilt"), shared)
 
 
 def raw_events(case: str) -> list[dict[str, Any]]:

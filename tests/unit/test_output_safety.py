@@ -188,3 +188,30 @@ def test_in_process_force_replaces_the_profile_only_when_the_block_ends(tmp_path
     assert meta.source == "in-process" and meta.passes["timeline"].state == "complete"
     assert (out / "notes.txt").read_text() == "mine"
     assert _siblings(out) == []
+
+
+def test_the_forest_drawings_are_tenprofs_and_never_replace_a_users_file(tmp_path: Path) -> None:
+    # `tenprof run` draws forest.txt/.dot once the passes are written (cli.drawings): they are listed in
+    # the marker like the tables (so a later --force replaces or removes them), and a user's file of that
+    # name is left alone, with a note in the tensors pass's status.
+    from tenprof.cli.drawings import write_drawings
+
+    out = tmp_path / "prof"
+    shutil.copytree(DATA / "tensors" / "conv", out)
+    for name in ("forest.txt", "forest.dot", "forest.svg"):
+        (out / name).unlink(missing_ok=True)
+    directory.claim(out, *(p.name for p in out.iterdir()))
+    assert write_drawings(out) == []
+    assert {"forest.txt", "forest.dot"} <= set(owned_entries(out))
+    directory.remove_profile(out, remove_folder=False)
+    assert not (out / "forest.txt").exists() and not (out / "forest.dot").exists()  # removed as tenprof's
+    shutil.copytree(DATA / "tensors" / "conv", out, dirs_exist_ok=True)
+    (out / "forest.txt").write_text("my notes on the forest")
+    (out / MARKER_FILE).unlink(missing_ok=True)
+    directory.claim(out, "meta.json", "tensors")
+    problems = write_drawings(out)
+    assert (out / "forest.txt").read_text() == "my notes on the forest"
+    assert (out / "forest.dot").exists() and "forest.txt" not in owned_entries(out)
+    assert len(problems) == 1 and "forest.txt" in problems[0] and "not tenprof's" in problems[0]
+    assert "not tenprof's" in load_profile(out).meta.passes["tensors"].reason
+    assert not [p for p in out.iterdir() if p.name.startswith(".drawing-")]

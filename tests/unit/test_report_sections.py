@@ -1,6 +1,7 @@
 """The report's sections exist everywhere or nowhere: each section the registry lists shows in the text
 report and fills its JSON keys for a profile that supports it, and is null in JSON and absent from the
-text for one that does not; the JSON has no key outside the registry (issue 18)."""
+text for one that does not (an empty list where the passes ran and found nothing); the JSON has no key
+outside the registry (issue 18)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import orjson
 import pytest
 from rich.console import Console
 
-from tenprof.renderers.sections import SECTIONS, ReportOptions, render_text, report_data, report_json, shown
+from tenprof.renderers.sections import SECTIONS, ReportOptions, render_text, report_data, report_json
 from tenprof.store.profile import Profile, load_profile
 from tests.conftest import DATA
 
@@ -38,13 +39,12 @@ def test_every_section_is_in_the_text_and_the_json_or_in_neither(profiles: dict[
         full = _text(render_text, profile)
         for section in SECTIONS:
             value = section.data(profile, ReportOptions(limit=8))
-            if shown(value):
+            # null in JSON exactly where the profile lacks the section (its passes, or it does not apply)
+            assert all((data[key] is None) == (value is None) for key in section.keys), (name, section.name)
+            if value is not None and section.has_content(value):
                 seen_somewhere.add(section.name)
-                assert all(data[key] is not None for key in section.keys), (name, section.name)
                 alone = _text(section.text, value)
                 assert alone.strip() and alone in full, (name, section.name)
-            else:
-                assert all(data[key] is None for key in section.keys), (name, section.name)
     # the profiles above exercise every section, so the assertions above are made for each of them
     assert seen_somewhere == {s.name for s in SECTIONS}
 
@@ -61,3 +61,13 @@ def test_the_stall_cost_section_in_json_names_the_strided_operand(profiles: dict
     costs = orjson.loads(report_json(profiles["tensor_cost/transposed"]))["tensor_stall_cost"]
     assert costs and costs[0]["samples"] == max(c["samples"] for c in costs)
     assert sum(c["share"] for c in costs) <= 1.0 + 1e-9
+
+
+def test_a_pass_that_found_nothing_is_an_empty_list_not_null(profiles: dict[str, Profile]) -> None:
+    # conv: a timeline with GPU work, no torch.compile, no counters or stalls pass.
+    data = orjson.loads(report_json(profiles["conv"]))
+    assert isinstance(data["findings"], list) and isinstance(data["steps"], list) and data["steps"]
+    assert data["compiled"] is None and data["counters"] is None and data["stalls"] is None
+    # tensors/conv: a tensors pass alone, so the timeline's sections are null, not empty
+    alone = orjson.loads(report_json(profiles["tensors/conv"]))
+    assert alone["findings"] is None and alone["summary"] is None and alone["memory"] is not None

@@ -17,6 +17,7 @@ from tenprof.analyses.tensor_stall_cost import NO_ACCESS, TensorCost, tensor_sta
 from tenprof.cli.drawings import write_stall_cost_files
 from tenprof.importers.access_import import build_accesses_pass
 from tenprof.importers.stalls_import import build_stalls_pass
+from tenprof.store.directory import claim
 from tenprof.store.profile import Profile, load_profile
 from tenprof.store.writer import PassWriter
 from tests.conftest import DATA
@@ -78,6 +79,8 @@ def test_totals_are_conserved_and_the_files_agree(transposed: Profile, tmp_path:
     costs = tensor_stall_cost(transposed)
     assert sum(c.samples for c in costs) == pytest.approx(_memory_samples(transposed))
     shutil.copytree(transposed.directory, tmp_path / "p")
+    # the recording's own drawings are tenprof's (the fixture keeps no marker listing them)
+    claim(tmp_path / "p", *(p.name for p in (tmp_path / "p").iterdir()))
     assert write_stall_cost_files(tmp_path / "p") == ""
     rows = list(csv.DictReader((tmp_path / "p" / "tensor_stall_cost.csv").open()))
     assert sum(float(r["samples"]) for r in rows) == pytest.approx(_memory_samples(transposed), rel=1e-3)

@@ -39,15 +39,15 @@ class ExportFormat:
     unavailable: Callable[[], str] = lambda: ""  # why this machine cannot write it ("" when it can)
 
     def check(self, profile: Profile) -> None:
-        why = self.unavailable()
-        if why:
-            raise UsageError(why)
         missing = [p for p in self.passes if not profile.has_pass(p)]
         if missing:
             raise UsageError(
-                f"{profile.directory} has no {', '.join(missing)} pass; record with tenprof run --passes "
+                f"{profile.directory} has no {', '.join(missing)} pass; record one with tenprof run --passes "
                 f"{self.record_with}"
             )
+        why = self.unavailable()
+        if why:
+            raise UsageError(why)
 
 
 def _perfetto(profile: Profile, out: IO[bytes], options: ExportOptions) -> None:
@@ -72,7 +72,25 @@ def _report(profile: Profile, out: IO[bytes], options: ExportOptions) -> None:
 def _csv(profile: Profile, out: IO[bytes], options: ExportOptions) -> None:
     import pyarrow.csv as pacsv
 
-    pacsv.write_csv(profile.table(options.table), out)
+    table = profile.table(options.table)
+    if options.table == "kernel_metrics":
+        table = _with_verdicts(profile, table)
+    pacsv.write_csv(table, out)
+
+
+def _with_verdicts(profile: Profile, table: Any) -> Any:
+    """kernel_metrics with each replay's roofline verdict and occupancy limiter, judged now (the profile
+    stores the metrics, not the verdicts, so they follow the current limits)."""
+    import pyarrow as pa
+
+    from tenprof.analyses.replays import judged_replays
+
+    judged = judged_replays(profile)
+    replay = table.column("replay_id").to_pylist()
+    for column in ("verdict", "occupancy_limiter"):
+        values = [str(judged[r][column]) if r in judged else None for r in replay]
+        table = table.append_column(column, pa.array(values, type=pa.string()))
+    return table
 
 
 def _operators(profile: Profile, out: IO[bytes], options: ExportOptions) -> None:

@@ -60,7 +60,13 @@ def inside_autotuning(op_names: list[str], parent: np.ndarray) -> np.ndarray:
     """Per op: it is, or runs inside, one of Inductor's autotuning benchmarks (AUTOTUNING_RECORDS), whose
     launches are not the program's: the counters pass leaves them unmarked (only the launch after
     autotuning is replayed), and they count as no launch of the kernel."""
-    inside = np.array([any(r in name for r in AUTOTUNING_RECORDS) for name in op_names], dtype=bool)
+    own = np.array([any(r in name for r in AUTOTUNING_RECORDS) for name in op_names], dtype=bool)
+    return within_records(own, parent)
+
+
+def within_records(own: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """Per op: it is one of the marked records (`own`) or runs inside one (through `parent`)."""
+    inside = own.copy()
     parents = parent.tolist()
     # a parent comes before its children (ops are numbered by start), so no op before the first record is
     # inside one: most profiles, which have none, skip the walk

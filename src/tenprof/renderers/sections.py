@@ -37,8 +37,9 @@ class Section:
     analyse: Callable[[Profile, ReportOptions], Any]  # None or empty: nothing to show
     text: Callable[[Any, Console, ReportOptions], None]
     json: Callable[[Any], dict[str, Any]]  # top-level keys of the JSON report
-    keys: tuple[str, ...]  # the keys `json` fills: null when the section has nothing
+    keys: tuple[str, ...]  # the keys `json` fills: null when the profile lacks the section's passes
     spaced: bool = True  # a blank line before it in text
+    has_content: Callable[[Any], bool] = lambda data: shown(data)  # whether the text shows it
 
     def data(self, profile: Profile, options: ReportOptions) -> Any:
         if not all(profile.has_pass(p) for p in self.passes):
@@ -162,11 +163,11 @@ class StallsData:
     by_op_and_line: list[Any]
 
 
-def _stalls(profile: Profile, options: ReportOptions) -> StallsData | None:
+def _stalls(profile: Profile, options: ReportOptions) -> StallsData:
     from tenprof.analyses.stalls import kernel_stalls, stall_rollup
 
     kernels = kernel_stalls(profile)
-    return StallsData(kernels, stall_rollup(profile)) if kernels else None
+    return StallsData(kernels, stall_rollup(profile) if kernels else [])
 
 
 def _stalls_text(data: StallsData, out: Console, options: ReportOptions) -> None:
@@ -194,12 +195,12 @@ class StallCostData:
     forest: Any  # the tensor forest the costs are drawn on
 
 
-def _stall_cost(profile: Profile, options: ReportOptions) -> StallCostData | None:
+def _stall_cost(profile: Profile, options: ReportOptions) -> StallCostData:
     from tenprof.analyses.tensor_forest import Forest
     from tenprof.analyses.tensor_stall_cost import tensor_stall_cost
 
     costs = tensor_stall_cost(profile)
-    return StallCostData(costs, Forest(profile)) if costs else None
+    return StallCostData(costs, Forest(profile) if costs else None)
 
 
 def _stall_cost_text(data: StallCostData, out: Console, options: ReportOptions) -> None:
@@ -236,7 +237,15 @@ SECTIONS: tuple[Section, ...] = (
     Section("tallies", (Pass.TIMELINE,), _tallies, _tallies_text, _as_dicts("tallies"), ("tallies",)),
     Section("compiled", (Pass.TIMELINE,), _compiled, _compiled_text, _compiled_json, ("compiled",)),
     Section("counters", (Pass.COUNTERS,), _counters, _counters_text, _as_dicts("counters"), ("counters",)),
-    Section("stalls", (Pass.STALLS,), _stalls, _stalls_text, _as_dicts("stalls"), ("stalls",)),
+    Section(
+        "stalls",
+        (Pass.STALLS,),
+        _stalls,
+        _stalls_text,
+        _as_dicts("stalls"),
+        ("stalls",),
+        has_content=lambda d: bool(d.kernels),
+    ),
     Section("memory", (Pass.TENSORS,), _memory, _memory_text, _as_dicts("memory"), ("memory",)),
     Section(
         "tensor_stall_cost",
@@ -245,6 +254,7 @@ SECTIONS: tuple[Section, ...] = (
         _stall_cost_text,
         lambda d: {"tensor_stall_cost": [dataclasses.asdict(c) for c in d.costs]},
         ("tensor_stall_cost",),
+        has_content=lambda d: bool(d.costs),
     ),
 )
 
@@ -262,7 +272,7 @@ def render_text(profile: Profile, out: Console, options: ReportOptions) -> None:
             out.print(f"[yellow]Incomplete:[/yellow] {line}")
     for section in SECTIONS:
         data = section.data(profile, options)
-        if not shown(data):
+        if data is None or not section.has_content(data):
             continue
         if section.spaced:
             out.print()
@@ -270,14 +280,13 @@ def render_text(profile: Profile, out: Console, options: ReportOptions) -> None:
 
 
 def report_data(profile: Profile, options: ReportOptions) -> dict[str, Any]:
-    """The JSON report: the schema version, then every section's keys (null where it has nothing)."""
+    """The JSON report: the schema version, then every section's keys: null where the profile lacks the
+    section's passes (or the section does not apply, as compiled code to an eager run), an empty list
+    where it has them and found nothing."""
     data: dict[str, Any] = {"schema_version": profile.meta.schema_version}
     for section in SECTIONS:
         value = section.data(profile, options)
-        if shown(value):
-            data.update(section.json(value))
-        else:
-            data.update(dict.fromkeys(section.keys))
+        data.update(dict.fromkeys(section.keys) if value is None else section.json(value))
     return data
 
 
