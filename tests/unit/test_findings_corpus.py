@@ -19,6 +19,7 @@ from tenprof.analyses.findings.causes import IDLE_CHARGERS, idle_budget_ns
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.thresholds import Thresholds
 from tenprof.cli.main import main
+from tenprof.renderers.finding_text import rendered
 from tenprof.store.profile import Profile, load_profile
 from tests.conftest import DATA
 
@@ -54,6 +55,12 @@ def _check_properties(profile: Profile) -> None:
     assert idle <= idle_budget_ns(ctx) + 1
     said = [(f.id, f.title) for f in found]
     assert len(said) == len(set(said))
+    # Findings carry their values as numbers (core.quantities) in the title and evidence only, and the
+    # renderer writes every one of them out.
+    for f in found:
+        assert not any("⟦" in s for s in (f.why, f.fix, *f.where)), f.id
+        shown = rendered(f)
+        assert not any("⟦" in s for s in (shown.title, *shown.seen)), f.id
 
 
 @pytest.mark.parametrize("case", RECORDINGS)

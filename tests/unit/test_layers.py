@@ -148,3 +148,13 @@ def test_only_capture_imports_torch() -> None:
         m for m in modules() if layer(m) != "capture" and {"torch", "triton"} & {i.split(".")[0] for i in imports_of(m)}
     )
     assert not offenders, f"torch imported outside capture: {offenders}"
+
+
+def test_findings_carry_numbers_and_renderers_format_them() -> None:
+    # A finding's text holds its values as quantities (core.quantities), written out by the renderers;
+    # the checks never format a duration or a size themselves.
+    checks = [m for m in modules() if m.startswith("tenprof.analyses.findings")]
+    assert checks
+    formatting = [m for m in checks if "tenprof.core.units" in imports_of(m)]
+    assert not formatting, formatting
+    assert any("tenprof.core.quantities" in imports_of(m) for m in checks)

@@ -1,5 +1,5 @@
-"""Human-readable durations, sizes, SI quantities and counts, in one place so that analyses (whose
-findings carry text) and renderers agree."""
+"""Human-readable durations, sizes, SI quantities and counts, in one place: the renderers' default
+formats, also for the quantities a finding's text carries (core.quantities)."""
 
 from __future__ import annotations
 

@@ -20,6 +20,7 @@ from rich.console import Console
 
 from tenprof.analyses import tally as tallies
 from tenprof.analyses.findings import Finding, Thresholds, find_all, not_judged
+from tenprof.renderers.finding_text import rendered
 from tenprof.store.profile import Profile
 from tenprof.store.schema import Pass
 
@@ -228,7 +229,7 @@ SECTIONS: tuple[Section, ...] = (
         (Pass.TIMELINE,),
         _findings,
         _findings_text,
-        lambda d: {"findings": [f.model_dump() for f in d.found], "not_judged": d.not_judged},
+        lambda d: {"findings": [rendered(f).model_dump() for f in d.found], "not_judged": d.not_judged},
         ("findings", "not_judged"),
         spaced=False,
     ),

@@ -17,6 +17,7 @@ from tenprof.analyses.summary import MemoryPeak, Summary
 from tenprof.analyses.tally import Tally
 from tenprof.analyses.temporal import StepBreakdown
 from tenprof.core.units import duration, size
+from tenprof.renderers.finding_text import rendered
 
 
 def render_summary(summary: Summary, console: Console) -> None:
@@ -163,7 +164,7 @@ def render_findings(findings: list[Finding], console: Console, not_judged: list[
         console.print("[bold]Findings:[/bold] none above their thresholds (tenprof report --list-thresholds)\n")
         return
     console.print(f"[bold]Findings[/bold] ({len(findings)}, most costly first)")
-    for number, f in enumerate(findings, 1):
+    for number, f in enumerate(map(rendered, findings), 1):
         console.print(f"[bold]{number}. {escape(f.title)}[/bold]  [dim]{f.id}, costs {duration(f.cost_ns)}[/dim]")
         for line in f.seen[:3]:
             console.print(f"   seen: {escape(line)}")

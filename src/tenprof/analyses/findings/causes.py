@@ -29,7 +29,7 @@ import numpy as np
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.model import Finding
 from tenprof.core.intervals import coverage
-from tenprof.core.units import duration
+from tenprof.core.quantities import duration
 
 # The findings whose cost is GPU idle time, most specific first: they are charged in this order.
 IDLE_CHARGERS = ("sync-in-loop", "pageable-transfer", "torch-compile", "graph-break", "launch-bound", "idle-gaps")

@@ -17,7 +17,7 @@ import numpy as np
 
 from tenprof.analyses.findings.context import Context, per_step
 from tenprof.analyses.findings.model import Finding
-from tenprof.core.units import count, duration
+from tenprof.core.quantities import count, duration
 
 _REGION = re.compile(r"^Torch-Compiled Region: (\d+)/(\d+)$")
 

@@ -10,7 +10,7 @@ import orjson
 
 from tenprof.analyses.findings.context import Context, per_step
 from tenprof.analyses.findings.model import Finding
-from tenprof.core.units import duration, size
+from tenprof.core.quantities import duration, size
 
 CAUSES = {
     "aten::contiguous": ".contiguous() (of a transposed or sliced view)",

@@ -19,7 +19,7 @@ from tenprof.analyses.counters import OperatorEntry, operators_report
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.model import Finding
 from tenprof.analyses.op_kinds import GEMM_OPS
-from tenprof.core.units import duration
+from tenprof.core.quantities import duration
 
 
 def check(ctx: Context) -> list[Finding]:

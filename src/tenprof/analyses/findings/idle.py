@@ -10,7 +10,7 @@ import numpy as np
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.model import Finding
 from tenprof.core.intervals import coverage, merged, take
-from tenprof.core.units import duration
+from tenprof.core.quantities import duration
 
 SYNC_MARK = "Synchronize"
 

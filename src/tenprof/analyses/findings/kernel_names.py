@@ -19,7 +19,7 @@ import numpy as np
 
 from tenprof.analyses.findings.context import Context, per_step
 from tenprof.analyses.findings.model import Finding
-from tenprof.core.units import duration
+from tenprof.core.quantities import duration
 from tenprof.store.schema import Pass
 
 FP32_GEMM = re.compile(r"(?:^|[_ ])sgemm|simt_sgemm|gemm_f32f32_f32f32_f32|gemm.*_ffma_", re.IGNORECASE)

@@ -12,7 +12,7 @@ import numpy as np
 
 from tenprof.analyses.findings.context import I64, Context
 from tenprof.analyses.findings.model import Finding
-from tenprof.core.units import duration
+from tenprof.core.quantities import duration
 
 
 def check(ctx: Context) -> list[Finding]:

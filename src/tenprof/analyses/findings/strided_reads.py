@@ -16,7 +16,7 @@ import orjson
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.copies import DTYPE_BYTES
 from tenprof.analyses.findings.model import Finding
-from tenprof.core.units import duration
+from tenprof.core.quantities import duration
 
 MIN_KERNEL_NS = 10_000  # shorter launches are latency, not bandwidth: no reference, no verdict
 # A copy between layouts reads across one of them by definition: whether it should happen at all is the

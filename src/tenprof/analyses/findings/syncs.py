@@ -10,7 +10,7 @@ import numpy as np
 from tenprof.analyses.findings.context import I64, Context, per_step
 from tenprof.analyses.findings.model import Finding
 from tenprof.core.intervals import coverage, uncovered
-from tenprof.core.units import count, duration
+from tenprof.core.quantities import count, duration
 
 # Calls that block the host until the GPU has drained (cudaMemcpy without Async is synchronous too, and
 # so is any copy into pageable host memory: see _copies_to_pageable_host).

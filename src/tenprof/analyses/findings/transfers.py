@@ -8,7 +8,7 @@ import numpy as np
 from tenprof.analyses.findings.context import Context, per_step
 from tenprof.analyses.findings.model import Finding
 from tenprof.core.intervals import coverage
-from tenprof.core.units import duration, size
+from tenprof.core.quantities import duration, size
 
 
 def exposed_ns(starts: np.ndarray, ends: np.ndarray, k_start: np.ndarray, k_end: np.ndarray) -> int:
