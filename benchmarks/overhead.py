@@ -25,6 +25,7 @@ Configurations:
     plain            python script.py
     tenprof          tenprof run --quiet script.py      (timeline pass: lines, shapes, memory)
     tenprof-python   the same with the Python line recorder (TENPROF_LINES_RECORDER=python)
+    tenprof-nosampler the same without the host sampler (TENPROF_HOST_SAMPLE_HZ=0): the sampler's cost
     tenprof-nolines  tenprof run --no-lines
     tenprof-light    tenprof run --no-lines --no-shapes --no-memory
     tenprof-tensors  tenprof run --passes tensors       (the tensors pass alone)
@@ -122,6 +123,7 @@ CONFIGS: dict[str, Config] = {
     "plain": Config("plain (un-profiled)"),
     "tenprof": Config("tenprof run (default: lines, shapes, memory)", ("tenprof",)),
     "tenprof-python": Config("tenprof run, Python line recorder (TENPROF_LINES_RECORDER=python)", ("tenprof",)),
+    "tenprof-nosampler": Config("tenprof run without the host sampler (TENPROF_HOST_SAMPLE_HZ=0)", ("tenprof",)),
     "tenprof-nolines": Config("tenprof run --no-lines", ("tenprof",)),
     "tenprof-light": Config("tenprof run --no-lines --no-shapes --no-memory", ("tenprof",)),
     "tenprof-tensors": Config("tenprof run --passes tensors", ("tenprof",)),
@@ -150,6 +152,7 @@ _EAGER_GPT2: dict[str, float] = {
     "plain": 15,
     "tenprof": 24,
     "tenprof-python": 26,
+    "tenprof-nosampler": 24,
     "tenprof-nolines": 22,
     "tenprof-light": 21,
     "tenprof-tensors": 18,
@@ -177,6 +180,7 @@ ESTIMATE_S: dict[str, dict[str, float]] = {
         "plain": 10,
         "tenprof": 14,
         "tenprof-python": 15,
+        "tenprof-nosampler": 14,
         "tenprof-nolines": 12,
         "tenprof-light": 12,
         "tenprof-tensors": 10,
@@ -366,12 +370,16 @@ def command(
         extra = {
             "tenprof": [],
             "tenprof-python": [],
+            "tenprof-nosampler": [],
             "tenprof-nolines": ["--no-lines"],
             "tenprof-light": ["--no-lines", "--no-shapes", "--no-memory"],
             "tenprof-tensors": ["--passes", "tensors"],
         }[config]
         # --force replaces only a tenprof profile; the directory is new for every run anyway
-        recorder = ["env", "TENPROF_LINES_RECORDER=python"] if config == "tenprof-python" else []
+        recorder = {
+            "tenprof-python": ["env", "TENPROF_LINES_RECORDER=python"],
+            "tenprof-nosampler": ["env", "TENPROF_HOST_SAMPLE_HZ=0"],
+        }.get(config, [])
         return [
             *recorder,
             py,

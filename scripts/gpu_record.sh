@@ -105,6 +105,11 @@ while [ $# -gt 0 ]; do
     record finding_launch_graph_fixed examples/findings/launch_graph.py --steps 12 --fixed
     for d in "$WORK"/prof/finding_launch_graph*; do tenprof report "$d" --limit 4 2>&1 | grep -E "^[0-9]+\. |^Findings|Overhead" | sed "s|^|$(basename "$d"): |"; done
     ;;
+  host19)  # issue 19: the host sampler on the idle-gaps pair (5 ms of host work per step)
+    record finding_host_gaps_sampled examples/findings/host_gaps.py --steps 12
+    record finding_host_gaps_sampled_fixed examples/findings/host_gaps.py --steps 12 --fixed
+    for d in "$WORK"/prof/finding_host_gaps_sampled*; do tenprof report "$d" --limit 4 2>&1 | sed -n '/^Findings/,/^tenprof/p' | head -n 14 | sed "s|^|$(basename "$d"): |"; done
+    ;;
   compile)  # only the torch.compile pair
     record finding_recompile examples/findings/recompile.py
     record finding_recompile_fixed examples/findings/recompile.py --fixed

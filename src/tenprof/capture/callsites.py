@@ -28,6 +28,7 @@ from torch.overrides import TorchFunctionMode
 from tenprof.sourcefiles import is_user_file
 
 if TYPE_CHECKING:
+    from tenprof.capture.host_sampler import HostSampler
     from tenprof.capture.native_lines import NativeCallsiteRecorder
 
 _PLUMBING_FILES = {
@@ -78,6 +79,7 @@ class FrameInterner:
         self.nodes: dict[tuple[int, str, int, str], int] = {}
         self.rows: list[list[Any]] = []
         self._keep_alive: set[CodeType] = set()
+        self._lock = threading.RLock()
 
     def path_id(self, frame: FrameType | None) -> int:
         # Hot path: one int per frame, (code identity, bytecode offset); hashing ints is several times
@@ -109,7 +111,9 @@ class FrameInterner:
         while f is not None and f.f_code is not self.stop_code:
             chain.append((f.f_code, f.f_lineno or 0))
             f = f.f_back
-        return self.intern_chain(chain)
+        # The host sampler interns from its own thread: one node per path, whichever thread comes first.
+        with self._lock:
+            return self.intern_chain(chain)
 
     def intern_chain(self, chain: list[tuple[CodeType, int]]) -> int:
         """The node of a call path given innermost frame first as (code, line), the stop frame left out."""
@@ -221,9 +225,11 @@ class CallsiteLog:
         self.step_bounds: list[list[int]] = []
         self.started_ns = 0
         self.stopped_ns = 0
+        self.sampler: HostSampler | None = None  # set by the timeline pass when host sampling is on
 
     def to_file(self, path: Path) -> None:
         rec = self.recorder
+        samples = self.sampler.samples if self.sampler is not None else array("q")
         data = {
             "version": 1,
             "frames": self.interner.rows,
@@ -240,5 +246,11 @@ class CallsiteLog:
             "started_ns": self.started_ns,
             "stopped_ns": self.stopped_ns,
             "recorder": "native" if rec is not None and not isinstance(rec, CallsiteRecorder) else "python",
+            "samples": {
+                "interval_ns": self.sampler.interval_ns if self.sampler is not None else 0,
+                "thread_id": list(samples[0::3]),
+                "ts_ns": list(samples[1::3]),
+                "frame_id": list(samples[2::3]),
+            },
         }
         path.write_bytes(gzip.compress(orjson.dumps(data), compresslevel=1))

@@ -6,7 +6,8 @@ Some steps run with the capture off, to time the program as it runs un-profiled 
 
 Raw files written into `raw_dir`:
     kineto_trace.json   Kineto's chrome trace (the parent gzips it after import)
-    callsites.json.gz   the call-site sidecar (see tenprof.importers.callsites)
+    callsites.json.gz   the call-site sidecar (see tenprof.importers.callsites), with the host
+                        sampler's samples (tenprof.capture.host_sampler)
     checks.json         torch.profiler's own totals, when asked to verify
 """
 
@@ -27,6 +28,7 @@ from torch.autograd.profiler import record_function
 
 from tenprof.capture import runtime
 from tenprof.capture.callsites import CallsiteLog
+from tenprof.capture.host_sampler import DEFAULT_INTERVAL_NS, HostSampler
 from tenprof.capture.overhead_plan import DEFAULT_COUNT, OverheadPlan
 from tenprof.capture.schedule import Schedule
 from tenprof.core.rawfiles import CALLSITES_FILE, CHECKS_FILE, TRACE_FILE
@@ -41,6 +43,7 @@ class TimelineOptions:
     schedule: Schedule | None = None
     verify: bool = False
     overhead_steps: int = DEFAULT_COUNT  # steps run with the capture off to time the un-profiled program
+    sample_interval_ns: int = DEFAULT_INTERVAL_NS  # the host sampler's period (0: no sampling)
 
 
 def _record_every_step(step: int) -> Any:
@@ -55,6 +58,11 @@ class TimelineSession:
         # native unless asked otherwise, the Python one where native cannot be built.
         recorder = os.environ.get("TENPROF_LINES_RECORDER", "native")
         self.log = CallsiteLog(stop_code, record_calls=options.lines, recorder=recorder)
+        # TENPROF_HOST_SAMPLE_HZ: the host sampler's rate (0: off), for measuring what it costs
+        rate = os.environ.get("TENPROF_HOST_SAMPLE_HZ")
+        interval = options.sample_interval_ns if rate is None else (int(1e9 / float(rate)) if float(rate) > 0 else 0)
+        if interval > 0:
+            self.log.sampler = HostSampler(self.log.interner, interval)
         self.trace_written = False
         self._sync_count = 0
         self._prof: Any = None
@@ -89,10 +97,14 @@ class TimelineSession:
         if self.log.recorder is not None:
             self.log.recorder.__enter__()
         runtime.activate(self)
+        if self.log.sampler is not None:
+            self.log.sampler.start()
         self.log.started_ns = time.perf_counter_ns()
 
     def stop(self) -> None:
         self.log.stopped_ns = time.perf_counter_ns()
+        if self.log.sampler is not None:
+            self.log.sampler.stop()
         if not self._capture_on:
             self._set_capture(True)
         runtime.deactivate(self)
@@ -157,6 +169,8 @@ class TimelineSession:
             # run the measured steps through other (recompiled) code, so its dispatch (about 1 us a call)
             # stays in them. CUPTI's GPU activity stays too: the un-profiled step time is an upper bound.
             recorder.paused = not on
+        if self.log.sampler is not None:
+            self.log.sampler.paused = not on
 
     def _sync(self) -> None:
         """A named range whose trace start is bracketed on the perf clock, to align the two clocks."""

@@ -9,6 +9,9 @@ Written by `tenprof.capture.callsites` (torch side), read here (no torch). Forma
     step_calls: how many times tenprof.step() was called (ProfilerStep#N with N below it is complete)
     step_bounds: [[end of the step before, start of the next, next runs with the capture off], ...] one per
              tenprof.step(), perf clock; started_ns / stopped_ns: when the recording began and ended
+    samples: {interval_ns, thread_id: [...], ts_ns: [...], frame_id: [...]}  the host sampler's samples
+             (tenprof.capture.host_sampler): where each Python thread was, every interval_ns; absent in
+             recordings made before the sampler (then no host samples)
 The sync brackets are matched to the same-named ranges in the Kineto trace to map perf-clock times to
 trace times (`clock_offset`).
 """
@@ -46,6 +49,10 @@ class Callsites:
     stopped_ns: int = 0
     # "native": one record per top-level op, hugging it; "python": one per torch API call made from Python
     recorder: str = "python"
+    sample_interval_ns: int = 0  # 0: the host was not sampled
+    sample_thread: I64Array = field(default_factory=lambda: np.zeros(0, np.int64))
+    sample_ts: I64Array = field(default_factory=lambda: np.zeros(0, np.int64))
+    sample_frame: I64Array = field(default_factory=lambda: np.zeros(0, np.int64))
 
     def step_marks(self, steps: I64Array) -> tuple[npt.NDArray[np.bool_], I64Array]:
         """For each step number: whether it ran with the capture on, and its time between tenprof's clock
@@ -78,6 +85,10 @@ class Callsites:
             started_ns=self.started_ns,
             stopped_ns=self.stopped_ns,
             recorder=self.recorder,
+            sample_interval_ns=self.sample_interval_ns,
+            sample_thread=self.sample_thread,
+            sample_ts=self.sample_ts + offset_ns,
+            sample_frame=self.sample_frame,
         )
 
 
@@ -87,9 +98,10 @@ def read_callsites(path: Path) -> Callsites:
     except (OSError, EOFError, zlib.error, orjson.JSONDecodeError) as exc:
         raise TraceFormatError(f"{path}: unreadable call-site record ({exc.__class__.__name__})") from exc
     calls = data.get("calls", {})
+    samples = data.get("samples", {})
 
-    def arr(key: str) -> I64Array:
-        return np.asarray(calls.get(key, []), dtype=np.int64)
+    def arr(key: str, of: dict[str, Any] = calls) -> I64Array:
+        return np.asarray(of.get(key, []), dtype=np.int64)
 
     return Callsites(
         frames=data.get("frames", []),
@@ -104,6 +116,10 @@ def read_callsites(path: Path) -> Callsites:
         started_ns=int(data.get("started_ns", 0) or 0),
         stopped_ns=int(data.get("stopped_ns", 0) or 0),
         recorder=str(data.get("recorder", "python")),
+        sample_interval_ns=int(samples.get("interval_ns", 0) or 0),
+        sample_thread=arr("thread_id", samples),
+        sample_ts=arr("ts_ns", samples),
+        sample_frame=arr("frame_id", samples),
     )
 
 

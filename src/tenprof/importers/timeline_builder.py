@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from tenprof.core.inductor import inside_autotuning
-from tenprof.core.intervals import I64Array, nest, take
+from tenprof.core.intervals import I64Array, coverage, nest, take
 from tenprof.importers.call_paths import CallPaths, OpLinks, join_call_paths, match_sidecar_scopes
 from tenprof.importers.callsites import SYNC_PREFIX, Callsites
 from tenprof.importers.timeline_columns import STEP_PREFIX, Clock, Collector, Cols, ThreadNesting, as_int
@@ -108,6 +108,7 @@ def build_timeline(
         "scopes": _scopes_table(scopes),
         "steps": _steps_table(steps),
         "memory": _memory_table(col.memory, clock, ops.nesting),
+        "host_samples": _host_samples_table(callsites, paths.clock_offset_ns, ops.nesting, steps),
     }
     tables = {name: t.select(TABLES[name].names).cast(TABLES[name]) for name, t in tables.items()}
     return tables, report
@@ -594,6 +595,54 @@ def _memory_table(cols: Cols, clock: Clock, op_nesting: ThreadNesting) -> pa.Tab
             "op_id": op_nesting.innermost_per_thread(cols.ints("tid"), m_ts),
         }
     )
+
+
+# ---- host samples
+
+
+def _host_samples_table(
+    callsites: Callsites | None, offset_ns: int | None, op_nesting: ThreadNesting, steps: _Steps
+) -> pa.Table:
+    """The host sampler's samples on the trace clock, each with the innermost op its thread was running
+    (none where the clocks could not be aligned: they could not be placed)."""
+    if callsites is None or offset_ns is None or not len(callsites.sample_ts):
+        return TABLES["host_samples"].empty_table()
+    ts = callsites.sample_ts + offset_ns
+    thread = callsites.sample_thread
+    return pa.table(
+        {
+            "ts_ns": ts,
+            "thread_id": thread,
+            "frame_id": callsites.sample_frame,
+            "op_id": op_nesting.innermost_per_thread(thread, ts),
+            "weight_ns": _sample_weights(thread, ts, callsites.sample_interval_ns, _paused(steps)),
+        }
+    )
+
+
+def _paused(steps: _Steps) -> tuple[I64Array, I64Array]:
+    """The steps run with the capture off: the sampler is paused in them."""
+    off = ~np.asarray(steps.capture_on, dtype=bool)
+    return steps.start[off], steps.end[off]
+
+
+def _sample_weights(thread: I64Array, ts: I64Array, interval_ns: int, paused: tuple[I64Array, I64Array]) -> I64Array:
+    """The time each sample stands for: since the thread's previous sample. The sampler is a Python
+    thread: it runs when it gets the interpreter lock, so a round comes late when the script holds the
+    lock (Python code runs up to the switch interval, 5 ms, before letting go), and the late sample is
+    taken where the script then is: the time it waited for is the script's time there. (Counting it
+    forward instead would give a sleep, which lets go of the lock at once, the time of the Python code
+    after it.) The first sample of a thread, and the first after a pause (a step run with the capture
+    off), stand for one period."""
+    weight = np.full(len(ts), interval_ns, dtype=np.int64)
+    order = np.lexsort((ts, thread))
+    before, after = ts[order][:-1], ts[order][1:]
+    gap = after - before
+    same = np.diff(thread[order]) == 0
+    crosses = coverage(paused[0], paused[1], before, after) > 0 if len(paused[0]) else np.zeros(len(gap), bool)
+    usable = same & (gap > 0) & ~crosses
+    weight[order[1:][usable]] = gap[usable]
+    return weight
 
 
 def _ops_of(ext_ids: I64Array, ext_to_op: dict[int, int]) -> I64Array:

@@ -168,6 +168,14 @@ MEMORY = _schema(
     Column("op_id", I64, "innermost op enclosing the event, -1 when none"),
 )
 
+HOST_SAMPLES = _schema(
+    Column("ts_ns", I64, "when the host sampler read the thread's Python stack (trace clock)"),
+    Column("thread_id", I64, "the thread's native id, as ops name threads"),
+    Column("frame_id", I64, "the thread's Python call path then (frames table), -1 when it ran no Python"),
+    Column("op_id", I64, "the innermost torch op running on that thread then, -1 when none"),
+    Column("weight_ns", I64, "the time the sample stands for: the sampler's period"),
+)
+
 I64_LIST = pa.list_(pa.int64())
 
 TENSOR_OPS = _schema(
@@ -415,6 +423,7 @@ TABLES: dict[str, pa.Schema] = {
     "scopes": SCOPES,
     "steps": STEPS,
     "memory": MEMORY,
+    "host_samples": HOST_SAMPLES,
     "tensor_ops": TENSOR_OPS,
     "tensors": TENSORS,
     "tensor_uses": TENSOR_USES,
@@ -460,6 +469,7 @@ PASS_TABLES: dict[str, tuple[str, ...]] = {
         "memory",
         "compiled_kernels",
         "compiled_extern_calls",
+        "host_samples",
     ),
     Pass.TENSORS: ("tensor_ops", "tensors", "tensor_uses", "storages", "tensor_frames", "allocator_events"),
     Pass.COUNTERS: ("kernel_metrics", "ncu_metrics", "counter_signatures", "kernel_counters"),

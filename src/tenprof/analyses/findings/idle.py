@@ -9,6 +9,7 @@ import numpy as np
 
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.model import Finding
+from tenprof.analyses.host import host_lines, main_thread, sampled
 from tenprof.core.intervals import coverage, merged, take
 from tenprof.core.quantities import duration
 
@@ -28,7 +29,7 @@ def check(ctx: Context) -> list[Finding]:
         api.column("end_ns").to_numpy()[np.array([SYNC_MARK in n for n in api.column("name").to_pylist()], dtype=bool)]
     )
     min_gap = int(ctx.t.idle_min_gap_us * 1000)
-    worst: tuple[int, int, dict[str, int], list[tuple[int, str, int, int]]] | None = None
+    worst: tuple[int, int, dict[str, int], list[tuple[int, str, int, int, int, int]]] | None = None
     for device in np.unique(k_device).tolist():
         sel = np.flatnonzero(k_device == device)
         sel = sel[np.argsort(k_start[sel], kind="stable")]
@@ -49,7 +50,7 @@ def check(ctx: Context) -> list[Finding]:
             take(sync_end, np.where(next_sync < len(sync_end), next_sync, -1), 0) <= gap_hi[real]
         )
         by_kind: dict[str, int] = defaultdict(int)
-        gaps: list[tuple[int, str, int, int]] = []
+        gaps: list[tuple[int, str, int, int, int, int]] = []
         for j, g in enumerate(real.tolist()):
             # a copy is the cause only when it fills most of the gap (a 1 us memset is not)
             if 2 * transfer_time[j] >= gap_hi[g] - gap_lo[g]:
@@ -59,7 +60,9 @@ def check(ctx: Context) -> list[Finding]:
             else:
                 kind = "host not launching work"
             by_kind[kind] += int(in_steps[g])
-            gaps.append((int(in_steps[g]), kind, int(k_op[closes[g]]), int(k_op[opens[g + 1]])))
+            gaps.append(
+                (int(in_steps[g]), kind, int(k_op[closes[g]]), int(k_op[opens[g + 1]]), int(gap_lo[g]), int(gap_hi[g]))
+            )
         total = sum(by_kind.values())
         if worst is None or total > worst[0]:
             worst = (total, int(device), dict(by_kind), gaps)
@@ -75,10 +78,13 @@ def check(ctx: Context) -> list[Finding]:
         f"GPU {dev}: {len(gaps)} gaps with no kernel running, of at least {ctx.t.idle_min_gap_us:.0f} us, "
         f"{duration(recorded_total)} as recorded over {ctx.step_count} step(s); {basis}"
     ]
+    host = _host_meanwhile(ctx, gaps)
+    if host:
+        seen.append(host[0])
     seen += [f"{duration(v)} {kind}" for kind, v in sorted(by_kind.items(), key=lambda kv: -kv[1]) if v > 0]
     seen += [
         f"gap of {duration(d)} ({kind}) after {ctx.line_of_op(before)}, before {ctx.line_of_op(after)}"
-        for d, kind, before, after in gaps[:3]
+        for d, kind, before, after, _, _ in gaps[:3]
     ]
     main_kind = max(by_kind, key=lambda kind: by_kind[kind])
     return [
@@ -87,7 +93,7 @@ def check(ctx: Context) -> list[Finding]:
             title=f"GPU idle {100 * total / window:.0f}% of the steps in gaps, mostly {main_kind}",
             cost_ns=int(total),
             seen=seen,
-            where=list(dict.fromkeys(ctx.line_of_op(after) for _, _, _, after in gaps))[:3],
+            where=list(dict.fromkeys([*host[1:], *(ctx.line_of_op(after) for _, _, _, after, _, _ in gaps)]))[:3],
             why="While no kernel is queued, the GPU does nothing; the time shows up in every step.",
             fix=_FIXES[main_kind],
             numbers={
@@ -97,6 +103,26 @@ def check(ctx: Context) -> list[Finding]:
             },
         )
     ]
+
+
+def _host_meanwhile(ctx: Context, gaps: list[tuple[int, str, int, int, int, int]]) -> list[str]:
+    """From the host sampler: what the script's main thread was doing during the gaps in which the host
+    launched nothing, as an evidence line, then the lines themselves (most time first); [] without
+    samples."""
+    host_gaps = [(lo, hi) for _, kind, _, _, lo, hi in gaps if kind == "host not launching work"]
+    if not host_gaps or not sampled(ctx.profile):
+        return []
+    lo = np.array([g[0] for g in host_gaps], dtype=np.int64)
+    hi = np.array([g[1] for g in host_gaps], dtype=np.int64)
+    found = [h for h in host_lines(ctx.profile, lo, hi, main_thread(ctx.profile)) if h.line != "(no line of yours)"]
+    if not found:
+        return []
+    steps = max(ctx.step_count, 1)
+    said = ", ".join(
+        f"{h.function}() at {h.line} {duration(h.ns / steps)} per step" + (" (in a torch op)" if h.in_torch_op else "")
+        for h in found[:3]
+    )
+    return [f"meanwhile the host was in {said} (sampled)", *(h.line for h in found[:3])]
 
 
 def _unprofiled(ctx: Context, total: int, by_kind: dict[str, int], window: int) -> tuple[int, dict[str, int], int, str]:

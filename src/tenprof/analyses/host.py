@@ -1,0 +1,64 @@
+"""What the host was doing in given windows of time (the GPU's idle gaps, a straggler's extra time),
+from the host sampler's samples (`host_samples`): the sampled time per line of the user's code, the
+innermost frame of the thread's call path that is the user's, with the function it was in and whether
+a torch op was running. Profiles recorded without the sampler have no samples: then nothing is said.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from tenprof.analyses.summary import user_frame_of
+from tenprof.core.intervals import coverage
+from tenprof.store.profile import Profile
+
+I64 = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class HostLine:
+    line: str  # file:line of the user's code, or "(no line of yours)"
+    function: str  # the function that line is in
+    in_torch_op: bool  # a torch op was running (the time is the op's, seen from Python)
+    ns: int  # sampled time in the windows
+
+
+def sampled(profile: Profile) -> bool:
+    return bool(profile.table("host_samples").num_rows > 0)
+
+
+def host_lines(profile: Profile, lo: I64, hi: I64, thread: int | None = None) -> list[HostLine]:
+    """The sampled time in the windows [lo, hi) (of one thread, or all), by line, most first."""
+    samples = profile.table("host_samples")
+    if samples.num_rows == 0 or len(lo) == 0:
+        return []
+    ts = samples.column("ts_ns").to_numpy()
+    inside = coverage(lo, hi, ts, ts + 1) > 0
+    if thread is not None:
+        inside &= samples.column("thread_id").to_numpy() == thread
+    frames = profile.table("frames")
+    user = user_frame_of(profile)
+    files, lines = frames.column("file").to_pylist(), frames.column("line").to_pylist()
+    functions = frames.column("function").to_pylist()
+    frame = samples.column("frame_id").to_numpy()
+    op = samples.column("op_id").to_numpy()
+    weight = samples.column("weight_ns").to_numpy()
+    tally: dict[tuple[str, str, bool], int] = defaultdict(int)
+    for i in np.flatnonzero(inside).tolist():
+        u = int(user[frame[i]]) if frame[i] >= 0 else -1
+        key = (f"{files[u]}:{lines[u]}", str(functions[u])) if u >= 0 else ("(no line of yours)", "")
+        tally[(*key, bool(op[i] >= 0))] += int(weight[i])
+    return [HostLine(k[0], k[1], k[2], v) for k, v in sorted(tally.items(), key=lambda kv: -kv[1])]
+
+
+def main_thread(profile: Profile) -> int | None:
+    """The thread with the most samples: the script's main thread."""
+    thread = profile.table("host_samples").column("thread_id").to_numpy()
+    if len(thread) == 0:
+        return None
+    values, counts = np.unique(thread, return_counts=True)
+    return int(values[np.argmax(counts)])
