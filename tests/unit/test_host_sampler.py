@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from tenprof.analyses.host import host_lines, main_thread
 from tenprof.cli.main import main
@@ -27,23 +28,41 @@ SCRIPT = textwrap.dedent(
         began = time.perf_counter(); time.sleep(0.02); slept.append(time.perf_counter() - began)
         return y
 
-    for _ in range(8):
-        b = load_batch()
-        for _ in range(5):
-            x = torch.tanh(x @ b)
-        tenprof.step()
-    open(sys.argv[1], "w").write(json.dumps(slept))
+    class Slow(torch.utils.data.Dataset):
+        def __len__(self):
+            return 8
+
+        def __getitem__(self, i):
+            time.sleep(0.02)
+            return torch.ones(4)
+
+    if __name__ == "__main__":
+        for _ in range(8):
+            b = load_batch()
+            for _ in range(5):
+                x = torch.tanh(x @ b)
+            tenprof.step()
+        for batch in torch.utils.data.DataLoader(Slow(), batch_size=4, num_workers=2):
+            batch.sum()
+        open(sys.argv[1], "w").write(json.dumps(slept))
     """
 )
 
 
-def test_a_sleep_in_the_input_pipeline_is_sampled_at_its_line(tmp_path: Path) -> None:
-    script = tmp_path / "loader.py"
+@pytest.fixture(scope="module")
+def sampled_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The script run once under `tenprof run`: (the script, the profile)."""
+    tmp = tmp_path_factory.mktemp("sampled")
+    script = tmp / "loader.py"
     script.write_text(SCRIPT)
-    out = tmp_path / "prof"
-    slept_file = tmp_path / "slept.json"
-    assert main(["run", "--quiet", "-o", str(out), str(script), str(slept_file)]) == 0
-    slept = json.loads(slept_file.read_text())
+    out = tmp / "prof"
+    assert main(["run", "--quiet", "-o", str(out), str(script), str(tmp / "slept.json")]) == 0
+    return script, out
+
+
+def test_a_sleep_in_the_input_pipeline_is_sampled_at_its_line(sampled_run: tuple[Path, Path]) -> None:
+    script, out = sampled_run
+    slept = json.loads((out.parent / "slept.json").read_text())
     profile = load_profile(out)
     steps = profile.table("steps").to_pydict()
     on = [i for i, c in enumerate(steps["capture_on"]) if c and steps["step"][i] < 8]
@@ -90,3 +109,17 @@ def test_idle_gaps_say_what_the_host_was_doing() -> None:
     assert abs(per_step - 5e6) <= 0.1 * 5e6, per_step
     assert Context(load_profile(DATA / "finding_host_gaps_sampled"), Thresholds()).step_count == 8
     assert "idle-gaps" not in {f.id for f in find_all(load_profile(DATA / "finding_host_gaps_sampled_fixed"))}
+
+
+def test_waiting_for_dataloader_workers_is_said_so(sampled_run: tuple[Path, Path]) -> None:
+    # The same script ends with a DataLoader whose two worker processes sleep 20 ms per item: the main
+    # thread waits in torch.utils.data, which is said, with the workers not sampled.
+    script, out = sampled_run
+    profile = load_profile(out)
+    steps = profile.table("steps").to_pydict()
+    after = steps["start_ns"][steps["step"].index(8)]  # the loader runs after the 8th tenprof.step()
+    found = host_lines(profile, np.array([after]), np.array([np.iinfo(np.int64).max]), main_thread(profile))
+    loop = next(i + 1 for i, t in enumerate(SCRIPT.splitlines()) if "for batch in" in t)
+    waiting = [h for h in found if h.line == f"{script}:{loop}" and h.waiting_for]
+    assert waiting and "DataLoader" in waiting[0].waiting_for and "not sampled" in waiting[0].waiting_for
+    assert waiting[0].ns >= 20e6  # two batches of four 20 ms items over two workers: at least 40 ms

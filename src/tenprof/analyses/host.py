@@ -25,6 +25,11 @@ class HostLine:
     function: str  # the function that line is in
     in_torch_op: bool  # a torch op was running (the time is the op's, seen from Python)
     ns: int  # sampled time in the windows
+    waiting_for: str = ""  # what the line was waiting in, when it is known to wait ("the DataLoader")
+
+
+# Library code whose time is a wait for work done elsewhere, not sampled here: (path part, what).
+_WAITS = (("/torch/utils/data/", "the DataLoader (its worker processes are not sampled)"),)
 
 
 def sampled(profile: Profile) -> bool:
@@ -47,12 +52,27 @@ def host_lines(profile: Profile, lo: I64, hi: I64, thread: int | None = None) ->
     frame = samples.column("frame_id").to_numpy()
     op = samples.column("op_id").to_numpy()
     weight = samples.column("weight_ns").to_numpy()
-    tally: dict[tuple[str, str, bool], int] = defaultdict(int)
+    parents = frames.column("parent_frame_id").to_pylist()
+    waits: dict[int, str] = {}
+
+    def waiting_in(f: int, stop: int) -> str:
+        """What the frames from `f` up to (not including) the user's frame `stop` wait in, if anything."""
+        if f not in waits:
+            found, node = "", f
+            while node >= 0 and node != stop and not found:
+                path = str(files[node]).replace("\\", "/")
+                found = next((what for part, what in _WAITS if part in path), "")
+                node = parents[node]
+            waits[f] = found
+        return waits[f]
+
+    tally: dict[tuple[str, str, bool, str], int] = defaultdict(int)
     for i in np.flatnonzero(inside).tolist():
         u = int(user[frame[i]]) if frame[i] >= 0 else -1
         key = (f"{files[u]}:{lines[u]}", str(functions[u])) if u >= 0 else ("(no line of yours)", "")
-        tally[(*key, bool(op[i] >= 0))] += int(weight[i])
-    return [HostLine(k[0], k[1], k[2], v) for k, v in sorted(tally.items(), key=lambda kv: -kv[1])]
+        waiting = waiting_in(int(frame[i]), u) if frame[i] >= 0 else ""
+        tally[(*key, bool(op[i] >= 0), waiting)] += int(weight[i])
+    return [HostLine(k[0], k[1], k[2], v, k[3]) for k, v in sorted(tally.items(), key=lambda kv: -kv[1])]
 
 
 def main_thread(profile: Profile) -> int | None:

@@ -119,7 +119,9 @@ def _host_meanwhile(ctx: Context, gaps: list[tuple[int, str, int, int, int, int]
         return []
     steps = max(ctx.step_count, 1)
     said = ", ".join(
-        f"{h.function}() at {h.line} {duration(h.ns / steps)} per step" + (" (in a torch op)" if h.in_torch_op else "")
+        f"{h.function}() at {h.line} {duration(h.ns / steps)} per step"
+        + (f", waiting for {h.waiting_for}" if h.waiting_for else "")
+        + (" (in a torch op)" if h.in_torch_op else "")
         for h in found[:3]
     )
     return [f"meanwhile the host was in {said} (sampled)", *(h.line for h in found[:3])]
