@@ -123,3 +123,21 @@ def test_waiting_for_dataloader_workers_is_said_so(sampled_run: tuple[Path, Path
     waiting = [h for h in found if h.line == f"{script}:{loop}" and h.waiting_for]
     assert waiting and "DataLoader" in waiting[0].waiting_for and "not sampled" in waiting[0].waiting_for
     assert waiting[0].ns >= 20e6  # two batches of four 20 ms items over two workers: at least 40 ms
+
+
+def test_a_ranks_line_times_count_the_hosts_time_outside_torch_ops(sampled_run: tuple[Path, Path]) -> None:
+    # What a straggler is judged on (analyses.ranks.line_times): with samples, the 20 ms sleep of each
+    # step is at its line, as Python outside torch ops, not hidden behind the torch op next to it.
+    from tenprof.analyses.ranks import OUTSIDE_OPS, line_times
+
+    script, out = sampled_run
+    profile = load_profile(out)
+    steps = profile.table("steps").to_pydict()
+    on = [i for i, c in enumerate(steps["capture_on"]) if c and steps["step"][i] < 8]
+    windows = ([steps["start_ns"][i] for i in on], [steps["end_ns"][i] for i in on])
+    sleep_line = next(i + 1 for i, t in enumerate(SCRIPT.splitlines()) if "time.sleep" in t)
+    per_step = line_times(profile, windows)[(f"{script}:{sleep_line}", OUTSIDE_OPS)]
+    slept = json.loads((out.parent / "slept.json").read_text())
+    typical = float(np.median([slept[steps["step"][i]] for i in on])) * 1e9
+    assert abs(per_step - typical) <= 0.1 * typical, (per_step, typical)
+    assert max(line_times(profile, windows).items(), key=lambda kv: kv[1])[0][1] == OUTSIDE_OPS

@@ -28,6 +28,7 @@ every rank (measured here on one host: within 5 us). The report states which met
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -133,8 +134,9 @@ def rank_summary(profile: Profile, rank: int) -> RankSummary:
 
 
 def line_times(profile: Profile, windows: tuple[list[int], list[int]]) -> dict[tuple[str, str], float]:
-    """(user line, op) -> GPU kernel time plus op CPU self time per step: the median over the steps (so
-    the first step's start-up work does not count), of the ops that start inside each step."""
+    """(user line, op) -> GPU kernel time plus op CPU self time per step, and the host's sampled time
+    outside torch ops (op OUTSIDE_OPS): the median over the steps (so the first step's start-up work does
+    not count), of the ops and samples inside each step."""
     ops = profile.table("ops")
     frames = profile.table("frames")
     user = user_frame_of(profile)
@@ -165,7 +167,37 @@ def line_times(profile: Profile, windows: tuple[list[int], list[int]]) -> dict[t
             add(int(op), float(duration))
     for op, ns in enumerate(ops.column("self_duration_ns").to_numpy().tolist()):
         add(op, float(ns))
+    _add_host_time(profile, lo, hi, line_of, per_step)
     return {key: float(np.median(v)) for key, v in per_step.items()}
+
+
+OUTSIDE_OPS = "Python, outside torch ops"  # the "op" of host time no torch op covers
+
+
+def _add_host_time(
+    profile: Profile,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    line_of: Callable[[int], str],
+    per_step: dict[tuple[str, str], np.ndarray],
+) -> None:
+    """The host sampler's time on the main thread outside any torch op (op CPU times count the rest),
+    per step and line: a slow input pipeline, a sleep, logging (issue 19). Nothing without samples."""
+    from tenprof.analyses.host import main_thread
+
+    samples = profile.table("host_samples")
+    thread = main_thread(profile)
+    if samples.num_rows == 0 or thread is None:
+        return
+    ts = samples.column("ts_ns").to_numpy()
+    step = np.searchsorted(lo, ts, side="right") - 1
+    keep = (step >= 0) & (ts < hi[np.maximum(step, 0)]) & (samples.column("op_id").to_numpy() < 0)
+    keep &= samples.column("thread_id").to_numpy() == thread
+    frame, weight = samples.column("frame_id").to_numpy(), samples.column("weight_ns").to_numpy()
+    for i in np.flatnonzero(keep).tolist():
+        line = line_of(int(frame[i]))
+        if line:
+            per_step.setdefault((line, OUTSIDE_OPS), np.zeros(len(lo)))[step[i]] += float(weight[i])
 
 
 def ranks_report(out_dir: Path) -> RanksReport:
