@@ -6,7 +6,8 @@
 
 NCCL on GPUs (one per rank, by LOCAL_RANK), gloo on the CPU. `--slow-rank R` makes rank R do extra
 matrix multiplies each step (the line marked below), so the other ranks wait for it in the gradient
-all-reduce. Prints `loop_s=` for the timed steps on rank 0.
+all-reduce. `--slow-loader-rank R` makes rank R's load_batch() sleep `--loader-sleep-ms` each step (a
+slow input pipeline, host time outside torch ops). Prints `loop_s=` for the timed steps on rank 0.
 """
 
 import argparse
@@ -26,6 +27,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--slow-rank", type=int, default=-1)
+    parser.add_argument("--slow-loader-rank", type=int, default=-1)
+    parser.add_argument("--loader-sleep-ms", type=float, default=30.0)
     parser.add_argument("--width", type=int, default=512)
     parser.add_argument("--batch", type=int, default=64, help="sequences of 256 tokens per rank and step")
     args = parser.parse_args()
@@ -41,6 +44,7 @@ def main() -> None:
     model = DistributedDataParallel(nn.TransformerEncoder(layer, num_layers=4).to(device))
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     x = torch.randn(args.batch, 256, args.width, device=device)
+    slow_loader = args.loader_sleep_ms / 1e3 if rank == args.slow_loader_rank else 0.0
     extra = torch.randn(2048, 2048, device=device)
     start = time.perf_counter()
     for step in range(args.warmup + args.steps):
@@ -48,6 +52,7 @@ def main() -> None:
             if cuda:
                 torch.cuda.synchronize()
             start = time.perf_counter()
+        x = load_batch(x, slow_loader)
         loss = model(x).square().mean()
         if rank == args.slow_rank:
             for _ in range(40):
@@ -61,6 +66,13 @@ def main() -> None:
     if rank == 0:
         print(f"loop_s={time.perf_counter() - start:.6f} steps={args.steps} loss={float(loss):.4f}")
     dist.destroy_process_group()
+
+
+def load_batch(x: torch.Tensor, sleep_s: float) -> torch.Tensor:
+    """The next batch: here the same one, after `sleep_s` of a slow input pipeline (decoding, I/O)."""
+    if sleep_s:
+        time.sleep(sleep_s)  # the planted slow input pipeline: only on --slow-loader-rank
+    return x
 
 
 if __name__ == "__main__":

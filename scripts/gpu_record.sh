@@ -110,6 +110,14 @@ while [ $# -gt 0 ]; do
     record finding_host_gaps_sampled_fixed examples/findings/host_gaps.py --steps 12 --fixed
     for d in "$WORK"/prof/finding_host_gaps_sampled*; do tenprof report "$d" --limit 4 2>&1 | sed -n '/^Findings/,/^tenprof/p' | head -n 14 | sed "s|^|$(basename "$d"): |"; done
     ;;
+  ranks19)  # issue 19: NPROC ranks (4) under torchrun, rank SLOW (2) has an input pipeline sleeping 30 ms a step
+    nvidia-smi -L
+    ( cd "$REPO" && tenprof run -l "python3 -m torch.distributed.run --nproc-per-node ${NPROC:-4}" --limit 6 -o "$WORK/prof/ranks_slow_loader" examples/ddp_train.py --slow-loader-rank ${SLOW:-2} --loader-sleep-ms 30 ) > "$WORK/logs/ranks_slow_loader.log" 2>&1
+    echo "exit=$?" >> "$WORK/logs/ranks_slow_loader.log"
+    grep -v "^W1126\|USDT" "$WORK/logs/ranks_slow_loader.log" | grep -iE "straggl|behind|more per step|exit=|rank" | head -n 30
+    tenprof report "$WORK/prof/ranks_slow_loader" --rank ${SLOW:-2} --limit 3 2>&1 | sed -n '/^Findings/,/^tenprof/p' | head -n 20
+    du -sh "$WORK"/prof/ranks_slow_loader
+    ;;
   compile)  # only the torch.compile pair
     record finding_recompile examples/findings/recompile.py
     record finding_recompile_fixed examples/findings/recompile.py --fixed
