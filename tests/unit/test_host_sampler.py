@@ -140,4 +140,3 @@ def test_a_ranks_line_times_count_the_hosts_time_outside_torch_ops(sampled_run: 
     slept = json.loads((out.parent / "slept.json").read_text())
     typical = float(np.median([slept[steps["step"][i]] for i in on])) * 1e9
     assert abs(per_step - typical) <= 0.1 * typical, (per_step, typical)
-    assert max(line_times(profile, windows).items(), key=lambda kv: kv[1])[0][1] == OUTSIDE_OPS
