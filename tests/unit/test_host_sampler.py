@@ -140,3 +140,26 @@ def test_a_ranks_line_times_count_the_hosts_time_outside_torch_ops(sampled_run: 
     slept = json.loads((out.parent / "slept.json").read_text())
     typical = float(np.median([slept[steps["step"][i]] for i in on])) * 1e9
     assert abs(per_step - typical) <= 0.1 * typical, (per_step, typical)
+
+
+def test_the_perfetto_trace_has_a_track_of_the_sampled_lines() -> None:
+    # tests/data/finding_host_gaps_sampled (H100): the main thread's sampled Python lines on a track of
+    # their own; prepare_batch()'s 5 ms sleep is one slice a step, about 5 ms long.
+    import io
+
+    import orjson
+
+    from tenprof.renderers.perfetto import write_perfetto
+    from tests.conftest import DATA
+
+    buffer = io.BytesIO()
+    write_perfetto(load_profile(DATA / "finding_host_gaps_sampled"), buffer)
+    data = orjson.loads(buffer.getvalue())
+    events = data["traceEvents"] if isinstance(data, dict) else data
+    names = [e for e in events if e.get("ph") == "M" and "sampled: Python lines" in str(e.get("args", {}))]
+    assert len(names) == 1
+    slices = [e for e in events if e.get("cat") == "host sample" and e["name"].startswith("prepare_batch()")]
+    steady = [e["dur"] for e in slices][1:]  # the first is cut short by the step before; microseconds
+    # each slice within one sampling period (1 ms) of the 5 ms sleep, their mean within 10%
+    assert len(steady) >= 8 and all(abs(d - 5000) <= 1000 for d in steady)
+    assert abs(sum(steady) / len(steady) - 5000) <= 500

@@ -82,3 +82,41 @@ def main_thread(profile: Profile) -> int | None:
         return None
     values, counts = np.unique(thread, return_counts=True)
     return int(values[np.argmax(counts)])
+
+
+@dataclass(frozen=True)
+class SampledSpan:
+    start_ns: int
+    end_ns: int
+    label: str  # "function() at file:line", or "(no line of yours)"
+
+
+def sampled_spans(profile: Profile, thread: int) -> list[SampledSpan]:
+    """The thread's sampled time as spans: consecutive samples at one line of the user's code within one
+    step merged, each sample covering the time since the one before it (see the host_samples table)."""
+    samples = profile.table("host_samples")
+    if samples.num_rows == 0:
+        return []
+    mine = np.flatnonzero(samples.column("thread_id").to_numpy() == thread)
+    ts = samples.column("ts_ns").to_numpy()
+    mine = mine[np.argsort(ts[mine], kind="stable")]
+    frames = profile.table("frames")
+    user = user_frame_of(profile)
+    files, lines = frames.column("file").to_pylist(), frames.column("line").to_pylist()
+    functions = frames.column("function").to_pylist()
+    frame, weight = samples.column("frame_id").to_numpy(), samples.column("weight_ns").to_numpy()
+    # a span never crosses a step's start: a line sampled at the end of one step and the start of the
+    # next is two visits, whatever the sampler missed in between
+    step_of = np.searchsorted(np.sort(profile.table("steps").column("start_ns").to_numpy()), ts, side="right")
+    spans: list[SampledSpan] = []
+    last_step = -1
+    for i in mine.tolist():
+        u = int(user[frame[i]]) if frame[i] >= 0 else -1
+        label = f"{functions[u]}() at {files[u]}:{lines[u]}" if u >= 0 else "(no line of yours)"
+        start, end = int(ts[i] - weight[i]), int(ts[i])
+        if spans and spans[-1].label == label and spans[-1].end_ns >= start and step_of[i] == last_step:
+            spans[-1] = SampledSpan(spans[-1].start_ns, end, label)
+        else:
+            spans.append(SampledSpan(max(start, spans[-1].end_ns if spans else start), end, label))
+        last_step = int(step_of[i])
+    return spans

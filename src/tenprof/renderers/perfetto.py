@@ -21,6 +21,7 @@ from tenprof.store.profile import Profile
 _GPU_PID_BASE = 1_000_000
 _HOST_PID = 1
 _STEPS_TID = 0
+_SAMPLED_TID = -1  # the host sampler's track (no thread has this id)
 
 
 def _frame_labels(profile: Profile) -> list[str]:
@@ -72,6 +73,7 @@ def perfetto_events(profile: Profile) -> Iterator[dict[str, Any]]:
     yield from _api_slices(profile, origin)
     yield from _device_slices(profile, labels, origin)
     yield from _memory_counters(profile, origin)
+    yield from _sampled_slices(profile, origin)
 
 
 def _track_names(profile: Profile) -> Iterator[dict[str, Any]]:
@@ -303,6 +305,33 @@ def _memory_counters(profile: Profile, origin: int) -> Iterator[dict[str, Any]]:
         track = f"GPU {device} memory allocated" if dtype == "cuda" else "CPU memory allocated"
         pid = _GPU_PID_BASE + device if dtype == "cuda" else _HOST_PID
         yield {"ph": "C", "name": track, "pid": pid, "ts": _us(ts, origin), "args": {"MiB": round(total / 2**20, 3)}}
+
+
+def _sampled_slices(profile: Profile, origin: int) -> Iterator[dict[str, Any]]:
+    """The host sampler's view of the main thread, on a track of its own: where its Python was, line by
+    line, inside torch ops and outside them (issue 19); nothing for profiles without samples."""
+    from tenprof.analyses.host import main_thread, sampled_spans
+
+    thread = main_thread(profile)
+    if thread is None:
+        return
+    yield {
+        "ph": "M",
+        "name": "thread_name",
+        "pid": _HOST_PID,
+        "tid": _SAMPLED_TID,
+        "args": {"name": f"thread {thread}, sampled: Python lines"},
+    }
+    for span in sampled_spans(profile, thread):
+        yield {
+            "ph": "X",
+            "name": span.label,
+            "cat": "host sample",
+            "pid": _HOST_PID,
+            "tid": _SAMPLED_TID,
+            "ts": _us(span.start_ns, origin),
+            "dur": (span.end_ns - span.start_ns) / 1000.0,
+        }
 
 
 def write_perfetto(profile: Profile, out: IO[bytes]) -> int:
