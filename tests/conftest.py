@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,15 +24,25 @@ def rebuild(case: str, into: Path) -> Profile:
     """Copy a recorded profile and rebuild its tables from its raw Kineto trace and call-site log."""
     target = into / case
     shutil.copytree(DATA / case, target)
-    raw = target / "timeline" / "raw"
-    writer = PassWriter(target, "timeline")
+    rebuild_pass(
+        target,
+        "timeline",
+        lambda writer, raw: build_pass(writer, raw / "kineto_trace.json.gz", raw / "callsites.json.gz"),
+    )
+    return load_profile(target)
+
+
+def rebuild_pass(target: Path, pass_name: str, build: Callable[[PassWriter, Path], object]) -> None:
+    """Rebuild one pass of the profile at `target` from its kept raw files (`build(writer, raw_dir)`),
+    with meta.json recording the rows written."""
+    raw = target / pass_name / "raw"
+    writer = PassWriter(target, pass_name)
     shutil.copytree(raw, writer.tmp_dir / "raw")
-    build_pass(writer, raw / "kineto_trace.json.gz", raw / "callsites.json.gz")
+    build(writer, raw)
     writer.commit()
     meta = read_meta(target)
-    meta.passes["timeline"].rows = writer.rows
+    meta.passes[pass_name].rows = writer.rows
     write_meta(target, meta)
-    return load_profile(target)
 
 
 class _Rebuilt(dict[str, Profile]):

@@ -23,10 +23,9 @@ from tenprof.errors import ProfileError
 from tenprof.importers.compiled_import import write_compiled_kernels
 from tenprof.importers.stalls_import import build_stalls_pass
 from tenprof.renderers.stalls_text import render_rollup, render_stalls
-from tenprof.store.meta import read_meta, write_meta
 from tenprof.store.profile import Profile, load_profile
 from tenprof.store.writer import PassWriter
-from tests.conftest import DATA
+from tests.conftest import DATA, rebuild_pass
 
 REPO = DATA.parents[1]
 PLANTED_SOURCE = "examples/stalls/planted.py"
@@ -38,16 +37,13 @@ def planted(tmp_path_factory: pytest.TempPathFactory) -> Path:
     the program ran in (its line info names planted.py relative to it), meta.json recording the rows."""
     target = tmp_path_factory.mktemp("source_lines") / "planted"
     shutil.copytree(DATA / "stalls" / "planted", target)
-    raw = target / "stalls" / "raw"
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(REPO)
-        writer = PassWriter(target, "stalls")
-        shutil.copytree(raw, writer.tmp_dir / "raw")
-        build_stalls_pass(writer, raw / "stalls.json.gz", raw / "counters_ops.json.gz")
-        writer.commit()
-    meta = read_meta(target)
-    meta.passes["stalls"].rows = writer.rows
-    write_meta(target, meta)
+        rebuild_pass(
+            target,
+            "stalls",
+            lambda writer, raw: build_stalls_pass(writer, raw / "stalls.json.gz", raw / "counters_ops.json.gz"),
+        )
     return target
 
 

@@ -10,13 +10,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
 from tenprof.analyses.summary import user_frame_of
-from tenprof.core.intervals import coverage
+from tenprof.core.intervals import I64Array, coverage
 from tenprof.store.profile import Profile
-
-I64 = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True)
@@ -36,7 +33,7 @@ def sampled(profile: Profile) -> bool:
     return bool(profile.table("host_samples").num_rows > 0)
 
 
-def host_lines(profile: Profile, lo: I64, hi: I64, thread: int | None = None) -> list[HostLine]:
+def host_lines(profile: Profile, lo: I64Array, hi: I64Array, thread: int | None = None) -> list[HostLine]:
     """The sampled time in the windows [lo, hi) (of one thread, or all), by line, most first."""
     samples = profile.table("host_samples")
     if samples.num_rows == 0 or len(lo) == 0:

@@ -117,8 +117,12 @@ class _Candidate:
 
 def _divisors(count: int) -> list[int]:
     """How many times per iteration a key occurring `count` times may run: 1, and each k leaving at
-    least MIN_ITERATIONS iterations."""
-    return [k for k in range(1, count // MIN_ITERATIONS + 1) if count % k == 0]
+    least MIN_ITERATIONS iterations (found in pairs up to the square root: counts run to the thousands)."""
+    found: set[int] = set()
+    for k in range(1, int(count**0.5) + 1):
+        if count % k == 0:
+            found.update((k, count // k))
+    return sorted(k for k in found if count // k >= MIN_ITERATIONS)
 
 
 def _once_between(bounds: np.ndarray, times: np.ndarray) -> bool:

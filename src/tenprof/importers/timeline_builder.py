@@ -469,14 +469,7 @@ class _Kernels:
 def _kernels(cols: Cols, clock: Clock, ops: _Ops, api: _ApiCalls) -> _Kernels:
     """The kernel columns -> kernels in start order, each joined to its API call (correlation id) and op
     (External id, else its API call's op)."""
-    k_start, k_end = clock.span(cols)
-    k_order = np.argsort(k_start, kind="stable")
-    k_start, k_end = k_start[k_order], k_end[k_order]
-    k_corr = cols.ints("corr")[k_order]
-    k_api = np.array([api.corr_to_api.get(int(c), -1) for c in k_corr], dtype=np.int64)
-    k_op = _ops_of(cols.ints("ext")[k_order], ops.ext_to_op)
-    fallback = (k_op < 0) & (k_api >= 0)
-    k_op[fallback] = api.op[k_api[fallback]]
+    k_order, k_start, k_end, k_corr, k_api, k_op = _launched(cols, clock, ops, api)
     launch_time = np.where(k_api >= 0, take(api.start, k_api), k_start)
     return _Kernels(
         order=k_order,
@@ -536,14 +529,7 @@ class _Transfers:
 def _transfers(cols: Cols, clock: Clock, ops: _Ops, api: _ApiCalls) -> _Transfers:
     """The transfer columns -> transfers in start order, each joined to its op (External id, else its
     launching API call's op)."""
-    t_start, t_end = clock.span(cols)
-    t_order = np.argsort(t_start, kind="stable")
-    t_start, t_end = t_start[t_order], t_end[t_order]
-    t_corr = cols.ints("corr")[t_order]
-    t_op = _ops_of(cols.ints("ext")[t_order], ops.ext_to_op)
-    t_api = np.array([api.corr_to_api.get(int(c), -1) for c in t_corr], dtype=np.int64)
-    fallback = (t_op < 0) & (t_api >= 0)
-    t_op[fallback] = api.op[t_api[fallback]]
+    t_order, t_start, t_end, t_corr, _, t_op = _launched(cols, clock, ops, api)
     return _Transfers(t_order, t_start, t_end, t_corr, t_op)
 
 
@@ -643,6 +629,22 @@ def _sample_weights(thread: I64Array, ts: I64Array, interval_ns: int, paused: tu
     usable = same & (gap > 0) & ~crosses
     weight[order[1:][usable]] = gap[usable]
     return weight
+
+
+def _launched(
+    cols: Cols, clock: Clock, ops: _Ops, api: _ApiCalls
+) -> tuple[I64Array, I64Array, I64Array, I64Array, I64Array, I64Array]:
+    """GPU activity (kernels or copies) in start order: (order, start, end, correlation id, launching API
+    call, op), the op by External id, else its API call's op."""
+    start, end = clock.span(cols)
+    order = np.argsort(start, kind="stable")
+    start, end = start[order], end[order]
+    corr = cols.ints("corr")[order]
+    api_call = np.array([api.corr_to_api.get(int(c), -1) for c in corr], dtype=np.int64)
+    op = _ops_of(cols.ints("ext")[order], ops.ext_to_op)
+    fallback = (op < 0) & (api_call >= 0)
+    op[fallback] = api.op[api_call[fallback]]
+    return order, start, end, corr, api_call, op
 
 
 def _ops_of(ext_ids: I64Array, ext_to_op: dict[int, int]) -> I64Array:

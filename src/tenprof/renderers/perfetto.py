@@ -83,16 +83,10 @@ def _track_names(profile: Profile) -> Iterator[dict[str, Any]]:
     kernels, transfers = profile.table("kernels"), profile.table("transfers")
     command = " ".join(profile.meta.command) or "host"
     yield {"ph": "M", "name": "process_name", "pid": _HOST_PID, "args": {"name": f"CPU: {command}"}}
-    yield {"ph": "M", "name": "thread_name", "pid": _HOST_PID, "tid": _STEPS_TID, "args": {"name": "steps"}}
+    yield _thread_name(_HOST_PID, _STEPS_TID, "steps")
     threads = set(ops.column("thread_id").to_pylist()) | set(api.column("thread_id").to_pylist())
     for tid in sorted(threads):
-        yield {
-            "ph": "M",
-            "name": "thread_name",
-            "pid": _HOST_PID,
-            "tid": tid,
-            "args": {"name": f"thread {tid}"},
-        }
+        yield _thread_name(_HOST_PID, tid, f"thread {tid}")
     gpu_names = {g.index: g.name for g in profile.meta.gpus}
     streams = set(zip(kernels.column("device").to_pylist(), kernels.column("stream").to_pylist(), strict=True))
     streams |= set(zip(transfers.column("device").to_pylist(), transfers.column("stream").to_pylist(), strict=True))
@@ -104,13 +98,12 @@ def _track_names(profile: Profile) -> Iterator[dict[str, Any]]:
             "args": {"name": f"GPU {device}" + (f": {gpu_names[device]}" if device in gpu_names else "")},
         }
     for device, stream in sorted(streams):
-        yield {
-            "ph": "M",
-            "name": "thread_name",
-            "pid": _GPU_PID_BASE + device,
-            "tid": stream,
-            "args": {"name": f"stream {stream}"},
-        }
+        yield _thread_name(_GPU_PID_BASE + device, stream, f"stream {stream}")
+
+
+def _thread_name(pid: int, tid: int, name: str) -> dict[str, Any]:
+    """The metadata event naming a track."""
+    return {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}}
 
 
 def _step_slices(profile: Profile, origin: int) -> Iterator[dict[str, Any]]:
@@ -315,13 +308,7 @@ def _sampled_slices(profile: Profile, origin: int) -> Iterator[dict[str, Any]]:
     thread = main_thread(profile)
     if thread is None:
         return
-    yield {
-        "ph": "M",
-        "name": "thread_name",
-        "pid": _HOST_PID,
-        "tid": _SAMPLED_TID,
-        "args": {"name": f"thread {thread}, sampled: Python lines"},
-    }
+    yield _thread_name(_HOST_PID, _SAMPLED_TID, f"thread {thread}, sampled: Python lines")
     for span in sampled_spans(profile, thread):
         yield {
             "ph": "X",
