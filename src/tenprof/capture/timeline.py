@@ -46,6 +46,16 @@ class TimelineOptions:
     sample_interval_ns: int = DEFAULT_INTERVAL_NS  # the host sampler's period (0: no sampling)
 
 
+def _sample_interval_ns(default: int) -> int:
+    """TENPROF_HOST_SAMPLE_HZ, the host sampler's rate (0: off; for measuring what it costs), as a period;
+    the default where it is unset or not a number."""
+    try:
+        rate = float(os.environ.get("TENPROF_HOST_SAMPLE_HZ", ""))
+    except ValueError:
+        return default
+    return int(1e9 / rate) if rate > 0 else 0
+
+
 def _record_every_step(step: int) -> Any:
     return torch.profiler.ProfilerAction.RECORD
 
@@ -58,9 +68,7 @@ class TimelineSession:
         # native unless asked otherwise, the Python one where native cannot be built.
         recorder = os.environ.get("TENPROF_LINES_RECORDER", "native")
         self.log = CallsiteLog(stop_code, record_calls=options.lines, recorder=recorder)
-        # TENPROF_HOST_SAMPLE_HZ: the host sampler's rate (0: off), for measuring what it costs
-        rate = os.environ.get("TENPROF_HOST_SAMPLE_HZ")
-        interval = options.sample_interval_ns if rate is None else (int(1e9 / float(rate)) if float(rate) > 0 else 0)
+        interval = _sample_interval_ns(options.sample_interval_ns)
         if interval > 0:
             self.log.sampler = HostSampler(self.log.interner, interval)
         self.trace_written = False

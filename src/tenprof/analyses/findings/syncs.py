@@ -62,8 +62,9 @@ def check(ctx: Context) -> list[Finding]:
     causes: Counter[str] = Counter()
     copy_direction = _copy_directions(ctx)
     by_copy = np.zeros(len(ops), dtype=bool)  # the wait is a blocking copy to the GPU's
+    cause_ops = set(CAUSES)
     for j, op in enumerate(ops.tolist()):
-        name = ctx.ancestors_named(int(op), set(CAUSES)) if op >= 0 else ""
+        name = ctx.ancestors_named(int(op), cause_ops) if op >= 0 else ""
         if op >= 0 and copy_direction.get(int(op)) == "HtoD":
             by_copy[j] = True
             causes["a blocking copy to the GPU (.to('cuda') from pageable memory or without non_blocking)"] += 1
