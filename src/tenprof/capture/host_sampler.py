@@ -6,8 +6,9 @@ A daemon thread wakes every `interval_ns`, reads all threads' current frames (`s
 and records (native thread id, perf-clock time, call path) for each, the call path interned in the
 call-site log's frame tree (same clock, same frames: the importer aligns and joins both the same way).
 A builtin such as `time.sleep` has no Python frame: the sample is at the line that called it. Native
-frames (C++ inside torch, a C extension) are not read. Paused while a step runs with the capture off,
-so its cost is part of the profiler's measured overhead. Samples: `samples` array of
+frames (C++ inside torch, a C extension) are not read. Paused while a step runs with the capture off
+(so its cost is part of the profiler's measured overhead) and during tenprof's own work at each step
+boundary. Samples: `samples` array of
 (thread, time, frame) triples, read by CallsiteLog.to_file.
 """
 
@@ -53,7 +54,11 @@ class HostSampler:
             if any(ident not in native for ident in frames):
                 # a new thread: ids to native ids (what Kineto and the call-site log name threads by)
                 native = {t.ident: t.native_id or t.ident for t in threading.enumerate() if t.ident is not None}
-            for ident, frame in frames.items():
-                if ident == me:
-                    continue
-                self.samples.extend((native.get(ident, ident), now, self.interner.path_id(frame)))
+            rows = [
+                (native.get(ident, ident), now, self.interner.path_id(frame))
+                for ident, frame in frames.items()
+                if ident != me
+            ]
+            if not self.paused:  # paused while this round was read: it may straddle the pause, drop it
+                for row in rows:
+                    self.samples.extend(row)

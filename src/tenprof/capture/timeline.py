@@ -132,6 +132,9 @@ class TimelineSession:
         ended = time.perf_counter_ns()
         if not self._capture_on:
             self._set_capture(True)
+        sampler = self.log.sampler
+        if sampler is not None:  # tenprof's own work at the boundary is not the script's
+            sampler.paused = True
         self._sync()
         self._prof.step()
         self.log.step_calls += 1
@@ -139,6 +142,8 @@ class TimelineSession:
         off = self._plan.is_off(self.log.step_calls)
         if off:
             self._set_capture(False)
+        elif sampler is not None:
+            sampler.paused = False
         # The clock reads bracket tenprof's own work at the boundary (syncs, toggling), which is left out
         # of both steps' times.
         self.log.step_bounds.append([ended, time.perf_counter_ns(), int(off)])
