@@ -110,6 +110,13 @@ while [ $# -gt 0 ]; do
     record finding_host_gaps_sampled_fixed examples/findings/host_gaps.py --steps 12 --fixed
     for d in "$WORK"/prof/finding_host_gaps_sampled*; do tenprof report "$d" --limit 4 2>&1 | sed -n '/^Findings/,/^tenprof/p' | head -n 14 | sed "s|^|$(basename "$d"): |"; done
     ;;
+  loader19)  # issue 19: slow input pipelines: an 8 ms collate in the script's process, 2 workers with a slow __getitem__, the control
+    record finding_slow_collate examples/findings/slow_loader.py
+    record finding_slow_workers examples/findings/slow_loader.py --workers 2
+    record finding_slow_loader_fixed examples/findings/slow_loader.py --fixed
+    record finding_sync_explicit_sampled examples/findings/sync_explicit.py
+    for d in "$WORK"/prof/finding_slow_* "$WORK"/prof/finding_sync_explicit_sampled; do tenprof report "$d" --limit 4 2>&1 | sed -n '/^Findings/,/^tenprof/p' | head -n 24 | sed "s|^|$(basename "$d"): |"; done
+    ;;
   ranks19)  # issue 19: NPROC ranks (4) under torchrun, rank SLOW (2) has an input pipeline sleeping 30 ms a step
     nvidia-smi -L
     ( cd "$REPO" && tenprof run -l "python3 -m torch.distributed.run --nproc-per-node ${NPROC:-4}" --limit 6 -o "$WORK/prof/ranks_slow_loader" examples/ddp_train.py --slow-loader-rank ${SLOW:-2} --loader-sleep-ms 30 ) > "$WORK/logs/ranks_slow_loader.log" 2>&1

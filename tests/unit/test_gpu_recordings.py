@@ -110,7 +110,18 @@ def test_tree_totals_equal_table_totals(rebuilt: dict[str, Profile], case: str) 
         assert sum(n.self_gpu_ns for n in leaves) == total, kind
         assert sum(n.calls for n in leaves) == profile.table(table).num_rows, kind
     assert tree.gpu_ns == kernel_total + transfer_total
-    assert tree.cpu_ns == int(np.sum(profile.column("ops", "self_duration_ns")))
+    # CPU: the ops' self times, and the host sampler's time outside ops (of the threads that ran ops, and
+    # of DataLoader workers), each on a leaf of its own
+    samples = profile.table("host_samples")
+    op_threads = np.unique(profile.column("ops", "thread_id"))
+    outside = (samples.column("op_id").to_numpy() < 0) & (samples.column("frame_id").to_numpy() >= 0)
+    thread, process = samples.column("thread_id").to_numpy(), samples.column("process_id").to_numpy()
+    outside &= np.isin(thread, op_threads) | ((process != 0) & (thread == process))
+    sampled = int(samples.column("weight_ns").to_numpy()[outside].sum())
+    assert sum(n.self_cpu_ns for n in tree.walk() if n.kind == "sampled") == sampled
+    assert tree.cpu_ns == int(np.sum(profile.column("ops", "self_duration_ns"))) + sampled
+    if "sampled" in case:
+        assert sampled > 0
 
 
 def test_stored_tables_equal_the_rebuilt_ones(rebuilt: dict[str, Profile]) -> None:

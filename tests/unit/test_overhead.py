@@ -16,9 +16,9 @@ from tenprof.store.profile import load_profile
 from tests.conftest import DATA
 
 
-def test_plan_takes_every_fourth_step_from_the_fourth_up_to_the_count() -> None:
+def test_plan_takes_every_fifth_step_from_the_fourth_up_to_the_count() -> None:
     plan = OverheadPlan(count=3)
-    assert [s for s in range(20) if plan.is_off(s)] == [3, 7, 11]
+    assert [s for s in range(20) if plan.is_off(s)] == [3, 8, 13]  # odd and even steps alike
     assert not any(OverheadPlan(count=0).is_off(s) for s in range(20))
     after_window = OverheadPlan.for_run(2, Schedule(wait=1, warmup=1, active=2))
     assert [s for s in range(12) if after_window.is_off(s)] == [5, 6]
@@ -45,16 +45,16 @@ def test_a_run_with_steps_times_some_with_the_capture_off(tmp_path: Path, capfd:
     assert main(["run", "--quiet", "-o", str(out), str(script)]) == 0
     # torch's profiler flag (torch.compile's generated code records launches while it is up) is down
     # in the steps timed un-profiled
-    assert "flags=111011101" in capfd.readouterr().out
+    assert "flags=111011110" in capfd.readouterr().out
     profile = load_profile(out)
     steps = profile.table("steps").to_pydict()
     off = [n for n, on in zip(steps["step"], steps["capture_on"], strict=True) if not on]
-    assert off == [3, 7]
+    assert off == [3, 8]
     op_steps = set(profile.table("ops").column("step").to_pylist())
-    assert not op_steps & {3, 7} and {2, 4, 6, 8} <= op_steps  # nothing recorded while the capture was off
+    assert not op_steps & {3, 8} and {2, 4, 5, 7} <= op_steps  # nothing recorded while the capture was off
     assert all(d > 0 for d in steps["own_duration_ns"][:9])
     o = measure(profile)
-    assert o.method == "measured" and o.measured_steps == 2 and o.recorded_steps == 4  # 4, 5, 6, 8
+    assert o.method == "measured" and o.measured_steps == 2 and o.recorded_steps == 4  # 4, 5, 6, 7
     assert o.unprofiled_step_ns is not None and o.profiled_step_ns is not None and o.ratio is not None
     assert main(["report", str(out), "--limit", "1"]) == 0
     assert "Overhead   measured: " in capfd.readouterr().out

@@ -5,9 +5,14 @@ include, depth, threshold) return new trees and never change the one they are gi
 
 Metrics per node, each inclusive (`*_ns`) and exclusive (`self_*_ns`):
 - gpu: duration of the kernels and transfers under the node (exclusive: launched by this very op);
-- cpu: CPU time inside aten ops (exclusive: an op's self time); Python frames and scopes have no
-  exclusive CPU time because only op time is measured;
+- cpu: CPU time inside aten ops (exclusive: an op's self time), and the sampled host time outside
+  them (below); Python frames and scopes have no exclusive CPU time of their own;
 - calls: how many op instances / kernel launches the node stands for (inclusive: in its subtree).
+
+Host time outside torch ops (the host sampler's samples, where the profile has them) is a `sampled`
+leaf named "Python (not in a torch op)" under the frame the thread was at, its sampled time as CPU time
+(wall time at that line: a sleep counts): for the threads that ran torch ops, and for the main threads
+of the DataLoader's worker processes under a root node of their own.
 
 Placement rules:
 - an op's frames are its Python call path (backward ops: the forward op's path);
@@ -20,12 +25,18 @@ Placement rules:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+import numpy as np
+import numpy.typing as npt
+
 from tenprof.store.profile import Profile
 
-NodeKind = Literal["root", "frame", "scope", "op", "kernel", "transfer"]
+NodeKind = Literal["root", "frame", "scope", "op", "kernel", "transfer", "sampled"]
+OUTSIDE_OPS = "Python (not in a torch op)"  # the node of host time the sampler saw outside torch ops
+WORKERS = "[DataLoader worker processes]"
 METRICS = ("gpu_time", "cpu_time", "calls")
 
 
@@ -164,6 +175,7 @@ def build_tree(profile: Profile) -> Node:
         node.calls += 1
         op_node.append(node)
 
+    _add_sampled(profile, root, context, frame_path, f_func, f_line, f_file, set(ops.column("thread_id").to_pylist()))
     no_op = None
     for table, kind in (("kernels", "kernel"), ("transfers", "transfer")):
         t = profile.table(table)
@@ -182,6 +194,42 @@ def build_tree(profile: Profile) -> Node:
             node.self_gpu_ns += int(dur)
             node.calls += 1
     return _finish(root)
+
+
+def _add_sampled(
+    profile: Profile,
+    root: Node,
+    context: Callable[[int, int], Node],
+    frame_path: Callable[[int], list[int]],
+    f_func: list[str],
+    f_line: npt.NDArray[np.int64],
+    f_file: list[str],
+    op_threads: set[int],
+) -> None:
+    """The sampled host time outside torch ops: of the script's threads that ran ops, and of its
+    DataLoader workers (under their own root node)."""
+    samples = profile.table("host_samples")
+    if samples.num_rows == 0:
+        return
+    frame = samples.column("frame_id").to_numpy()
+    op = samples.column("op_id").to_numpy()
+    process = samples.column("process_id").to_numpy()
+    thread = samples.column("thread_id").to_numpy()
+    weight = samples.column("weight_ns").to_numpy()
+    mine = (process == 0) & np.isin(thread, np.array(sorted(op_threads), dtype=np.int64))
+    keep = (frame >= 0) & (op < 0) & (mine | ((process != 0) & (thread == process)))  # workers: main threads
+    time_at: dict[tuple[int, bool], int] = {}
+    for f, worker, w in zip(frame[keep].tolist(), (process[keep] != 0).tolist(), weight[keep].tolist(), strict=True):
+        time_at[(f, worker)] = time_at.get((f, worker), 0) + w
+    for (f, worker), ns in time_at.items():
+        if worker:
+            node = root.child("frame", WORKERS)
+            for fr in frame_path(f):
+                node = node.child("frame", f"{f_func[fr]}:{f_line[fr]}", f_file[fr], int(f_line[fr]))
+        else:
+            node = context(f, -1)
+        node = node.child("sampled", OUTSIDE_OPS)
+        node.self_cpu_ns += ns
 
 
 def _copy_shallow(node: Node) -> Node:

@@ -2,6 +2,8 @@
 from the host sampler's samples (`host_samples`): the sampled time per line of the user's code, the
 innermost frame of the thread's call path that is the user's, with the function it was in and whether
 a torch op was running. Profiles recorded without the sampler have no samples: then nothing is said.
+DataLoader worker processes are sampled too (process_id != 0): their lines are asked for apart, as the
+work the script's main thread waited for.
 """
 
 from __future__ import annotations
@@ -22,24 +24,35 @@ class HostLine:
     function: str  # the function that line is in
     in_torch_op: bool  # a torch op was running (the time is the op's, seen from Python)
     ns: int  # sampled time in the windows
-    waiting_for: str = ""  # what the line was waiting in, when it is known to wait ("the DataLoader")
+    waiting_for: str = ""  # what the line was waiting for, when it is known to wait (WORKERS)
 
 
-# Library code whose time is a wait for work done elsewhere, not sampled here: (path part, what).
-_WAITS = (("/torch/utils/data/", "the DataLoader (its worker processes are not sampled)"),)
+WORKERS = "the DataLoader's worker processes"
+
+
+# Library code whose time is a wait for work done in another process: (path part, functions, what).
+# The DataLoader's own work in this process (num_workers=0: fetching, collating) is not a wait.
+_WAITS = (("/torch/utils/data/dataloader.py", ("_get_data", "_try_get_data"), WORKERS),)
 
 
 def sampled(profile: Profile) -> bool:
     return bool(profile.table("host_samples").num_rows > 0)
 
 
-def host_lines(profile: Profile, lo: I64Array, hi: I64Array, thread: int | None = None) -> list[HostLine]:
-    """The sampled time in the windows [lo, hi) (of one thread, or all), by line, most first."""
+def host_lines(
+    profile: Profile, lo: I64Array, hi: I64Array, thread: int | None = None, workers: bool = False
+) -> list[HostLine]:
+    """The sampled time in the windows [lo, hi) (of one thread, or all), by line, most first: of the
+    script's own process, or (`workers`) of its DataLoader worker processes' main threads."""
     samples = profile.table("host_samples")
     if samples.num_rows == 0 or len(lo) == 0:
         return []
     ts = samples.column("ts_ns").to_numpy()
     inside = coverage(lo, hi, ts, ts + 1) > 0
+    process = samples.column("process_id").to_numpy()
+    # a worker's main thread (its thread id is its process id) does the loading; its other threads
+    # (multiprocessing's queue feeder, the fd-sharing listener) wait for work or pass batches on
+    inside &= (process == samples.column("thread_id").to_numpy()) if workers else (process == 0)
     if thread is not None:
         inside &= samples.column("thread_id").to_numpy() == thread
     frames = profile.table("frames")
@@ -58,7 +71,7 @@ def host_lines(profile: Profile, lo: I64Array, hi: I64Array, thread: int | None 
             found, node = "", f
             while node >= 0 and node != stop and not found:
                 path = str(files[node]).replace("\\", "/")
-                found = next((what for part, what in _WAITS if part in path), "")
+                found = next((what for part, names, what in _WAITS if part in path and functions[node] in names), "")
                 node = parents[node]
             waits[f] = found
         return waits[f]
@@ -72,9 +85,20 @@ def host_lines(profile: Profile, lo: I64Array, hi: I64Array, thread: int | None 
     return [HostLine(k[0], k[1], k[2], v, k[3]) for k, v in sorted(tally.items(), key=lambda kv: -kv[1])]
 
 
+def worker_processes(profile: Profile, lo: I64Array, hi: I64Array) -> int:
+    """How many DataLoader worker processes were sampled in the windows [lo, hi)."""
+    samples = profile.table("host_samples")
+    if samples.num_rows == 0 or len(lo) == 0:
+        return 0
+    ts = samples.column("ts_ns").to_numpy()
+    process = samples.column("process_id").to_numpy()
+    return len(np.unique(process[(coverage(lo, hi, ts, ts + 1) > 0) & (process != 0)]))
+
+
 def main_thread(profile: Profile) -> int | None:
-    """The thread with the most samples: the script's main thread."""
-    thread = profile.table("host_samples").column("thread_id").to_numpy()
+    """The thread of the script's own process with the most samples: its main thread."""
+    samples = profile.table("host_samples")
+    thread = samples.column("thread_id").to_numpy()[samples.column("process_id").to_numpy() == 0]
     if len(thread) == 0:
         return None
     values, counts = np.unique(thread, return_counts=True)

@@ -4,6 +4,8 @@ A run of `tenprof run` with steps times a few of them with the capture off (`cap
 steps table; see `tenprof.capture.overhead_plan`), so each profile says, measured:
 - the un-profiled step time U (median of the steps run with the capture off) and the profiled one P
   (median of the recorded steady steps), both between tenprof's own clock reads at the boundaries;
+  means instead where the recorded steps' mean and median differ by a quarter (steps of two kinds), and
+  U no more than P (off steps that took longer met the program's own variation);
 - the profiler's share of each recorded step, (P - U) / P: CPU time that would not be there un-profiled;
 - the GPU work per step B (kernels and copies, overlaps counted once; GPU time is not slowed by the
   profiler), and the GPU's busy share un-profiled, taken from the steps run with the capture off
@@ -168,8 +170,10 @@ def measure(profile: Profile) -> Overhead:
         gpu_off = busy_off if busy_off is not None else busy or 0.0
         # A step cannot be shorter than its GPU work: where the host runs ahead of a busy queue, the GPU's
         # time is the step's.
-        u = max(float(np.median(unprofiled)), gpu_off)
-        p = max(float(np.median(profiled)), busy or 0.0)
+        p = max(_typical(profiled, profiled), busy or 0.0)
+        # Un-profiled no slower than recorded: off steps that took longer met the program's own variation
+        # (or a slower kind of step), not a profiler that sped it up.
+        u = min(max(_typical(unprofiled, profiled), gpu_off), p)
         share = gpu_off / u if profile.has_gpu and u else None
         spread = f"{_ms(unprofiled.min())} to {_ms(unprofiled.max())}"
         return Overhead(
@@ -183,6 +187,14 @@ def measure(profile: Profile) -> Overhead:
             min(share, 1.0) if share is not None else None,
         )
     return _estimate(profile, on_rows, busy)
+
+
+def _typical(durations: npt.NDArray[np.int64], recorded: npt.NDArray[np.int64]) -> float:
+    """A typical step of `durations`: the median, robust to an odd slow step; but where the recorded steps'
+    mean is a quarter away from their median, the steps are of two kinds (every other one waits for its
+    data, say) and no middle step stands for them: then the mean, for both sides alike."""
+    mean, median = float(np.mean(recorded)), float(np.median(recorded))
+    return float(np.mean(durations)) if abs(mean - median) > 0.25 * median else float(np.median(durations))
 
 
 def _estimate(profile: Profile, rows: npt.NDArray[np.bool_], busy: float | None) -> Overhead:

@@ -92,6 +92,8 @@ def select_steps(profile: Profile, spec: str) -> Profile:
     kept_api = relink(api.filter(pa.array(keep_api)), ("op_id",))
     kept_api = kept_api.set_column(0, "api_call_id", pa.array(np.arange(kept_api.num_rows, dtype=np.int64)))
     memory = profile.table("memory")
+    samples = profile.table("host_samples")
+    sample_ts = samples.column("ts_ns").to_numpy()
     derived = with_tables(
         profile,
         {
@@ -100,6 +102,7 @@ def select_steps(profile: Profile, spec: str) -> Profile:
             "transfers": keep_linked(profile.table("transfers")),
             "api_calls": kept_api,
             "memory": relink(memory.filter(pa.array(step_at(memory.column("ts_ns").to_numpy()) >= 0)), ("op_id",)),
+            "host_samples": relink(samples.filter(pa.array(step_at(sample_ts) >= 0)), ("op_id",)),
             "steps": st,
         },
     )

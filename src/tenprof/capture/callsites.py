@@ -122,17 +122,20 @@ class FrameInterner:
             self._keep_alive.add(code)
             if code.co_filename in self.skip_files:
                 continue
-            node_key = (parent, code.co_filename, line, code.co_name)
-            node = self.nodes.get(node_key)
-            if node is None:
-                node = len(self.rows)
-                depth = self.rows[parent][5] + 1 if parent >= 0 else 0
-                self.rows.append(
-                    [node, parent, node_key[1], node_key[2], node_key[3], depth, is_user_file(node_key[1])]
-                )
-                self.nodes[node_key] = node
-            parent = node
+            parent = self.intern_row(parent, code.co_filename, line, code.co_name)
         return parent
+
+    def intern_row(self, parent: int, file: str, line: int, function: str) -> int:
+        """The node of one frame under `parent` (-1: a root), added if new. Also how frames recorded in
+        another process (DataLoader workers) join this tree."""
+        node_key = (parent, file, line, function)
+        node = self.nodes.get(node_key)
+        if node is None:
+            node = len(self.rows)
+            depth = self.rows[parent][5] + 1 if parent >= 0 else 0
+            self.rows.append([node, parent, file, line, function, depth, is_user_file(file)])
+            self.nodes[node_key] = node
+        return node
 
 
 def new_interner(stop_code: CodeType | None) -> FrameInterner:
@@ -226,10 +229,13 @@ class CallsiteLog:
         self.started_ns = 0
         self.stopped_ns = 0
         self.sampler: HostSampler | None = None  # set by the timeline pass when host sampling is on
+        # DataLoader workers' samples, (process, thread, time, frame) flattened (capture.worker_sampler)
+        self.worker_samples: list[int] = []
 
     def to_file(self, path: Path) -> None:
         rec = self.recorder
         samples = self.sampler.samples if self.sampler is not None else array("q")
+        workers = self.worker_samples
         data = {
             "version": 1,
             "frames": self.interner.rows,
@@ -248,9 +254,11 @@ class CallsiteLog:
             "recorder": "native" if rec is not None and not isinstance(rec, CallsiteRecorder) else "python",
             "samples": {
                 "interval_ns": self.sampler.interval_ns if self.sampler is not None else 0,
-                "thread_id": list(samples[0::3]),
-                "ts_ns": list(samples[1::3]),
-                "frame_id": list(samples[2::3]),
+                # 0: the script's own process; else the DataLoader worker's process id
+                "process_id": [0] * (len(samples) // 3) + workers[0::4],
+                "thread_id": list(samples[0::3]) + workers[1::4],
+                "ts_ns": list(samples[1::3]) + workers[2::4],
+                "frame_id": list(samples[2::3]) + workers[3::4],
             },
         }
         path.write_bytes(gzip.compress(orjson.dumps(data), compresslevel=1))

@@ -8,7 +8,7 @@ call-site log's frame tree (same clock, same frames: the importer aligns and joi
 A builtin such as `time.sleep` has no Python frame: the sample is at the line that called it. Native
 frames (C++ inside torch, a C extension) are not read. Paused while a step runs with the capture off
 (so its cost is part of the profiler's measured overhead) and during tenprof's own work at each step
-boundary. Samples: `samples` array of
+boundary; while it samples, the interpreter's switch interval is one period (see `paused`). Samples: `samples` array of
 (thread, time, frame) triples, read by CallsiteLog.to_file.
 """
 
@@ -29,36 +29,68 @@ class HostSampler:
         self.interner = interner
         self.interval_ns = interval_ns
         self.samples = array("q")
-        self.paused = False
+        self._running = threading.Event()  # clear while paused: the thread then blocks, it does not poll
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._switch_interval = sys.getswitchinterval()
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
+
+    @paused.setter
+    def paused(self, value: bool) -> None:
+        # While sampling, the interpreter hands the lock to a waiting thread after one period rather than
+        # the default 5 ms: a round that waits for the script's Python code to let go lands within about a
+        # period of when it was due, so a stretch of pure-Python work is sampled about as often as a sleep
+        # (at 5 ms, an 8 ms loop got 4.8 ms). Paused, the program runs with its own setting again.
+        if value:
+            self._running.clear()
+            sys.setswitchinterval(self._switch_interval)
+        else:
+            sys.setswitchinterval(min(self._switch_interval, self.interval_ns / 1e9))
+            self._running.set()
 
     def start(self) -> None:
+        self._switch_interval = sys.getswitchinterval()
+        self.paused = False
         self._thread = threading.Thread(target=self._run, name="tenprof-host-sampler", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
         self._stop.set()
+        self._running.set()  # wake a paused thread so that it sees the stop
         if self._thread is not None:
             self._thread.join(timeout=1.0)
+        sys.setswitchinterval(self._switch_interval)
 
     def _run(self) -> None:
         me = threading.get_ident()
         native: dict[int, int] = {}
+        own = {me}
         wait = self.interval_ns / 1e9
         while not self._stop.wait(wait):
             if self.paused:
-                continue
+                self._running.wait()  # blocked, not polling: a paused sampler costs the program nothing
+                if self._stop.is_set():
+                    break
+                # resumed (a step begins): sample now, not a period late
             now = time.perf_counter_ns()
             frames = sys._current_frames()
             if any(ident not in native for ident in frames):
-                # a new thread: ids to native ids (what Kineto and the call-site log name threads by)
-                native = {t.ident: t.native_id or t.ident for t in threading.enumerate() if t.ident is not None}
+                # a new thread: ids to native ids (what Kineto and the call-site log name threads by), and
+                # tenprof's own threads (this one, a DataLoader worker's sample writer), which are not sampled
+                threads = [(t.ident, t.native_id, t.name) for t in threading.enumerate() if t.ident is not None]
+                native = {ident: native_id or ident for ident, native_id, _ in threads}
+                own = {ident for ident, _, name in threads if name.startswith("tenprof-")} | {me}
             rows = [
                 (native.get(ident, ident), now, self.interner.path_id(frame))
                 for ident, frame in frames.items()
-                if ident != me
+                if ident not in own
             ]
+            # The frames hold their locals: let go of them before the script runs again (a dead tensor kept
+            # alive even briefly breaks CUDA graph trees' check that its pool's memory was freed).
+            del frames
             if not self.paused:  # paused while this round was read: it may straddle the pause, drop it
                 for row in rows:
                     self.samples.extend(row)

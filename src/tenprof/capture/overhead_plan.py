@@ -5,9 +5,11 @@ slower, and the GPU idler, than it is. To say by how much, the timeline pass run
 collection off (ops and Python lines; the GPU activity stays on so the GPU timeline stays whole) and
 times them with a clock read at each `tenprof.step()`; the report compares them with the recorded ones.
 
-Without a schedule: up to `count` steps, the fourth (index 3) and every fourth after it (3, 7, 11).
+Without a schedule: up to `count` steps, the fourth (index 3) and every fifth after it (3, 8, 13).
 Steps 0 to 2 are left alone because they are cold (step 0 builds and compiles, the next ones may still
-tune), and spreading the measured steps between recorded ones keeps drift out of the comparison.
+tune), and spreading the measured steps between recorded ones keeps drift out of the comparison; an odd
+spacing makes them fall on odd and even steps alike, so a program whose steps alternate (every other
+step waiting for a DataLoader whose two workers deliver together) is not timed on one kind only.
 With `--schedule`, torch records only the active window; the measured steps are then the ones after
 it, from the second (the first one pays for writing the trace): there only tenprof's recorder pauses.
 This module does not import torch.
@@ -26,7 +28,7 @@ DEFAULT_COUNT = 3
 class OverheadPlan:
     count: int = DEFAULT_COUNT
     first: int = 3
-    every: int = 4
+    every: int = 5
     after: int = -1  # with a schedule: the first measured step, the rest follow it
 
     @staticmethod

@@ -7,13 +7,16 @@ Some steps run with the capture off, to time the program as it runs un-profiled 
 Raw files written into `raw_dir`:
     kineto_trace.json   Kineto's chrome trace (the parent gzips it after import)
     callsites.json.gz   the call-site sidecar (see tenprof.importers.callsites), with the host
-                        sampler's samples (tenprof.capture.host_sampler)
+                        sampler's samples (tenprof.capture.host_sampler), the DataLoader workers' too
+    workers/            the workers' samples while they run (tenprof.capture.worker_sampler); merged
+                        into the sidecar and removed when the capture stops
     checks.json         torch.profiler's own totals, when asked to verify
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 import time
 import warnings
@@ -26,12 +29,12 @@ import orjson
 import torch
 from torch.autograd.profiler import record_function
 
-from tenprof.capture import runtime
+from tenprof.capture import runtime, worker_sampler
 from tenprof.capture.callsites import CallsiteLog
 from tenprof.capture.host_sampler import DEFAULT_INTERVAL_NS, HostSampler
 from tenprof.capture.overhead_plan import DEFAULT_COUNT, OverheadPlan
 from tenprof.capture.schedule import Schedule
-from tenprof.core.rawfiles import CALLSITES_FILE, CHECKS_FILE, TRACE_FILE
+from tenprof.core.rawfiles import CALLSITES_FILE, CHECKS_FILE, TRACE_FILE, WORKER_SAMPLES_DIR
 from tenprof.importers.callsites import SYNC_PREFIX
 
 
@@ -106,6 +109,7 @@ class TimelineSession:
             self.log.recorder.__enter__()
         runtime.activate(self)
         if self.log.sampler is not None:
+            worker_sampler.install(self.raw_dir / WORKER_SAMPLES_DIR, self.log.sampler.interval_ns)
             self.log.sampler.start()
         self.log.started_ns = time.perf_counter_ns()
 
@@ -113,6 +117,7 @@ class TimelineSession:
         self.log.stopped_ns = time.perf_counter_ns()
         if self.log.sampler is not None:
             self.log.sampler.stop()
+            self._collect_worker_samples()
         if not self._capture_on:
             self._set_capture(True)
         runtime.deactivate(self)
@@ -163,6 +168,13 @@ class TimelineSession:
         self.log.scopes.append([name, tid, start, time.perf_counter_ns(), frame_id, insert])
 
     # -- internals
+    def _collect_worker_samples(self) -> None:
+        """The DataLoader workers' samples into the call-site log; their files go (the log has them)."""
+        worker_sampler.uninstall()
+        directory = self.raw_dir / WORKER_SAMPLES_DIR
+        self.log.worker_samples = worker_sampler.collect(directory, self.log.interner)
+        shutil.rmtree(directory, ignore_errors=True)
+
     def _set_capture(self, on: bool) -> None:
         """Collection of ops (and tenprof's Python lines) on or off; GPU activity stays on throughout, so
         the GPU timeline has no holes and a kernel already running is never cut off its step."""

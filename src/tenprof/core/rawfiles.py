@@ -5,6 +5,7 @@ STATUS_FILE = "child_status.json"
 TRACE_FILE = "kineto_trace.json"
 CALLSITES_FILE = "callsites.json.gz"
 CHECKS_FILE = "checks.json"
+WORKER_SAMPLES_DIR = "workers"  # DataLoader workers' samples while they run (merged into CALLSITES_FILE)
 TENSORS_FILE = "tensors.json.gz"
 COUNTERS_OPS_FILE = "counters_ops.json.gz"
 NCU_REPORT_BASE = "counters"  # ncu writes counters.ncu-rep

@@ -9,9 +9,11 @@ Written by `tenprof.capture.callsites` (torch side), read here (no torch). Forma
     step_calls: how many times tenprof.step() was called (ProfilerStep#N with N below it is complete)
     step_bounds: [[end of the step before, start of the next, next runs with the capture off], ...] one per
              tenprof.step(), perf clock; started_ns / stopped_ns: when the recording began and ended
-    samples: {interval_ns, thread_id: [...], ts_ns: [...], frame_id: [...]}  the host sampler's samples
-             (tenprof.capture.host_sampler): where each Python thread was, every interval_ns; absent in
-             recordings made before the sampler (then no host samples)
+    samples: {interval_ns, process_id: [...], thread_id: [...], ts_ns: [...], frame_id: [...]}  the host
+             sampler's samples (tenprof.capture.host_sampler): where each Python thread was, every
+             interval_ns; process_id 0 for the script's own process, else a DataLoader worker's
+             (tenprof.capture.worker_sampler; absent before those were sampled); no samples at all in
+             recordings made before the sampler
 The sync brackets are matched to the same-named ranges in the Kineto trace to map perf-clock times to
 trace times (`clock_offset`).
 """
@@ -53,6 +55,7 @@ class Callsites:
     sample_thread: I64Array = field(default_factory=lambda: np.zeros(0, np.int64))
     sample_ts: I64Array = field(default_factory=lambda: np.zeros(0, np.int64))
     sample_frame: I64Array = field(default_factory=lambda: np.zeros(0, np.int64))
+    sample_process: I64Array = field(default_factory=lambda: np.zeros(0, np.int64))  # 0: the script's own
 
     def step_marks(self, steps: I64Array) -> tuple[npt.NDArray[np.bool_], I64Array]:
         """For each step number: whether it ran with the capture on, and its time between tenprof's clock
@@ -89,6 +92,7 @@ class Callsites:
             sample_thread=self.sample_thread,
             sample_ts=self.sample_ts + offset_ns,
             sample_frame=self.sample_frame,
+            sample_process=self.sample_process,
         )
 
 
@@ -120,6 +124,10 @@ def read_callsites(path: Path) -> Callsites:
         sample_thread=arr("thread_id", samples),
         sample_ts=arr("ts_ns", samples),
         sample_frame=arr("frame_id", samples),
+        # recordings made before the workers were sampled have only the script's own samples
+        sample_process=arr("process_id", samples)
+        if "process_id" in samples
+        else np.zeros(len(samples.get("ts_ns", [])), np.int64),
     )
 
 

@@ -595,37 +595,59 @@ def _host_samples_table(
         return TABLES["host_samples"].empty_table()
     ts = callsites.sample_ts + offset_ns
     thread = callsites.sample_thread
+    process = callsites.sample_process
+    op = op_nesting.innermost_per_thread(thread, ts)
+    op[process != 0] = -1  # a worker process runs no op of the trace's (thread ids are unique anyway)
     return pa.table(
         {
             "ts_ns": ts,
             "thread_id": thread,
             "frame_id": callsites.sample_frame,
-            "op_id": op_nesting.innermost_per_thread(thread, ts),
-            "weight_ns": _sample_weights(thread, ts, callsites.sample_interval_ns, _paused(steps)),
+            "op_id": op,
+            "weight_ns": _sample_weights(
+                thread, ts, process, callsites.sample_interval_ns, _paused(steps), steps.start
+            ),
+            "process_id": process,
         }
     )
 
 
 def _paused(steps: _Steps) -> tuple[I64Array, I64Array]:
-    """The steps run with the capture off: the sampler is paused in them."""
+    """The steps run with the capture off: the script's sampler is paused in them (workers' are not)."""
     off = ~np.asarray(steps.capture_on, dtype=bool)
     return steps.start[off], steps.end[off]
 
 
-def _sample_weights(thread: I64Array, ts: I64Array, interval_ns: int, paused: tuple[I64Array, I64Array]) -> I64Array:
+def _sample_weights(
+    thread: I64Array,
+    ts: I64Array,
+    process: I64Array,
+    interval_ns: int,
+    paused: tuple[I64Array, I64Array],
+    step_starts: I64Array,
+) -> I64Array:
     """The time each sample stands for: since the thread's previous sample. The sampler is a Python
     thread: it runs when it gets the interpreter lock, so a round comes late when the script holds the
     lock (Python code runs up to the switch interval, 5 ms, before letting go), and the late sample is
     taken where the script then is: the time it waited for is the script's time there. (Counting it
     forward instead would give a sleep, which lets go of the lock at once, the time of the Python code
     after it.) The first sample of a thread, and the first after a pause (a step run with the capture
-    off), stand for one period."""
+    off; the script's own process only: workers are never paused), stand for one period. In the script's
+    process, a sample stands for no time before the start of its step: the sampler pauses during
+    tenprof's work at each step boundary, and the rounds missed then are not the script's time at the
+    next line sampled."""
     weight = np.full(len(ts), interval_ns, dtype=np.int64)
     order = np.lexsort((ts, thread))
     before, after = ts[order][:-1], ts[order][1:]
+    mine = process[order][1:] == 0
+    starts = np.sort(step_starts)
+    k = np.searchsorted(starts, after, side="right") - 1
+    step_start = np.where(k >= 0, starts[np.clip(k, 0, None)] if len(starts) else 0, np.iinfo(np.int64).min)
+    before = np.where(mine, np.maximum(before, step_start), before)
     gap = after - before
     same = np.diff(thread[order]) == 0
     crosses = coverage(paused[0], paused[1], before, after) > 0 if len(paused[0]) else np.zeros(len(gap), bool)
+    crosses &= mine
     usable = same & (gap > 0) & ~crosses
     weight[order[1:][usable]] = gap[usable]
     return weight

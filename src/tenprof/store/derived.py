@@ -27,9 +27,15 @@ def _ops_is_autotuning(ops: pa.Table) -> pa.Array:
     return pa.array(within_records(own, ops.column("parent_op_id").to_numpy()))
 
 
+def _all_from_the_script(samples: pa.Table) -> pa.Array:
+    # recorded before DataLoader workers were sampled: every sample is the script's own process's
+    return pa.array(np.zeros(samples.num_rows, dtype=np.int64))
+
+
 # table -> derived column -> how to compute it from the table's other columns
 DERIVED: dict[str, dict[str, Callable[[pa.Table], pa.Array]]] = {
     "ops": {"is_autotuning": _ops_is_autotuning},
+    "host_samples": {"process_id": _all_from_the_script},
 }
 
 

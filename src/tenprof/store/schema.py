@@ -173,7 +173,8 @@ HOST_SAMPLES = _schema(
     Column("thread_id", I64, "the thread's native id, as ops name threads"),
     Column("frame_id", I64, "the thread's Python call path then (frames table), -1 when it ran no Python"),
     Column("op_id", I64, "the innermost torch op running on that thread then, -1 when none"),
-    Column("weight_ns", I64, "the time the sample stands for: the sampler's period"),
+    Column("weight_ns", I64, "the time the sample stands for: since the thread's previous sample"),
+    Column("process_id", I64, "0: the script's own process; else the DataLoader worker process sampled"),
 )
 
 I64_LIST = pa.list_(pa.int64())

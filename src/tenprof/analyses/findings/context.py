@@ -24,8 +24,9 @@ class Context:
     model; only the cold-start check looks at it), less the steps in which torch.compile compiled or CUDA
     graphs were recorded (only the torch-compile check looks at those, so one stall is not reported by
     every check), and less the slow steps: those taking `slow_step.min_ratio` times the median of the
-    others and `slow_step.min_excess_ms` more (a one-off stall in the middle of a run: only the
-    slow-step check looks at those, so a single stall is not read as a cost of every step). Where no
+    others and `slow_step.min_excess_ms` more, when they are few (`slow_step.max_share`): a one-off stall
+    in the middle of a run: only the slow-step check looks at those, so a single stall is not read as a
+    cost of every step. Where no
     steps were marked, the loop's iterations are inferred from the top-level ops
     (`analyses.inferred_steps`); failing that, the whole recording is one step. With fewer than two
     steps the whole profile is judged as one step."""
@@ -103,6 +104,8 @@ class Context:
         slow[keep] = (took[keep] >= self.t.slow_step_min_ratio * median) & (
             took[keep] - median >= self.t.slow_step_min_excess_ms * 1e6
         )
+        if slow.sum() > self.t.slow_step_max_share * keep.sum():  # periodic, not one-off
+            slow[:] = False
         return slow
 
     @property

@@ -4,13 +4,14 @@ meanwhile: a copy, the host blocked in a synchronization, or the host simply not
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 
 import numpy as np
 
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.model import Finding
-from tenprof.analyses.host import host_lines, main_thread, sampled
-from tenprof.core.intervals import coverage, merged, take
+from tenprof.analyses.host import WORKERS, host_lines, main_thread, sampled, worker_processes
+from tenprof.core.intervals import I64Array, coverage, merged
 from tenprof.core.quantities import duration
 
 SYNC_MARK = "Synchronize"
@@ -25,9 +26,10 @@ def check(ctx: Context) -> list[Finding]:
     k_start, k_end, k_op = k.column("start_ns").to_numpy(), k.column("end_ns").to_numpy(), k.column("op_id").to_numpy()
     t_start, t_end = t.column("start_ns").to_numpy(), t.column("end_ns").to_numpy()
     api = ctx.profile.table("api_calls")
-    sync_end = np.sort(
-        api.column("end_ns").to_numpy()[np.array([SYNC_MARK in n for n in api.column("name").to_pylist()], dtype=bool)]
-    )
+    is_sync = np.array([SYNC_MARK in n for n in api.column("name").to_pylist()], dtype=bool)
+    by_end = np.argsort(api.column("end_ns").to_numpy()[is_sync], kind="stable")
+    sync_start = api.column("start_ns").to_numpy()[is_sync][by_end]
+    sync_end = api.column("end_ns").to_numpy()[is_sync][by_end]
     min_gap = int(ctx.t.idle_min_gap_us * 1000)
     worst: tuple[int, int, dict[str, int], list[tuple[int, str, int, int, int, int]]] | None = None
     for device in np.unique(k_device).tolist():
@@ -45,10 +47,7 @@ def check(ctx: Context) -> list[Finding]:
         in_steps = np.minimum(in_window, coverage(ctx.step_start, ctx.step_end, gap_lo, gap_hi))
         real = np.flatnonzero(in_steps >= min_gap)
         transfer_time = coverage(t_start, t_end, gap_lo[real], gap_hi[real])
-        next_sync = np.searchsorted(sync_end, gap_lo[real])
-        synced = (next_sync < len(sync_end)) & (
-            take(sync_end, np.where(next_sync < len(sync_end), next_sync, -1), 0) <= gap_hi[real]
-        )
+        synced = _drained_by_a_sync(sync_start, sync_end, gap_lo[real], gap_hi[real])
         by_kind: dict[str, int] = defaultdict(int)
         gaps: list[tuple[int, str, int, int, int, int]] = []
         for j, g in enumerate(real.tolist()):
@@ -79,8 +78,7 @@ def check(ctx: Context) -> list[Finding]:
         f"{duration(recorded_total)} as recorded over {ctx.step_count} step(s); {basis}"
     ]
     host = _host_meanwhile(ctx, gaps)
-    if host:
-        seen.append(host[0])
+    seen += host.seen
     seen += [f"{duration(v)} {kind}" for kind, v in sorted(by_kind.items(), key=lambda kv: -kv[1]) if v > 0]
     seen += [
         f"gap of {duration(d)} ({kind}) after {ctx.line_of_op(before)}, before {ctx.line_of_op(after)}"
@@ -93,9 +91,9 @@ def check(ctx: Context) -> list[Finding]:
             title=f"GPU idle {100 * total / window:.0f}% of the steps in gaps, mostly {main_kind}",
             cost_ns=int(total),
             seen=seen,
-            where=list(dict.fromkeys([*host[1:], *(ctx.line_of_op(after) for _, _, _, after, _, _ in gaps)]))[:3],
+            where=list(dict.fromkeys([*host.where, *(ctx.line_of_op(after) for _, _, _, after, _, _ in gaps)]))[:3],
             why="While no kernel is queued, the GPU does nothing; the time shows up in every step.",
-            fix=_FIXES[main_kind],
+            fix=host.fix if host.fix and main_kind == "host not launching work" else _FIXES[main_kind],
             numbers={
                 "idle_ns": float(total),
                 "window_ns": float(window),
@@ -105,18 +103,40 @@ def check(ctx: Context) -> list[Finding]:
     ]
 
 
-def _host_meanwhile(ctx: Context, gaps: list[tuple[int, str, int, int, int, int]]) -> list[str]:
+def _drained_by_a_sync(sync_start: I64Array, sync_end: I64Array, gap_lo: I64Array, gap_hi: I64Array) -> np.ndarray:
+    """For each gap: whether the host was blocked in a synchronization when it began, and came out of it
+    within the gap (the GPU drained its queue while the host waited). A synchronization begun inside the
+    gap (a pageable copy after the host's own work) did not make it: the host's work before it did.
+    `sync_start`/`sync_end` sorted by end."""
+    first = np.searchsorted(sync_end, gap_lo, side="left")
+    last = np.searchsorted(sync_end, gap_hi, side="right")
+    return np.array(
+        [bool(b > a and sync_start[a:b].min() <= lo) for a, b, lo in zip(first, last, gap_lo, strict=True)],
+        dtype=bool,
+    )
+
+
+@dataclass(frozen=True)
+class _Meanwhile:
+    """What the host sampler saw during the gaps the host launched nothing in."""
+
+    seen: list[str]  # evidence lines
+    where: list[str]  # the lines to look at, the one to fix first
+    fix: str = ""  # advice that replaces the generic one, when the samples say more
+
+
+def _host_meanwhile(ctx: Context, gaps: list[tuple[int, str, int, int, int, int]]) -> _Meanwhile:
     """From the host sampler: what the script's main thread was doing during the gaps in which the host
-    launched nothing, as an evidence line, then the lines themselves (most time first); [] without
-    samples."""
+    launched nothing, most time first, and, where it waited for DataLoader workers, what they were doing
+    meanwhile (sampled in their own processes). Nothing without samples."""
     host_gaps = [(lo, hi) for _, kind, _, _, lo, hi in gaps if kind == "host not launching work"]
     if not host_gaps or not sampled(ctx.profile):
-        return []
+        return _Meanwhile([], [])
     lo = np.array([g[0] for g in host_gaps], dtype=np.int64)
     hi = np.array([g[1] for g in host_gaps], dtype=np.int64)
     found = [h for h in host_lines(ctx.profile, lo, hi, main_thread(ctx.profile)) if h.line != "(no line of yours)"]
     if not found:
-        return []
+        return _Meanwhile([], [])
     steps = max(ctx.step_count, 1)
     said = ", ".join(
         f"{h.function}() at {h.line} {duration(h.ns / steps)} per step"
@@ -124,7 +144,31 @@ def _host_meanwhile(ctx: Context, gaps: list[tuple[int, str, int, int, int, int]
         + (" (in a torch op)" if h.in_torch_op else "")
         for h in found[:3]
     )
-    return [f"meanwhile the host was in {said} (sampled)", *(h.line for h in found[:3])]
+    seen = [f"meanwhile the host was in {said} (sampled)"]
+    where = [h.line for h in found[:3]]
+    if found[0].waiting_for != WORKERS:
+        return _Meanwhile(seen, where)
+    workers = worker_processes(ctx.profile, lo, hi)
+    busy = [h for h in host_lines(ctx.profile, lo, hi, workers=True) if h.line != "(no line of yours)"]
+    if not busy:
+        seen.append(
+            f"the DataLoader's {workers} worker processes were sampled but ran none of your lines then"
+            if workers
+            else "the DataLoader's worker processes were not sampled"
+        )
+        return _Meanwhile(seen, where)
+    top = busy[0]
+    seen.append(
+        f"the DataLoader's {workers} worker process(es) were meanwhile in "
+        + ", ".join(f"{h.function}() at {h.line} {duration(h.ns / steps)} per step" for h in busy[:3])
+        + " (worker time, sampled in the workers)"
+    )
+    fix = (
+        f"The GPU waits for the DataLoader, whose workers spend their time in {top.function}() at {top.line}: "
+        "make that faster (decode or transform less per item, cache), or start more workers (num_workers) "
+        "so batches are ready ahead of the step; pin_memory=True and non_blocking copies for the transfer."
+    )
+    return _Meanwhile(seen, [top.line, *where], fix)
 
 
 def _unprofiled(ctx: Context, total: int, by_kind: dict[str, int], window: int) -> tuple[int, dict[str, int], int, str]:

@@ -6,6 +6,7 @@ import numpy as np
 
 from tenprof.analyses.findings.context import Context, per_step
 from tenprof.analyses.findings.model import Finding
+from tenprof.analyses.host import host_lines, main_thread, sampled
 from tenprof.core.intervals import coverage
 from tenprof.core.quantities import duration
 
@@ -55,6 +56,7 @@ def check(ctx: Context) -> list[Finding]:
             f"{ctx.step_count} step(s), as recorded; the profiler's overhead is unknown ({o.note}), so "
             "un-profiled the GPU is busier than this"
         )
+    outside = _python_outside_ops(ctx, per_step(cpu_in_ops, ctx))
     return [
         Finding(
             id="launch-bound",
@@ -67,8 +69,9 @@ def check(ctx: Context) -> list[Finding]:
                 f"{100 * float((dur < 10_000).mean()):.0f}% under 10 us",
                 f"a kernel launch costs {launch_cpu_us:.1f} us of CPU; CPU time in aten ops "
                 f"{duration(per_step(cpu_in_ops, ctx))} per step vs GPU {duration(per_step(int(dur.sum()), ctx))}",
+                *outside[:1],
             ],
-            where=ctx.where(k_ops),
+            where=list(dict.fromkeys([*outside[1:], *ctx.where(k_ops)]))[:3],
             why="Each tiny kernel finishes before the CPU has launched the next one, so the GPU idles between "
             "them; a faster GPU would not make this step faster.",
             fix=_fix(ctx),
@@ -81,6 +84,27 @@ def check(ctx: Context) -> list[Finding]:
                 "idle_ns": float(cost),
             },
         )
+    ]
+
+
+def _python_outside_ops(ctx: Context, cpu_in_ops_per_step: float) -> list[str]:
+    """From the host sampler: the main thread's time per step in Python outside torch ops, when it is at
+    least a tenth of the host's time in ops (then part of what keeps the GPU waiting is the script's own
+    Python, not launching), as an evidence line and its top lines; [] otherwise or without samples."""
+    if not sampled(ctx.profile):
+        return []
+    found = [
+        h
+        for h in host_lines(ctx.profile, ctx.step_start, ctx.step_end, main_thread(ctx.profile))
+        if not h.in_torch_op and h.line != "(no line of yours)"
+    ]
+    outside = per_step(sum(h.ns for h in found), ctx)
+    if not found or outside < 0.1 * cpu_in_ops_per_step:
+        return []
+    tops = ", ".join(f"{h.function}() at {h.line} {duration(per_step(h.ns, ctx))}" for h in found[:3])
+    return [
+        f"the host also spends {duration(outside)} per step in Python outside torch ops (sampled): {tops}",
+        *(h.line for h in found[:2]),
     ]
 
 

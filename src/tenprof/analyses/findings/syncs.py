@@ -9,6 +9,7 @@ import numpy as np
 
 from tenprof.analyses.findings.context import I64, Context, per_step
 from tenprof.analyses.findings.model import Finding
+from tenprof.analyses.host import host_lines, main_thread, sampled
 from tenprof.core.intervals import coverage, uncovered
 from tenprof.core.quantities import count, duration
 
@@ -58,7 +59,7 @@ def check(ctx: Context) -> list[Finding]:
     per_step_count = per_step(len(ops), ctx)
     if per_step_count < ctx.t.sync_min_per_step:
         return []
-    idle_after, cost_each = _wake(ctx, sync_start, ends, blocked)
+    idle_after, cost_each, wake_end = _wake(ctx, sync_start, ends, blocked)
     causes: Counter[str] = Counter()
     copy_direction = _copy_directions(ctx)
     by_copy = np.zeros(len(ops), dtype=bool)  # the wait is a blocking copy to the GPU's
@@ -84,8 +85,9 @@ def check(ctx: Context) -> list[Finding]:
                 f"the GPU was idle {duration(int(idle_after.sum()))} between each synchronization and the next; "
                 f"removing them lets the host run ahead again by as much as it waited, so they cost the smaller "
                 f"of the two, each time: {duration(cost)}",
+                *_host_in_wakes(ctx, ends, wake_end),
             ],
-            where=_where(ctx, ops, sync_start, thread_of[first], blocked),
+            where=_where(ctx, ops, sync_start, ends, thread_of[first], blocked),
             why="A synchronization empties the GPU's queue: the host waits for the GPU, then the GPU waits for the "
             "host to launch again, and the CPU can no longer run ahead of the GPU.",
             fix="Keep the value on the GPU (accumulate losses in a tensor, compare on the device) and read it once "
@@ -103,9 +105,10 @@ def check(ctx: Context) -> list[Finding]:
     ]
 
 
-def _wake(ctx: Context, starts: I64, ends: I64, blocked: I64) -> tuple[I64, I64]:
+def _wake(ctx: Context, starts: I64, ends: I64, blocked: I64) -> tuple[I64, I64, I64]:
     """For each synchronization (in time order), the GPU idle in the analysed steps from its end to the
-    next one's start (the last: to the end of the steps), and what of it the synchronization costs.
+    next one's start (the last: to the end of the steps), what of it the synchronization costs, and
+    where that wake ends.
 
     A synchronization drains the GPU's queue: until the host has queued enough work again, every idle
     moment of the GPU is its doing, the host's own work after it included (the loss logged, the next
@@ -115,13 +118,31 @@ def _wake(ctx: Context, starts: I64, ends: I64, blocked: I64) -> tuple[I64, I64]
     hi = np.maximum(np.minimum(following, ctx.analysed_end), ends)
     idle_start, idle_end = uncovered((ctx.step_start, ctx.step_end), ctx.gpu_intervals)
     idle = coverage(idle_start, idle_end, ends, hi)
-    return idle, np.minimum(idle, blocked)
+    return idle, np.minimum(idle, blocked), hi
 
 
-def _where(ctx: Context, ops: I64, starts: I64, threads: I64, blocked: I64) -> list[str]:
+def _host_in_wakes(ctx: Context, ends: I64, wake_end: I64) -> list[str]:
+    """From the host sampler: the Python outside torch ops the main thread ran while the GPU sat idle
+    after the synchronizations (the work the GPU waited for once its queue was empty), as an evidence
+    line; [] without samples or when there was none."""
+    if not sampled(ctx.profile):
+        return []
+    lo, hi = uncovered((ends, wake_end), ctx.gpu_intervals)
+    found = [
+        h
+        for h in host_lines(ctx.profile, lo, hi, main_thread(ctx.profile))
+        if not h.in_torch_op and h.line != "(no line of yours)"
+    ]
+    if not found:
+        return []
+    said = ", ".join(f"{h.function}() at {h.line} {duration(per_step(h.ns, ctx))} per step" for h in found[:2])
+    return [f"while the GPU sat idle after them, the host ran Python outside torch ops: {said} (sampled)"]
+
+
+def _where(ctx: Context, ops: I64, starts: I64, ends: I64, threads: I64, blocked: I64) -> list[str]:
     """The lines of the synchronizations, heaviest first. One called outside any torch op (an explicit
-    torch.cuda.synchronize()) has no line in the trace: it is placed after the last op its thread
-    started before it."""
+    torch.cuda.synchronize()) has no line in the trace: it is the line the host sampler saw its thread
+    at while it was blocked, or, unsampled, placed after the last op its thread started before it."""
     o = ctx.profile.table("ops")
     o_start, o_thread = o.column("start_ns").to_numpy(), o.column("thread_id").to_numpy()
     outside = ops < 0
@@ -138,7 +159,23 @@ def _where(ctx: Context, ops: I64, starts: I64, threads: I64, blocked: I64) -> l
             tally[ctx.line_of_op(op)] += weight
         else:
             tally[f"outside torch ops, after {ctx.line_of_op(before)}"] += weight
-    return [line for line, _ in tally.most_common(3)]
+    if sampled(ctx.profile) and outside.any():
+        # The lines the host sampler saw the blocked thread at replace the guesses, the blocked time shared
+        # out in proportion to their samples (a synchronization shorter than the sampling period may have
+        # none, but the sampled ones say where such calls are).
+        seen = [
+            h
+            for h in host_lines(ctx.profile, starts[outside], ends[outside] + 1, main_thread(ctx.profile))
+            if h.line != "(no line of yours)"
+        ]
+        found = sum(h.ns for h in seen)
+        if found:
+            for guess in [k for k in tally if k.startswith("outside torch ops, after ")]:
+                del tally[guess]
+            total = int(blocked[outside].sum())
+            for h in seen:
+                tally[h.line] += int(total * h.ns / found)
+    return [line for line, ns in tally.most_common(3) if ns > 0]
 
 
 def _copies_to_pageable_host(ctx: Context) -> I64:

@@ -31,7 +31,11 @@ class Thresholds:
     """slow-step: a step taking this many times the median of the analysed steps is a one-off stall,
     reported on its own and left out of the steps the other checks judge ..."""
     slow_step_min_excess_ms: float = 1.0
-    """... when it also takes this many milliseconds more than the median (shorter hiccups are noise)."""
+    """... when it also takes this many milliseconds more than the median (shorter hiccups are noise) ..."""
+    slow_step_max_share: float = 0.2
+    """... and such steps are at most this share of the steps: more often, the long steps are a periodic
+    cost of the steady state (every other step waits for a DataLoader whose workers deliver in pairs), and
+    the other checks judge them with the rest."""
     variance_max_cv: float = 0.25
     """variance: fires when one kernel with one launch shape has a coefficient of variation above this ..."""
     variance_min_share: float = 0.01
