@@ -117,6 +117,11 @@ while [ $# -gt 0 ]; do
     record finding_sync_explicit_sampled examples/findings/sync_explicit.py
     for d in "$WORK"/prof/finding_slow_* "$WORK"/prof/finding_sync_explicit_sampled; do tenprof report "$d" --limit 4 2>&1 | sed -n '/^Findings/,/^tenprof/p' | head -n 24 | sed "s|^|$(basename "$d"): |"; done
     ;;
+  user20)  # issue 20: kernels launched outside torch ops (a Triton gather, a CUDA extension), and the launch wrapper's cost
+    record user_kernels examples/user_kernels.py
+    tenprof report "$WORK/prof/user_kernels" --limit 3 2>&1 | head -n 60
+    python3 benchmarks/triton_launch_overhead.py --launches 20000 --repeats 3 --json "$OUT/triton_launch_overhead.json" 2>&1 | tail -n 8
+    ;;
   ranks19)  # issue 19: NPROC ranks (4) under torchrun, rank SLOW (2) has an input pipeline sleeping 30 ms a step
     nvidia-smi -L
     ( cd "$REPO" && tenprof run -l "python3 -m torch.distributed.run --nproc-per-node ${NPROC:-4}" --limit 6 -o "$WORK/prof/ranks_slow_loader" examples/ddp_train.py --slow-loader-rank ${SLOW:-2} --loader-sleep-ms 30 ) > "$WORK/logs/ranks_slow_loader.log" 2>&1

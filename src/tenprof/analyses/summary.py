@@ -8,6 +8,7 @@ import numpy as np
 
 from tenprof.analyses.overhead import Overhead, in_unrecorded_steps, kernel_launch_ns, measure, recorded_steps
 from tenprof.core.intervals import coverage, take, union_length
+from tenprof.core.kernel_names import USER_KERNEL_PREFIX
 from tenprof.store.profile import Profile
 
 
@@ -16,8 +17,13 @@ class Attribution:
     """Share of GPU kernel time that reaches an aten op, and a line of the user's own code."""
 
     kernel_time_ns: int
-    to_op_ns: int
+    to_op_ns: int  # to a torch op, or to an op of its own for a kernel the script launched itself
     to_user_line_ns: int
+    to_user_kernel_ns: int = 0  # of to_op_ns: kernels launched outside torch ops ("(user kernel) NAME")
+
+    @property
+    def user_kernel_percent(self) -> float:
+        return 100.0 * self.to_user_kernel_ns / self.kernel_time_ns if self.kernel_time_ns else 0.0
 
     @property
     def op_percent(self) -> float:
@@ -106,7 +112,9 @@ def attribution(profile: Profile) -> Attribution:
     has_user = np.zeros(len(dur), dtype=bool)
     ok = frame >= 0
     has_user[ok] = user_of[frame[ok]] >= 0
-    return Attribution(int(dur.sum()), int(dur[op >= 0].sum()), int(dur[has_user].sum()))
+    names = profile.table("ops").column("name").to_pylist()
+    own = np.array([names[o].startswith(USER_KERNEL_PREFIX) if o >= 0 else False for o in op.tolist()], dtype=bool)
+    return Attribution(int(dur.sum()), int(dur[op >= 0].sum()), int(dur[has_user].sum()), int(dur[own].sum()))
 
 
 @dataclass(frozen=True)

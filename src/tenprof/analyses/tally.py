@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from tenprof.analyses.overhead import in_unrecorded_steps, kernel_launch_ns
 from tenprof.store.profile import Profile
 
 
@@ -83,11 +84,15 @@ def op_cpu_tally(profile: Profile) -> Tally:
 
 
 def op_gpu_tally(profile: Profile) -> Tally:
-    """Kernel time grouped by the op that launched it; kernels with no op are grouped as '[no op]'."""
+    """Kernel time grouped by the op that launched it (a kernel the script launched itself has an op of its
+    own, "(user kernel) NAME"); kernels with no op are grouped by why: launched in a step run with the
+    capture off (its ops were not recorded), or outside any op (a CUDA graph's replay, an imported trace)."""
     k = profile.table("kernels")
-    names = np.array([*profile.table("ops").column("name").to_pylist(), "[no op]"], dtype=object)
+    ops = profile.table("ops").column("name").to_pylist()
+    names = np.array([*ops, "[no op: a step run with the capture off]", "[no op]"], dtype=object)
     op_ids = k.column("op_id").to_numpy()
-    launch_names = names[np.where(op_ids >= 0, op_ids, len(names) - 1)]
+    unrecorded = in_unrecorded_steps(profile, kernel_launch_ns(profile))
+    launch_names = names[np.where(op_ids >= 0, op_ids, np.where(unrecorded, len(ops), len(ops) + 1))]
     return tally(
         "aten ops (GPU time of their kernels)",
         "GPU time",

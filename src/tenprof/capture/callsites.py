@@ -30,6 +30,7 @@ from tenprof.sourcefiles import is_user_file
 if TYPE_CHECKING:
     from tenprof.capture.host_sampler import HostSampler
     from tenprof.capture.native_lines import NativeCallsiteRecorder
+    from tenprof.capture.own_launches import OwnLaunches
 
 _PLUMBING_FILES = {
     torch.overrides.__file__,
@@ -231,11 +232,13 @@ class CallsiteLog:
         self.sampler: HostSampler | None = None  # set by the timeline pass when host sampling is on
         # DataLoader workers' samples, (process, thread, time, frame) flattened (capture.worker_sampler)
         self.worker_samples: list[int] = []
+        self.own_launches: OwnLaunches | None = None  # Triton and extension launches (capture.own_launches)
 
     def to_file(self, path: Path) -> None:
         rec = self.recorder
         samples = self.sampler.samples if self.sampler is not None else array("q")
         workers = self.worker_samples
+        own = self.own_launches
         data = {
             "version": 1,
             "frames": self.interner.rows,
@@ -252,6 +255,13 @@ class CallsiteLog:
             "started_ns": self.started_ns,
             "stopped_ns": self.stopped_ns,
             "recorder": "native" if rec is not None and not isinstance(rec, CallsiteRecorder) else "python",
+            "launches": {
+                "thread_id": own.records[0::4] if own else [],
+                "start_ns": own.records[1::4] if own else [],
+                "end_ns": own.records[2::4] if own else [],
+                "frame_id": own.records[3::4] if own else [],
+                "name": own.names if own else [],
+            },
             "samples": {
                 "interval_ns": self.sampler.interval_ns if self.sampler is not None else 0,
                 # 0: the script's own process; else the DataLoader worker's process id

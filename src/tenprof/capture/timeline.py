@@ -6,7 +6,8 @@ Some steps run with the capture off, to time the program as it runs un-profiled 
 
 Raw files written into `raw_dir`:
     kineto_trace.json   Kineto's chrome trace (the parent gzips it after import)
-    callsites.json.gz   the call-site sidecar (see tenprof.importers.callsites), with the host
+    callsites.json.gz   the call-site sidecar (see tenprof.importers.callsites), with the script's own
+                        Triton and extension launches (tenprof.capture.own_launches) and the host
                         sampler's samples (tenprof.capture.host_sampler), the DataLoader workers' too
     workers/            the workers' samples while they run (tenprof.capture.worker_sampler); merged
                         into the sidecar and removed when the capture stops
@@ -33,6 +34,7 @@ from tenprof.capture import runtime, worker_sampler
 from tenprof.capture.callsites import CallsiteLog
 from tenprof.capture.host_sampler import DEFAULT_INTERVAL_NS, HostSampler
 from tenprof.capture.overhead_plan import DEFAULT_COUNT, OverheadPlan
+from tenprof.capture.own_launches import OwnLaunches
 from tenprof.capture.schedule import Schedule
 from tenprof.core.rawfiles import CALLSITES_FILE, CHECKS_FILE, TRACE_FILE, WORKER_SAMPLES_DIR
 from tenprof.importers.callsites import SYNC_PREFIX
@@ -71,6 +73,8 @@ class TimelineSession:
         # native unless asked otherwise, the Python one where native cannot be built.
         recorder = os.environ.get("TENPROF_LINES_RECORDER", "native")
         self.log = CallsiteLog(stop_code, record_calls=options.lines, recorder=recorder)
+        if options.lines:
+            self.log.own_launches = OwnLaunches(self.log.interner)
         interval = _sample_interval_ns(options.sample_interval_ns)
         if interval > 0:
             self.log.sampler = HostSampler(self.log.interner, interval)
@@ -108,6 +112,8 @@ class TimelineSession:
         if self.log.recorder is not None:
             self.log.recorder.__enter__()
         runtime.activate(self)
+        if self.log.own_launches is not None:
+            self.log.own_launches.start()
         if self.log.sampler is not None:
             worker_sampler.install(self.raw_dir / WORKER_SAMPLES_DIR, self.log.sampler.interval_ns)
             self.log.sampler.start()
@@ -120,6 +126,8 @@ class TimelineSession:
             self._collect_worker_samples()
         if not self._capture_on:
             self._set_capture(True)
+        if self.log.own_launches is not None:
+            self.log.own_launches.stop()
         runtime.deactivate(self)
         if self.log.recorder is not None:
             self.log.recorder.close()
@@ -196,6 +204,8 @@ class TimelineSession:
             recorder.paused = not on
         if self.log.sampler is not None:
             self.log.sampler.paused = not on
+        if self.log.own_launches is not None:
+            self.log.own_launches.paused = not on
 
     def _sync(self) -> None:
         """A named range whose trace start is bracketed on the perf clock, to align the two clocks."""

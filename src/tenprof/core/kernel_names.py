@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+# The op a kernel launched outside every torch op is given (importers.user_launches): this, then its name.
+USER_KERNEL_PREFIX = "(user kernel) "
 _TEMPLATE = re.compile(r"<[^<>]*>")
 
 

@@ -9,6 +9,9 @@ Written by `tenprof.capture.callsites` (torch side), read here (no torch). Forma
     step_calls: how many times tenprof.step() was called (ProfilerStep#N with N below it is complete)
     step_bounds: [[end of the step before, start of the next, next runs with the capture off], ...] one per
              tenprof.step(), perf clock; started_ns / stopped_ns: when the recording began and ended
+    launches: {thread_id, start_ns, end_ns, frame_id, name}  the kernels the script launches itself
+             (tenprof.capture.own_launches): Triton's `kernel[grid](...)`, extension functions: no torch op;
+             absent in older recordings
     samples: {interval_ns, process_id: [...], thread_id: [...], ts_ns: [...], frame_id: [...]}  the host
              sampler's samples (tenprof.capture.host_sampler): where each Python thread was, every
              interval_ns; process_id 0 for the script's own process, else a DataLoader worker's
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 import gzip
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +59,12 @@ class Callsites:
     sample_ts: I64Array = field(default_factory=lambda: np.zeros(0, np.int64))
     sample_frame: I64Array = field(default_factory=lambda: np.zeros(0, np.int64))
     sample_process: I64Array = field(default_factory=lambda: np.zeros(0, np.int64))  # 0: the script's own
+    # the script's own Triton launches (kernel[grid](...)), each a call with its kernel's name
+    launch_thread: I64Array = field(default_factory=lambda: np.zeros(0, np.int64))
+    launch_start: I64Array = field(default_factory=lambda: np.zeros(0, np.int64))
+    launch_end: I64Array = field(default_factory=lambda: np.zeros(0, np.int64))
+    launch_frame: I64Array = field(default_factory=lambda: np.zeros(0, np.int64))
+    launch_name: list[str] = field(default_factory=list)
 
     def step_marks(self, steps: I64Array) -> tuple[npt.NDArray[np.bool_], I64Array]:
         """For each step number: whether it ran with the capture on, and its time between tenprof's clock
@@ -93,6 +102,22 @@ class Callsites:
             sample_ts=self.sample_ts + offset_ns,
             sample_frame=self.sample_frame,
             sample_process=self.sample_process,
+            launch_thread=self.launch_thread,
+            launch_start=self.launch_start + offset_ns,
+            launch_end=self.launch_end + offset_ns,
+            launch_frame=self.launch_frame,
+            launch_name=self.launch_name,
+        )
+
+    def with_calls(self, thread: I64Array, start: I64Array, end: I64Array, frame: I64Array) -> Callsites:
+        """The same log with these calls added to its call records (perf clock), kept in start order."""
+        order = np.argsort(np.concatenate([self.call_start, start]), kind="stable")
+        return replace(
+            self,
+            call_thread=np.concatenate([self.call_thread, thread])[order],
+            call_start=np.concatenate([self.call_start, start])[order],
+            call_end=np.concatenate([self.call_end, end])[order],
+            call_frame=np.concatenate([self.call_frame, frame])[order],
         )
 
 
@@ -103,6 +128,7 @@ def read_callsites(path: Path) -> Callsites:
         raise TraceFormatError(f"{path}: unreadable call-site record ({exc.__class__.__name__})") from exc
     calls = data.get("calls", {})
     samples = data.get("samples", {})
+    launches = data.get("launches", {})
 
     def arr(key: str, of: dict[str, Any] = calls) -> I64Array:
         return np.asarray(of.get(key, []), dtype=np.int64)
@@ -128,6 +154,11 @@ def read_callsites(path: Path) -> Callsites:
         sample_process=arr("process_id", samples)
         if "process_id" in samples
         else np.zeros(len(samples.get("ts_ns", [])), np.int64),
+        launch_thread=arr("thread_id", launches),
+        launch_start=arr("start_ns", launches),
+        launch_end=arr("end_ns", launches),
+        launch_frame=arr("frame_id", launches),
+        launch_name=[str(n) for n in launches.get("name", [])],
     )
 
 

@@ -36,8 +36,9 @@ import pyarrow as pa
 from tenprof.core.inductor import inside_autotuning
 from tenprof.core.intervals import I64Array, coverage, nest, take
 from tenprof.importers.call_paths import CallPaths, OpLinks, join_call_paths, match_sidecar_scopes
-from tenprof.importers.callsites import SYNC_PREFIX, Callsites
+from tenprof.importers.callsites import SYNC_PREFIX, Callsites, clock_offset
 from tenprof.importers.timeline_columns import STEP_PREFIX, Clock, Collector, Cols, ThreadNesting, as_int
+from tenprof.importers.user_launches import add_user_launch_ops
 from tenprof.store.schema import TABLES
 
 _BACKWARD_PREFIX = "autograd::engine::evaluate_function"
@@ -85,6 +86,7 @@ def build_timeline(
     clock = Clock(report.base_time_ns)
 
     ann = _annotations(col.annotations, clock)
+    callsites = _with_user_launch_ops(col, clock, ann, callsites)
     ops = _ops(col.ops, clock)
     paths = join_call_paths(ops.links(), ann.sync_starts, col.python, clock, callsites)
     report.clock_offset_ns, report.clock_uncertainty_ns = paths.clock_offset_ns, paths.clock_uncertainty_ns
@@ -112,6 +114,18 @@ def build_timeline(
     }
     tables = {name: t.select(TABLES[name].names).cast(TABLES[name]) for name, t in tables.items()}
     return tables, report
+
+
+def _with_user_launch_ops(
+    col: Collector, clock: Clock, ann: _Annotations, callsites: Callsites | None
+) -> Callsites | None:
+    """Give kernels launched outside every op an op of their own (importers.user_launches); the script's
+    own launch records that hold one join the call-site records, so those ops get their lines."""
+    found = clock_offset(callsites.syncs, ann.sync_starts) if callsites is not None and callsites.frames else None
+    added = add_user_launch_ops(col, clock, callsites, found[0] if found else None)
+    if callsites is None or not len(added.records[0]):
+        return callsites
+    return callsites.with_calls(*added.records)
 
 
 def _record_span(report: BuildReport, starts: Iterable[I64Array], ends: Iterable[I64Array]) -> None:

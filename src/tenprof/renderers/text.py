@@ -49,7 +49,9 @@ def render_summary(summary: Summary, console: Console) -> None:
         a = summary.attribution
         grid.add_row(
             "Attribution",
-            f"{a.op_percent:.1f}% of kernel time to an aten op, {a.user_line_percent:.1f}% to a line of your code",
+            f"{a.op_percent:.1f}% of kernel time to an aten op"
+            + (f" or your own kernel's launch ({a.user_kernel_percent:.1f}%)" if a.to_user_kernel_ns else "")
+            + f", {a.user_line_percent:.1f}% to a line of your code",
         )
     grid.add_row("Ops", f"{summary.op_count} aten op instances")
     if summary.step_count:
@@ -107,7 +109,7 @@ def render_tally(tally: Tally, console: Console, limit: int | None = 15) -> None
     rows = tally.rows if limit is None else tally.rows[:limit]
     for r in rows:
         table.add_row(
-            r.name,
+            escape(r.name),  # names are data: "[no op]" or a C++ template must not read as markup
             duration(r.total_ns),
             f"{r.percent:.2f}%",
             str(r.calls),

@@ -1,0 +1,166 @@
+"""The Python line of each kernel the script launches itself outside torch ops: a Triton kernel
+(`kernel[grid](...)`), or a CUDA extension's function (torch.utils.cpp_extension), which run in no torch
+op and so have no line from the op recorders.
+
+While the timeline pass runs, `triton.runtime.jit.JITFunction.run` (what `kernel[grid](...)` calls) is
+wrapped, and so are the functions of the modules `torch.utils.cpp_extension.load` and `load_inline`
+build meanwhile (an extension built or imported before the capture started is not): each outermost
+call on a thread appends (thread, start, end, call path, what was launched) to the records, on the perf
+clock, with the call path interned like every other. Raw ctypes, CuPy or Numba launches are not seen:
+their kernels get an op named after the kernel, without a line. The importer makes each
+such launch an op named "(user kernel) NAME" that holds its kernels (tenprof.importers.user_launches).
+Neither module is imported for this: when the script imports one after the capture started, the
+wrapper goes on right after (a post-import hook). Kernels that torch.compile generates are
+launched by Inductor's own launchers, not through `run`, and already sit in ops: they are not recorded
+here. The wrapper costs one Python call and a frame walk per launch (measured in benchmarks/).
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import Any
+
+from tenprof.capture.callsites import FrameInterner
+
+JIT_MODULE = "triton.runtime.jit"
+EXTENSION_MODULE = "torch.utils.cpp_extension"
+
+
+class OwnLaunches:
+    """Records the script's own launches into `records` (flattened thread, start, end, frame) and
+    `names`: Triton's `JITFunction.run`, and the functions of CUDA extensions built while it records."""
+
+    def __init__(self, interner: FrameInterner) -> None:
+        self.interner = interner
+        self.records: list[int] = []
+        self._launched: list[Any] = []  # per record: what was launched (its name is read at the end)
+        self.paused = False
+        self._depth = threading.local()
+        self._original: Callable[..., Any] | None = None
+        self._loaders: dict[str, Callable[..., Any]] = {}
+        self._finders: list[_AfterImport] = []
+
+    @property
+    def names(self) -> list[str]:
+        return [_kernel_name(x) for x in self._launched]
+
+    def start(self) -> None:
+        for name, install in ((JIT_MODULE, self._wrap), (EXTENSION_MODULE, self._wrap_extension_loaders)):
+            module = sys.modules.get(name)
+            if module is not None:
+                install(module)
+            else:
+                finder = _AfterImport(name, install)
+                self._finders.append(finder)
+                sys.meta_path.insert(0, finder)
+
+    def stop(self) -> None:
+        for finder in self._finders:
+            if finder in sys.meta_path:
+                sys.meta_path.remove(finder)
+        self.paused = True  # extension functions built meanwhile keep their (now idle) wrappers
+        module = sys.modules.get(JIT_MODULE)
+        if module is not None and self._original is not None:
+            module.JITFunction.run = self._original
+        self._original = None
+        extensions = sys.modules.get(EXTENSION_MODULE)
+        for name, loader in self._loaders.items():
+            if extensions is not None:
+                setattr(extensions, name, loader)
+        self._loaders.clear()
+
+    def _recording(
+        self, original: Callable[..., Any], launched: Callable[[tuple[Any, ...]], Any]
+    ) -> Callable[..., Any]:
+        """`original`, recording each outermost call on a thread as a launch of `launched(args)`."""
+        recorder = self
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if recorder.paused or getattr(recorder._depth, "value", False):
+                # an autotuner's benchmark runs nest inside the user's launch: one record, the user's
+                return original(*args, **kwargs)
+            recorder._depth.value = True
+            start = time.perf_counter_ns()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                end = time.perf_counter_ns()
+                recorder._depth.value = False
+                frame = recorder.interner.path_id(sys._getframe(1))
+                recorder.records.extend((threading.get_native_id(), start, end, frame))
+                recorder._launched.append(launched(args))
+
+        call.__wrapped__ = original  # type: ignore[attr-defined]
+        return call
+
+    def _wrap(self, module: ModuleType) -> None:
+        cls = getattr(module, "JITFunction", None)
+        if cls is None or self._original is not None:
+            return
+        self._original = cls.run
+        cls.run = self._recording(cls.run, lambda args: args[0])
+
+    def _wrap_extension_loaders(self, module: ModuleType) -> None:
+        """torch.utils.cpp_extension.load / load_inline: the module they return has its functions wrapped
+        (a pybind function that launches a kernel runs in no torch op)."""
+        for name in ("load", "load_inline"):
+            loader = getattr(module, name, None)
+            if loader is None or name in self._loaders:
+                continue
+            self._loaders[name] = loader
+
+            def load(*args: Any, __loader: Callable[..., Any] = loader, **kwargs: Any) -> Any:
+                built = __loader(*args, **kwargs)
+                if isinstance(built, ModuleType) and not self.paused:
+                    for attr in dir(built):
+                        fn = getattr(built, attr)
+                        if not attr.startswith("_") and type(fn).__name__ == "builtin_function_or_method":
+                            setattr(built, attr, self._recording(fn, _always(fn)))
+                return built
+
+            setattr(module, name, load)
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Calls `then(module)` once the module named `name` has been imported (the first time)."""
+
+    def __init__(self, name: str, then: Callable[[ModuleType], None]) -> None:
+        self.name, self.then = name, then
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)  # find the real spec with the other finders, then only watch it load
+        from importlib.util import find_spec
+
+        spec = find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return spec
+        loader, then = spec.loader, self.then
+        exec_module = loader.exec_module
+
+        def exec_and_then(module: ModuleType) -> None:
+            exec_module(module)
+            then(module)
+
+        loader.exec_module = exec_and_then  # type: ignore[method-assign]
+        return spec
+
+
+def _always(value: Any) -> Callable[[tuple[Any, ...]], Any]:
+    return lambda args: value
+
+
+def _kernel_name(fn: Any) -> str:
+    """What was launched, by name: a @triton.jit function (a JITFunction wraps the Python function as
+    `fn`), or an extension's function."""
+    name = getattr(fn, "__name__", None) or getattr(getattr(fn, "fn", None), "__name__", None)
+    return str(name or type(fn).__name__)

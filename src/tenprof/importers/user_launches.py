@@ -1,0 +1,160 @@
+"""Kernels launched outside any torch op (a Triton kernel the script calls itself, a CUDA extension's
+kernel with no aten op, CuPy, ctypes) get an op of their own: "(user kernel) NAME".
+
+Such a kernel has no op to take a name and a line from, so tallies showed it with an empty name and
+attribution left it out. Before the ops are built, each kernel launch call (cudaLaunchKernel, cuLaunchKernel,
+...) that runs in no op on its thread is given an op, appended to the trace's op columns:
+- when the capture recorded the script's own launch around it (a Triton `kernel[grid](...)`, a CUDA
+  extension's function: tenprof.capture.own_launches), the op spans that launch, and the launch's record
+  joins the call-site records, so the op gets the line of the call the way every op gets its line; one
+  op per launch, whatever it launched (an autotuner's benchmark runs included);
+- otherwise it spans the launch call alone, named after the kernel, and gets no line from the records.
+The kernel then joins its op through its launch call, as every kernel does. Graph replays
+(cudaGraphLaunch) are not kernel launches of the script's: their kernels stay outside ops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tenprof.core.intervals import I64Array, merged
+from tenprof.core.kernel_names import USER_KERNEL_PREFIX
+from tenprof.importers.callsites import Callsites
+from tenprof.importers.timeline_columns import Clock, Collector
+
+KERNEL_LAUNCH_CALLS = frozenset(
+    {
+        "cudaLaunchKernel",
+        "cudaLaunchKernelExC",
+        "cudaLaunchCooperativeKernel",
+        "cuLaunchKernel",
+        "cuLaunchKernelEx",
+        "cuLaunchCooperativeKernel",
+    }
+)
+
+
+@dataclass(frozen=True)
+class UserLaunches:
+    """What was added: the op count, and the Triton launch records that now hold an op (perf clock)."""
+
+    ops: int
+    records: tuple[I64Array, I64Array, I64Array, I64Array]  # thread, start, end, frame
+
+
+def add_user_launch_ops(
+    col: Collector, clock: Clock, callsites: Callsites | None, offset_ns: int | None
+) -> UserLaunches:
+    """Append an op to `col.ops` for each kernel launched outside every op (see the module docstring).
+    `offset_ns` maps the call-site log's perf clock onto the trace's (None: not known)."""
+    empty = np.zeros(0, np.int64)
+    none = UserLaunches(0, (empty, empty, empty, empty))
+    api = col.api.data
+    if not api["name"]:
+        return none
+    kernel_of = dict(zip(col.kernels.ints("corr").tolist(), col.kernels.data["name"], strict=True))
+    tid = col.api.ints("tid")
+    start, end = clock.span(col.api)
+    corr = col.api.ints("corr")
+    launch = np.array([n in KERNEL_LAUNCH_CALLS for n in api["name"]], dtype=bool)
+    launch &= np.array([c in kernel_of for c in corr.tolist()], dtype=bool)
+    launch &= ~_inside_ops(col, clock, tid, start)
+    launch &= ~_in_capture_off_steps(callsites, offset_ns, start)
+    if not launch.any():
+        return none
+    record_of = _triton_record_of(callsites, offset_ns, tid, start, launch)
+    ops = col.ops.data
+    held: list[int] = []  # the records that hold an op, each once
+    added = 0
+    for i in np.flatnonzero(launch).tolist():
+        r = int(record_of[i])
+        if r >= 0 and r in held:
+            continue
+        if r >= 0 and callsites is not None and offset_ns is not None:
+            held.append(r)
+            lo, hi = int(callsites.launch_start[r]) + offset_ns, int(callsites.launch_end[r]) + offset_ns
+        else:
+            lo, hi = int(start[i]), int(end[i])
+        ops["name"].append(USER_KERNEL_PREFIX + _short(kernel_of[int(corr[i])]))
+        ops["tid"].append(int(tid[i]))
+        ops["ts"].append((lo - clock.base_ns) / 1000.0)
+        ops["dur"].append((hi - lo) / 1000.0)
+        for key, value in (("ext", -1), ("seq", -1), ("fwd_tid", 0), ("shapes", ""), ("dtypes", ""), ("strides", "")):
+            ops[key].append(value)
+        added += 1
+    if callsites is None or not held:
+        return UserLaunches(added, none.records)
+    kept = np.array(sorted(held), dtype=np.int64)
+    c = callsites
+    return UserLaunches(added, (c.launch_thread[kept], c.launch_start[kept], c.launch_end[kept], c.launch_frame[kept]))
+
+
+def _in_capture_off_steps(callsites: Callsites | None, offset_ns: int | None, at: I64Array) -> np.ndarray:
+    """Whether each time falls in a step run with the capture off (its ops were not recorded, its kernels
+    were: they are torch's, not the script's own launches)."""
+    off = np.zeros(len(at), dtype=bool)
+    if callsites is None or offset_ns is None:
+        return off
+    bounds = callsites.step_bounds
+    for n, (_, began, capture_off) in enumerate(bounds):
+        if capture_off:
+            ended = int(bounds[n + 1][0]) if n + 1 < len(bounds) else callsites.stopped_ns
+            off |= (at >= int(began) + offset_ns) & (at <= ended + offset_ns)
+    return off
+
+
+def _inside_ops(col: Collector, clock: Clock, tid: I64Array, at: I64Array) -> np.ndarray:
+    """Whether each time `at` on thread `tid` falls inside an op of that thread."""
+    inside = np.zeros(len(at), dtype=bool)
+    if not col.ops.data["name"]:
+        return inside
+    op_tid = col.ops.ints("tid")
+    op_start, op_end = clock.span(col.ops)
+    for thread in np.unique(tid).tolist():
+        mine = op_tid == thread
+        if not mine.any():
+            continue
+        lo, hi = merged(op_start[mine], op_end[mine])
+        which = np.flatnonzero(tid == thread)
+        k = np.searchsorted(lo, at[which], side="right") - 1
+        inside[which] = (k >= 0) & (at[which] <= hi[np.clip(k, 0, None)])
+    return inside
+
+
+def _triton_record_of(
+    callsites: Callsites | None, offset_ns: int | None, tid: I64Array, at: I64Array, which: np.ndarray
+) -> I64Array:
+    """For each launch call picked by `which`: the script's own launch record holding it (same thread,
+    start <= call <= end, on the trace clock), or -1."""
+    found = np.full(len(at), -1, dtype=np.int64)
+    if callsites is None or offset_ns is None or not len(callsites.launch_start):
+        return found
+    r_thread = callsites.launch_thread
+    for thread in np.unique(tid[which]).tolist():
+        mine = np.flatnonzero(r_thread == thread)
+        mine = mine[np.argsort(callsites.launch_start[mine], kind="stable")]
+        if not len(mine):
+            continue
+        r_start = callsites.launch_start[mine] + offset_ns
+        r_end = callsites.launch_end[mine] + offset_ns
+        calls = np.flatnonzero(which & (tid == thread))
+        k = np.searchsorted(r_start, at[calls], side="right") - 1  # records do not overlap on a thread
+        ok = (k >= 0) & (at[calls] <= r_end[np.clip(k, 0, None)])
+        found[calls[ok]] = mine[k[ok]]
+    return found
+
+
+def _short(kernel_name: str) -> str:
+    """A kernel's name without its return type and parameter list (C++ kernels carry them; Triton's
+    have none): `void at::native::f<4, g(int)>(char*, int)` -> `at::native::f<4, g(int)>`."""
+    name = kernel_name.strip().removeprefix("void ")
+    if name.endswith(")"):
+        depth = 0
+        for i in range(len(name) - 1, -1, -1):
+            depth += {")": 1, "(": -1}.get(name[i], 0)
+            if depth == 0:
+                name = name[:i]
+                break
+    return name.strip() or kernel_name

@@ -1,0 +1,144 @@
+"""The script's own Triton launches (capture.own_launches), on the CPU with a stand-in `triton`
+package: `kernel[grid](...)` goes through triton.runtime.jit.JITFunction.run, as in Triton; the wrapper
+goes on when the script imports triton after the capture started, records each outermost launch with the
+line that made it, none in the steps run with the capture off, and comes off at the end. (On the GPU the
+importer turns each record into a "(user kernel) NAME" op: tests/unit/test_user_kernels.py.)"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from tenprof.cli.main import main
+from tenprof.importers.callsites import read_callsites
+from tenprof.store.profile import load_profile
+
+FAKE_JIT = textwrap.dedent(
+    """
+    class JITFunction:
+        def __init__(self, fn):
+            self.fn = fn
+            self.__name__ = fn.__name__
+
+        def __getitem__(self, grid):
+            return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
+
+        def run(self, *args, grid=None, **kwargs):
+            return self.fn(*args, **kwargs)
+
+
+    def jit(fn):
+        return JITFunction(fn)
+    """
+)
+
+SCRIPT = textwrap.dedent(
+    """
+    import sys, torch, tenprof
+    sys.path.insert(0, sys.argv[1])
+    from triton.runtime.jit import jit
+
+    @jit
+    def inner(x):
+        return x + 1
+
+    @jit
+    def outer(x):
+        return inner[(1,)](x) * 2  # a launch inside a launch (an autotuner's benchmark run): one record
+
+    x = torch.ones(4)
+    for _ in range(9):
+        y = outer[(1,)](x)  # the launch line
+        tenprof.step()
+    import triton.runtime.jit as j
+    print("unwrapped" if not hasattr(j.JITFunction.run, "__wrapped__") else "wrapped")
+    """
+)
+
+
+def test_own_launches_are_recorded_at_their_line(tmp_path: Path, capfd) -> None:  # type: ignore[no-untyped-def]
+    fake = tmp_path / "fake"
+    (fake / "triton" / "runtime").mkdir(parents=True)
+    (fake / "triton" / "__init__.py").write_text("")
+    (fake / "triton" / "runtime" / "__init__.py").write_text("")
+    (fake / "triton" / "runtime" / "jit.py").write_text(FAKE_JIT)
+    script = tmp_path / "launch.py"
+    script.write_text(SCRIPT)
+    out = tmp_path / "prof"
+    assert main(["run", "--quiet", "-o", str(out), str(script), str(fake)]) == 0
+    # triton was imported after the capture started: the wrapper went on at the import
+    assert "wrapped" in capfd.readouterr().out.split()
+    log = read_callsites(out / "timeline" / "raw" / "callsites.json.gz")
+    steps = load_profile(out).table("steps").to_pydict()
+    recorded = sum(1 for n, on in zip(steps["step"], steps["capture_on"], strict=True) if on and n < 9)
+    assert log.launch_name == ["outer"] * recorded  # outermost launches only, none while the capture was off
+    assert recorded == 7  # steps 3 and 8 run with the capture off
+    line = next(i + 1 for i, t in enumerate(SCRIPT.splitlines()) if "the launch line" in t)
+    frames = {row[0]: row for row in log.frames}
+    for frame in log.launch_frame.tolist():
+        # the innermost frame of the user's script on the launch's call path is the launch line
+        node = frame
+        while node >= 0 and frames[node][2] != str(script):
+            node = frames[node][1]
+        assert node >= 0 and frames[node][3] == line
+    assert (log.launch_end >= log.launch_start).all()
+
+
+def test_the_wrapper_comes_off_at_the_end(tmp_path: Path) -> None:
+    # Triton already imported when the capture starts: wrapped at once, and its own run back at stop.
+    import sys
+    import types
+
+    from tenprof.capture.callsites import new_interner
+    from tenprof.capture.own_launches import JIT_MODULE, OwnLaunches
+
+    module = types.ModuleType(JIT_MODULE)
+    exec(FAKE_JIT, module.__dict__)
+    original = module.JITFunction.run
+    sys.modules[JIT_MODULE] = module
+    try:
+        launches = OwnLaunches(new_interner(None))
+        launches.start()
+        assert module.JITFunction.run is not original
+        kernel = module.jit(lambda x: x + 1)
+        assert kernel[(1,)](1) == 2
+        launches.paused = True
+        assert kernel[(1,)](2) == 3
+        launches.stop()
+        assert module.JITFunction.run is original
+        assert len(launches.records) == 4 and len(launches.names) == 1  # the paused launch is not recorded
+    finally:
+        del sys.modules[JIT_MODULE]
+
+
+def test_functions_of_an_extension_built_while_recording_are_recorded() -> None:
+    # torch.utils.cpp_extension.load_inline builds a module of pybind functions (builtins), which launch
+    # their kernels in no torch op: the module it returns while the capture runs has them wrapped.
+    import math
+    import sys
+    import types
+
+    from tenprof.capture.callsites import new_interner
+    from tenprof.capture.own_launches import EXTENSION_MODULE, OwnLaunches
+
+    built = types.ModuleType("my_extension")
+    built.sqrt = math.sqrt  # type: ignore[attr-defined]  # a builtin, as pybind functions are
+    fake = types.ModuleType(EXTENSION_MODULE)
+    loader = lambda *args, **kwargs: built  # noqa: E731
+    fake.load_inline = loader  # type: ignore[attr-defined]
+    real = sys.modules.get(EXTENSION_MODULE)
+    sys.modules[EXTENSION_MODULE] = fake
+    try:
+        launches = OwnLaunches(new_interner(None))
+        launches.start()
+        module = fake.load_inline("my_extension", cpp_sources="")  # type: ignore[attr-defined]
+        assert module.sqrt(16.0) == 4.0
+        launches.stop()
+        assert module.sqrt(9.0) == 3.0  # after the capture: passed straight through, not recorded
+        assert launches.names == ["sqrt"] and len(launches.records) == 4
+        assert fake.load_inline is loader  # type: ignore[attr-defined]  # torch's loader is back
+    finally:
+        if real is not None:
+            sys.modules[EXTENSION_MODULE] = real
+        else:
+            del sys.modules[EXTENSION_MODULE]
