@@ -122,6 +122,14 @@ while [ $# -gt 0 ]; do
     tenprof report "$WORK/prof/user_kernels" --limit 3 2>&1 | head -n 60
     python3 benchmarks/triton_launch_overhead.py --launches 20000 --repeats 3 --json "$OUT/triton_launch_overhead.json" 2>&1 | tail -n 8
     ;;
+  user20b)  # issue 20: counters and stalls of the script's own kernels (replayed as "(user kernel) NAME" signatures)
+    ( cd "$REPO" && tenprof run --passes timeline,counters,stalls --limit 12 -o "$WORK/prof/user_kernels_stalls" examples/user_kernels.py --steps 3 ) > "$WORK/logs/user_kernels_stalls.log" 2>&1
+    echo "exit=$?" >> "$WORK/logs/user_kernels_stalls.log"
+    grep -v "^==PROF==" "$WORK/logs/user_kernels_stalls.log" | tail -n 60 | cut -c1-200
+    passes "$WORK/prof/user_kernels_stalls"
+    rm -f "$WORK"/prof/user_kernels_stalls/*/raw/counters.ncu-rep
+    du -sh "$WORK/prof/user_kernels_stalls"
+    ;;
   ranks19)  # issue 19: NPROC ranks (4) under torchrun, rank SLOW (2) has an input pipeline sleeping 30 ms a step
     nvidia-smi -L
     ( cd "$REPO" && tenprof run -l "python3 -m torch.distributed.run --nproc-per-node ${NPROC:-4}" --limit 6 -o "$WORK/prof/ranks_slow_loader" examples/ddp_train.py --slow-loader-rank ${SLOW:-2} --loader-sleep-ms 30 ) > "$WORK/logs/ranks_slow_loader.log" 2>&1

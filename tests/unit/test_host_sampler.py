@@ -272,3 +272,21 @@ def test_the_call_tree_has_the_python_outside_torch_ops() -> None:
     assert at_collate > 12 * 6e6  # 8 ms a step over 16 steps, less the steps run un-profiled
     workers = build_tree(load_profile(DATA / "finding_slow_workers"))
     assert any(n.kind == "frame" and n.name == WORKERS for n in workers.children.values())
+
+
+def test_launch_bound_names_the_python_outside_torch_ops() -> None:
+    # What launch-bound adds from the samples (analyses.findings.launch_bound._python_outside_ops), on the
+    # slow-collate recording: the 8 ms collate per step is Python outside torch ops, far above a tenth of
+    # the host's time in ops, so it is named with its line; against a host busy in ops it says nothing.
+    from tenprof.analyses.findings.context import Context
+    from tenprof.analyses.findings.launch_bound import _python_outside_ops
+    from tenprof.analyses.findings.thresholds import Thresholds
+    from tenprof.core.quantities import format_quantities
+    from tests.conftest import DATA
+
+    ctx = Context(load_profile(DATA / "finding_slow_collate"), Thresholds())
+    example = "examples/findings/slow_loader.py"
+    line = f"{example}:{_line_of(example, 'the planted slow collate')}"
+    said = _python_outside_ops(ctx, cpu_in_ops_per_step=1e6)
+    assert said[1] == line and f"slow_collate() at {line}" in format_quantities(said[0])
+    assert _python_outside_ops(ctx, cpu_in_ops_per_step=1e9) == []  # under a tenth of 1 s a step in ops

@@ -14,6 +14,10 @@ autotuning runs inside `tenprof_keep` and `tk:<kernel name>` (every launch with 
 benchmark launches stay unmarked, so ncu does not replay them. The kernels marked are listed in
 `counters_ops.json.gz` (`marked_compiled_kernels`).
 
+The script's own Triton launches (`kernel[grid](...)`) run in no aten op either: `JITFunction.run` is
+wrapped so that each gets a signature like an op's, named "(user kernel) NAME" as the timeline names it
+(OwnLaunchMarker), and is replayed once per signature.
+
 Raw file written into `raw_dir`: `counters_ops.json.gz` (the signature table and counts).
 """
 
@@ -21,8 +25,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import sys
 from pathlib import Path
-from types import CodeType
+from types import CodeType, ModuleType
 from typing import Any
 
 import orjson
@@ -30,6 +35,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from tenprof.capture import runtime
+from tenprof.capture.own_launches import JIT_MODULE, AfterImport, kernel_name
+from tenprof.core.kernel_names import USER_KERNEL_PREFIX
 from tenprof.core.ncu_names import COMPILED_RANGE_PREFIX, KEEP_RANGE, OP_RANGE_PREFIX, SCOPE_RANGE_PREFIX
 from tenprof.core.rawfiles import COUNTERS_OPS_FILE
 
@@ -70,7 +77,18 @@ class CountersRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
             _describe(value, shapes, dtypes)
         for value in kwargs.values():
             _describe(value, shapes, dtypes)
-        name = func._schema.name
+        sid = self.to_mark(func._schema.name, shapes, dtypes, seq)
+        if sid < 0:
+            return func(*args, **kwargs)
+        _push(f"{OP_RANGE_PREFIX}{sid}")
+        try:
+            return func(*args, **kwargs)
+        finally:
+            _pop()
+
+    def to_mark(self, name: str, shapes: list[Any], dtypes: list[str], seq: int) -> int:
+        """Count one instance of the signature (name, shapes, dtypes); its id when this instance is to be
+        replayed (the first, or every one with keep_all), else -1."""
         key = json.dumps([name, shapes, dtypes])
         sid = self.signatures.get(key)
         first = sid is None
@@ -80,13 +98,9 @@ class CountersRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
             self.rows.append([sid, name, shapes, dtypes, seq, 0])
         self.rows[sid][5] += 1
         if not (first or self.keep_all):
-            return func(*args, **kwargs)
+            return -1
         self.marked += 1
-        _push(f"{OP_RANGE_PREFIX}{sid}")
-        try:
-            return func(*args, **kwargs)
-        finally:
-            _pop()
+        return sid
 
 
 def _push(inner: str) -> None:
@@ -177,6 +191,65 @@ class CompiledLaunchMarker:
         self._restore.clear()
 
 
+class OwnLaunchMarker:
+    """Marks the script's own Triton launches (`kernel[grid](...)`, in no aten op: the dispatch mode does not
+    see them) for replay as if they were ops: a signature per ("(user kernel) NAME", tensor argument shapes,
+    dtypes), the op name the timeline gives such a launch (importers.user_launches), so replays match its
+    kernels as they match an op's; the first launch of each (every one with keep_all) runs in
+    `tenprof_keep` and `tp:<signature id>`. Installed when the script imports Triton."""
+
+    def __init__(self, recorder: CountersRecorder) -> None:
+        self.recorder = recorder
+        self._original: Any = None
+        self._finder: AfterImport | None = None
+        self._inside = False
+
+    def install(self) -> None:
+        module = sys.modules.get(JIT_MODULE)
+        if module is not None:
+            self._wrap(module)
+        else:
+            self._finder = AfterImport(JIT_MODULE, self._wrap)
+            sys.meta_path.insert(0, self._finder)
+
+    def uninstall(self) -> None:
+        if self._finder is not None and self._finder in sys.meta_path:
+            sys.meta_path.remove(self._finder)
+        module = sys.modules.get(JIT_MODULE)
+        if module is not None and self._original is not None:
+            module.JITFunction.run = self._original
+        self._original = None
+
+    def _wrap(self, module: ModuleType) -> None:
+        cls = getattr(module, "JITFunction", None)
+        if cls is None or self._original is not None:
+            return
+        original = self._original = cls.run
+        marker = self
+
+        def run(fn: Any, *args: Any, **kwargs: Any) -> Any:
+            if marker._inside or _is_compiling():  # an autotuner's benchmark runs: not replayed on their own
+                return original(fn, *args, **kwargs)
+            shapes: list[Any] = []
+            dtypes: list[str] = []
+            for value in (*args, *kwargs.values()):
+                _describe(value, shapes, dtypes)
+            recorder = marker.recorder
+            sid = recorder.to_mark(USER_KERNEL_PREFIX + kernel_name(fn), shapes, dtypes, recorder.seq)
+            recorder.seq += 1
+            marker._inside = True
+            if sid >= 0:
+                _push(f"{OP_RANGE_PREFIX}{sid}")
+            try:
+                return original(fn, *args, **kwargs)
+            finally:
+                marker._inside = False
+                if sid >= 0:
+                    _pop()
+
+        cls.run = run
+
+
 class CountersSession:
     def __init__(
         self, raw_dir: Path, keep_all: bool, replay_scopes: tuple[str, ...] = (), stop_code: CodeType | None = None
@@ -184,6 +257,7 @@ class CountersSession:
         self.raw_dir = raw_dir
         self.recorder = CountersRecorder(keep_all)
         self.compiled = CompiledLaunchMarker(keep_all)
+        self.own_launches = OwnLaunchMarker(self.recorder)
         self.replay_scopes = set(replay_scopes)
         self.trace_written = False
         self._active = False
@@ -194,12 +268,14 @@ class CountersSession:
             raise RuntimeError("the counters pass needs a CUDA device")
         self.recorder.__enter__()  # type: ignore[no-untyped-call]
         self.compiled.install()
+        self.own_launches.install()
         self._active = True
         runtime.activate(self)
 
     def stop(self) -> None:
         runtime.deactivate(self)
         self.compiled.uninstall()
+        self.own_launches.uninstall()
         if self._active:
             self._active = False
             runtime.leave_mode(self.recorder)

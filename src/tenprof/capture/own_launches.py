@@ -44,11 +44,11 @@ class OwnLaunches:
         self._depth = threading.local()
         self._original: Callable[..., Any] | None = None
         self._loaders: dict[str, Callable[..., Any]] = {}
-        self._finders: list[_AfterImport] = []
+        self._finders: list[AfterImport] = []
 
     @property
     def names(self) -> list[str]:
-        return [_kernel_name(x) for x in self._launched]
+        return [kernel_name(x) for x in self._launched]
 
     def start(self) -> None:
         for name, install in ((JIT_MODULE, self._wrap), (EXTENSION_MODULE, self._wrap_extension_loaders)):
@@ -56,7 +56,7 @@ class OwnLaunches:
             if module is not None:
                 install(module)
             else:
-                finder = _AfterImport(name, install)
+                finder = AfterImport(name, install)
                 self._finders.append(finder)
                 sys.meta_path.insert(0, finder)
 
@@ -127,7 +127,7 @@ class OwnLaunches:
             setattr(module, name, load)
 
 
-class _AfterImport(importlib.abc.MetaPathFinder):
+class AfterImport(importlib.abc.MetaPathFinder):
     """Calls `then(module)` once the module named `name` has been imported (the first time)."""
 
     def __init__(self, name: str, then: Callable[[ModuleType], None]) -> None:
@@ -159,7 +159,7 @@ def _always(value: Any) -> Callable[[tuple[Any, ...]], Any]:
     return lambda args: value
 
 
-def _kernel_name(fn: Any) -> str:
+def kernel_name(fn: Any) -> str:
     """What was launched, by name: a @triton.jit function (a JITFunction wraps the Python function as
     `fn`), or an extension's function."""
     name = getattr(fn, "__name__", None) or getattr(getattr(fn, "fn", None), "__name__", None)

@@ -38,7 +38,7 @@ KERNEL_LAUNCH_CALLS = frozenset(
 
 @dataclass(frozen=True)
 class UserLaunches:
-    """What was added: the op count, and the Triton launch records that now hold an op (perf clock)."""
+    """What was added: the op count, and the launch records that now hold an op (perf clock)."""
 
     ops: int
     records: tuple[I64Array, I64Array, I64Array, I64Array]  # thread, start, end, frame
