@@ -130,6 +130,12 @@ while [ $# -gt 0 ]; do
     rm -f "$WORK"/prof/user_kernels_stalls/*/raw/counters.ncu-rep
     du -sh "$WORK/prof/user_kernels_stalls"
     ;;
+  user20c)  # issue 20: the tensors pass and the tensor stall cost on the script's own kernels
+    record_cost user_kernels examples/user_kernels.py --steps 2
+    ( cd "$REPO" && tenprof report "$WORK/prof/cost_user_kernels" 2>&1 | sed -n '/[Tt]ensor stall cost/,$p' | head -n 40 )
+    ( cd "$REPO" && tenprof report "$WORK/prof/cost_user_kernels" 2>&1 | grep -i -A6 "never read\|dead" | head -n 20 )
+    du -sh "$WORK/prof/cost_user_kernels"
+    ;;
   ranks19)  # issue 19: NPROC ranks (4) under torchrun, rank SLOW (2) has an input pipeline sleeping 30 ms a step
     nvidia-smi -L
     ( cd "$REPO" && tenprof run -l "python3 -m torch.distributed.run --nproc-per-node ${NPROC:-4}" --limit 6 -o "$WORK/prof/ranks_slow_loader" examples/ddp_train.py --slow-loader-rank ${SLOW:-2} --loader-sleep-ms 30 ) > "$WORK/logs/ranks_slow_loader.log" 2>&1

@@ -142,3 +142,42 @@ def test_functions_of_an_extension_built_while_recording_are_recorded() -> None:
             sys.modules[EXTENSION_MODULE] = real
         else:
             del sys.modules[EXTENSION_MODULE]
+
+
+def test_the_tensors_pass_counts_a_user_kernels_arguments_as_used(tmp_path: Path) -> None:
+    # A table that only the script's own (stand-in) Triton kernel reads was "made and never read by any
+    # op": with the launch an op of the tensors pass, "(user kernel) gather", the table is one of its uses.
+    fake = tmp_path / "fake"
+    (fake / "triton" / "runtime").mkdir(parents=True)
+    (fake / "triton" / "__init__.py").write_text("")
+    (fake / "triton" / "runtime" / "__init__.py").write_text("")
+    (fake / "triton" / "runtime" / "jit.py").write_text(FAKE_JIT)
+    script = tmp_path / "gather.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import sys, torch, tenprof
+            sys.path.insert(0, sys.argv[1])
+            from triton.runtime.jit import jit
+
+            @jit
+            def gather(table, out):
+                pass  # a real kernel reads table on the GPU: no aten op sees it
+
+            table = torch.randn(1000)
+            out = torch.empty(10)
+            gather[(1,)](table, out)
+            """
+        )
+    )
+    out = tmp_path / "prof"
+    assert main(["run", "--quiet", "--passes", "tensors", "-o", str(out), str(script), str(fake)]) == 0
+    profile = load_profile(out)
+    ops = profile.table("tensor_ops").to_pydict()
+    launch = [seq for seq, name in zip(ops["op_seq"], ops["name"], strict=True) if name == "(user kernel) gather"]
+    assert len(launch) == 1
+    uses = profile.table("tensor_uses").to_pydict()
+    used = [t for seq, t in zip(uses["op_seq"], uses["tensor_id"], strict=True) if seq == launch[0]]
+    tensors = profile.table("tensors").to_pydict()
+    shapes = sorted(tensors["shape"][tensors["tensor_id"].index(t)] for t in used)
+    assert shapes == [[10], [1000]]

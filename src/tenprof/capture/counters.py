@@ -25,9 +25,8 @@ from __future__ import annotations
 
 import gzip
 import json
-import sys
 from pathlib import Path
-from types import CodeType, ModuleType
+from types import CodeType
 from typing import Any
 
 import orjson
@@ -35,7 +34,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from tenprof.capture import runtime
-from tenprof.capture.own_launches import JIT_MODULE, AfterImport, kernel_name
+from tenprof.capture.own_launches import JitRunPatch, kernel_name
 from tenprof.core.kernel_names import USER_KERNEL_PREFIX
 from tenprof.core.ncu_names import COMPILED_RANGE_PREFIX, KEEP_RANGE, OP_RANGE_PREFIX, SCOPE_RANGE_PREFIX
 from tenprof.core.rawfiles import COUNTERS_OPS_FILE
@@ -200,31 +199,16 @@ class OwnLaunchMarker:
 
     def __init__(self, recorder: CountersRecorder) -> None:
         self.recorder = recorder
-        self._original: Any = None
-        self._finder: AfterImport | None = None
+        self._patch = JitRunPatch(self._run)
         self._inside = False
 
     def install(self) -> None:
-        module = sys.modules.get(JIT_MODULE)
-        if module is not None:
-            self._wrap(module)
-        else:
-            self._finder = AfterImport(JIT_MODULE, self._wrap)
-            sys.meta_path.insert(0, self._finder)
+        self._patch.install()
 
     def uninstall(self) -> None:
-        if self._finder is not None and self._finder in sys.meta_path:
-            sys.meta_path.remove(self._finder)
-        module = sys.modules.get(JIT_MODULE)
-        if module is not None and self._original is not None:
-            module.JITFunction.run = self._original
-        self._original = None
+        self._patch.uninstall()
 
-    def _wrap(self, module: ModuleType) -> None:
-        cls = getattr(module, "JITFunction", None)
-        if cls is None or self._original is not None:
-            return
-        original = self._original = cls.run
+    def _run(self, original: Any) -> Any:
         marker = self
 
         def run(fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -247,7 +231,7 @@ class OwnLaunchMarker:
                 if sid >= 0:
                     _pop()
 
-        cls.run = run
+        return run
 
 
 class CountersSession:

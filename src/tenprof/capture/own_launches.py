@@ -32,6 +32,40 @@ JIT_MODULE = "triton.runtime.jit"
 EXTENSION_MODULE = "torch.utils.cpp_extension"
 
 
+class JitRunPatch:
+    """`triton.runtime.jit.JITFunction.run` (what `kernel[grid](...)` calls) replaced by `make(original)`
+    while installed; when Triton is not imported yet, replaced as soon as the script imports it. Each
+    pass that watches the script's own Triton launches holds one."""
+
+    def __init__(self, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+        self._make = make
+        self._original: Callable[..., Any] | None = None
+        self._finder: AfterImport | None = None
+
+    def install(self) -> None:
+        module = sys.modules.get(JIT_MODULE)
+        if module is not None:
+            self._patch(module)
+        else:
+            self._finder = AfterImport(JIT_MODULE, self._patch)
+            sys.meta_path.insert(0, self._finder)
+
+    def uninstall(self) -> None:
+        if self._finder is not None and self._finder in sys.meta_path:
+            sys.meta_path.remove(self._finder)
+        module = sys.modules.get(JIT_MODULE)
+        if module is not None and self._original is not None:
+            module.JITFunction.run = self._original
+        self._original = None
+
+    def _patch(self, module: ModuleType) -> None:
+        cls = getattr(module, "JITFunction", None)
+        if cls is None or self._original is not None:
+            return
+        self._original = cls.run
+        cls.run = self._make(cls.run)
+
+
 class OwnLaunches:
     """Records the script's own launches into `records` (flattened thread, start, end, frame) and
     `names`: Triton's `JITFunction.run`, and the functions of CUDA extensions built while it records."""
@@ -42,33 +76,28 @@ class OwnLaunches:
         self._launched: list[Any] = []  # per record: what was launched (its name is read at the end)
         self.paused = False
         self._depth = threading.local()
-        self._original: Callable[..., Any] | None = None
+        self._triton = JitRunPatch(lambda run: self._recording(run, lambda args: args[0]))
         self._loaders: dict[str, Callable[..., Any]] = {}
-        self._finders: list[AfterImport] = []
+        self._finder: AfterImport | None = None
 
     @property
     def names(self) -> list[str]:
         return [kernel_name(x) for x in self._launched]
 
     def start(self) -> None:
-        for name, install in ((JIT_MODULE, self._wrap), (EXTENSION_MODULE, self._wrap_extension_loaders)):
-            module = sys.modules.get(name)
-            if module is not None:
-                install(module)
-            else:
-                finder = AfterImport(name, install)
-                self._finders.append(finder)
-                sys.meta_path.insert(0, finder)
+        self._triton.install()
+        extensions = sys.modules.get(EXTENSION_MODULE)
+        if extensions is not None:
+            self._wrap_extension_loaders(extensions)
+        else:
+            self._finder = AfterImport(EXTENSION_MODULE, self._wrap_extension_loaders)
+            sys.meta_path.insert(0, self._finder)
 
     def stop(self) -> None:
-        for finder in self._finders:
-            if finder in sys.meta_path:
-                sys.meta_path.remove(finder)
+        if self._finder is not None and self._finder in sys.meta_path:
+            sys.meta_path.remove(self._finder)
         self.paused = True  # extension functions built meanwhile keep their (now idle) wrappers
-        module = sys.modules.get(JIT_MODULE)
-        if module is not None and self._original is not None:
-            module.JITFunction.run = self._original
-        self._original = None
+        self._triton.uninstall()
         extensions = sys.modules.get(EXTENSION_MODULE)
         for name, loader in self._loaders.items():
             if extensions is not None:
@@ -98,13 +127,6 @@ class OwnLaunches:
 
         call.__wrapped__ = original  # type: ignore[attr-defined]
         return call
-
-    def _wrap(self, module: ModuleType) -> None:
-        cls = getattr(module, "JITFunction", None)
-        if cls is None or self._original is not None:
-            return
-        self._original = cls.run
-        cls.run = self._recording(cls.run, lambda args: args[0])
 
     def _wrap_extension_loaders(self, module: ModuleType) -> None:
         """torch.utils.cpp_extension.load / load_inline: the module they return has its functions wrapped

@@ -14,6 +14,9 @@ Identities:
   with the same layout are the same tensor (autograd's saved copies, `weight.t()` made anew each step),
   which keeps the forest as small as the program's distinct tensors.
 
+The script's own Triton launches (`kernel[grid](...)`, in no aten op) are ops of this pass too,
+"(user kernel) NAME", their tensor arguments its uses (capture.own_launch_uses).
+
 The mode declares `ignore_compile_internals`, so `torch.compile` still compiles; ops inside compiled
 graphs and CUDA-graph replays never reach a dispatch hook, and tensors they make show up without a
 creator. The pass says how many.
@@ -42,6 +45,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from tenprof.capture import runtime
 from tenprof.capture.access_hook import AccessHook, AccessHookError
 from tenprof.capture.callsites import new_interner
+from tenprof.capture.own_launch_uses import OwnLaunchUses
 from tenprof.capture.schedule import Schedule
 from tenprof.core.rawfiles import TENSORS_FILE
 
@@ -145,6 +149,7 @@ class TensorRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
         self._counter = itertools.count()
         self._device_names: dict[tuple[bool, int], str] = {}
         self._dtype_names: dict[Any, str] = {}
+        self._launch_names: dict[str, int] = {}
 
     @classmethod
     def ignore_compile_internals(cls) -> bool:
@@ -330,6 +335,26 @@ class TensorRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
             if role != READ:
                 written[t._cdata] = tid
 
+    # -- the script's own kernel launches (capture.own_launch_uses)
+    def launch_begin(self, name: str, args: Any, kwargs: dict[str, Any], caller: Any) -> tuple[int, int, int, int]:
+        """An op "(user kernel) NAME" for a launch in no aten op: every tensor argument is a use, as
+        readwrite (which of them the kernel reads and which it writes is not known). Returns its token."""
+        name_id = self._launch_names.get(name)
+        if name_id is None:
+            name_id = self._launch_names[name] = len(self.names)
+            self.names.append(name)
+        seq = next(self._counter)
+        self.seq = seq + 1
+        inputs: list[tuple[int, int]] = []
+        written: dict[int, int] = {}
+        for value in (*args, *kwargs.values()):
+            self._note_inputs(value, seq, READWRITE, inputs, written, torch.Tensor)
+        return name_id, seq, self.interner.path_id(caller), time.time_ns()
+
+    def launch_end(self, token: tuple[int, int, int, int]) -> None:
+        name_id, seq, frame, started = token
+        self.ops.extend((seq, name_id, frame, threading.get_native_id(), -1, 0, self.step, started))
+
     # -- output
     def columns(self) -> dict[str, Any]:
         return {
@@ -358,6 +383,7 @@ class TensorsSession:
     ) -> None:
         self.raw_dir = raw_dir
         self.recorder = TensorRecorder(stop_code)
+        self.own_launches = OwnLaunchUses(self.recorder)
         self.access_library = access_library
         self.access_error = ""
         self.stop_after_step = schedule.wait + schedule.warmup + schedule.active if schedule is not None else -1
@@ -375,12 +401,14 @@ class TensorsSession:
             torch.cuda.reset_peak_memory_stats()
             self._allocator_history = _start_allocator_history()
         self.recorder.__enter__()  # type: ignore[no-untyped-call]
+        self.own_launches.install()
         self._recording = True
         runtime.activate(self)
 
     def _stop_recording(self) -> None:
         if self._recording:
             self._recording = False
+            self.own_launches.uninstall()
             runtime.leave_mode(self.recorder)
 
     def stop(self) -> None:

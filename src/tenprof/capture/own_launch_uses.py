@@ -1,0 +1,64 @@
+"""The tensors pass's view of the kernels the script launches itself: a Triton `kernel[grid](...)` runs
+in no aten op, so the dispatch mode never sees the tensors it reads; without this, a table only a Triton
+kernel gathers from reads as "made and never read".
+
+While the tensors pass records, `triton.runtime.jit.JITFunction.run` is wrapped (when the script imports
+Triton: a post-import hook): each outermost launch becomes an op "(user kernel) NAME" of the pass, its
+tensor arguments uses of it (TensorRecorder.launch_begin), and, with the access pass, its kernel launches
+are tagged with the op's number like an aten op's, so their addresses are looked up among its tensors.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from tenprof.capture.own_launches import JitRunPatch, kernel_name
+from tenprof.core.kernel_names import USER_KERNEL_PREFIX
+
+if TYPE_CHECKING:
+    from tenprof.capture.tensors import TensorRecorder
+
+_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
+
+
+class OwnLaunchUses:
+    def __init__(self, recorder: TensorRecorder) -> None:
+        self.recorder = recorder
+        self._patch = JitRunPatch(self._run)
+        self._inside = False
+
+    def install(self) -> None:
+        self._patch.install()
+
+    def uninstall(self) -> None:
+        self._patch.uninstall()
+
+    def _run(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        uses = self
+
+        def run(fn: Any, *args: Any, **kwargs: Any) -> Any:
+            recorder = uses.recorder
+            if uses._inside or recorder.broken or _is_compiling():  # an autotuner's benchmark runs
+                return original(fn, *args, **kwargs)
+            try:
+                token = recorder.launch_begin(USER_KERNEL_PREFIX + kernel_name(fn), args, kwargs, sys._getframe(1))
+            except Exception as exc:  # tenprof's bookkeeping must not become the script's error
+                recorder._give_up(exc)
+                return original(fn, *args, **kwargs)
+            uses._inside = True
+            access = recorder.access
+            if access is not None:
+                access.enter(token[1])
+            try:
+                return original(fn, *args, **kwargs)
+            finally:
+                uses._inside = False
+                if access is not None:
+                    access.leave(token[1])
+                recorder.launch_end(token)
+
+        return run
