@@ -50,3 +50,25 @@ def test_the_user_kernels_metrics_reach_their_launch_line() -> None:
     k_ops = profile.table("kernels").column("op_id").to_pylist()
     matched = [k for k in kernels if k["kernel_id"] >= 0 and ops[k_ops[k["kernel_id"]]] == GATHER_OP]
     assert matched  # the counters pass's replay joined to the timeline's user-kernel launches
+
+
+def test_the_tensor_stall_cost_charges_the_gathered_table() -> None:
+    # tests/data/tensor_cost/user_kernels (H100: timeline, tensors, stalls, accesses on the same script,
+    # 2 steps): the gather kernel's memory stalls go to the tensors it read, the 256 MB table most (its
+    # loads are the random ones), and none of the tensors it reads is "made and never read" any more.
+    from tenprof.analyses.memory import memory_report
+    from tenprof.analyses.tensor_forest import Forest
+    from tenprof.analyses.tensor_stall_cost import tensor_stall_cost
+
+    profile = load_profile(DATA / "tensor_cost" / "user_kernels")
+    forest = Forest(profile)
+    gather = [c for c in tensor_stall_cost(profile) if c.tensor_id >= 0 and "gather_kernel" in c.kernels]
+    table, x, index = (
+        f"examples/user_kernels.py:{_line(text)}" for text in ("table = torch.randn", "x = torch.randn", "idx = torch")
+    )
+    charged = {forest.creator_line(c.tensor_id): c for c in gather}
+    assert set(charged) == {table, x, index}
+    assert charged[table].samples > 1.5 * max(charged[x].samples, charged[index].samples)
+    assert GATHER_OP in charged[table].ops
+    dead = {forest.creator_line(d.tensor_id) for d in memory_report(profile).dead}
+    assert not dead & {table, x, index}
