@@ -144,40 +144,39 @@ def test_functions_of_an_extension_built_while_recording_are_recorded() -> None:
             del sys.modules[EXTENSION_MODULE]
 
 
-def test_the_tensors_pass_counts_a_user_kernels_arguments_as_used(tmp_path: Path) -> None:
+def test_the_tensors_pass_counts_a_user_kernels_arguments_as_used() -> None:
     # A table that only the script's own (stand-in) Triton kernel reads was "made and never read by any
-    # op": with the launch an op of the tensors pass, "(user kernel) gather", the table is one of its uses.
-    fake = tmp_path / "fake"
-    (fake / "triton" / "runtime").mkdir(parents=True)
-    (fake / "triton" / "__init__.py").write_text("")
-    (fake / "triton" / "runtime" / "__init__.py").write_text("")
-    (fake / "triton" / "runtime" / "jit.py").write_text(FAKE_JIT)
-    script = tmp_path / "gather.py"
-    script.write_text(
-        textwrap.dedent(
-            """
-            import sys, torch, tenprof
-            sys.path.insert(0, sys.argv[1])
-            from triton.runtime.jit import jit
+    # op": with the launch an op of the tensors pass, "(user kernel) gather", the table is one of its uses
+    # (in-process: the recorder and the patch as the tensors pass runs them).
+    import sys
+    import types
 
-            @jit
-            def gather(table, out):
-                pass  # a real kernel reads table on the GPU: no aten op sees it
+    import torch
 
-            table = torch.randn(1000)
-            out = torch.empty(10)
+    from tenprof.capture.own_launch_uses import OwnLaunchUses
+    from tenprof.capture.own_launches import JIT_MODULE
+    from tenprof.capture.tensors import READWRITE, TensorRecorder
+
+    module = types.ModuleType(JIT_MODULE)
+    exec(FAKE_JIT, module.__dict__)
+    original = module.JITFunction.run
+    sys.modules[JIT_MODULE] = module
+    try:
+        recorder = TensorRecorder(None)
+        uses = OwnLaunchUses(recorder)
+        uses.install()
+        gather = module.jit(lambda table, out: None)  # a real kernel reads the table on the GPU
+        gather.__name__ = "gather"
+        table, out = torch.randn(1000), torch.empty(10)
+        with recorder:
             gather[(1,)](table, out)
-            """
-        )
-    )
-    out = tmp_path / "prof"
-    assert main(["run", "--quiet", "--passes", "tensors", "-o", str(out), str(script), str(fake)]) == 0
-    profile = load_profile(out)
-    ops = profile.table("tensor_ops").to_pydict()
-    launch = [seq for seq, name in zip(ops["op_seq"], ops["name"], strict=True) if name == "(user kernel) gather"]
+        uses.uninstall()
+        assert module.JITFunction.run is original
+    finally:
+        del sys.modules[JIT_MODULE]
+    ops = [recorder.ops[i : i + 8] for i in range(0, len(recorder.ops), 8)]
+    launch = [op[0] for op in ops if recorder.names[op[1]] == "(user kernel) gather"]
     assert len(launch) == 1
-    uses = profile.table("tensor_uses").to_pydict()
-    used = [t for seq, t in zip(uses["op_seq"], uses["tensor_id"], strict=True) if seq == launch[0]]
-    tensors = profile.table("tensors").to_pydict()
-    shapes = sorted(tensors["shape"][tensors["tensor_id"].index(t)] for t in used)
-    assert shapes == [[10], [1000]]
+    triples = [tuple(recorder.uses[i : i + 3]) for i in range(0, len(recorder.uses), 3)]
+    mine = sorted((list(recorder.tensors[t][3]), role) for seq, t, role in triples if seq == launch[0])
+    assert mine == [([10], READWRITE), ([1000], READWRITE)]
