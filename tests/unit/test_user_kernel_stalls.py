@@ -45,6 +45,9 @@ def test_the_user_kernels_metrics_reach_their_launch_line() -> None:
     rows = {r.op: r for r in stall_rollup(profile)}
     launch = _line("the user's Triton kernel")
     assert rows[GATHER_OP].line == f"examples/user_kernels.py:{launch}"
+    # the CUDA extension's function (a pybind function, no aten op) is replayed and placed the same way
+    extension = _line("the extension's kernel")
+    assert rows["(user kernel) scale"].line == f"examples/user_kernels.py:{extension}"
     ops = profile.table("ops").column("name").to_pylist()
     kernels = profile.table("kernel_counters").to_pylist()
     k_ops = profile.table("kernels").column("op_id").to_pylist()
@@ -72,3 +75,7 @@ def test_the_tensor_stall_cost_charges_the_gathered_table() -> None:
     assert GATHER_OP in charged[table].ops
     dead = {forest.creator_line(d.tensor_id) for d in memory_report(profile).dead}
     assert not dead & {table, x, index}
+    # the extension's kernel reads `out` (made by empty_like): its stalls are charged there
+    out = f"examples/user_kernels.py:{_line('out = torch.empty_like')}"
+    scale = [c for c in tensor_stall_cost(profile) if c.tensor_id >= 0 and "scale_kernel" in c.kernels]
+    assert {forest.creator_line(c.tensor_id) for c in scale} == {out}

@@ -31,7 +31,7 @@ def test_user_kernels_have_their_launch_lines(rebuilt: dict[str, Profile]) -> No
     triton_line, extension_line = _line("the user's Triton kernel"), _line("the extension's kernel")
     assert lines == {
         "(user kernel) gather_kernel": {f"{EXAMPLE}:{triton_line}"},
-        "(user kernel) scale_kernel": {f"{EXAMPLE}:{extension_line}"},
+        "(user kernel) scale": {f"{EXAMPLE}:{extension_line}"},
     }
     a = attribution(profile)
     assert a.op_percent == 100.0 and a.user_line_percent == 100.0

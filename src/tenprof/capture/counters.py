@@ -14,9 +14,9 @@ autotuning runs inside `tenprof_keep` and `tk:<kernel name>` (every launch with 
 benchmark launches stay unmarked, so ncu does not replay them. The kernels marked are listed in
 `counters_ops.json.gz` (`marked_compiled_kernels`).
 
-The script's own Triton launches (`kernel[grid](...)`) run in no aten op either: `JITFunction.run` is
-wrapped so that each gets a signature like an op's, named "(user kernel) NAME" as the timeline names it
-(OwnLaunchMarker), and is replayed once per signature.
+The script's own Triton launches (`kernel[grid](...)`) and CUDA extension calls run in no aten op
+either: they are wrapped so that each gets a signature like an op's, named "(user kernel) NAME" as the
+timeline names it (OwnLaunchMarker), and is replayed once per signature.
 
 Raw file written into `raw_dir`: `counters_ops.json.gz` (the signature table and counts).
 """
@@ -34,7 +34,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from tenprof.capture import runtime
-from tenprof.capture.own_launches import JitRunPatch, kernel_name
+from tenprof.capture.own_launches import ExtensionPatch, JitRunPatch, kernel_name
 from tenprof.core.kernel_names import USER_KERNEL_PREFIX
 from tenprof.core.ncu_names import COMPILED_RANGE_PREFIX, KEEP_RANGE, OP_RANGE_PREFIX, SCOPE_RANGE_PREFIX
 from tenprof.core.rawfiles import COUNTERS_OPS_FILE
@@ -191,47 +191,57 @@ class CompiledLaunchMarker:
 
 
 class OwnLaunchMarker:
-    """Marks the script's own Triton launches (`kernel[grid](...)`, in no aten op: the dispatch mode does not
-    see them) for replay as if they were ops: a signature per ("(user kernel) NAME", tensor argument shapes,
+    """Marks the script's own Triton launches (`kernel[grid](...)`) and CUDA extension calls (functions of
+    modules torch.utils.cpp_extension builds meanwhile), in no aten op: the dispatch mode does not see
+    them, for replay as if they were ops: a signature per ("(user kernel) NAME", tensor argument shapes,
     dtypes), the op name the timeline gives such a launch (importers.user_launches), so replays match its
     kernels as they match an op's; the first launch of each (every one with keep_all) runs in
     `tenprof_keep` and `tp:<signature id>`. Installed when the script imports Triton."""
 
     def __init__(self, recorder: CountersRecorder) -> None:
         self.recorder = recorder
-        self._patch = JitRunPatch(self._run)
+        self._patches = (
+            JitRunPatch(lambda run: self._marking(run, lambda args: args[0])),
+            ExtensionPatch(lambda fn: self._marking(fn, lambda args: fn)),
+        )
         self._inside = False
+        self.active = False
 
     def install(self) -> None:
-        self._patch.install()
+        self.active = True
+        for patch in self._patches:
+            patch.install()
 
     def uninstall(self) -> None:
-        self._patch.uninstall()
+        self.active = False
+        for patch in self._patches:
+            patch.uninstall()
 
-    def _run(self, original: Any) -> Any:
+    def _marking(self, original: Any, launched: Any) -> Any:
+        """`original`, each outermost call counted under its signature and marked when to be replayed."""
         marker = self
 
-        def run(fn: Any, *args: Any, **kwargs: Any) -> Any:
-            if marker._inside or _is_compiling():  # an autotuner's benchmark runs: not replayed on their own
-                return original(fn, *args, **kwargs)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if marker._inside or not marker.active or _is_compiling():  # an autotuner's benchmark runs
+                return original(*args, **kwargs)
             shapes: list[Any] = []
             dtypes: list[str] = []
             for value in (*args, *kwargs.values()):
                 _describe(value, shapes, dtypes)
             recorder = marker.recorder
-            sid = recorder.to_mark(USER_KERNEL_PREFIX + kernel_name(fn), shapes, dtypes, recorder.seq)
+            sid = recorder.to_mark(USER_KERNEL_PREFIX + kernel_name(launched(args)), shapes, dtypes, recorder.seq)
             recorder.seq += 1
             marker._inside = True
             if sid >= 0:
                 _push(f"{OP_RANGE_PREFIX}{sid}")
             try:
-                return original(fn, *args, **kwargs)
+                return original(*args, **kwargs)
             finally:
                 marker._inside = False
                 if sid >= 0:
                     _pop()
 
-        return run
+        return call
 
 
 class CountersSession:

@@ -1,9 +1,10 @@
-"""The tensors pass's view of the kernels the script launches itself: a Triton `kernel[grid](...)` runs
-in no aten op, so the dispatch mode never sees the tensors it reads; without this, a table only a Triton
-kernel gathers from reads as "made and never read".
+"""The tensors pass's view of the kernels the script launches itself: a Triton `kernel[grid](...)` or a
+CUDA extension's function runs in no aten op, so the dispatch mode never sees the tensors it reads;
+without this, a table only a Triton kernel gathers from reads as "made and never read".
 
 While the tensors pass records, `triton.runtime.jit.JITFunction.run` is wrapped (when the script imports
-Triton: a post-import hook): each outermost launch becomes an op "(user kernel) NAME" of the pass, its
+Triton: a post-import hook), and so are the functions of CUDA extensions torch.utils.cpp_extension builds
+meanwhile: each outermost launch becomes an op "(user kernel) NAME" of the pass, its
 tensor arguments uses of it (TensorRecorder.launch_begin), and, with the access pass, its kernel launches
 are tagged with the op's number like an aten op's, so their addresses are looked up among its tensors.
 """
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from tenprof.capture.own_launches import JitRunPatch, kernel_name
+from tenprof.capture.own_launches import ExtensionPatch, JitRunPatch, kernel_name
 from tenprof.core.kernel_names import USER_KERNEL_PREFIX
 
 if TYPE_CHECKING:
@@ -28,37 +29,46 @@ _is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda
 class OwnLaunchUses:
     def __init__(self, recorder: TensorRecorder) -> None:
         self.recorder = recorder
-        self._patch = JitRunPatch(self._run)
+        self._patches = (
+            JitRunPatch(lambda run: self._using(run, lambda args: args[0])),
+            ExtensionPatch(lambda fn: self._using(fn, lambda args: fn)),
+        )
         self._inside = False
+        self.active = False
 
     def install(self) -> None:
-        self._patch.install()
+        self.active = True
+        for patch in self._patches:
+            patch.install()
 
     def uninstall(self) -> None:
-        self._patch.uninstall()
+        self.active = False
+        for patch in self._patches:
+            patch.uninstall()
 
-    def _run(self, original: Callable[..., Any]) -> Callable[..., Any]:
+    def _using(self, original: Callable[..., Any], launched: Callable[[tuple[Any, ...]], Any]) -> Callable[..., Any]:
         uses = self
 
-        def run(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
             recorder = uses.recorder
-            if uses._inside or recorder.broken or _is_compiling():  # an autotuner's benchmark runs
-                return original(fn, *args, **kwargs)
+            if uses._inside or not uses.active or recorder.broken or _is_compiling():  # an autotuner's runs
+                return original(*args, **kwargs)
+            name = USER_KERNEL_PREFIX + kernel_name(launched(args))
             try:
-                token = recorder.launch_begin(USER_KERNEL_PREFIX + kernel_name(fn), args, kwargs, sys._getframe(1))
+                token = recorder.launch_begin(name, args, kwargs, sys._getframe(1))
             except Exception as exc:  # tenprof's bookkeeping must not become the script's error
                 recorder._give_up(exc)
-                return original(fn, *args, **kwargs)
+                return original(*args, **kwargs)
             uses._inside = True
             access = recorder.access
             if access is not None:
                 access.enter(token[1])
             try:
-                return original(fn, *args, **kwargs)
+                return original(*args, **kwargs)
             finally:
                 uses._inside = False
                 if access is not None:
                     access.leave(token[1])
                 recorder.launch_end(token)
 
-        return run
+        return call

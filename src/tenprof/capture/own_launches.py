@@ -32,31 +32,47 @@ JIT_MODULE = "triton.runtime.jit"
 EXTENSION_MODULE = "torch.utils.cpp_extension"
 
 
-class JitRunPatch:
-    """`triton.runtime.jit.JITFunction.run` (what `kernel[grid](...)` calls) replaced by `make(original)`
-    while installed; when Triton is not imported yet, replaced as soon as the script imports it. Each
-    pass that watches the script's own Triton launches holds one."""
+class _ModulePatch:
+    """Changes a module while installed (`_patch`), undone by `_unpatch`; when the module is not imported
+    yet, changed as soon as the script imports it (a post-import hook)."""
 
-    def __init__(self, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
-        self._make = make
-        self._original: Callable[..., Any] | None = None
+    module_name = ""
+
+    def __init__(self) -> None:
         self._finder: AfterImport | None = None
 
     def install(self) -> None:
-        module = sys.modules.get(JIT_MODULE)
+        module = sys.modules.get(self.module_name)
         if module is not None:
             self._patch(module)
         else:
-            self._finder = AfterImport(JIT_MODULE, self._patch)
+            self._finder = AfterImport(self.module_name, self._patch)
             sys.meta_path.insert(0, self._finder)
 
     def uninstall(self) -> None:
         if self._finder is not None and self._finder in sys.meta_path:
             sys.meta_path.remove(self._finder)
-        module = sys.modules.get(JIT_MODULE)
-        if module is not None and self._original is not None:
-            module.JITFunction.run = self._original
-        self._original = None
+        module = sys.modules.get(self.module_name)
+        if module is not None:
+            self._unpatch(module)
+
+    def _patch(self, module: ModuleType) -> None:
+        raise NotImplementedError
+
+    def _unpatch(self, module: ModuleType) -> None:
+        raise NotImplementedError
+
+
+class JitRunPatch(_ModulePatch):
+    """`triton.runtime.jit.JITFunction.run` (what `kernel[grid](...)` calls) replaced by `make(original)`
+    while installed. Each pass that watches the script's own Triton launches holds one."""
+
+    module_name = JIT_MODULE
+
+    def __init__(self, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+        super().__init__()
+        self._make = make
+        self._original: Callable[..., Any] | None = None
 
     def _patch(self, module: ModuleType) -> None:
         cls = getattr(module, "JITFunction", None)
@@ -64,6 +80,52 @@ class JitRunPatch:
             return
         self._original = cls.run
         cls.run = self._make(cls.run)
+
+    def _unpatch(self, module: ModuleType) -> None:
+        if self._original is not None:
+            module.JITFunction.run = self._original
+        self._original = None
+
+
+class ExtensionPatch(_ModulePatch):
+    """torch.utils.cpp_extension's `load` and `load_inline` replaced while installed: each public function
+    of a module they build (a pybind function, which launches its kernels in no torch op) is replaced by
+    `make(function)`. Extensions built before, or imported, are not seen; the functions wrapped stay
+    wrapped after uninstall (a wrapper passes straight through once its pass has stopped)."""
+
+    module_name = EXTENSION_MODULE
+
+    def __init__(self, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+        super().__init__()
+        self._make = make
+        self._loaders: dict[str, Callable[..., Any]] = {}
+
+    def _patch(self, module: ModuleType) -> None:
+        for name in ("load", "load_inline"):
+            loader = getattr(module, name, None)
+            if loader is None or name in self._loaders:
+                continue
+            self._loaders[name] = loader
+            setattr(module, name, self._loading(loader))
+
+    def _unpatch(self, module: ModuleType) -> None:
+        for name, loader in self._loaders.items():
+            setattr(module, name, loader)
+        self._loaders.clear()
+
+    def _loading(self, loader: Callable[..., Any]) -> Callable[..., Any]:
+        make = self._make
+
+        def load(*args: Any, **kwargs: Any) -> Any:
+            built = loader(*args, **kwargs)
+            if isinstance(built, ModuleType):
+                for attr in dir(built):
+                    fn = getattr(built, attr)
+                    if not attr.startswith("_") and type(fn).__name__ == "builtin_function_or_method":
+                        setattr(built, attr, make(fn))
+            return built
+
+        return load
 
 
 class OwnLaunches:
@@ -77,8 +139,7 @@ class OwnLaunches:
         self.paused = False
         self._depth = threading.local()
         self._triton = JitRunPatch(lambda run: self._recording(run, lambda args: args[0]))
-        self._loaders: dict[str, Callable[..., Any]] = {}
-        self._finder: AfterImport | None = None
+        self._extensions = ExtensionPatch(lambda fn: self._recording(fn, _always(fn)))
 
     @property
     def names(self) -> list[str]:
@@ -86,23 +147,12 @@ class OwnLaunches:
 
     def start(self) -> None:
         self._triton.install()
-        extensions = sys.modules.get(EXTENSION_MODULE)
-        if extensions is not None:
-            self._wrap_extension_loaders(extensions)
-        else:
-            self._finder = AfterImport(EXTENSION_MODULE, self._wrap_extension_loaders)
-            sys.meta_path.insert(0, self._finder)
+        self._extensions.install()
 
     def stop(self) -> None:
-        if self._finder is not None and self._finder in sys.meta_path:
-            sys.meta_path.remove(self._finder)
         self.paused = True  # extension functions built meanwhile keep their (now idle) wrappers
         self._triton.uninstall()
-        extensions = sys.modules.get(EXTENSION_MODULE)
-        for name, loader in self._loaders.items():
-            if extensions is not None:
-                setattr(extensions, name, loader)
-        self._loaders.clear()
+        self._extensions.uninstall()
 
     def _recording(
         self, original: Callable[..., Any], launched: Callable[[tuple[Any, ...]], Any]
@@ -127,26 +177,6 @@ class OwnLaunches:
 
         call.__wrapped__ = original  # type: ignore[attr-defined]
         return call
-
-    def _wrap_extension_loaders(self, module: ModuleType) -> None:
-        """torch.utils.cpp_extension.load / load_inline: the module they return has its functions wrapped
-        (a pybind function that launches a kernel runs in no torch op)."""
-        for name in ("load", "load_inline"):
-            loader = getattr(module, name, None)
-            if loader is None or name in self._loaders:
-                continue
-            self._loaders[name] = loader
-
-            def load(*args: Any, __loader: Callable[..., Any] = loader, **kwargs: Any) -> Any:
-                built = __loader(*args, **kwargs)
-                if isinstance(built, ModuleType) and not self.paused:
-                    for attr in dir(built):
-                        fn = getattr(built, attr)
-                        if not attr.startswith("_") and type(fn).__name__ == "builtin_function_or_method":
-                            setattr(built, attr, self._recording(fn, _always(fn)))
-                return built
-
-            setattr(module, name, load)
 
 
 class AfterImport(importlib.abc.MetaPathFinder):

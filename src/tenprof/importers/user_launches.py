@@ -9,6 +9,8 @@ attribution left it out. Before the ops are built, each kernel launch call (cuda
   joins the call-site records, so the op gets the line of the call the way every op gets its line; one
   op per launch, whatever it launched (an autotuner's benchmark runs included);
 - otherwise it spans the launch call alone, named after the kernel, and gets no line from the records.
+A recorded launch's op is named after what the script called (the Triton kernel, the extension's
+function), as the counters and tensors passes name it, so their rows meet the timeline's.
 The kernel then joins its op through its launch call, as every kernel does. Graph replays
 (cudaGraphLaunch) are not kernel launches of the script's: their kernels stay outside ops.
 """
@@ -77,7 +79,10 @@ def add_user_launch_ops(
             lo, hi = int(callsites.launch_start[r]) + offset_ns, int(callsites.launch_end[r]) + offset_ns
         else:
             lo, hi = int(start[i]), int(end[i])
-        ops["name"].append(USER_KERNEL_PREFIX + _short(kernel_of[int(corr[i])]))
+        # named after what the script called (a Triton kernel, an extension's function: the same name
+        # the counters and tensors passes give it), else after the kernel
+        called = callsites.launch_name[r] if r >= 0 and callsites is not None and r < len(callsites.launch_name) else ""
+        ops["name"].append(USER_KERNEL_PREFIX + (called or _short(kernel_of[int(corr[i])])))
         ops["tid"].append(int(tid[i]))
         ops["ts"].append((lo - clock.base_ns) / 1000.0)
         ops["dur"].append((hi - lo) / 1000.0)
