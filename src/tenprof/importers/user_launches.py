@@ -66,16 +66,16 @@ def add_user_launch_ops(
     launch &= ~_in_capture_off_steps(callsites, offset_ns, start)
     if not launch.any():
         return none
-    record_of = _triton_record_of(callsites, offset_ns, tid, start, launch)
+    record_of = _own_record_of(callsites, offset_ns, tid, start, launch)
     ops = col.ops.data
-    held: list[int] = []  # the records that hold an op, each once
+    held: dict[int, None] = {}  # the records that hold an op, each once, in order
     added = 0
     for i in np.flatnonzero(launch).tolist():
         r = int(record_of[i])
         if r >= 0 and r in held:
             continue
         if r >= 0 and callsites is not None and offset_ns is not None:
-            held.append(r)
+            held[r] = None
             lo, hi = int(callsites.launch_start[r]) + offset_ns, int(callsites.launch_end[r]) + offset_ns
         else:
             lo, hi = int(start[i]), int(end[i])
@@ -128,7 +128,7 @@ def _inside_ops(col: Collector, clock: Clock, tid: I64Array, at: I64Array) -> np
     return inside
 
 
-def _triton_record_of(
+def _own_record_of(
     callsites: Callsites | None, offset_ns: int | None, tid: I64Array, at: I64Array, which: np.ndarray
 ) -> I64Array:
     """For each launch call picked by `which`: the script's own launch record holding it (same thread,
