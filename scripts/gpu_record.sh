@@ -122,6 +122,10 @@ while [ $# -gt 0 ]; do
     tenprof report "$WORK/prof/user_kernels" --limit 3 2>&1 | head -n 60
     python3 benchmarks/triton_launch_overhead.py --launches 20000 --repeats 3 --json "$OUT/triton_launch_overhead.json" 2>&1 | tail -n 8
     ;;
+  user20d)  # issue 20: only the timeline recording of examples/user_kernels.py (tests/data/user_kernels)
+    record user_kernels examples/user_kernels.py
+    tenprof report "$WORK/prof/user_kernels" --limit 8 2>&1 | grep -E "Attribution|user kernel|no op"
+    ;;
   user20b)  # issue 20: counters and stalls of the script's own kernels (replayed as "(user kernel) NAME" signatures)
     ( cd "$REPO" && tenprof run --passes timeline,counters,stalls --limit 12 -o "$WORK/prof/user_kernels_stalls" examples/user_kernels.py --steps 3 ) > "$WORK/logs/user_kernels_stalls.log" 2>&1
     echo "exit=$?" >> "$WORK/logs/user_kernels_stalls.log"

@@ -180,3 +180,36 @@ def test_the_tensors_pass_counts_a_user_kernels_arguments_as_used() -> None:
     triples = [tuple(recorder.uses[i : i + 3]) for i in range(0, len(recorder.uses), 3)]
     mine = sorted((list(recorder.tensors[t][3]), role) for seq, t, role in triples if seq == launch[0])
     assert mine == [([10], READWRITE), ([1000], READWRITE)]
+
+
+def test_functions_of_the_scripts_own_shared_library_are_recorded(tmp_path: Path) -> None:
+    # A library the script loads with ctypes from its own files (here: the C math library, copied into the
+    # test's folder) has its functions recorded while the capture runs; argtypes and restype still reach
+    # the function; a library loaded by bare name, as the system's are, is left alone.
+    import ctypes
+    import os
+    import shutil
+
+    from tenprof.capture.callsites import new_interner
+    from tenprof.capture.own_launches import OwnLaunches
+
+    candidates = ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/lib64")
+    found = [f"{d}/libm.so.6" for d in candidates if os.path.exists(f"{d}/libm.so.6")]
+    assert found, "no libm.so.6 on this machine"
+    mine = tmp_path / "libmine.so"
+    shutil.copyfile(found[0], mine)
+    launches = OwnLaunches(new_interner(None))
+    launches.start()
+    try:
+        library = ctypes.CDLL(str(mine))
+        library.cos.restype = ctypes.c_double
+        library.cos.argtypes = [ctypes.c_double]
+        assert library.cos(0.0) == 1.0
+        system = ctypes.CDLL("libm.so.6")
+        system.sin.restype = ctypes.c_double
+        system.sin.argtypes = [ctypes.c_double]
+        assert system.sin(0.0) == 0.0
+    finally:
+        launches.stop()
+    assert launches.names == ["cos"] and len(launches.records) == 4
+    assert library.cos(0.0) == 1.0 and len(launches.records) == 4  # after the capture: passed through

@@ -1,7 +1,8 @@
 """Kernels the script launches itself, outside torch ops (issue 20), on an H100 recording
-(tests/data/user_kernels: examples/user_kernels.py, a Triton gather three times a step, a CUDA extension's
-kernel through a pybind function, and `a.t() + b`): each gets an op "(user kernel) NAME" at the line
-that launched it, so every kernel of the recorded steps has a line, and no tally row is nameless."""
+(tests/data/user_kernels: examples/user_kernels.py, a Triton gather three times a step, a CUDA
+extension's kernel through a pybind function, `a.t() + b`, and a library's kernel called through
+ctypes): each gets an op "(user kernel) NAME" at the line that launched it, so every kernel of the
+recorded steps has a line, and no tally row is nameless."""
 
 from __future__ import annotations
 
@@ -29,9 +30,11 @@ def test_user_kernels_have_their_launch_lines(rebuilt: dict[str, Profile]) -> No
             u = int(user[frame]) if frame >= 0 else -1
             lines.setdefault(name, set()).add(f"{frames['file'][u]}:{frames['line'][u]}" if u >= 0 else "")
     triton_line, extension_line = _line("the user's Triton kernel"), _line("the extension's kernel")
+    ctypes_line = _line("library.launch_add_one(")  # inside the helper that calls the library
     assert lines == {
         "(user kernel) gather_kernel": {f"{EXAMPLE}:{triton_line}"},
         "(user kernel) scale": {f"{EXAMPLE}:{extension_line}"},
+        "(user kernel) launch_add_one": {f"{EXAMPLE}:{ctypes_line}"},
     }
     a = attribution(profile)
     assert a.op_percent == 100.0 and a.user_line_percent == 100.0
@@ -44,7 +47,7 @@ def test_no_tally_row_is_nameless(rebuilt: dict[str, Profile]) -> None:
     assert all(name.strip() for name in rows)
     # 6 steps, 3 launches each, less the step run with the capture off (its kernels have no op, by design)
     assert rows["(user kernel) gather_kernel"].calls == 15
-    assert rows["[no op: a step run with the capture off]"].calls == 5
+    assert rows["[no op: a step run with the capture off]"].calls == 6
 
 
 def test_the_text_report_shows_the_no_op_row_as_text(rebuilt: dict[str, Profile], capsys) -> None:  # type: ignore[no-untyped-def]

@@ -34,7 +34,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from tenprof.capture import runtime
-from tenprof.capture.own_launches import ExtensionPatch, JitRunPatch, kernel_name
+from tenprof.capture.own_launches import ExtensionPatch, ForeignLibraryPatch, JitRunPatch, kernel_name
 from tenprof.core.kernel_names import USER_KERNEL_PREFIX
 from tenprof.core.ncu_names import COMPILED_RANGE_PREFIX, KEEP_RANGE, OP_RANGE_PREFIX, SCOPE_RANGE_PREFIX
 from tenprof.core.rawfiles import COUNTERS_OPS_FILE
@@ -203,6 +203,7 @@ class OwnLaunchMarker:
         self._patches = (
             JitRunPatch(lambda run: self._marking(run, lambda args: args[0])),
             ExtensionPatch(lambda fn: self._marking(fn, lambda args: fn)),
+            ForeignLibraryPatch(lambda fn: self._marking(fn, lambda args: fn)),
         )
         self._inside = False
         self.active = False

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from tenprof.capture.own_launches import ExtensionPatch, JitRunPatch, kernel_name
+from tenprof.capture.own_launches import ExtensionPatch, ForeignLibraryPatch, JitRunPatch, kernel_name
 from tenprof.core.kernel_names import USER_KERNEL_PREFIX
 
 if TYPE_CHECKING:
@@ -32,6 +32,7 @@ class OwnLaunchUses:
         self._patches = (
             JitRunPatch(lambda run: self._using(run, lambda args: args[0])),
             ExtensionPatch(lambda fn: self._using(fn, lambda args: fn)),
+            ForeignLibraryPatch(lambda fn: self._using(fn, lambda args: fn)),
         )
         self._inside = False
         self.active = False

@@ -6,8 +6,9 @@ While the timeline pass runs, `triton.runtime.jit.JITFunction.run` (what `kernel
 wrapped, and so are the functions of the modules `torch.utils.cpp_extension.load` and `load_inline`
 build meanwhile (an extension built or imported before the capture started is not): each outermost
 call on a thread appends (thread, start, end, call path, what was launched) to the records, on the perf
-clock, with the call path interned like every other. Raw ctypes, CuPy or Numba launches are not seen:
-their kernels get an op named after the kernel, without a line. The importer makes each
+clock, with the call path interned like every other; so are the functions of shared libraries the
+script loads with ctypes from its own files. CuPy or Numba launches are not seen: their kernels get an
+op named after the kernel, without a line. The importer makes each
 such launch an op named "(user kernel) NAME" that holds its kernels (tenprof.importers.user_launches).
 Neither module is imported for this: when the script imports one after the capture started, the
 wrapper goes on right after (a post-import hook). Kernels that torch.compile generates are
@@ -27,6 +28,7 @@ from types import ModuleType
 from typing import Any
 
 from tenprof.capture.callsites import FrameInterner
+from tenprof.sourcefiles import is_user_file
 
 JIT_MODULE = "triton.runtime.jit"
 EXTENSION_MODULE = "torch.utils.cpp_extension"
@@ -128,6 +130,62 @@ class ExtensionPatch(_ModulePatch):
         return load
 
 
+class ForeignLibraryPatch(_ModulePatch):
+    """ctypes: a function of a shared library the script loads from its own files (by a path outside the
+    system's, /opt's and installed packages' folders) is replaced, when first looked up, by a stand-in that
+    calls `make(function)` and passes attribute reads and writes (argtypes, restype) to the function.
+    Libraries loaded by bare name (libcuda.so.1) or from installed packages are left alone."""
+
+    module_name = "ctypes"
+
+    def __init__(self, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+        super().__init__()
+        self._make = make
+        self._original: Callable[..., Any] | None = None
+
+    def _patch(self, module: ModuleType) -> None:
+        if self._original is not None:
+            return
+        original = self._original = module.CDLL.__getitem__
+        make = self._make
+
+        def getitem(library: Any, name_or_ordinal: Any) -> Any:
+            fn = original(library, name_or_ordinal)
+            if isinstance(name_or_ordinal, str) and _users_library(str(getattr(library, "_name", "") or "")):
+                return _ForeignFunction(fn, make(fn))
+            return fn
+
+        module.CDLL.__getitem__ = getitem
+
+    def _unpatch(self, module: ModuleType) -> None:
+        if self._original is not None:
+            module.CDLL.__getitem__ = self._original
+        self._original = None
+
+
+class _ForeignFunction:
+    """A ctypes function with its calls going through `call`; everything else is the function's."""
+
+    def __init__(self, fn: Any, call: Callable[..., Any]) -> None:
+        object.__setattr__(self, "_fn", fn)
+        object.__setattr__(self, "_call", call)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._fn, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._fn, name, value)
+
+
+def _users_library(path: str) -> bool:
+    normalized = path.replace("\\", "/")
+    system = ("/usr/", "/opt/", "/lib/", "/lib64/", "/etc/")
+    return "/" in normalized and is_user_file(normalized) and not normalized.startswith(system)
+
+
 class OwnLaunches:
     """Records the script's own launches into `records` (flattened thread, start, end, frame) and
     `names`: Triton's `JITFunction.run`, and the functions of CUDA extensions built while it records."""
@@ -138,21 +196,24 @@ class OwnLaunches:
         self._launched: list[Any] = []  # per record: what was launched (its name is read at the end)
         self.paused = False
         self._depth = threading.local()
-        self._triton = JitRunPatch(lambda run: self._recording(run, lambda args: args[0]))
-        self._extensions = ExtensionPatch(lambda fn: self._recording(fn, _always(fn)))
+        self._patches = (
+            JitRunPatch(lambda run: self._recording(run, lambda args: args[0])),
+            ExtensionPatch(lambda fn: self._recording(fn, _always(fn))),
+            ForeignLibraryPatch(lambda fn: self._recording(fn, _always(fn))),
+        )
 
     @property
     def names(self) -> list[str]:
         return [kernel_name(x) for x in self._launched]
 
     def start(self) -> None:
-        self._triton.install()
-        self._extensions.install()
+        for patch in self._patches:
+            patch.install()
 
     def stop(self) -> None:
-        self.paused = True  # extension functions built meanwhile keep their (now idle) wrappers
-        self._triton.uninstall()
-        self._extensions.uninstall()
+        self.paused = True  # extension and library functions found meanwhile keep their (now idle) wrappers
+        for patch in self._patches:
+            patch.uninstall()
 
     def _recording(
         self, original: Callable[..., Any], launched: Callable[[tuple[Any, ...]], Any]

@@ -1,5 +1,5 @@
 """Kernels launched outside any torch op (a Triton kernel the script calls itself, a CUDA extension's
-kernel with no aten op, CuPy, ctypes) get an op of their own: "(user kernel) NAME".
+kernel with no aten op, a ctypes library, CuPy) get an op of their own: "(user kernel) NAME".
 
 Such a kernel has no op to take a name and a line from, so tallies showed it with an empty name and
 attribution left it out. Before the ops are built, each kernel launch call (cudaLaunchKernel, cuLaunchKernel,
