@@ -34,7 +34,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from tenprof.capture import runtime
-from tenprof.capture.own_launches import ExtensionPatch, ForeignLibraryPatch, JitRunPatch, kernel_name
+from tenprof.capture.own_launches import OwnLaunchPatches, kernel_name
 from tenprof.core.kernel_names import USER_KERNEL_PREFIX
 from tenprof.core.ncu_names import COMPILED_RANGE_PREFIX, KEEP_RANGE, OP_RANGE_PREFIX, SCOPE_RANGE_PREFIX
 from tenprof.core.rawfiles import COUNTERS_OPS_FILE
@@ -200,23 +200,17 @@ class OwnLaunchMarker:
 
     def __init__(self, recorder: CountersRecorder) -> None:
         self.recorder = recorder
-        self._patches = (
-            JitRunPatch(lambda run: self._marking(run, lambda args: args[0])),
-            ExtensionPatch(lambda fn: self._marking(fn, lambda args: fn)),
-            ForeignLibraryPatch(lambda fn: self._marking(fn, lambda args: fn)),
-        )
+        self._patches = OwnLaunchPatches(self._marking)
         self._inside = False
         self.active = False
 
     def install(self) -> None:
         self.active = True
-        for patch in self._patches:
-            patch.install()
+        self._patches.install()
 
     def uninstall(self) -> None:
         self.active = False
-        for patch in self._patches:
-            patch.uninstall()
+        self._patches.uninstall()
 
     def _marking(self, original: Any, launched: Any) -> Any:
         """`original`, each outermost call counted under its signature and marked when to be replayed."""

@@ -15,37 +15,30 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import torch
-
-from tenprof.capture.own_launches import ExtensionPatch, ForeignLibraryPatch, JitRunPatch, kernel_name
+from tenprof.capture.callsites import _is_compiling
+from tenprof.capture.own_launches import OwnLaunchPatches, kernel_name
 from tenprof.core.kernel_names import USER_KERNEL_PREFIX
 
 if TYPE_CHECKING:
     from tenprof.capture.tensors import TensorRecorder
 
-_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
-
 
 class OwnLaunchUses:
+    """Each outermost launch of the script's own an op of the tensors recorder (see the module docstring)."""
+
     def __init__(self, recorder: TensorRecorder) -> None:
         self.recorder = recorder
-        self._patches = (
-            JitRunPatch(lambda run: self._using(run, lambda args: args[0])),
-            ExtensionPatch(lambda fn: self._using(fn, lambda args: fn)),
-            ForeignLibraryPatch(lambda fn: self._using(fn, lambda args: fn)),
-        )
+        self._patches = OwnLaunchPatches(self._using)
         self._inside = False
         self.active = False
 
     def install(self) -> None:
         self.active = True
-        for patch in self._patches:
-            patch.install()
+        self._patches.install()
 
     def uninstall(self) -> None:
         self.active = False
-        for patch in self._patches:
-            patch.uninstall()
+        self._patches.uninstall()
 
     def _using(self, original: Callable[..., Any], launched: Callable[[tuple[Any, ...]], Any]) -> Callable[..., Any]:
         uses = self

@@ -23,6 +23,7 @@ import importlib.machinery
 import sys
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
@@ -34,7 +35,7 @@ JIT_MODULE = "triton.runtime.jit"
 EXTENSION_MODULE = "torch.utils.cpp_extension"
 
 
-class _ModulePatch:
+class _ModulePatch(ABC):
     """Changes a module while installed (`_patch`), undone by `_unpatch`; when the module is not imported
     yet, changed as soon as the script imports it (a post-import hook)."""
 
@@ -58,11 +59,11 @@ class _ModulePatch:
         if module is not None:
             self._unpatch(module)
 
-    def _patch(self, module: ModuleType) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def _patch(self, module: ModuleType) -> None: ...
 
-    def _unpatch(self, module: ModuleType) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def _unpatch(self, module: ModuleType) -> None: ...
 
 
 class JitRunPatch(_ModulePatch):
@@ -186,6 +187,32 @@ def _users_library(path: str) -> bool:
     return "/" in normalized and is_user_file(normalized) and not normalized.startswith(system)
 
 
+# How a watcher wraps one way of launching: (the original callable, what a call to it launches from its
+# arguments) -> the callable to put in its place.
+Wrap = Callable[[Callable[..., Any], Callable[[tuple[Any, ...]], Any]], Callable[..., Any]]
+
+
+class OwnLaunchPatches:
+    """Every way this module knows the script launches its own kernels (Triton's `kernel[grid](...)`,
+    extension functions, its own ctypes libraries), each call passed through `wrap`. Each pass that
+    watches those launches (timeline, counters and stalls, tensors) holds one."""
+
+    def __init__(self, wrap: Wrap) -> None:
+        self._patches = (
+            JitRunPatch(lambda run: wrap(run, lambda args: args[0])),
+            ExtensionPatch(lambda fn: wrap(fn, _always(fn))),
+            ForeignLibraryPatch(lambda fn: wrap(fn, _always(fn))),
+        )
+
+    def install(self) -> None:
+        for patch in self._patches:
+            patch.install()
+
+    def uninstall(self) -> None:
+        for patch in self._patches:
+            patch.uninstall()
+
+
 class OwnLaunches:
     """Records the script's own launches into `records` (flattened thread, start, end, frame) and
     `names`: Triton's `JITFunction.run`, and the functions of CUDA extensions built while it records."""
@@ -196,24 +223,18 @@ class OwnLaunches:
         self._launched: list[Any] = []  # per record: what was launched (its name is read at the end)
         self.paused = False
         self._depth = threading.local()
-        self._patches = (
-            JitRunPatch(lambda run: self._recording(run, lambda args: args[0])),
-            ExtensionPatch(lambda fn: self._recording(fn, _always(fn))),
-            ForeignLibraryPatch(lambda fn: self._recording(fn, _always(fn))),
-        )
+        self._patches = OwnLaunchPatches(self._recording)
 
     @property
     def names(self) -> list[str]:
         return [kernel_name(x) for x in self._launched]
 
     def start(self) -> None:
-        for patch in self._patches:
-            patch.install()
+        self._patches.install()
 
     def stop(self) -> None:
         self.paused = True  # extension and library functions found meanwhile keep their (now idle) wrappers
-        for patch in self._patches:
-            patch.uninstall()
+        self._patches.uninstall()
 
     def _recording(
         self, original: Callable[..., Any], launched: Callable[[tuple[Any, ...]], Any]
