@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -125,6 +125,9 @@ while [ $# -gt 0 ]; do
   user20d)  # issue 20: only the timeline recording of examples/user_kernels.py (tests/data/user_kernels)
     record user_kernels examples/user_kernels.py
     tenprof report "$WORK/prof/user_kernels" --limit 8 2>&1 | grep -E "Attribution|user kernel|no op"
+    ;;
+  user20e)  # issue 20: launches of an extension built before the run and of a library loaded by bare name
+    python3 -m pytest -q -m gpu tests/gpu/test_gpu_prebuilt_launches.py -p no:cacheprovider 2>&1 | tee "$OUT/prebuilt.txt" | tail -n 25
     ;;
   user20b)  # issue 20: counters and stalls of the script's own kernels (replayed as "(user kernel) NAME" signatures)
     ( cd "$REPO" && tenprof run --passes timeline,counters,stalls --limit 12 -o "$WORK/prof/user_kernels_stalls" examples/user_kernels.py --steps 3 ) > "$WORK/logs/user_kernels_stalls.log" 2>&1

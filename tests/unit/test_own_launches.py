@@ -213,3 +213,89 @@ def test_functions_of_the_scripts_own_shared_library_are_recorded(tmp_path: Path
         launches.stop()
     assert launches.names == ["cos"] and len(launches.records) == 4
     assert library.cos(0.0) == 1.0 and len(launches.records) == 4  # after the capture: passed through
+
+
+def test_a_library_loaded_by_bare_name_from_the_scripts_folders_is_recorded(tmp_path: Path) -> None:
+    # ctypes.CDLL("libmine.so") found by the dynamic loader in the script's folders (LD_LIBRARY_PATH) is the
+    # script's own: the path the loader opened is read back (dlinfo) and is not a system one. Here the bare
+    # name is given to a handle opened by path, as the loader would have opened it.
+    import ctypes
+    import os
+    import shutil
+
+    from tenprof.capture.own_launches import loaded_path
+
+    candidates = ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/lib64")
+    found = [f"{d}/libm.so.6" for d in candidates if os.path.exists(f"{d}/libm.so.6")]
+    assert found, "no libm.so.6 on this machine"
+    mine = tmp_path / "libmine.so"
+    shutil.copyfile(found[0], mine)
+    by_path = ctypes.CDLL(str(mine))
+    by_name = ctypes.CDLL("libmine.so", handle=by_path._handle)
+    assert loaded_path(by_name) == str(mine)
+    assert loaded_path(ctypes.CDLL("libm.so.6")).startswith(("/lib", "/usr/lib"))
+
+    from tenprof.capture.callsites import new_interner
+    from tenprof.capture.own_launches import OwnLaunches
+
+    launches = OwnLaunches(new_interner(None))
+    launches.start()
+    try:
+        by_name.cos.restype = ctypes.c_double
+        by_name.cos.argtypes = [ctypes.c_double]
+        assert by_name.cos(0.0) == 1.0
+    finally:
+        launches.stop()
+    assert launches.names == ["cos"]
+
+
+def test_an_extension_built_before_the_run_and_imported_from_the_scripts_files_is_recorded(
+    tmp_path: Path,
+) -> None:
+    # A CUDA extension module the script imports from its own folder (built before the run) has its
+    # functions recorded, whether imported before the capture started or during it; a module from an
+    # installed package, or one that launches no CUDA kernel, is left alone. Stand-in: the stdlib's
+    # compiled `_bisect` module copied into the test's folder, with the CUDA launch marks appended.
+    import _bisect
+    import importlib.util
+    import shutil
+    import sys
+
+    from tenprof.capture.callsites import new_interner
+    from tenprof.capture.own_launches import OwnLaunches, launches_cuda_kernels
+
+    def copy(name: str, cuda: bool) -> Path:
+        path = tmp_path / Path(str(_bisect.__file__)).name.replace("_bisect", name)
+        shutil.copyfile(str(_bisect.__file__), path)
+        if cuda:
+            with path.open("ab") as file:
+                file.write(b"\0cudaLaunchKernel\0")
+        return path
+
+    def load(path: Path, name: str):  # type: ignore[no-untyped-def]
+        # the module keeps _bisect's own init function name: import it under that name, then rename
+        spec = importlib.util.spec_from_file_location("_bisect", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules[name] = module
+        return module
+
+    before = load(copy("_before", cuda=True), "tenprof_test_before")
+    launches = OwnLaunches(new_interner(None))
+    launches.start()
+    try:
+        during = load(copy("_during", cuda=True), "tenprof_test_during")
+        plain = load(copy("_plain", cuda=False), "tenprof_test_plain")
+        assert launches_cuda_kernels(str(during.__file__)) and not launches_cuda_kernels(str(plain.__file__))
+        assert before.bisect_left([1, 2, 3], 2) == 1
+        assert during.insort_left is not _bisect.insort_left
+        assert during.bisect_right([1, 2, 3], 2) == 2
+        assert plain.bisect_left([1, 2, 3], 3) == 2
+        assert _bisect.bisect_left([1, 2, 3], 2) == 1  # the installed module: not the script's
+    finally:
+        launches.stop()
+        for name in ("tenprof_test_before", "tenprof_test_during", "tenprof_test_plain"):
+            sys.modules.pop(name, None)
+    assert launches.names == ["bisect_left", "bisect_right"]
+    assert during.bisect_right([1, 2, 3], 2) == 2 and len(launches.names) == 2  # passed through after

@@ -4,11 +4,13 @@ op and so have no line from the op recorders.
 
 While the timeline pass runs, `triton.runtime.jit.JITFunction.run` (what `kernel[grid](...)` calls) is
 wrapped, and so are the functions of the modules `torch.utils.cpp_extension.load` and `load_inline`
-build meanwhile (an extension built or imported before the capture started is not): each outermost
-call on a thread appends (thread, start, end, call path, what was launched) to the records, on the perf
-clock, with the call path interned like every other; so are the functions of shared libraries the
-script loads with ctypes from its own files. CuPy or Numba launches are not seen: their kernels get an
-op named after the kernel, without a line. The importer makes each
+build meanwhile, and of the CUDA extension modules the script imports from its own files (built before
+the run: a module whose file launches CUDA kernels, imported before or during the capture): each
+outermost call on a thread appends (thread, start, end, call path, what was launched) to the records, on
+the perf clock, with the call path interned like every other; so are the functions of shared libraries the
+script loads with ctypes from its own files (by path, or by bare name found in the script's folders).
+CuPy or Numba launches are not seen: their kernels get an op named after the kernel, without a line.
+The importer makes each
 such launch an op named "(user kernel) NAME" that holds its kernels (tenprof.importers.user_launches).
 Neither module is imported for this: when the script imports one after the capture started, the
 wrapper goes on right after (a post-import hook). Kernels that torch.compile generates are
@@ -18,6 +20,7 @@ here. The wrapper costs one Python call and a frame walk per launch (measured in
 
 from __future__ import annotations
 
+import ctypes
 import importlib.abc
 import importlib.machinery
 import sys
@@ -122,20 +125,85 @@ class ExtensionPatch(_ModulePatch):
         def load(*args: Any, **kwargs: Any) -> Any:
             built = loader(*args, **kwargs)
             if isinstance(built, ModuleType):
-                for attr in dir(built):
-                    fn = getattr(built, attr)
-                    if not attr.startswith("_") and type(fn).__name__ == "builtin_function_or_method":
-                        setattr(built, attr, make(fn))
+                _wrap_module_functions(built, make)
             return built
 
         return load
 
 
+def _wrap_module_functions(module: ModuleType, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """Each public builtin function of `module` (pybind functions are builtins) replaced by `make(fn)`;
+    functions wrapped already (no longer builtins) are left as they are."""
+    for attr in dir(module):
+        fn: Any = getattr(module, attr, None)
+        if not attr.startswith("_") and type(fn).__name__ == "builtin_function_or_method":
+            setattr(module, attr, make(fn))
+
+
+# Strings a shared object holds when it launches CUDA kernels itself: the runtime's launch call and the
+# registration of its embedded kernels (in the dynamic symbol table when it links libcudart).
+_CUDA_LAUNCH_MARKS = (b"cudaLaunchKernel", b"__cudaRegisterFatBinary", b"cuLaunchKernel")
+
+
+def launches_cuda_kernels(path: str) -> bool:
+    """True when the shared object at `path` names a CUDA kernel launch call or registers kernels."""
+    import mmap
+
+    try:
+        with open(path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return any(data.find(mark) >= 0 for mark in _CUDA_LAUNCH_MARKS)
+    except (OSError, ValueError):
+        return False
+
+
+class PrebuiltExtensionPatch(_ModulePatch):
+    """Extension modules the script imports from its own files (built before the run: `python setup.py
+    build_ext --inplace`, an earlier `cpp_extension.load`'s build folder on sys.path) that launch CUDA
+    kernels: their public functions are replaced by `make(function)`, for those imported already when the
+    patch goes on and, through importlib's extension loader, for those imported while it is on. A function
+    the script bound to its own name before the capture started (`from ext import fn`) is not seen.
+    Modules in installed packages are left alone (torch's own, for one)."""
+
+    module_name = "importlib.machinery"
+
+    def __init__(self, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+        super().__init__()
+        self._make = make
+        self._original: Callable[..., Any] | None = None
+
+    def _patch(self, module: ModuleType) -> None:
+        if self._original is not None:
+            return
+        loader_class = module.ExtensionFileLoader
+        original = self._original = loader_class.exec_module
+        wrap_if_own = self._wrap_if_own
+
+        def exec_module(loader: Any, built: ModuleType) -> None:
+            original(loader, built)
+            wrap_if_own(built)
+
+        loader_class.exec_module = exec_module
+        for imported in list(sys.modules.values()):
+            if isinstance(getattr(imported, "__loader__", None), loader_class):
+                self._wrap_if_own(imported)
+
+    def _unpatch(self, module: ModuleType) -> None:
+        if self._original is not None:
+            module.ExtensionFileLoader.exec_module = self._original
+        self._original = None
+
+    def _wrap_if_own(self, module: ModuleType) -> None:
+        path = str(getattr(module, "__file__", "") or "")
+        if _users_library(path) and launches_cuda_kernels(path):
+            _wrap_module_functions(module, self._make)
+
+
 class ForeignLibraryPatch(_ModulePatch):
     """ctypes: a function of a shared library the script loads from its own files (by a path outside the
-    system's, /opt's and installed packages' folders) is replaced, when first looked up, by a stand-in that
-    calls `make(function)` and passes attribute reads and writes (argtypes, restype) to the function.
-    Libraries loaded by bare name (libcuda.so.1) or from installed packages are left alone."""
+    system's, /opt's and installed packages' folders, or by a bare name the loader found in such a folder)
+    is replaced, when first looked up, by a stand-in that calls `make(function)` and passes attribute
+    reads and writes (argtypes, restype) to the function. System libraries (libcuda.so.1) and those of
+    installed packages are left alone."""
 
     module_name = "ctypes"
 
@@ -152,7 +220,7 @@ class ForeignLibraryPatch(_ModulePatch):
 
         def getitem(library: Any, name_or_ordinal: Any) -> Any:
             fn = original(library, name_or_ordinal)
-            if isinstance(name_or_ordinal, str) and _users_library(str(getattr(library, "_name", "") or "")):
+            if isinstance(name_or_ordinal, str) and _users_library(loaded_path(library)):
                 return _ForeignFunction(fn, make(fn))
             return fn
 
@@ -181,6 +249,41 @@ class _ForeignFunction:
         setattr(self._fn, name, value)
 
 
+class _LinkMap(ctypes.Structure):
+    # the head of glibc's struct link_map: the load address, then the file's name as the loader opened it
+    _fields_ = [("l_addr", ctypes.c_void_p), ("l_name", ctypes.c_char_p)]
+
+
+_RTLD_DI_LINKMAP = 2
+
+
+def _find_dlinfo() -> Any:
+    try:
+        return ctypes.CDLL(None).dlinfo
+    except (AttributeError, OSError):  # not glibc
+        return None
+
+
+_DLINFO = _find_dlinfo()  # looked up before any patch is on (the lookup itself goes through CDLL)
+
+
+def loaded_path(library: Any) -> str:
+    """The file a ctypes library was loaded from: its name when that is a path, else the path the dynamic
+    loader found for the bare name (glibc's dlinfo), else the bare name."""
+    name = str(getattr(library, "_name", "") or "")
+    if "/" in name:
+        return name
+    handle = getattr(library, "_handle", None)
+    if _DLINFO is None or not handle:
+        return name
+    link_map = ctypes.POINTER(_LinkMap)()
+    if _DLINFO(ctypes.c_void_p(handle), _RTLD_DI_LINKMAP, ctypes.byref(link_map)) == 0 and link_map:
+        found = link_map.contents.l_name
+        if found:
+            return str(found.decode(errors="replace"))
+    return name
+
+
 def _users_library(path: str) -> bool:
     normalized = path.replace("\\", "/")
     system = ("/usr/", "/opt/", "/lib/", "/lib64/", "/etc/")
@@ -201,6 +304,7 @@ class OwnLaunchPatches:
         self._patches = (
             JitRunPatch(lambda run: wrap(run, lambda args: args[0])),
             ExtensionPatch(lambda fn: wrap(fn, _always(fn))),
+            PrebuiltExtensionPatch(lambda fn: wrap(fn, _always(fn))),
             ForeignLibraryPatch(lambda fn: wrap(fn, _always(fn))),
         )
 
