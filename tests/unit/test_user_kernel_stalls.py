@@ -48,6 +48,10 @@ def test_the_user_kernels_metrics_reach_their_launch_line() -> None:
     # the CUDA extension's function (a pybind function, no aten op) is replayed and placed the same way
     extension = _line("the extension's kernel")
     assert rows["(user kernel) scale"].line == f"examples/user_kernels.py:{extension}"
+    # and so is the function of the library called through ctypes, at the line in the helper calling it
+    assert rows["(user kernel) launch_add_one"].line == f"examples/user_kernels.py:{_line('library.launch_add_one(')}"
+    add_one = next(k for k in profile.table("stall_kernels").to_pylist() if k["op"] == "(user kernel) launch_add_one")
+    assert add_one["name"] == "add_one"
     ops = profile.table("ops").column("name").to_pylist()
     kernels = profile.table("kernel_counters").to_pylist()
     k_ops = profile.table("kernels").column("op_id").to_pylist()
@@ -58,7 +62,7 @@ def test_the_user_kernels_metrics_reach_their_launch_line() -> None:
 def test_the_tensor_stall_cost_charges_the_gathered_table() -> None:
     # tests/data/tensor_cost/user_kernels (H100: timeline, tensors, stalls, accesses on the same script,
     # 2 steps): the gather kernel's memory stalls go to the tensors it read, the 256 MB table most (its
-    # loads are the random ones), and none of the tensors it reads is "made and never read" any more.
+    # loads are the random ones), and none of the tensors it reads is "made and never read" any more; the ctypes library's kernel is charged too.
     from tenprof.analyses.memory import memory_report
     from tenprof.analyses.tensor_forest import Forest
     from tenprof.analyses.tensor_stall_cost import tensor_stall_cost
@@ -79,3 +83,8 @@ def test_the_tensor_stall_cost_charges_the_gathered_table() -> None:
     out = f"examples/user_kernels.py:{_line('out = torch.empty_like')}"
     scale = [c for c in tensor_stall_cost(profile) if c.tensor_id >= 0 and "scale_kernel" in c.kernels]
     assert {forest.creator_line(c.tensor_id) for c in scale} == {out}
+    # the ctypes library's kernel gets raw pointers, not tensors: its loads are found among the live
+    # tensors by address, and land on `scaled`, the tensor it adds one to
+    scaled = f"examples/user_kernels.py:{_line('scaled = torch.empty_like')}"
+    add_one = [c for c in tensor_stall_cost(profile) if c.tensor_id >= 0 and "add_one" in c.kernels]
+    assert {forest.creator_line(c.tensor_id) for c in add_one} == {scaled}
