@@ -62,7 +62,8 @@ def test_the_user_kernels_metrics_reach_their_launch_line() -> None:
 def test_the_tensor_stall_cost_charges_the_gathered_table() -> None:
     # tests/data/tensor_cost/user_kernels (H100: timeline, tensors, stalls, accesses on the same script,
     # 2 steps): the gather kernel's memory stalls go to the tensors it read, the 256 MB table most (its
-    # loads are the random ones), and none of the tensors it reads is "made and never read" any more; the ctypes library's kernel is charged too.
+    # loads are the random ones), and none of the tensors it reads is "made and never read" any more;
+    # the ctypes library's kernel is charged too.
     from tenprof.analyses.memory import memory_report
     from tenprof.analyses.tensor_forest import Forest
     from tenprof.analyses.tensor_stall_cost import tensor_stall_cost
