@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -298,6 +298,12 @@ while [ $# -gt 0 ]; do
     done
     rm -f "$WORK"/prof/cost_*/accesses/raw/*.bin
     ;;
+  patterns21)  # issue 21: planted access patterns (tests/data/tensor_cost/patterns) and what the analysis says
+    record_cost patterns examples/tensor_cost/patterns.py
+    python3 scripts/access_patterns_dump.py "$WORK/prof/cost_patterns" 2>&1 | tee "$OUT/patterns_dump.txt" | head -n 80
+    ( cd "$REPO" && tenprof report "$WORK/prof/cost_patterns" --limit 10 2>&1 | sed -n '/^Tensors the memory stalls/,$p' | tee "$OUT/patterns_report.txt" )
+    du -sh "$WORK/prof/cost_patterns"
+    ;;
   access_cost)  # GPT-2 one step: un-profiled, tensors, tensors+accesses, compute-sanitizer memcheck
     cd "$REPO"
     for mode in plain tensors accesses memcheck; do
@@ -318,6 +324,7 @@ while [ $# -gt 0 ]; do
     passes "$WORK/prof/cost_gpt2"
     head -n 25 "$WORK/prof/cost_gpt2/tensor_stall_cost.csv" | cut -c1-260
     tenprof report "$WORK/prof/cost_gpt2" --limit 8 2>&1 | sed -n '/^Tensors the memory stalls/,$p' | tee "$OUT/gpt2_stall_cost_report.txt"
+    python3 scripts/access_patterns_dump.py "$WORK/prof/cost_gpt2" --limit 30 2>&1 | tee "$OUT/gpt2_patterns.txt" | head -n 40
     rm -f "$WORK"/prof/cost_gpt2/*/raw/counters.ncu-rep
     ;;
   dedup)  # what de-duplication saves on GPT-2 (one training step): MODE is dedup or all

@@ -8,24 +8,34 @@ from pathlib import Path
 
 import pytest
 
-from tenprof.importers.access_import import RECORD, build_access_tables
+from tenprof.importers.access_import import RECORD, RECORD_V1, RECORDS_HEADER, build_access_tables
 
 PID = 4242
+# (lane stride, sectors, lanes, pattern bits) of a warp of 32 lanes reading 4 contiguous bytes each
+COALESCED = (4, 4, 32, 1)
 
 
 def _write(
-    raw: Path, launches: list[str], records: list[tuple[int, int, int, int, int, int]], tail: bytes = b""
+    raw: Path,
+    launches: list[str],
+    records: list[tuple[int, int, int, int, int, int]],
+    tail: bytes = b"",
+    lanes: list[tuple[int, int, int, int]] | None = None,
+    old: bool = False,
 ) -> None:
+    """The launch lines, and the records in the tool's layout (`old`: as written before the lanes were
+    compared, without the header); `lanes` gives each record's pattern fields (default COALESCED)."""
     (raw / f"access-launches-{PID}.tsv").write_text("".join(line + "\n" for line in launches))
-    data = b"".join(
-        struct.pack("<IIQII", launch, pc, address, nbytes, flags | (weight << 8))
-        for launch, pc, address, nbytes, flags, weight in records
-    )
-    (raw / f"access-records-{PID}.bin").write_bytes(data + tail)
+    packed = []
+    for i, (launch, pc, address, nbytes, flags, weight) in enumerate(records):
+        head = struct.pack("<IIQII", launch, pc, address, nbytes, flags | (weight << 8))
+        pattern = lanes[i] if lanes else COALESCED
+        packed.append(head if old else head + struct.pack("<iBBBB", *pattern, 0))
+    (raw / f"access-records-{PID}.bin").write_bytes((b"" if old else RECORDS_HEADER) + b"".join(packed) + tail)
 
 
-def test_record_layout_is_24_packed_bytes() -> None:
-    assert RECORD.itemsize == 24
+def test_record_layouts_are_packed() -> None:
+    assert RECORD.itemsize == 32 and RECORD_V1.itemsize == 24
 
 
 def test_records_are_summed_per_launch_pc_and_address_with_their_weights(tmp_path: Path) -> None:
@@ -57,6 +67,41 @@ def test_records_are_summed_per_launch_pc_and_address_with_their_weights(tmp_pat
     assert [lr["accesses"] for lr in launches] == [66, 1]
     assert launches[1]["last_op_seq"] == 7
     assert (report.launches, report.records, report.accesses) == (2, 4, 67)
+
+
+def test_the_lanes_pattern_is_kept_per_record_and_summed_with_the_weights(tmp_path: Path) -> None:
+    # One load PC read coalesced (4 sectors of 32 lanes x 4 bytes), one strided (16 KiB between lanes: a
+    # sector per lane), one gathered (lanes unevenly spaced: stride null), each record standing for its weight.
+    _write(
+        tmp_path,
+        ["0\t7\t7\t0\t4\t4\t0\t140000\t4,1,1\t128,1,1\tk"],
+        [
+            (0, 0x10, 0x1000, 128, 1, 1),
+            (0, 0x20, 0x8000, 128, 1, 64),
+            (0, 0x20, 0x8000, 128, 1, 1),
+            (0, 0x30, 0x9000, 128, 1, 2),
+        ],
+        lanes=[COALESCED, (16384, 32, 32, 1), (16384, 32, 32, 1), (-77, 30, 32, 0)],
+    )
+    rows = {r["pc_offset"]: r for r in build_access_tables(tmp_path, PID)[0]["accesses"].to_pylist()}
+    assert (rows[0x10]["lane_stride"], rows[0x10]["sectors"], rows[0x10]["min_sectors"]) == (4, 4, 4)
+    strided = rows[0x20]
+    assert (strided["count"], strided["lane_stride"], strided["sectors"], strided["min_sectors"]) == (
+        65,
+        16384,
+        65 * 32,
+        65 * 4,
+    )
+    assert strided["lanes"] == 65 * 32
+    gathered = rows[0x30]
+    assert gathered["lane_stride"] is None and (gathered["sectors"], gathered["min_sectors"]) == (60, 8)
+
+
+def test_records_written_before_the_lanes_were_compared_read_without_a_pattern(tmp_path: Path) -> None:
+    _write(tmp_path, ["0\t7\t7\t0\t1\t1\t0\t140000\t4,1,1\t128,1,1\tk"], [(0, 0x10, 0x1000, 128, 1, 3)], old=True)
+    (row,) = build_access_tables(tmp_path, PID)[0]["accesses"].to_pylist()
+    assert (row["count"], row["bytes"]) == (3, 384)
+    assert (row["lane_stride"], row["sectors"], row["min_sectors"], row["lanes"]) == (None, None, None, None)
 
 
 def test_full_buffer_and_tool_problems_are_reported(tmp_path: Path) -> None:

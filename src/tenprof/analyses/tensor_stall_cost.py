@@ -82,7 +82,7 @@ def tensor_stall_cost(profile: Profile) -> list[TensorCost]:
     for a in accesses:
         by_key[(int(a["op_seq"]), int(a["pc_offset"]))].append(a)
     index = AddressIndex.from_profile(profile) if accesses else None
-    used = _tensors_used(profile)
+    used = UsedViews(profile)
     base_of = profile.table("storages").column("base_tensor_id").to_numpy()
     charged: dict[int, float] = defaultdict(float)
     inferred: dict[int, float] = defaultdict(float)
@@ -151,39 +151,57 @@ def same_kernel(ncu_name: str, sanitizer_name: str) -> bool:
     return bool(base) and (base == sanitizer_name or f"{len(base)}{base}" in sanitizer_name)
 
 
-def _tensors_used(profile: Profile) -> dict[int, set[int]]:
-    used: dict[int, set[int]] = defaultdict(set)
-    uses = profile.table("tensor_uses")
-    for seq, tid in zip(uses.column("op_seq").to_pylist(), uses.column("tensor_id").to_pylist(), strict=True):
-        used[int(seq)].add(int(tid))
-    return used
+class UsedViews:
+    """Which (op, tensor) pairs tensor_uses lists, asked many at a time."""
+
+    def __init__(self, profile: Profile) -> None:
+        uses = profile.table("tensor_uses")
+        seq = uses.column("op_seq").to_numpy().astype(np.int64)
+        tensor = uses.column("tensor_id").to_numpy().astype(np.int64)
+        self._width = int(tensor.max(initial=-1)) + 1
+        self._keys = np.unique(seq * self._width + tensor)
+
+    def used(self, op_seqs: np.ndarray, tensors: np.ndarray) -> np.ndarray:
+        tensors = np.asarray(tensors, np.int64)
+        if not len(self._keys):
+            return np.zeros(len(tensors), dtype=bool)
+        keys = np.asarray(op_seqs, np.int64) * self._width + tensors
+        pos = np.clip(np.searchsorted(self._keys, keys), 0, len(self._keys) - 1)
+        found: np.ndarray = (tensors < self._width) & (self._keys[pos] == keys)
+        return found
 
 
 def _byte_shares(
     records: list[dict[str, object]],
     op_seq: int,
     index: AddressIndex,
-    used: dict[int, set[int]],
+    used: UsedViews,
     base_of: np.ndarray,
 ) -> dict[int, float]:
     addresses = np.array([int(r["address"]) for r in records], dtype=np.int64)  # type: ignore[call-overload]
     weights = np.array([int(r["bytes"]) for r in records], dtype=np.float64)  # type: ignore[call-overload]
-    matches = index.lookup(addresses, np.full(len(addresses), op_seq, dtype=np.int64))
-    storages = index.storage_of(addresses, np.full(len(addresses), op_seq, dtype=np.int64))
-    candidates: dict[int, list[int]] = defaultdict(list)
-    for q, t in zip(matches.query.tolist(), matches.tensor_id.tolist(), strict=True):
-        candidates[q].append(t)
+    tensors = tensors_at(index, addresses, np.full(len(addresses), op_seq, dtype=np.int64), used, base_of)
     bytes_to: dict[int, float] = defaultdict(float)
-    op_used = used.get(op_seq, set())
-    for q in range(len(records)):
-        found = candidates.get(q, [])
-        chosen = [t for t in found if t in op_used]
-        if chosen:
-            tensor = chosen[0]
-        elif storages[q] >= 0:
-            tensor = int(base_of[storages[q]])
-        else:
-            tensor = NO_TENSOR
-        bytes_to[tensor] += weights[q]
+    for tensor, weight in zip(tensors.tolist(), weights.tolist(), strict=True):
+        bytes_to[tensor] += weight
     total = sum(bytes_to.values())
     return {t: b / total for t, b in bytes_to.items()} if total else {}
+
+
+def tensors_at(
+    index: AddressIndex, addresses: np.ndarray, op_seqs: np.ndarray, used: UsedViews, base_of: np.ndarray
+) -> np.ndarray:
+    """The tensor each (address, op) is charged to: among the live views containing the address, one the
+    op used (tensor_uses), else the storage's base tensor, else NO_TENSOR (no live storage there)."""
+    matches = index.lookup(addresses, op_seqs)
+    out = np.full(len(addresses), NO_TENSOR, dtype=np.int64)
+    storages = index.storage_of(addresses, op_seqs)
+    has_storage = storages >= 0
+    out[has_storage] = base_of[storages[has_storage]]
+    if len(matches.query):
+        is_used = used.used(op_seqs[matches.query], matches.tensor_id)
+        # the first used view of each query (matches come grouped by query)
+        query, tensor = matches.query[is_used], matches.tensor_id[is_used]
+        first = np.unique(query, return_index=True)[1]
+        out[query[first]] = tensor[first]
+    return out

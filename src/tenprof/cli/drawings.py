@@ -90,13 +90,17 @@ def write_stall_cost_files(out_dir: Path) -> str:
         profile = load_profile(out_dir)
         if not all(profile.has_pass(p) for p in (Pass.TENSORS, Pass.STALLS, Pass.ACCESSES)):
             return ""
+        from tenprof.analyses.access_patterns import load_patterns
         from tenprof.analyses.tensor_forest import Forest
         from tenprof.analyses.tensor_stall_cost import tensor_stall_cost
         from tenprof.renderers.stall_cost_files import write_stall_cost
 
         costs = tensor_stall_cost(profile)
         if costs:
-            return _place(out_dir, lambda folder: write_stall_cost(costs, Forest(profile), folder), "tensor stall cost")
+            patterns = load_patterns(profile)
+            return _place(
+                out_dir, lambda folder: write_stall_cost(costs, Forest(profile), folder, patterns), "tensor stall cost"
+            )
     except Exception as exc:  # the tables are written; the files can be made again with `tenprof export`
         return f"the tensor stall cost files could not be written: {exc.__class__.__name__}: {exc}"
     return ""

@@ -119,12 +119,14 @@ def _forest(kind: str) -> Callable[[Profile, IO[bytes], ExportOptions], None]:
 
 def _stall_cost(kind: str) -> Callable[[Profile, IO[bytes], ExportOptions], None]:
     def write(profile: Profile, out: IO[bytes], options: ExportOptions) -> None:
+        from tenprof.analyses.access_patterns import load_patterns
         from tenprof.analyses.tensor_forest import Forest
         from tenprof.analyses.tensor_stall_cost import tensor_stall_cost
         from tenprof.renderers.stall_cost_files import blame_dot, cost_csv
 
-        costs, forest = tensor_stall_cost(profile), Forest(profile)
-        out.write((cost_csv(costs, forest) if kind == "csv" else blame_dot(costs, forest)).encode())
+        costs, forest, patterns = tensor_stall_cost(profile), Forest(profile), load_patterns(profile)
+        text = cost_csv(costs, forest, patterns) if kind == "csv" else blame_dot(costs, forest, patterns=patterns)
+        out.write(text.encode())
 
     return write
 

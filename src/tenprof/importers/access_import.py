@@ -4,13 +4,17 @@ Files, per process (`<pid>` is the profiled process's; processes the script star
 - `access-launches-<pid>.tsv`: one line per kernel launch: launch id, op seq (-1 outside ops), last op
   seq started, ordinal in the op, records written, records claimed, dropped weight, function start pc,
   grid "x,y,z", block "x,y,z", kernel (mangled) name;
-- `access-records-<pid>.bin` (`.bin.gz` once the pass is built): packed little-endian {u32 launch id,
-  u32 pc offset, u64 address, u32 bytes, u32 flags_weight} (flags in the low 8 bits: 1 read, 2 write;
-  the rest the weight).
+- `access-records-<pid>.bin` (`.bin.gz` once the pass is built): the header "TPACCv2\n", then packed
+  little-endian {u32 launch id, u32 pc offset, u64 address, u32 bytes, u32 flags_weight, i32 lane
+  stride, u8 sectors, u8 lanes, u8 pattern bits, u8 0} (flags in the low 8 bits: 1 read, 2 write; the
+  rest the weight; tenprof/native/access_format.h). A file without the header was written before the
+  lanes were compared: the first six fields only, and the pattern columns read as nulls.
 - `access-log-<pid>.txt`: the tool's own problems, one per line.
 
-Records are summed per (launch, pc offset, address, write): `count` is the warp accesses they stand for
-and `bytes` the bytes those moved (each record's warp bytes times its weight). A launch line without
+Records are summed per (launch, pc offset, address, write, lane stride): `count` is the warp accesses
+they stand for, `bytes` the bytes those moved (each record's warp bytes times its weight), and likewise
+`sectors` (32-byte sectors touched), `min_sectors` (sectors the same bytes would touch read contiguously)
+and `lanes`; `lane_stride` is null where the lanes were not evenly spaced. A launch line without
 records (an unfinished last launch) or records of an unknown launch are dropped and counted.
 """
 
@@ -26,7 +30,25 @@ import pyarrow as pa
 from tenprof.store.schema import ACCESS_LAUNCHES, ACCESSES
 from tenprof.store.writer import PassWriter
 
-RECORD = np.dtype([("launch", "<u4"), ("pc_offset", "<u4"), ("address", "<u8"), ("bytes", "<u4"), ("flags", "<u4")])
+RECORD_V1 = np.dtype([("launch", "<u4"), ("pc_offset", "<u4"), ("address", "<u8"), ("bytes", "<u4"), ("flags", "<u4")])
+RECORD = np.dtype(
+    [
+        ("launch", "<u4"),
+        ("pc_offset", "<u4"),
+        ("address", "<u8"),
+        ("bytes", "<u4"),
+        ("flags", "<u4"),
+        ("lane_stride", "<i4"),
+        ("sectors", "u1"),
+        ("lanes", "u1"),
+        ("pattern", "u1"),
+        ("pad", "u1"),
+    ]
+)
+RECORDS_HEADER = b"TPACCv2\n"
+SAME_STRIDE = 0x1  # pattern bits (access_format.h)
+BULK = 0x2
+SECTOR_BYTES = 32
 WRITE_FLAG = 0x2
 LAUNCH_FIELDS = 11
 
@@ -71,7 +93,8 @@ def read_launches(path: Path) -> dict[str, list[object]]:
 
 
 def read_records(path: Path) -> np.ndarray:
-    """The records file, as the tool wrote it or gzipped (`<name>.bin.gz`, how a built pass keeps it)."""
+    """The records file, as the tool wrote it or gzipped (`<name>.bin.gz`, how a built pass keeps it), in
+    the RECORD layout (from a file without the header: the pattern fields zero, `lanes` 0 meaning unknown)."""
     packed = path.with_name(path.name + ".gz")
     if path.exists():
         data = path.read_bytes()
@@ -79,8 +102,16 @@ def read_records(path: Path) -> np.ndarray:
         data = gzip.decompress(packed.read_bytes())
     else:
         data = b""
-    whole = len(data) - len(data) % RECORD.itemsize  # a record cut short by a crash is dropped
-    return np.frombuffer(data[:whole], dtype=RECORD)
+    if data.startswith(RECORDS_HEADER):
+        body = data[len(RECORDS_HEADER) :]
+        whole = len(body) - len(body) % RECORD.itemsize  # a record cut short by a crash is dropped
+        return np.frombuffer(body[:whole], dtype=RECORD)
+    whole = len(data) - len(data) % RECORD_V1.itemsize
+    old = np.frombuffer(data[:whole], dtype=RECORD_V1)
+    records = np.zeros(len(old), dtype=RECORD)
+    for name in RECORD_V1.names or ():
+        records[name] = old[name]
+    return records
 
 
 def build_access_tables(raw_dir: Path, pid: int) -> tuple[dict[str, pa.Table], AccessReport]:
@@ -102,7 +133,10 @@ def build_access_tables(raw_dir: Path, pid: int) -> tuple[dict[str, pa.Table], A
 
     weight = (records["flags"] >> 8).astype(np.int64)
     launches["accesses"] = np.bincount(row, weights=weight, minlength=len(ids)).astype(np.int64).tolist()
-    # Sum per (launch, pc offset, address, write): a hash aggregation in Arrow, then a stable order.
+    known_lanes = records["lanes"] > 0  # 0: recorded before the lanes were compared
+    warp_bytes = records["bytes"].astype(np.int64)
+    evenly = known_lanes & ((records["pattern"] & SAME_STRIDE) != 0)
+    # Sum per (launch, pc offset, address, write, stride): a hash aggregation in Arrow, then a stable order.
     grouped = (
         pa.table(
             {
@@ -110,12 +144,16 @@ def build_access_tables(raw_dir: Path, pid: int) -> tuple[dict[str, pa.Table], A
                 "pc_offset": records["pc_offset"].astype(np.int64),
                 "address": records["address"].view(np.int64),
                 "is_write": (records["flags"] & WRITE_FLAG) != 0,
+                "lane_stride": pa.array(records["lane_stride"].astype(np.int64), mask=~evenly),
                 "count": weight,
-                "bytes": weight * records["bytes"].astype(np.int64),
+                "bytes": weight * warp_bytes,
+                "sectors": pa.array(weight * records["sectors"], mask=~known_lanes),
+                "min_sectors": pa.array(weight * -(-warp_bytes // SECTOR_BYTES), mask=~known_lanes),
+                "lanes": pa.array(weight * records["lanes"], mask=~known_lanes),
             }
         )
-        .group_by(["row", "pc_offset", "address", "is_write"])
-        .aggregate([("count", "sum"), ("bytes", "sum")])
+        .group_by(["row", "pc_offset", "address", "is_write", "lane_stride"])
+        .aggregate([("count", "sum"), ("bytes", "sum"), ("sectors", "sum"), ("min_sectors", "sum"), ("lanes", "sum")])
         .sort_by([("row", "ascending"), ("pc_offset", "ascending"), ("address", "ascending")])
     )
     of_row = grouped.column("row").to_numpy().astype(np.int64)
@@ -130,6 +168,10 @@ def build_access_tables(raw_dir: Path, pid: int) -> tuple[dict[str, pa.Table], A
         "bytes": grouped.column("bytes_sum"),
         "is_write": grouped.column("is_write"),
         "count": grouped.column("count_sum"),
+        "lane_stride": grouped.column("lane_stride"),
+        "sectors": grouped.column("sectors_sum"),
+        "min_sectors": grouped.column("min_sectors_sum"),
+        "lanes": grouped.column("lanes_sum"),
     }
     report.launches = len(ids)
     report.records = len(records)

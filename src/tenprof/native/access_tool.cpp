@@ -9,8 +9,10 @@
 // - After each launch (which it waits for) appends one line to access-launches-<pid>.tsv:
 //   launch id, op seq (-1 outside ops), last op seq started, ordinal in the op, records written,
 //   records claimed, dropped weight, function start pc, grid, block, kernel (mangled) name; and the launch's records to
-//   access-records-<pid>.bin as packed little-endian {u32 launch id, u32 pc offset from the function
-//   start, u64 address, u32 bytes, u32 flags_weight}. Problems go to access-log-<pid>.txt.
+//   access-records-<pid>.bin: the 8 bytes "TPACCv2\n", then packed little-endian {u32 launch id, u32 pc
+//   offset from the function start, u64 address, u32 bytes, u32 flags_weight, i32 lane stride, u8
+//   sectors, u8 lanes, u8 pattern bits, u8 0} (access_format.h says what each holds; files without the
+//   header hold the first six fields only). Problems go to access-log-<pid>.txt.
 // - tenprof_access_set_op(seq, inside) (called from Python with inside=1 before each op and inside=0
 //   after it) tags the launches that follow; the ordinal counts launches since the op started.
 #include <sanitizer.h>
@@ -58,8 +60,14 @@ struct FileRecord {
     uint64_t address;
     uint32_t bytes;
     uint32_t flags_weight;
+    int32_t lane_stride;
+    uint8_t sectors;
+    uint8_t lanes;
+    uint8_t pattern;
+    uint8_t pad;
 };
-static_assert(sizeof(FileRecord) == 24, "record layout is part of the file format");
+static_assert(sizeof(FileRecord) == 32, "record layout is part of the file format");
+constexpr char kRecordsHeader[8] = {'T', 'P', 'A', 'C', 'C', 'v', '2', '\n'};
 
 struct Tool {
     std::recursive_mutex lock;
@@ -215,8 +223,11 @@ void on_launch_end() {
                 g_tool->out.resize(written);
                 for (uint64_t i = 0; i < written; ++i) {
                     const TenprofAccessRecord& r = buffers.staging[i];
-                    g_tool->out[i] = FileRecord{launch, static_cast<uint32_t>(r.pc - function_pc), r.address, r.bytes,
-                                                r.flags_weight};
+                    g_tool->out[i] = FileRecord{launch,         static_cast<uint32_t>(r.pc - function_pc),
+                                                r.address,      r.bytes,
+                                                r.flags_weight, r.lane_stride,
+                                                r.sectors,      r.lanes,
+                                                r.pattern,      0};
                 }
                 std::fwrite(g_tool->out.data(), sizeof(FileRecord), written, g_tool->records);
             }
@@ -283,6 +294,7 @@ __attribute__((constructor)) void start_tool() {
     g_tool->launches = open_output("access-launches", ".tsv", "w");
     g_tool->records = open_output("access-records", ".bin", "wb");
     if (g_tool->log == nullptr || g_tool->launches == nullptr || g_tool->records == nullptr) return;
+    std::fwrite(kRecordsHeader, 1, sizeof(kRecordsHeader), g_tool->records);
     if (!ok(sanitizerSubscribe(&g_tool->subscriber, on_callback, nullptr), "sanitizerSubscribe") ||
         !ok(sanitizerEnableDomain(1, g_tool->subscriber, SANITIZER_CB_DOMAIN_RESOURCE), "sanitizerEnableDomain(resource)") ||
         !ok(sanitizerEnableDomain(1, g_tool->subscriber, SANITIZER_CB_DOMAIN_LAUNCH), "sanitizerEnableDomain(launch)")) {

@@ -27,10 +27,12 @@ def forest_dot(
     limit: int = 40,
     values: dict[int, float] | None = None,
     highlight: set[int] | None = None,
+    notes: dict[int, str] | None = None,
 ) -> str:
     """DOT text for the largest `limit` groups of trees (one representative tree per group).
 
-    `values` overrides the metric per tensor (e.g. stall share); nodes are sized by it."""
+    `values` overrides the metric per tensor (e.g. stall share); nodes are sized by it. `notes` adds a
+    line to a tensor's label (e.g. how its reads were measured to access memory)."""
     c = forest.columns
     highlight = highlight or set()
     groups = group_roots(forest, metric)[:limit]
@@ -65,6 +67,8 @@ def forest_dot(
                 label += f"\\n{creator}" + (f" @ {line}" if line else "")
         if values is not None and value_of[n] > 0:
             label += f"\\n{value_of[n]:.1f}%"
+        if notes and n in notes:
+            label += f"\\n{notes[n]}"
         if repeats.get(n, 1) > 1:
             label += f"\\nx{repeats[n]} trees"
         style = "dashed" if view else "solid"

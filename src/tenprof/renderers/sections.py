@@ -194,20 +194,34 @@ def _memory_text(report: Any, out: Console, options: ReportOptions) -> None:
 class StallCostData:
     costs: list[Any]
     forest: Any  # the tensor forest the costs are drawn on
+    patterns: Any = None  # LoadPatterns: how the charged kernels read each tensor
 
 
 def _stall_cost(profile: Profile, options: ReportOptions) -> StallCostData:
+    from tenprof.analyses.access_patterns import load_patterns
     from tenprof.analyses.tensor_forest import Forest
     from tenprof.analyses.tensor_stall_cost import tensor_stall_cost
 
     costs = tensor_stall_cost(profile)
-    return StallCostData(costs, Forest(profile) if costs else None)
+    return StallCostData(costs, Forest(profile) if costs else None, load_patterns(profile) if costs else None)
 
 
 def _stall_cost_text(data: StallCostData, out: Console, options: ReportOptions) -> None:
     from tenprof.renderers.stall_cost_text import render_stall_cost
 
-    render_stall_cost(data.costs, data.forest, out, options.limit)
+    render_stall_cost(data.costs, data.forest, out, options.limit, data.patterns)
+
+
+def _stall_cost_json(data: StallCostData) -> dict[str, Any]:
+    from tenprof.renderers.stall_cost_files import heaviest_read
+
+    rows = []
+    for cost in data.costs:
+        row = dataclasses.asdict(cost)
+        read = heaviest_read(cost, data.patterns)
+        row["read_pattern"] = None if read is None else {**dataclasses.asdict(read), "op_seqs": list(read.op_seqs[:8])}
+        rows.append(row)
+    return {"tensor_stall_cost": rows}
 
 
 def _as_dicts(key: str) -> Callable[[Any], dict[str, Any]]:
@@ -253,7 +267,7 @@ SECTIONS: tuple[Section, ...] = (
         (Pass.TENSORS, Pass.STALLS, Pass.ACCESSES),
         _stall_cost,
         _stall_cost_text,
-        lambda d: {"tensor_stall_cost": [dataclasses.asdict(c) for c in d.costs]},
+        _stall_cost_json,
         ("tensor_stall_cost",),
         has_content=lambda d: bool(d.costs),
     ),

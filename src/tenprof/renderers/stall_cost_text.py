@@ -1,18 +1,22 @@
 """The tensor stall cost section of `tenprof report`: the tensors memory stalls were charged to, most
-first, each with what to do about it, and the share that could not be charged to a tensor."""
+first, each with how its reads access memory (where the access pass compared lanes) and what to do
+about it, and the share that could not be charged to a tensor."""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
 
+from tenprof.analyses.access_patterns import LoadPatterns, describe
 from tenprof.analyses.tensor_advice import advice
 from tenprof.analyses.tensor_forest import Forest
 from tenprof.analyses.tensor_stall_cost import TensorCost
-from tenprof.renderers.stall_cost_files import BUCKETS
+from tenprof.renderers.stall_cost_files import BUCKETS, heaviest_read
 
 
-def render_stall_cost(costs: list[TensorCost], forest: Forest, console: Console, limit: int | None) -> None:
+def render_stall_cost(
+    costs: list[TensorCost], forest: Forest, console: Console, limit: int | None, patterns: LoadPatterns | None = None
+) -> None:
     console.print(
         "[bold]Tensors the memory stalls waited on[/bold] (stalls x accesses x tensors; each sampled kernel "
         "counted once per op instance it stands for)"
@@ -31,7 +35,10 @@ def render_stall_cost(costs: list[TensorCost], forest: Forest, console: Console,
         console.print(f"  {c.share:6.1%}  {escape(what)}  made by {escape(made or '?')}{guessed}")
         read_by = ", ".join(c.ops[:3]) or "kernels outside ops"
         console.print(f"          read by {escape(read_by)}: {escape(', '.join(k[:50] for k in c.kernels[:3]))}")
-        console.print(f"          do: {escape(advice(c, forest))}")
+        read = heaviest_read(c, patterns)
+        if read is not None:
+            console.print(f"          reads: {escape(describe(read))}")
+        console.print(f"          do: {escape(advice(c, forest, patterns))}")
     total = sum(c.samples for c in costs)
     inferred = sum(c.inferred for c in costs)
     if inferred and total:

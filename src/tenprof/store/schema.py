@@ -399,6 +399,10 @@ ACCESSES = _schema(
     Column("bytes", I64, "bytes the sampled warp accesses moved (access size x active lanes), times count"),
     Column("is_write", BOOL, ""),
     Column("count", I64, "warp accesses these records stand for (sampling weight)"),
+    Column("lane_stride", I64, "bytes between neighbouring active lanes' addresses, the same for all; null: uneven"),
+    Column("sectors", I64, "32-byte sectors the warp accesses touched, times count (null: not recorded)"),
+    Column("min_sectors", I64, "sectors the same bytes would touch read contiguously, times count"),
+    Column("lanes", I64, "active lanes of the warp accesses, times count"),
 )
 
 ACCESS_LAUNCHES = _schema(
