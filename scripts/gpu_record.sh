@@ -37,7 +37,7 @@ record_counters() {  # name, then the example and its arguments: timeline + coun
 }
 
 passes() {  # each pass's state and note, from a profile's meta.json
-  python3 -c "import json,sys; m=json.load(open(sys.argv[1]+'/meta.json')); [print(k, v['state'], round(v.get('duration_s') or 0, 1), 's', v.get('reason','')[:300]) for k, v in m['passes'].items()]; print('script wall', m['run'].get('wall_time_s'))" "$1"
+  python3 -c "import json,sys; m=json.load(open(sys.argv[1]+'/meta.json')); [print(k, v['state'], round(v.get('duration_s') or 0, 1), 's (run', round(v.get('run_s') or 0, 1), 'tables', round(v.get('build_s') or 0, 1), ')', v.get('reason','')[:300]) for k, v in m['passes'].items()]; print('script wall', m['run'].get('wall_time_s'))" "$1"
 }
 
 record_cost() {  # name, then the example and its arguments: every pass the tensor stall cost needs
@@ -319,12 +319,13 @@ while [ $# -gt 0 ]; do
     cd - > /dev/null
     ;;
   access_gpt2)  # GPT-2 one step with every pass: the top tensors by stall cost (then the report's last section)
-    ( cd "$REPO" && /usr/bin/time -f "all_wall_s=%e" tenprof run --quiet --passes timeline,tensors,stalls,accesses -o "$WORK/prof/cost_gpt2" examples/gpt2_train.py --steps 1 --warmup 0 ) > "$WORK/logs/cost_gpt2.log" 2>&1
-    grep -v "^==PROF==" "$WORK/logs/cost_gpt2.log" | tail -n 5
+    ( cd "$REPO" && /usr/bin/time -f "all_wall_s=%e" tenprof run --limit 1 --passes timeline,tensors,stalls,accesses -o "$WORK/prof/cost_gpt2" examples/gpt2_train.py --steps 1 --warmup 0 ) > "$WORK/logs/cost_gpt2.log" 2>&1
+    grep -E "all_wall_s|where the time went|loop_s" "$WORK/logs/cost_gpt2.log" | tee "$OUT/gpt2_all_passes.txt"
     passes "$WORK/prof/cost_gpt2"
     head -n 25 "$WORK/prof/cost_gpt2/tensor_stall_cost.csv" | cut -c1-260
     tenprof report "$WORK/prof/cost_gpt2" --limit 8 2>&1 | sed -n '/^Tensors the memory stalls/,$p' | tee "$OUT/gpt2_stall_cost_report.txt"
     python3 scripts/access_patterns_dump.py "$WORK/prof/cost_gpt2" --limit 30 2>&1 | tee "$OUT/gpt2_patterns.txt" | head -n 40
+    [ -n "${KEEP_GPT2:-}" ] || rm -rf "$WORK/prof/cost_gpt2"  # 30 MB: too big to bring back
     rm -f "$WORK"/prof/cost_gpt2/*/raw/counters.ncu-rep
     ;;
   dedup)  # what de-duplication saves on GPT-2 (one training step): MODE is dedup or all

@@ -12,7 +12,7 @@ from tenprof.importers.access_import import RECORD, RECORD_V1, RECORDS_HEADER, b
 
 PID = 4242
 # (lane stride, sectors, lanes, pattern bits) of a warp of 32 lanes reading 4 contiguous bytes each
-COALESCED = (4, 4, 32, 1)
+COALESCED = (4, 4, 32, 1 | 4)
 
 
 def _write(
@@ -81,7 +81,7 @@ def test_the_lanes_pattern_is_kept_per_record_and_summed_with_the_weights(tmp_pa
             (0, 0x20, 0x8000, 128, 1, 1),
             (0, 0x30, 0x9000, 128, 1, 2),
         ],
-        lanes=[COALESCED, (16384, 32, 32, 1), (16384, 32, 32, 1), (-77, 30, 32, 0)],
+        lanes=[COALESCED, (16384, 32, 32, 1 | 4), (16384, 32, 32, 1 | 4), (-77, 30, 32, 0)],
     )
     rows = {r["pc_offset"]: r for r in build_access_tables(tmp_path, PID)[0]["accesses"].to_pylist()}
     assert (rows[0x10]["lane_stride"], rows[0x10]["sectors"], rows[0x10]["min_sectors"]) == (4, 4, 4)
@@ -95,13 +95,14 @@ def test_the_lanes_pattern_is_kept_per_record_and_summed_with_the_weights(tmp_pa
     assert strided["lanes"] == 65 * 32
     gathered = rows[0x30]
     assert gathered["lane_stride"] is None and (gathered["sectors"], gathered["min_sectors"]) == (60, 8)
+    assert (strided["ascending"], gathered["ascending"]) == (65, 0)  # the gather's lanes go up and down
 
 
 def test_records_written_before_the_lanes_were_compared_read_without_a_pattern(tmp_path: Path) -> None:
     _write(tmp_path, ["0\t7\t7\t0\t1\t1\t0\t140000\t4,1,1\t128,1,1\tk"], [(0, 0x10, 0x1000, 128, 1, 3)], old=True)
     (row,) = build_access_tables(tmp_path, PID)[0]["accesses"].to_pylist()
     assert (row["count"], row["bytes"]) == (3, 384)
-    assert (row["lane_stride"], row["sectors"], row["min_sectors"], row["lanes"]) == (None, None, None, None)
+    assert (row["lane_stride"], row["sectors"], row["min_sectors"], row["lanes"], row["ascending"]) == (None,) * 5
 
 
 def test_full_buffer_and_tool_problems_are_reported(tmp_path: Path) -> None:

@@ -76,7 +76,7 @@ def profile(tmp_path_factory: pytest.TempPathFactory) -> Profile:
         "bytes": [4] * 10,
         "is_write": [False] * 10,
         "count": [1] * 10,
-        **{column: [None] * 10 for column in ("lane_stride", "sectors", "min_sectors", "lanes")},
+        **{column: [None] * 10 for column in ("lane_stride", "sectors", "min_sectors", "lanes", "ascending")},
     }
     for pass_name, tables in (
         ("stalls", {"stall_kernels": (kernels, STALL_KERNELS), "sass": (sass, SASS), "blame": (blame, BLAME)}),

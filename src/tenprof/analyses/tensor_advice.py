@@ -51,7 +51,8 @@ SOURCE_OPS = {
 
 def advice(cost: TensorCost, forest: Forest, patterns: LoadPatterns | None = None) -> str:
     t = cost.tensor_id
-    read = patterns.for_tensor(t, cost.kernels) if patterns is not None else []
+    telling = patterns.telling_read(t, cost.kernels) if patterns is not None else None
+    read = [telling] if telling is not None else []
     kernels = " ".join(cost.kernels).lower()
     if (
         cost.inferred >= cost.samples / 2

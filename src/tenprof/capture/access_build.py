@@ -26,7 +26,7 @@ SOURCES = ("access_format.h", "access_patch.cu", "access_tool.cpp")
 LIBRARY_NAME = "libtenprof_access.so"
 PATCH_NAME = "tenprof_access_patch.fatbin"
 PATCH_CALLBACK = "tenprof_on_global_access"
-# Sampling: per PC slot, every one of the first FIRST warp accesses, then one in EVERY.
+# Sampling: per PC slot, every one of the first FIRST warp accesses, then those of one warp in EVERY.
 DEFAULT_FIRST = 32
 DEFAULT_EVERY = 64
 

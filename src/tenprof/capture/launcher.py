@@ -323,11 +323,12 @@ def _run_passes(req: RunRequest) -> RunResult:
         started = time.perf_counter()
         expected = expected_replays_of(req.out_dir) if pass_name in NCU_PASSES else 0
         code = _run_child(req, raw_dir, pass_name, expected, access if pass_name == Pass.TENSORS else None)
+        ran = time.perf_counter()
         # From here on, what was recorded is turned into tables and meta.json; a Ctrl-C now would only
         # lose work, so it is ignored until the pass is written (the raw files are kept in any case).
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
-            meta = _finish_pass(req, pass_name, writer, raw_dir, meta, code, started, describes_run=index == 0)
+            meta = _finish_pass(req, pass_name, writer, raw_dir, meta, code, (started, ran), describes_run=index == 0)
         finally:
             signal.signal(signal.SIGINT, previous)
         if code != 0:
@@ -357,7 +358,7 @@ def _commit_rider(
 ) -> Meta:
     """Write a pass built from another pass's run (no run of its own) and record it in meta.json."""
     pass_status.started_at = now_iso()
-    pass_status.duration_s = time.perf_counter() - started
+    pass_status.duration_s = pass_status.build_s = time.perf_counter() - started
     pass_status.rows = dict(writer.rows)
     writer.commit()
     meta.passes[name] = pass_status
@@ -416,9 +417,11 @@ def _finish_pass(
     raw_dir: Path,
     meta: Meta,
     code: int,
-    started: float,
+    times: tuple[float, float],
     describes_run: bool,
 ) -> Meta:
+    """`times`: when the pass's run started and when its process ended (perf counter)."""
+    started, ran = times
     status = _read_status(raw_dir)
     if status:
         cut_short = bool(status.get("cut_short"))
@@ -456,7 +459,8 @@ def _finish_pass(
     except Exception as exc:  # never lose the recording to a bug in building the tables
         pass_status = PassStatus(state="failed", reason=f"building the profile failed: {exc.__class__.__name__}: {exc}")
     pass_status.started_at = meta.passes[pass_name].started_at
-    pass_status.duration_s = time.perf_counter() - started
+    finished = time.perf_counter()
+    pass_status.duration_s, pass_status.run_s, pass_status.build_s = finished - started, ran - started, finished - ran
     pass_status.rows = dict(writer.rows)
     writer.commit()  # raw files are kept even when the pass failed
     meta.passes[pass_name] = pass_status

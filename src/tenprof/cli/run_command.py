@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 from tenprof.capture.access_build import DEFAULT_EVERY, DEFAULT_FIRST
@@ -15,6 +16,7 @@ from tenprof.cli.drawings import write_drawings
 from tenprof.cli.launch import run_under_launcher
 from tenprof.cli.report_command import print_report
 from tenprof.errors import UsageError
+from tenprof.renderers.run_times import time_breakdown
 from tenprof.store.directory import rank_dir
 from tenprof.store.profile import load_profile
 
@@ -41,14 +43,14 @@ class RunCommand:
             "--replay-scopes",
             default="",
             help="counters/stalls passes: also replay every kernel inside these tenprof.scope names "
-            "(comma-separated; the way to reach kernels launched outside aten ops, e.g. Triton kernels)",
+            "(comma-separated; kernels the script launches itself are replayed without it)",
         )
         parser.add_argument(
             "--access-every",
             type=int,
             default=DEFAULT_EVERY,
             help=f"accesses pass: after the first {DEFAULT_FIRST} warp accesses of an instruction in a launch, "
-            f"record one in N (default {DEFAULT_EVERY}; larger is faster and smaller)",
+            f"record those of one warp in N (default {DEFAULT_EVERY}; larger is faster and smaller)",
         )
         parser.add_argument(
             "--overhead-steps",
@@ -120,8 +122,10 @@ class RunCommand:
             overhead_steps=args.overhead_steps,
         )
         result = run_profile(request)
+        drawing = time.perf_counter()
         for problem in write_drawings(out_dir):
             print(f"tenprof: {problem}", file=sys.stderr)
+        drawings_s = time.perf_counter() - drawing
         failed = {name: s for name, s in result.meta.passes.items() if s.state == "failed"}
         for name, status in failed.items():
             print(f"tenprof: the {name} pass failed: {status.reason}", file=sys.stderr)
@@ -133,6 +137,8 @@ class RunCommand:
             return result.exit_code
         if len(failed) < len(result.meta.passes):
             print_report(load_profile(request.out_dir), console(), args.limit or None)
+        if len(result.meta.passes) > 1:
+            print(f"tenprof: {time_breakdown(result.meta, drawings_s)}", file=sys.stderr)
         print(
             f"tenprof: profile written to {request.out_dir}/ (tenprof report {request.out_dir})",
             file=sys.stderr,

@@ -14,7 +14,8 @@ Files, per process (`<pid>` is the profiled process's; processes the script star
 Records are summed per (launch, pc offset, address, write, lane stride): `count` is the warp accesses
 they stand for, `bytes` the bytes those moved (each record's warp bytes times its weight), and likewise
 `sectors` (32-byte sectors touched), `min_sectors` (sectors the same bytes would touch read contiguously)
-and `lanes`; `lane_stride` is null where the lanes were not evenly spaced. A launch line without
+`lanes`, and `ascending` (accesses whose lanes' addresses never go down from one lane to the next);
+`lane_stride` is null where the lanes were not evenly spaced. A launch line without
 records (an unfinished last launch) or records of an unknown launch are dropped and counted.
 """
 
@@ -48,6 +49,7 @@ RECORD = np.dtype(
 RECORDS_HEADER = b"TPACCv2\n"
 SAME_STRIDE = 0x1  # pattern bits (access_format.h)
 BULK = 0x2
+ASCENDING = 0x4
 SECTOR_BYTES = 32
 WRITE_FLAG = 0x2
 LAUNCH_FIELDS = 11
@@ -150,10 +152,11 @@ def build_access_tables(raw_dir: Path, pid: int) -> tuple[dict[str, pa.Table], A
                 "sectors": pa.array(weight * records["sectors"], mask=~known_lanes),
                 "min_sectors": pa.array(weight * -(-warp_bytes // SECTOR_BYTES), mask=~known_lanes),
                 "lanes": pa.array(weight * records["lanes"], mask=~known_lanes),
+                "ascending": pa.array(weight * ((records["pattern"] & ASCENDING) != 0), mask=~known_lanes),
             }
         )
         .group_by(["row", "pc_offset", "address", "is_write", "lane_stride"])
-        .aggregate([("count", "sum"), ("bytes", "sum"), ("sectors", "sum"), ("min_sectors", "sum"), ("lanes", "sum")])
+        .aggregate([(c, "sum") for c in ("count", "bytes", "sectors", "min_sectors", "lanes", "ascending")])
         .sort_by([("row", "ascending"), ("pc_offset", "ascending"), ("address", "ascending")])
     )
     of_row = grouped.column("row").to_numpy().astype(np.int64)
@@ -172,6 +175,7 @@ def build_access_tables(raw_dir: Path, pid: int) -> tuple[dict[str, pa.Table], A
         "sectors": grouped.column("sectors_sum"),
         "min_sectors": grouped.column("min_sectors_sum"),
         "lanes": grouped.column("lanes_sum"),
+        "ascending": grouped.column("ascending_sum"),
     }
     report.launches = len(ids)
     report.records = len(records)

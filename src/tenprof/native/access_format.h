@@ -7,6 +7,8 @@
 // pattern bits of a record
 #define TENPROF_SAME_STRIDE 0x1u  // every active lane is `lane_stride` bytes after the previous lane
 #define TENPROF_BULK 0x2u         // one copy for the whole warp (cp.async.bulk): no lanes to compare
+#define TENPROF_ASCENDING 0x4u    // no active lane's address is below the previous lane's (rows of a tile,
+                                  // sorted indices), unlike a random gather
 
 // One sampled warp-level global memory access: the first active lane's address; bytes cover the
 // whole warp (access size x active lanes). flags_weight: low 8 bits the sanitizer's access flags

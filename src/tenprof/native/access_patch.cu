@@ -82,6 +82,7 @@ __device__ __forceinline__ void record_warp_access(TenprofAccessBuffer* buffer, 
     const int second_lane = second ? __ffs(second) - 1 : static_cast<int>(leader);
     const long long first_stride = __shfl_sync(active, stride, second_lane);
     const bool same = __all_sync(active, !below || stride == first_stride);
+    const bool ascending = __all_sync(active, !below || address >= previous_address);
     if (lane != leader) return;
     const bool fits = first_stride >= -2147483647ll && first_stride <= 2147483647ll;
     TenprofAccessRecord& record = buffer->records[slot];
@@ -92,7 +93,7 @@ __device__ __forceinline__ void record_warp_access(TenprofAccessBuffer* buffer, 
     record.lane_stride = fits ? static_cast<int32_t>(first_stride) : 0;
     record.sectors = static_cast<uint8_t>(__popc(sector_firsts));
     record.lanes = static_cast<uint8_t>(__popc(active));
-    record.pattern = (same && fits && second) ? TENPROF_SAME_STRIDE : 0u;
+    record.pattern = ((same && fits && second) ? TENPROF_SAME_STRIDE : 0u) | (ascending ? TENPROF_ASCENDING : 0u);
     record.pad = 0;
 }
 

@@ -162,19 +162,32 @@ def _counters_text(report: Any, out: Console, options: ReportOptions) -> None:
 class StallsData:
     kernels: list[Any]
     by_op_and_line: list[Any]
+    load_patterns: list[Any] = dataclasses.field(default_factory=list)  # LoadAt: how each sampled load read
+
+
+@dataclass(frozen=True)
+class LoadAt:
+    replay_id: int
+    pc: int
+    pattern: Any  # AccessPattern
 
 
 def _stalls(profile: Profile, options: ReportOptions) -> StallsData:
+    from tenprof.analyses.access_patterns import stalled_load_patterns
     from tenprof.analyses.stalls import kernel_stalls, stall_rollup
 
     kernels = kernel_stalls(profile)
-    return StallsData(kernels, stall_rollup(profile) if kernels else [])
+    if not kernels:
+        return StallsData([], [])
+    loads = [LoadAt(rid, pc, p) for (rid, pc), p in stalled_load_patterns(profile).items()]
+    return StallsData(kernels, stall_rollup(profile), loads)
 
 
 def _stalls_text(data: StallsData, out: Console, options: ReportOptions) -> None:
     from tenprof.renderers.stalls_text import render_rollup, render_stalls
 
-    render_stalls(data.kernels, out, options.limit)
+    patterns = {(load.replay_id, load.pc): load.pattern for load in data.load_patterns}
+    render_stalls(data.kernels, out, options.limit, patterns)
     render_rollup(data.by_op_and_line, out, options.limit)
 
 
@@ -213,12 +226,12 @@ def _stall_cost_text(data: StallCostData, out: Console, options: ReportOptions) 
 
 
 def _stall_cost_json(data: StallCostData) -> dict[str, Any]:
-    from tenprof.renderers.stall_cost_files import heaviest_read
+    from tenprof.renderers.stall_cost_files import telling_read
 
     rows = []
     for cost in data.costs:
         row = dataclasses.asdict(cost)
-        read = heaviest_read(cost, data.patterns)
+        read = telling_read(cost, data.patterns)
         row["read_pattern"] = None if read is None else {**dataclasses.asdict(read), "op_seqs": list(read.op_seqs[:8])}
         rows.append(row)
     return {"tensor_stall_cost": rows}

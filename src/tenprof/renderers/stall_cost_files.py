@@ -1,7 +1,8 @@
 """`tensor_stall_cost.csv` and `blame.dot` (+ `.svg` with graphviz): the tensor stall cost as a table and
 as the tensor forest with node size by stall share and the blamed path (from the hottest tensor's root
-down to the view the kernels read) in red. Where the access pass compared lanes, each tensor's heaviest
-read by the charged kernels adds its pattern: columns of the table, a line of the node's label."""
+down to the view the kernels read) in red. Where the access pass compared lanes, each tensor's telling
+read by the charged kernels (the most wasteful of those moving a tenth of its bytes, else the heaviest)
+adds its pattern: columns of the table, a line of the node's label."""
 
 from __future__ import annotations
 
@@ -33,12 +34,11 @@ PATTERN_COLUMNS = (
 )
 
 
-def heaviest_read(cost: TensorCost, patterns: LoadPatterns | None) -> AccessPattern | None:
-    """The pattern of the tensor's read that moved the most bytes, by the kernels charged for it."""
+def telling_read(cost: TensorCost, patterns: LoadPatterns | None) -> AccessPattern | None:
+    """The pattern of the tensor's read (by the kernels charged for it) that explains its cost."""
     if patterns is None or cost.tensor_id < 0:
         return None
-    read = patterns.for_tensor(cost.tensor_id, cost.kernels)
-    return read[0] if read else None
+    return patterns.telling_read(cost.tensor_id, cost.kernels)
 
 
 def _pattern_cells(p: AccessPattern | None) -> list[str]:
@@ -101,7 +101,7 @@ def cost_csv(costs: list[TensorCost], forest: Forest, patterns: LoadPatterns | N
                     f"{cost.inferred:.1f}",
                     ";".join(cost.kernels),
                     ";".join(hex(p) for p in cost.load_pcs),
-                    *_pattern_cells(heaviest_read(cost, patterns)),
+                    *_pattern_cells(telling_read(cost, patterns)),
                 ]
             )
         return handle.getvalue()
@@ -111,7 +111,7 @@ def blame_dot(costs: list[TensorCost], forest: Forest, limit: int = 40, patterns
     values = {c.tensor_id: 100 * c.share for c in costs if c.tensor_id >= 0}
     hottest = next((c.tensor_id for c in costs if c.tensor_id >= 0), -1)
     highlight = set(forest.path_to_root(hottest)) if hottest >= 0 else set()
-    notes = {c.tensor_id: short_pattern(p) for c in costs if (p := heaviest_read(c, patterns)) is not None}
+    notes = {c.tensor_id: short_pattern(p) for c in costs if (p := telling_read(c, patterns)) is not None}
     return forest_dot(forest, "bytes", limit, values=values, highlight=highlight, notes=notes)
 
 

@@ -11,7 +11,7 @@ from tenprof.analyses.access_patterns import LoadPatterns, describe
 from tenprof.analyses.tensor_advice import advice
 from tenprof.analyses.tensor_forest import Forest
 from tenprof.analyses.tensor_stall_cost import TensorCost
-from tenprof.renderers.stall_cost_files import BUCKETS, heaviest_read
+from tenprof.renderers.stall_cost_files import BUCKETS, telling_read
 
 
 def render_stall_cost(
@@ -35,9 +35,11 @@ def render_stall_cost(
         console.print(f"  {c.share:6.1%}  {escape(what)}  made by {escape(made or '?')}{guessed}")
         read_by = ", ".join(c.ops[:3]) or "kernels outside ops"
         console.print(f"          read by {escape(read_by)}: {escape(', '.join(k[:50] for k in c.kernels[:3]))}")
-        read = heaviest_read(c, patterns)
-        if read is not None:
-            console.print(f"          reads: {escape(describe(read))}")
+        reads = patterns.for_tensor(t, c.kernels) if patterns is not None else []
+        shown = {id(r) for r in reads[:2]}
+        telling = telling_read(c, patterns)
+        for read in [*reads[:2], *([telling] if telling is not None and id(telling) not in shown else [])]:
+            console.print(f"          {escape(read.op or 'outside ops')} reads it {escape(describe(read))}")
         console.print(f"          do: {escape(advice(c, forest, patterns))}")
     total = sum(c.samples for c in costs)
     inferred = sum(c.inferred for c in costs)

@@ -1,6 +1,10 @@
-"""The stalls section of `tenprof report`: per sampled kernel, the instructions that took the blame."""
+"""The stalls section of `tenprof report`: per sampled kernel, the instructions that took the blame, each
+load with how its warps accessed memory where the accesses pass compared lanes (uncoalesced loads stand
+out: `strided 16.0KiB: 32.0 sectors/req, ideal 4.0`)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -22,7 +26,14 @@ def render_rollup(rows: list[StallRollup], console: Console, limit: int | None) 
         )
 
 
-def render_stalls(kernels: list[KernelStalls], console: Console, limit: int | None) -> None:
+def render_stalls(
+    kernels: list[KernelStalls],
+    console: Console,
+    limit: int | None,
+    load_patterns: dict[tuple[int, int], Any] | None = None,
+) -> None:
+    from tenprof.renderers.stall_cost_files import short_pattern
+
     console.print("[bold]Warp stalls, blamed on the instruction waited for[/bold] (Nsight Compute PC sampling)")
     for k in kernels[: limit or None]:
         where = f" in {escape(k.where)}" if k.where else ""
@@ -35,6 +46,9 @@ def render_stalls(kernels: list[KernelStalls], console: Console, limit: int | No
             where = escape(h.source.rsplit("/", 1)[-1])
             source = f"  ({where})" if h.source and not h.source_text else ""
             console.print(f"    {h.share:5.1%}  {h.pc:#x}  {escape(h.text[:60]):<60}  {mix}{moved}{source}")
+            pattern = (load_patterns or {}).get((k.replay_id, h.pc))
+            if pattern is not None:
+                console.print(f"{'':27}accessed: {escape(short_pattern(pattern))}")
             if h.source_text:
                 console.print(f"{'':27}{where}: {escape(h.source_text[:100])}")
     if any(

@@ -30,6 +30,8 @@ class PassStatus(BaseModel):
     reason: str = Field("", description="why the pass is partial or failed, in words a user can act on")
     started_at: str = ""
     duration_s: float = 0.0
+    run_s: float = Field(0.0, description="of duration_s, the script's run in this pass (under ncu: with its replays)")
+    build_s: float = Field(0.0, description="of duration_s, turning what was recorded into the pass's tables")
     rows: dict[str, int] = Field(default_factory=dict)
 
 

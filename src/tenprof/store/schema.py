@@ -403,6 +403,7 @@ ACCESSES = _schema(
     Column("sectors", I64, "32-byte sectors the warp accesses touched, times count (null: not recorded)"),
     Column("min_sectors", I64, "sectors the same bytes would touch read contiguously, times count"),
     Column("lanes", I64, "active lanes of the warp accesses, times count"),
+    Column("ascending", I64, "warp accesses whose lanes' addresses never go down from lane to lane"),
 )
 
 ACCESS_LAUNCHES = _schema(
