@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from tenprof.analyses.address_lookup import AddressIndex
+from tenprof.analyses.tensor_forest import Forest
 from tenprof.analyses.tensor_stall_cost import NO_TENSOR, UsedViews, tensors_at
 from tenprof.core import units
 from tenprof.store.profile import Profile
@@ -45,6 +46,7 @@ WASTEFUL = ("strided", "gather", "scattered")
 class AccessPattern:
     kernel: str  # as the sanitizer names it (mangled)
     op: str  # the op whose launches these are ('' outside ops)
+    line: str  # that op's line of the user's code ('' when unknown)
     tensor_id: int
     is_write: bool
     kind: str  # coalesced | broadcast | strided | gather | scattered
@@ -147,7 +149,8 @@ def load_patterns(profile: Profile) -> LoadPatterns:
     base_of = profile.table("storages").column("base_tensor_id").to_numpy()
     tensor = tensors_at(index, acc.column("address").to_numpy(), lookup_seq, UsedViews(profile), base_of)
     keep = tensor != NO_TENSOR
-    site, site_name = _op_sites(profile)
+    site, site_name, site_frame = _op_sites(profile)
+    forest = Forest(profile)
     columns = {
         "kernel": acc.column("kernel").filter(pa.array(keep)),
         "tensor": tensor[keep],
@@ -201,6 +204,7 @@ def load_patterns(profile: Profile) -> LoadPatterns:
         pattern = AccessPattern(
             kernel=str(row["kernel"]),
             op=site_name.get(int(row["site"]), ""),
+            line=forest.frame_line(site_frame.get(int(row["site"]), -1)),
             tensor_id=t,
             is_write=bool(row["is_write"]),
             kind="",
@@ -256,9 +260,9 @@ def _site_of(site: np.ndarray, op_seq: np.ndarray) -> np.ndarray:
     return out
 
 
-def _op_sites(profile: Profile) -> tuple[np.ndarray, dict[int, str]]:
+def _op_sites(profile: Profile) -> tuple[np.ndarray, dict[int, str], dict[int, int]]:
     """Per op_seq a number for its site (op name and Python line; a backward op its forward op's line),
-    and each site's op name."""
+    and each site's op name and call path (frame)."""
     ops = profile.table("tensor_ops")
     seqs = ops.column("op_seq").to_numpy()
     n = int(seqs.max(initial=-1)) + 1
@@ -273,7 +277,7 @@ def _op_sites(profile: Profile) -> tuple[np.ndarray, dict[int, str]]:
     site = np.empty(n, dtype=np.int64)
     for i, (name, frame) in enumerate(zip(names.tolist(), line.tolist(), strict=True)):
         site[i] = keys.setdefault((name, frame if frame >= 0 else -2 - i), len(keys))
-    return site, {number: name for (name, _), number in keys.items()}
+    return site, {number: name for (name, _), number in keys.items()}, {n: f for (_, f), n in keys.items()}
 
 
 def _along(stride: int | None, itemsize: int, shape: list[int], strides: list[int]) -> tuple[int | None, int | None]:
@@ -297,6 +301,8 @@ def describe(p: AccessPattern) -> str:
     if p.kind == "gather":
         parts.append(f"{p.distinct_share:.0%} of lanes in a sector of their own")
     parts.append(f"{p.sectors_per_request:.1f} sectors per request (ideal {p.ideal_per_request:.1f})")
+    if p.kind == "coalesced" and p.excess > COALESCED_WITHIN:
+        parts.append("the warp's other loads read the rest of each sector")
     if p.reads_over >= 1.5:
         parts.append(f"read {p.reads_over:.0f}x over")
     return ", ".join(parts)
@@ -349,6 +355,7 @@ def stalled_load_patterns(profile: Profile) -> dict[tuple[int, int], AccessPatte
         pattern = AccessPattern(
             kernel=str(found["kernel"]),
             op=str(kernel.get("op") or ""),
+            line="",
             tensor_id=NO_TENSOR,
             is_write=bool(found["is_write"]),
             kind="",

@@ -2,7 +2,9 @@
 
 In the profiled process: `enable_origin_comments()` turns on Inductor's `comment_origin`, which writes
 into each generated Triton kernel the aten ops it computes and the user's source line of each (the
-FX node's stack trace); it changes comments only, not the kernels. `dump_compiled_code(raw_dir)` copies
+FX node's stack trace); it changes comments only, not the kernels. It does so when the script imports
+Inductor's config (torch.compile does, before generating code): importing it for a script that never
+compiles would cost that script about a second. `dump_compiled_code(raw_dir)` copies
 the source of every wrapper module Inductor loaded (they hold each kernel's source, its metadata comment
 "Original ATen: [...]" and its `# kernel path:`; the kernel's source string is the text of the file
 Triton compiles it from, so the stalls report can quote a hot line) into `raw/compiled_code.json.gz`
@@ -15,18 +17,24 @@ from __future__ import annotations
 import gzip
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import orjson
 
+from tenprof.capture.after_import import when_imported
 from tenprof.core.rawfiles import COMPILED_CODE_FILE
+
+INDUCTOR_CONFIG = "torch._inductor.config"
 
 
 def enable_origin_comments() -> None:
-    try:
-        import torch._inductor.config as inductor_config
+    when_imported(INDUCTOR_CONFIG, _comment_origins)
 
-        inductor_config.comment_origin = True
-    except Exception:  # no Inductor in this torch: nothing to annotate
+
+def _comment_origins(config: ModuleType) -> None:
+    try:
+        config.comment_origin = True  # type: ignore[attr-defined]
+    except Exception:  # a torch whose Inductor has no such setting: nothing to annotate
         pass
 
 

@@ -21,16 +21,15 @@ here. The wrapper costs one Python call and a frame walk per launch (measured in
 from __future__ import annotations
 
 import ctypes
-import importlib.abc
-import importlib.machinery
 import sys
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from tenprof.capture.after_import import AfterImport
 from tenprof.capture.callsites import FrameInterner
 from tenprof.sourcefiles import is_user_file
 
@@ -363,34 +362,6 @@ class OwnLaunches:
 
         call.__wrapped__ = original  # type: ignore[attr-defined]
         return call
-
-
-class AfterImport(importlib.abc.MetaPathFinder):
-    """Calls `then(module)` once the module named `name` has been imported (the first time)."""
-
-    def __init__(self, name: str, then: Callable[[ModuleType], None]) -> None:
-        self.name, self.then = name, then
-
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
-        if fullname != self.name:
-            return None
-        sys.meta_path.remove(self)  # find the real spec with the other finders, then only watch it load
-        from importlib.util import find_spec
-
-        spec = find_spec(fullname)
-        if spec is None or spec.loader is None:
-            return spec
-        loader, then = spec.loader, self.then
-        exec_module = loader.exec_module
-
-        def exec_and_then(module: ModuleType) -> None:
-            exec_module(module)
-            then(module)
-
-        loader.exec_module = exec_and_then  # type: ignore[method-assign]
-        return spec
 
 
 def _always(value: Any) -> Callable[[tuple[Any, ...]], Any]:

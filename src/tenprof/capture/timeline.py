@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import threading
 import time
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import CodeType
@@ -107,7 +110,8 @@ class TimelineSession:
         # torch warns that a schedule drops events between cycles; tenprof records one cycle.
         warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle.*")
         self._cpu_activity = [torch.profiler.ProfilerActivity.CPU]
-        self._prof.start()
+        with _without_importing_inductor():
+            self._prof.start()
         self._sync()
         if self.log.recorder is not None:
             self.log.recorder.__enter__()
@@ -149,7 +153,8 @@ class TimelineSession:
         if sampler is not None:  # tenprof's own work at the boundary is not the script's
             sampler.paused = True
         self._sync()
-        self._prof.step()
+        with _without_importing_inductor():
+            self._prof.step()
         self.log.step_calls += 1
         self._sync()
         off = self._plan.is_off(self.log.step_calls)
@@ -232,3 +237,26 @@ class TimelineSession:
                 by_key[str(avg.key)] = by_key.get(str(avg.key), 0.0) + value
         checks = {"torch_key_averages_self_device_us": by_key}
         (self.raw_dir / CHECKS_FILE).write_bytes(orjson.dumps(checks))
+
+
+@contextmanager
+def _without_importing_inductor() -> Iterator[None]:
+    """torch.profiler asks `hasattr(torch, "_inductor")` when a recording cycle begins, to read whether
+    Inductor's CUDA graphs are on; torch imports Inductor lazily, so the question alone costs a script that
+    never compiles about a second. While the profiler starts a cycle, torch answers no for an Inductor
+    not imported yet: its CUDA-graph setting is then the default, off, which is what the profiler reads."""
+    if "torch._inductor" in sys.modules or "__getattr__" not in torch.__dict__:
+        yield
+        return
+    lazy = torch.__dict__["__getattr__"]
+
+    def getattr_(name: str) -> Any:
+        if name == "_inductor":
+            raise AttributeError(name)
+        return lazy(name)
+
+    setattr(torch, "__getattr__", getattr_)  # noqa: B010  (a module's __getattr__ is read from its __dict__)
+    try:
+        yield
+    finally:
+        setattr(torch, "__getattr__", lazy)  # noqa: B010

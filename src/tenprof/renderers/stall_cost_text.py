@@ -39,7 +39,8 @@ def render_stall_cost(
         shown = {id(r) for r in reads[:2]}
         telling = telling_read(c, patterns)
         for read in [*reads[:2], *([telling] if telling is not None and id(telling) not in shown else [])]:
-            console.print(f"          {escape(read.op or 'outside ops')} reads it {escape(describe(read))}")
+            reader = (read.op or "a kernel outside ops") + (f" at {read.line}" if read.line else "")
+            console.print(f"          {escape(reader)} reads it: {escape(describe(read))}")
         console.print(f"          do: {escape(advice(c, forest, patterns))}")
     total = sum(c.samples for c in costs)
     inferred = sum(c.inferred for c in costs)
