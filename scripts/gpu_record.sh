@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -303,6 +303,15 @@ while [ $# -gt 0 ]; do
     python3 scripts/access_patterns_dump.py "$WORK/prof/cost_patterns" 2>&1 | tee "$OUT/patterns_dump.txt" | head -n 80
     ( cd "$REPO" && tenprof report "$WORK/prof/cost_patterns" --limit 10 2>&1 | sed -n '/^Tensors the memory stalls/,$p' | tee "$OUT/patterns_report.txt" )
     du -sh "$WORK/prof/cost_patterns"
+    ;;
+  patterns21b)  # issue 21: the patterns without the stalls pass (the report's uncoalesced reads), and a tiny run's wall time
+    ( cd "$REPO" && tenprof run --limit 4 --passes timeline,tensors,accesses -o "$WORK/prof/patterns_noncu" examples/tensor_cost/patterns.py ) > "$WORK/logs/patterns_noncu.log" 2>&1
+    echo "exit=$?" >> "$WORK/logs/patterns_noncu.log"
+    sed -n '/^Uncoalesced/,/^$/p' "$WORK/logs/patterns_noncu.log" | tee "$OUT/patterns_noncu.txt"
+    grep -E "where the time went|exit=" "$WORK/logs/patterns_noncu.log" | tee -a "$OUT/patterns_noncu.txt"
+    printf 'import torch\nx = torch.ones(3, device="cuda")\nfor _ in range(3):\n    y = x + 1\n' > "$WORK/tiny.py"
+    for i in 1 2 3; do /usr/bin/time -f "tiny_run_wall_s=%e" tenprof run --quiet -o "$WORK/tiny_$i" "$WORK/tiny.py" 2>&1 | grep wall_s | tee -a "$OUT/patterns_noncu.txt"; done
+    rm -rf "$WORK/prof/patterns_noncu"
     ;;
   access_cost)  # GPT-2 one step: un-profiled, tensors, tensors+accesses, compute-sanitizer memcheck
     cd "$REPO"

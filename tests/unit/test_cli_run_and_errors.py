@@ -48,10 +48,17 @@ def test_run_records_ops_lines_scopes_and_steps_on_cpu(tmp_path: Path) -> None:
     assert profile.table("steps").num_rows == 5  # four tenprof.step() calls and the tail
 
 
-def test_script_exit_code_is_passed_through(tmp_path: Path) -> None:
-    job = _script(tmp_path, "import sys, torch\ntorch.ones(3).sum()\nsys.exit(3)\n")
+def test_script_exit_code_is_passed_through(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    # the script also says whether Inductor was imported: the capture must not import it (about a second)
+    # for a script that never compiles
+    job = _script(
+        tmp_path,
+        "import sys, torch\ntorch.ones(3).sum()\nprint('inductor imported:', 'torch._inductor' in sys.modules)\n"
+        "sys.exit(3)\n",
+    )
     out = tmp_path / "prof"
     assert main(["run", "--quiet", "-o", str(out), str(job)]) == 3
+    assert "inductor imported: False" in capfd.readouterr().out
     meta = load_profile(out).meta
     assert meta.run.exit_code == 3
     assert "exited with status 3" in meta.run.cut_short_reason

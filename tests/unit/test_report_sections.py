@@ -15,9 +15,10 @@ from tenprof.renderers.sections import SECTIONS, ReportOptions, render_text, rep
 from tenprof.store.profile import Profile, load_profile
 from tests.conftest import DATA
 
-# Between them these have every pass: timeline, tensors, stalls and accesses (the tensor stall cost);
-# timeline, counters and stalls on compiled code; a tensors pass alone; a plain eager timeline.
-PROFILES = ["tensor_cost/transposed", "compiled/mlp_stalls", "tensors/conv", "conv"]
+# Between them these have every pass: timeline, tensors, stalls and accesses (the tensor stall cost), with
+# and without the lanes compared (access patterns); timeline, counters and stalls on compiled code; a
+# tensors pass alone; a plain eager timeline.
+PROFILES = ["tensor_cost/transposed", "tensor_cost/patterns", "compiled/mlp_stalls", "tensors/conv", "conv"]
 
 
 def _text(render: object, *args: object) -> str:

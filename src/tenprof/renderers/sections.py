@@ -237,6 +237,52 @@ def _stall_cost_json(data: StallCostData) -> dict[str, Any]:
     return {"tensor_stall_cost": rows}
 
 
+@dataclass(frozen=True)
+class UncoalescedRead:
+    pattern: Any  # AccessPattern
+    tensor: str  # its type, e.g. float32[4096, 4096]
+    made_at: str  # the line that made it (its base tensor's, for a view)
+
+
+def _access_patterns(profile: Profile, options: ReportOptions) -> list[UncoalescedRead] | None:
+    """The reads that waste the most sectors (strided, gathered, scattered), most first; None for accesses
+    recorded before the lanes were compared (nothing to say either way)."""
+    from tenprof.analyses.access_patterns import WASTEFUL, load_patterns
+    from tenprof.analyses.tensor_forest import Forest
+
+    patterns = load_patterns(profile)
+    if not patterns.recorded:
+        return None
+    found = [p for p in patterns.patterns if p.kind in WASTEFUL and not p.is_write]
+    if not found:
+        return []
+    forest = Forest(profile)
+    return [
+        UncoalescedRead(p, forest.describe(p.tensor_id), forest.creator_line(forest.path_to_root(p.tensor_id)[-1]))
+        for p in found[: options.limit or 10]
+    ]
+
+
+def _access_patterns_text(rows: list[UncoalescedRead], out: Console, options: ReportOptions) -> None:
+    from tenprof.renderers.access_patterns_text import render_access_patterns
+
+    render_access_patterns(rows, out)
+
+
+def _access_patterns_json(rows: list[UncoalescedRead]) -> dict[str, Any]:
+    return {
+        "access_patterns": [
+            {
+                **dataclasses.asdict(r.pattern),
+                "op_seqs": list(r.pattern.op_seqs[:8]),
+                "tensor": r.tensor,
+                "made_at": r.made_at,
+            }
+            for r in rows
+        ]
+    }
+
+
 def _as_dicts(key: str) -> Callable[[Any], dict[str, Any]]:
     """JSON of a dataclass or a list of them, under one key."""
 
@@ -275,6 +321,14 @@ SECTIONS: tuple[Section, ...] = (
         has_content=lambda d: bool(d.kernels),
     ),
     Section("memory", (Pass.TENSORS,), _memory, _memory_text, _as_dicts("memory"), ("memory",)),
+    Section(
+        "access_patterns",
+        (Pass.TENSORS, Pass.ACCESSES),
+        _access_patterns,
+        _access_patterns_text,
+        _access_patterns_json,
+        ("access_patterns",),
+    ),
     Section(
         "tensor_stall_cost",
         (Pass.TENSORS, Pass.STALLS, Pass.ACCESSES),
