@@ -108,7 +108,13 @@ def _session(spec: dict[str, Any], raw_dir: Path) -> Any:
     if spec.get("pass") == Pass.TENSORS:
         from tenprof.capture.tensors import TensorsSession
 
-        return TensorsSession(raw_dir, schedule, stop_code=stop_code, access_library=spec.get("access_library", ""))
+        return TensorsSession(
+            raw_dir,
+            schedule,
+            stop_code=stop_code,
+            access_library=spec.get("access_library", ""),
+            access_all_ops=bool(spec.get("access_all_ops")),
+        )
     from tenprof.capture.timeline import TimelineOptions, TimelineSession
 
     options = TimelineOptions(

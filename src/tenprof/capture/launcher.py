@@ -84,6 +84,7 @@ class RunRequest:
     ncu: str = ""
     counters_all: bool = False
     access_every: int = DEFAULT_EVERY
+    access_all_ops: bool = False  # record every op's launches, not the first of each (op, line, input layouts)
     replay_scopes: tuple[str, ...] = ()
     rank: RankInfo | None = None
     overhead_steps: int = DEFAULT_OVERHEAD_STEPS
@@ -161,6 +162,7 @@ def _run_child(
         "keep_all": req.counters_all,
         "replay_scopes": list(req.replay_scopes),
         "access_library": str(access.library) if access is not None else "",
+        "access_all_ops": req.access_all_ops,
     }
     spec_path = raw_dir / "spec.json"
     spec_path.write_text(json.dumps(spec))
@@ -294,7 +296,7 @@ def _run_passes(req: RunRequest) -> RunResult:
             "memory": str(req.memory).lower(),
             "schedule": req.schedule,
             "overhead_steps": str(req.overhead_steps),
-            **({"access_every": str(req.access_every)} if Pass.ACCESSES in req.passes else {}),
+            **(_access_options(req) if Pass.ACCESSES in req.passes else {}),
         },
         timeline=TimelineInfo(lines=req.lines),
     )
@@ -335,6 +337,10 @@ def _run_passes(req: RunRequest) -> RunResult:
             exit_code = code if code >= 0 else 128 - code
             stopped = f"the script stopped early in the {pass_name} pass (exit status {exit_code})"
     return RunResult(exit_code, meta)
+
+
+def _access_options(req: RunRequest) -> dict[str, str]:
+    return {"access_every": str(req.access_every), "access_ops": "all" if req.access_all_ops else "first of each kind"}
 
 
 def _stalls_from_counters_run(req: RunRequest, meta: Meta) -> Meta:

@@ -127,6 +127,8 @@ class TensorRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
         self.interner = new_interner(stop_code)
         self.seq = 0
         self.access: AccessHook | None = None
+        self.access_all_ops = False  # record every op's launches, not only the first of each kind
+        self._access_kinds: set[tuple[Any, ...]] = set()
         self.step = 0
         # per op: seq, name id, frame id, thread, autograd sequence nr, is_backward, step, wall-clock start
         self.ops = array("q")
@@ -241,7 +243,7 @@ class TensorRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
         if self.access is None:
             out = func(*args, **kwargs)
         else:  # the access pass: the sanitizer tool tags this op's kernel launches with its number
-            self.access.enter(before[1])
+            self.access.enter(before[1], self.access_all_ops or self._first_of_its_kind(before))
             try:
                 out = func(*args, **kwargs)
             finally:
@@ -251,6 +253,18 @@ class TensorRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
         except Exception as exc:
             self._give_up(exc)
         return out
+
+    def _first_of_its_kind(self, before: tuple[Any, ...]) -> bool:
+        """True for the first op with this op, call path and input layouts: the access pass records its
+        launches, and lets the others like it run unrecorded (the tensor stall cost reads the first op
+        instance of each signature; the access patterns group reads per op and line)."""
+        info, _, frame, _, backward, inputs = before[:6]
+        rows = self.tensors
+        key = (info.name_id, frame, backward, tuple((rows[t][3], rows[t][4], rows[t][5]) for t, _ in inputs))
+        if key in self._access_kinds:
+            return False
+        self._access_kinds.add(key)
+        return True
 
     def _give_up(self, exc: Exception) -> None:
         self.broken = f"the tensors recorder stopped at op {self.seq}: {exc.__class__.__name__}: {exc}"
@@ -379,10 +393,16 @@ class TensorsSession:
     """Runs the recorder for a whole script (or until a --schedule's active steps end)."""
 
     def __init__(
-        self, raw_dir: Path, schedule: Schedule | None, stop_code: CodeType | None = None, access_library: str = ""
+        self,
+        raw_dir: Path,
+        schedule: Schedule | None,
+        stop_code: CodeType | None = None,
+        access_library: str = "",
+        access_all_ops: bool = False,
     ) -> None:
         self.raw_dir = raw_dir
         self.recorder = TensorRecorder(stop_code)
+        self.recorder.access_all_ops = access_all_ops
         self.own_launches = OwnLaunchUses(self.recorder)
         self.access_library = access_library
         self.access_error = ""

@@ -53,6 +53,12 @@ class RunCommand:
             f"record those of one warp in N (default {DEFAULT_EVERY}; larger is faster and smaller)",
         )
         parser.add_argument(
+            "--access-all-ops",
+            action="store_true",
+            help="accesses pass: record the launches of every op, not only of the first op of each kind "
+            "(same op, line and input layouts; the default, several times faster)",
+        )
+        parser.add_argument(
             "--overhead-steps",
             type=non_negative_int,
             default=DEFAULT_OVERHEAD_STEPS,
@@ -117,6 +123,7 @@ class RunCommand:
             ncu=args.ncu,
             counters_all=args.counters_all,
             access_every=args.access_every,
+            access_all_ops=args.access_all_ops,
             replay_scopes=tuple(x.strip() for x in args.replay_scopes.split(",") if x.strip()),
             quiet=args.quiet,
             overhead_steps=args.overhead_steps,

@@ -13,8 +13,10 @@
 //   offset from the function start, u64 address, u32 bytes, u32 flags_weight, i32 lane stride, u8
 //   sectors, u8 lanes, u8 pattern bits, u8 0} (access_format.h says what each holds; files without the
 //   header hold the first six fields only). Problems go to access-log-<pid>.txt.
-// - tenprof_access_set_op(seq, inside) (called from Python with inside=1 before each op and inside=0
-//   after it) tags the launches that follow; the ordinal counts launches since the op started.
+// - tenprof_access_set_op(seq, inside, record) (called from Python with inside=1 before each op and
+//   inside=0 after it) tags the launches that follow; the ordinal counts launches since the op started.
+//   record=0 (an op like one recorded before: same op, line and input layouts) lets its launches run
+//   without a buffer: the patches return at once, and the launch is neither waited for nor written.
 #include <sanitizer.h>
 
 #include <unistd.h>
@@ -79,9 +81,11 @@ struct Tool {
     uint32_t every = 64;
     bool async_failed = false;  // a patch kind this sanitizer refused once is not asked for again
     bool bulk_failed = false;
+    bool unrecorded_failed = false;  // setting no buffer for a launch failed once (said once in the log)
     std::unordered_map<CUcontext, ContextBuffers> contexts;
     std::atomic<int64_t> op{-1};       // the op running now, -1 outside ops
     std::atomic<int64_t> last_op{-1};  // the last op that started
+    std::atomic<int32_t> record{1};    // whether the running op's launches are recorded
     int64_t ordinal_op = -2;
     uint32_t ordinal = 0;
     uint32_t next_launch = 0;
@@ -179,6 +183,16 @@ void on_launch_begin(const Sanitizer_LaunchData* data) {
     if (op != g_tool->ordinal_op) {
         g_tool->ordinal_op = op;
         g_tool->ordinal = 0;
+    }
+    if (op >= 0 && !g_tool->record.load()) {
+        // an op like one recorded already: no buffer, so the patches return at once; not waited for
+        const SanitizerResult done = sanitizerSetLaunchCallbackData(data->hLaunch, data->function, data->hStream, nullptr);
+        if (done != SANITIZER_SUCCESS && !g_tool->unrecorded_failed) {
+            g_tool->unrecorded_failed = true;
+            note("sanitizerSetLaunchCallbackData(none)", done);
+        }
+        g_tool->ordinal++;
+        return;
     }
     p.active = true;
     p.context = data->context;
@@ -309,9 +323,10 @@ extern "C" {
 // 1 when the tool is recording in this process.
 int tenprof_access_active() { return g_tool != nullptr && g_tool->subscriber != nullptr ? 1 : 0; }
 
-void tenprof_access_set_op(int64_t seq, int32_t inside) {
+void tenprof_access_set_op(int64_t seq, int32_t inside, int32_t record) {
     if (g_tool == nullptr) return;
     if (inside) g_tool->last_op.store(seq);
+    g_tool->record.store(inside ? record : 1);
     g_tool->op.store(inside ? seq : -1);
 }
 
