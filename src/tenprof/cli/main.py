@@ -12,6 +12,7 @@ from tenprof.errors import TenprofError
 
 
 def _commands() -> dict[str, Any]:
+    from tenprof.cli.diff_command import DiffCommand
     from tenprof.cli.export_command import ExportCommand
     from tenprof.cli.import_command import ImportCommand
     from tenprof.cli.import_ncu_command import ImportNcuCommand
@@ -24,6 +25,7 @@ def _commands() -> dict[str, Any]:
         "report": ReportCommand(),
         "view": ViewCommand(),
         "export": ExportCommand(),
+        "diff": DiffCommand(),
         "import": ImportCommand(),
         "import-ncu": ImportNcuCommand(),
     }

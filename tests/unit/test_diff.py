@@ -1,0 +1,122 @@
+"""`tenprof diff` (analyses.diff) on recorded pairs whose answer is known (tests/data/finding_* and their
+_fixed runs, H100/H200 recordings): the top line is the planted one, the finding the fix removed is gone,
+and the lines' changes, the kernels with no line and the remainder add up to the step change. A CPU pair
+recorded here: one line gains an op, and a comment moves it down a line (matched by its text)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tenprof.analyses.diff import diff, read_side
+from tenprof.cli.main import main
+from tenprof.store.profile import load_profile
+from tests.conftest import DATA
+
+EXAMPLES = DATA.parent.parent / "examples" / "findings"
+
+
+def _pair(name: str):  # type: ignore[no-untyped-def]
+    before = read_side(load_profile(DATA / name), name)
+    after = read_side(load_profile(DATA / f"{name}_fixed"), f"{name}_fixed")
+    return diff(before, after)
+
+
+def _line(example: str, text: str) -> str:
+    source = (EXAMPLES / example).read_text().splitlines()
+    return f"examples/findings/{example}:{next(i + 1 for i, t in enumerate(source) if text in t)}"
+
+
+@pytest.mark.parametrize(
+    ("name", "example", "planted", "finding"),
+    [
+        ("finding_fp32_gemm", "fp32_gemm.py", "(x @ w @ w).relu_()", "gemm-without-tensor-cores"),
+        ("finding_sync_in_loop", "sync_in_loop.py", "logged.append(loss.item())", "sync-in-loop"),
+        ("finding_hidden_copies", "hidden_copies.py", "x.to(torch.bfloat16) @ w.t()", "hidden-copies"),
+    ],
+)
+def test_the_top_line_is_the_planted_one_and_its_finding_is_gone(
+    name: str, example: str, planted: str, finding: str
+) -> None:
+    d = _pair(name)
+    assert d.lines[0].what.endswith(_line(example, planted)), [c.what for c in d.lines[:3]]
+    assert any(text.startswith(f"{finding}:") for text in d.vanished) and not d.appeared
+    assert d.step.after_ns < d.step.before_ns
+    # the rows add up to the step's change: lines' GPU changes, kernels with no line, and the remainder
+    total = sum(c.delta_ns for c in d.lines) + d.no_line_kernel_delta_ns + d.remainder_ns
+    assert total == pytest.approx(d.step.delta_ns)
+
+
+def test_a_gpu_bound_change_is_explained_by_its_line() -> None:
+    # float32 GEMMs without tensor cores, then with TF32: the step is the GPU's; the matmul line's GPU
+    # change is the step change but for a small remainder
+    d = _pair("finding_fp32_gemm")
+    assert d.step.beyond_noise and "do not overlap" in d.step.test  # 4 steps a side: p = 0.059 alone
+    top = d.lines[0]
+    assert top.delta_ns < 0 and abs(d.remainder_ns) < 0.05 * abs(d.step.delta_ns)
+    assert abs(top.delta_ns) > 0.9 * abs(d.step.delta_ns)
+    gone = [c for c in d.kernels if c.status == "gone"]
+    new = [c for c in d.kernels if c.status == "new"]
+    assert any("f32f32_f32f32" in c.what for c in gone) and any("tf32" in c.what for c in new)
+
+
+def test_a_host_side_change_is_explained_by_its_lines_cpu_time() -> None:
+    # .item() in the loop: the GPU does the same work; the line's CPU time (the host waiting) is what went
+    d = _pair("finding_sync_in_loop")
+    top = d.lines[0]
+    assert top.before_ns == top.after_ns == 0 and top.cpu_delta_ns < -0.8 * abs(d.step.delta_ns)
+    assert d.step.beyond_noise and d.step.p_value < 0.05
+
+
+BEFORE = """\
+import torch
+import tenprof
+
+x, w, k = torch.randn(256, 256), torch.randn(256, 256), 1
+for _ in range(8):
+    y = [x @ w for _ in range(k)]
+    tenprof.step()
+"""
+
+AFTER = """\
+import torch
+import tenprof
+
+x, w, k = torch.randn(256, 256), torch.randn(256, 256), 2
+for _ in range(8):
+    # the same line, moved down by this comment, now running two matmuls
+    y = [x @ w for _ in range(k)]
+    tenprof.step()
+"""
+
+
+def test_a_cpu_pair_matches_a_moved_line_by_its_text_and_finds_the_added_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sides = []
+    for name, source in (("before", BEFORE), ("after", AFTER)):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "job.py").write_text(source)
+        assert (
+            main(["run", "--quiet", "--overhead-steps", "0", "-o", str(folder / "prof"), str(folder / "job.py")]) == 0
+        )
+        sides.append(folder / "prof")
+    capsys.readouterr()
+    assert main(["diff", str(sides[0]), str(sides[1]), "--json"]) == 0
+    data = orjson.loads(capsys.readouterr().out)
+    top = data["lines"][0]
+    assert top["what"] == f"{tmp_path}/before/job.py:6 -> {tmp_path}/after/job.py:7"  # matched by its text
+    assert top["after_cpu_ns"] > 1.5 * top["before_cpu_ns"] > 0  # two matmuls where there was one
+    assert data["step"]["after_ns"] > data["step"]["before_ns"]
+    assert main(["diff", str(sides[0]), str(tmp_path / "nowhere")]) == 2
+
+
+def test_traces_are_imported_on_the_fly(capsys: pytest.CaptureFixture[str]) -> None:
+    # a torch.profiler trace (no tenprof, no stacks) against itself: nothing changed, said in one report
+    trace = str(DATA / "torch_traces" / "fp32_gemm.json.gz")
+    assert main(["diff", trace, trace]) == 0
+    out = capsys.readouterr().out
+    assert "(+0ns, +0%)" in out and "within the step-to-step noise" in out and "no Python lines" in out
