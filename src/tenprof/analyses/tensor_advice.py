@@ -90,7 +90,7 @@ def advice(cost: TensorCost, forest: Forest, patterns: LoadPatterns | None = Non
 
 
 def pattern_advice(p: AccessPattern, patterns: LoadPatterns, forest: Forest) -> str | None:
-    """What the measured pattern of the tensor's heaviest read says to do; None where it reads well."""
+    """What the measured pattern of the tensor's telling read says to do; None where it reads well."""
     t = p.tensor_id
     traffic = f"{p.sectors_per_request:.1f} sectors per request where {p.ideal_per_request:.1f} would do"
     if p.kind == "strided" and p.stride is not None:
