@@ -57,6 +57,8 @@ def test_a_gpu_bound_change_is_explained_by_its_line() -> None:
     top = d.lines[0]
     assert top.delta_ns < 0 and abs(d.remainder_ns) < 0.05 * abs(d.step.delta_ns)
     assert abs(top.delta_ns) > 0.9 * abs(d.step.delta_ns)
+    # the GPU was busy nearly the whole step before and after (kernels back to back)
+    assert d.before.busy_share > 0.9 and d.after.busy_share > 0.8
     gone = [c for c in d.kernels if c.status == "gone"]
     new = [c for c in d.kernels if c.status == "new"]
     assert any("f32f32_f32f32" in c.what for c in gone) and any("tf32" in c.what for c in new)

@@ -6,8 +6,9 @@ steps were marked). A step's time is when it is done, host and GPU, less when th
 the host returns from an asynchronous step long before the GPU has run it, so the host's step alone
 would hide every GPU change; a step is done when the host has left it and the kernels it launched have
 ended. Per run:
-- per step: the median step time, the kernel time and kernel launches per step, the CPU time of
-  top-level ops per step, and the un-profiled step time where the run measured it;
+- per step: the median step time, the share of the steps' time the GPU was busy (kernels and copies,
+  overlaps counted once), the kernel time and kernel launches per step, the CPU time of top-level ops per step, and the
+  un-profiled step time where the run measured it (the profiler's own cost is their difference);
 - per Python line of the user's (the innermost user frame of each op; lines are matched between the runs
   by file name, function and the line's text where the source can be read, so an edit that moves a
   line still matches; else by file name, function and number): GPU time per step of the kernels its ops
@@ -36,7 +37,7 @@ import numpy as np
 
 from tenprof.analyses.findings import Thresholds, find_all
 from tenprof.analyses.findings.context import Context
-from tenprof.core.intervals import take
+from tenprof.core.intervals import coverage, take
 from tenprof.store.profile import Profile
 
 PERMUTATIONS = 20000
@@ -53,6 +54,7 @@ class RunSide:
     step_ns: list[int]  # each steady step's duration
     median_step_ns: float
     unprofiled_step_ns: float | None
+    busy_share: float  # of the steady steps' time, the GPU busy (kernels and copies, overlaps once)
     kernel_ns: float
     kernels: float
     op_cpu_ns: float
@@ -123,7 +125,9 @@ def read_side(profile: Profile, name: str, thresholds: Thresholds | None = None)
     steps = max(ctx.step_count, 1)
     k = profile.table("kernels")
     in_steps = ctx.kernels_in_steps
-    durations = _step_periods(ctx, k.column("end_ns").to_numpy())
+    lo, hi = _step_windows(ctx, k.column("end_ns").to_numpy())
+    durations = [int(x) for x in hi - lo]
+    busy = _busy_share(ctx, lo, hi)
     duration = k.column("duration_ns").to_numpy()[in_steps].astype(np.float64)
     kernel_op = k.column("op_id").to_numpy()[in_steps]
     kernel_name = np.array(k.column("name").to_pylist(), dtype=object)[in_steps]
@@ -183,6 +187,7 @@ def read_side(profile: Profile, name: str, thresholds: Thresholds | None = None)
         step_ns=durations,
         median_step_ns=float(np.median(durations)) if durations else 0.0,
         unprofiled_step_ns=overhead.unprofiled_step_ns if overhead.known else None,
+        busy_share=busy,
         kernel_ns=float(duration.sum()) / steps,
         kernels=len(duration) / steps,
         op_cpu_ns=float(cpu[chosen].sum()) / steps,
@@ -249,21 +254,29 @@ def _changes(before: dict[str, tuple[float, float]], after: dict[str, tuple[floa
     return out
 
 
-def _step_periods(ctx: Context, kernel_end: np.ndarray) -> list[int]:
-    """Each steady step's time: when it was done (the host left it and its kernels ended) less when the
-    one before it was done (the first: less its start)."""
+def _step_windows(ctx: Context, kernel_end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each steady step's window: from when the one before it was done (the first: its start; never before
+    its own start, as left-out steps may lie between) to when it was done (the host left it and its
+    kernels ended)."""
     if not ctx.step_count:
-        return []
-    launched = ctx.kernel_launch_ns
-    index = ctx.step_index(launched)
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty
+    index = ctx.step_index(ctx.kernel_launch_ns)
     done = ctx.step_end.astype(np.int64).copy()
     inside = index >= 0
     np.maximum.at(done, index[inside], kernel_end[inside])
     done = np.maximum.accumulate(done)
     previous = np.concatenate([[int(ctx.step_start[0])], done[:-1]])
-    # steps need not be adjacent (slow or compiling steps left out): a step starts no earlier than its start
-    previous = np.maximum(previous, ctx.step_start)
-    return [int(x) for x in done - previous]
+    return np.maximum(previous, ctx.step_start), done
+
+
+def _busy_share(ctx: Context, lo: np.ndarray, hi: np.ndarray) -> float:
+    """Of the steps' windows, the share the GPU was busy (kernels and copies, overlaps once)."""
+    total = float((hi - lo).sum())
+    if not total:
+        return 0.0
+    starts, ends = ctx.gpu_intervals
+    return float(coverage(starts, ends, lo, hi).sum()) / total
 
 
 def _line_keys(profile: Profile) -> list[tuple[tuple[str, str, str], str]]:

@@ -35,6 +35,7 @@ def render_diff(d: Diff, console: Console, limit: int | None) -> None:
         f"\n[bold]Step[/bold] {_ms(s.before_ns)} -> {_ms(s.after_ns)} ({_signed(s.delta_ns)}, "
         f"{(s.after_ns / s.before_ns - 1) if s.before_ns else 0:+.0%}): {noise} ({escape(s.test)}{p})"
     )
+    console.print(f"  GPU busy: {b.busy_share:.0%} of the steps -> {a.busy_share:.0%}")
     rows = [
         ("kernel time per step", b.kernel_ns, a.kernel_ns, True),
         ("kernels per step", b.kernels, a.kernels, False),
