@@ -6,7 +6,7 @@
 `--model mlp`: blocks of Linear -> GELU -> Linear, scaled, plus a residual and LayerNorm (chains of
 elementwise ops Inductor fuses). `--model gpt2`: GPT-2 small from transformers.GPT2Config() with random
 weights (bf16 autocast on the GPU). `--mode`: torch.compile's mode (default, reduce-overhead: CUDA
-graphs, max-autotune). Prints `loop_s=` for the timed steps.
+graphs, max-autotune), or eager (not compiled: the run to diff against). Prints `loop_s=`.
 """
 
 import argparse
@@ -45,7 +45,7 @@ def build(name: str, device: str) -> tuple[nn.Module, torch.Tensor, bool]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", choices=("mlp", "gpt2"), default="mlp")
-    parser.add_argument("--mode", choices=("default", "reduce-overhead", "max-autotune"), default="default")
+    parser.add_argument("--mode", choices=("default", "reduce-overhead", "max-autotune", "eager"), default="default")
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=2)
     args = parser.parse_args()
@@ -53,7 +53,7 @@ def main() -> None:
     device = "cuda" if cuda else "cpu"
     torch.manual_seed(0)
     model, batch, own_loss = build(args.model, device)
-    compiled = torch.compile(model, mode=args.mode)
+    compiled = model if args.mode == "eager" else torch.compile(model, mode=args.mode)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     start = time.perf_counter()
     for step in range(args.warmup + args.steps):

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -312,6 +312,10 @@ while [ $# -gt 0 ]; do
     printf 'import torch\nx = torch.ones(3, device="cuda")\nfor _ in range(3):\n    y = x + 1\n' > "$WORK/tiny.py"
     for i in 1 2 3; do /usr/bin/time -f "tiny_run_wall_s=%e" tenprof run --quiet -o "$WORK/tiny_$i" "$WORK/tiny.py" 2>&1 | grep wall_s | tee -a "$OUT/patterns_noncu.txt"; done
     rm -rf "$WORK/prof/patterns_noncu"
+    ;;
+  diff22)  # issue 22: the same MLP eager and compiled (tests/data/compiled/mlp_eager beside mlp_default)
+    record compiled_mlp_eager examples/compiled_train.py --model mlp --mode eager
+    record compiled_mlp_default examples/compiled_train.py --model mlp --mode default
     ;;
   access_cost)  # GPT-2 one step: un-profiled, tensors, tensors+accesses, compute-sanitizer memcheck
     cd "$REPO"
