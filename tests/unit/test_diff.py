@@ -1,7 +1,8 @@
 """`tenprof diff` (analyses.diff) on recorded pairs whose answer is known (tests/data/finding_* and their
 _fixed runs, H100/H200 recordings): the top line is the planted one, the finding the fix removed is gone,
 and the lines' changes, the kernels with no line and the remainder add up to the step change. A CPU pair
-recorded here: one line gains an op, and a comment moves it down a line (matched by its text)."""
+recorded here: one line runs three matmuls instead of one, and a comment moves it down a line (matched
+by its text)."""
 
 from __future__ import annotations
 
@@ -86,9 +87,9 @@ AFTER = """\
 import torch
 import tenprof
 
-x, w, k = torch.randn(256, 256), torch.randn(256, 256), 2
+x, w, k = torch.randn(256, 256), torch.randn(256, 256), 3
 for _ in range(8):
-    # the same line, moved down by this comment, now running two matmuls
+    # the same line, moved down by this comment, now running three matmuls
     y = [x @ w for _ in range(k)]
     tenprof.step()
 """
@@ -111,7 +112,7 @@ def test_a_cpu_pair_matches_a_moved_line_by_its_text_and_finds_the_added_work(
     data = orjson.loads(capsys.readouterr().out)
     top = data["lines"][0]
     assert top["what"] == f"{tmp_path}/before/job.py:6 -> {tmp_path}/after/job.py:7"  # matched by its text
-    assert top["after_cpu_ns"] > 1.5 * top["before_cpu_ns"] > 0  # two matmuls where there was one
+    assert top["after_cpu_ns"] > 1.5 * top["before_cpu_ns"] > 0  # three matmuls where there was one
     assert data["step"]["after_ns"] > data["step"]["before_ns"]
     assert main(["diff", str(sides[0]), str(tmp_path / "nowhere")]) == 2
 
