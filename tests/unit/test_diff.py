@@ -128,7 +128,7 @@ def test_traces_are_imported_on_the_fly(capsys: pytest.CaptureFixture[str]) -> N
 def test_eager_and_compiled_runs_of_one_model_meet_at_the_models_lines() -> None:
     # tests/data/diff/mlp_eager and mlp_compiled (H100, examples/compiled_train.py --model mlp, --mode eager
     # and default): Inductor's fused kernels go to the lines of the aten ops they fuse (the Block's two
-    # lines), and the forward GEMMs the compiled code calls go to the line where the eager run ran them
+    # lines), and the GEMMs the compiled code calls go to the line where the eager run ran them
     source = (DATA.parent.parent / "examples" / "compiled_train.py").read_text().splitlines()
     up = next(i + 1 for i, t in enumerate(source) if "gelu(self.up(x))" in t)
     down = next(i + 1 for i, t in enumerate(source) if "self.norm(x + 0.5 * self.down(h))" in t)
@@ -139,5 +139,10 @@ def test_eager_and_compiled_runs_of_one_model_meet_at_the_models_lines() -> None
     assert up_row.before_ns > 0 and down_row.before_ns > 0  # eager: the ops at their own lines
     assert up_row.after_count > 0 and down_row.after_count > 0  # compiled: fused kernels placed there too
     # the up projection's forward GEMM (addmm, 256x1024 @ 1024x4096 + bias), called by the compiled code
-    gemm = "aten::addmm [[4096], [256, 1024], [1024, 4096]]"
-    assert gemm in after.region_ops and up_row.after_ns >= after.region_ops[gemm][0]
+    gemm = next(sig for sig in after.region_ops if sig.startswith("aten::addmm [[4096], [256, 1024], [1024, 4096]"))
+    assert up_row.after_ns >= after.region_ops[gemm][0]
+    # the GEMMs the compiled code calls (out= variants, one shape more) nearly all find their eager line;
+    # what stays at the call is the one GEMM eager does not run (addmm with a 2-D bias, in the backward)
+    call = next(i + 1 for i, t in enumerate(source) if "out = compiled(batch" in t)
+    left = rows[f"examples/compiled_train.py:{call}"].after_ns
+    assert 0 < left < 0.2 * sum(gpu for gpu, *_ in after.region_ops.values())

@@ -15,8 +15,9 @@ ended. Per run:
   time per step of its top-level ops. A kernel torch.compile generated goes to the lines of the aten
   ops it fuses, as the generated code lists them (`compiled_kernels`; split evenly among them), so a
   compiled run's lines meet an eager run's; an op the compiled code calls (a library GEMM) goes to the
-  line where the other run ran the same op on the same inputs (name and first three input shapes),
-  when there is one such line, else stays at the line that called the compiled function;
+  line where the other run ran the same op on the same inputs (same name, and one run's input shapes
+  begin with the other's: compiled code calls the `out=` variants, one tensor more), when there is one
+  such line, else stays at the line that called the compiled function;
 - per op (name and input shapes) and per kernel name: GPU time and launches per step.
 The step change is tested against each run's step-to-step spread: a permutation test on the difference
 of the medians (20000 relabelings, fixed seed), beyond noise when p < 0.05 or when no step of one run is
@@ -265,7 +266,7 @@ def _placed(side: RunSide, other: RunSide) -> RunSide:
         return side
     lines = dict(side.lines)
     for signature, (gpu, launches, key, label) in side.region_ops.items():
-        found = other.op_lines.get(signature, set())
+        found = _same_op_lines(signature, other.op_lines)
         if len(found) == 1:
             key, label = next(iter(found))
         old = lines.get(key, (0.0, 0.0, 0.0, label))
@@ -274,12 +275,31 @@ def _placed(side: RunSide, other: RunSide) -> RunSide:
 
 
 def _op_signature(name: str, shapes: str | None) -> str:
-    """An op by name and its first three input shapes (a compiled call passes an `out` tensor more)."""
+    """An op by name and its input shapes, `name [[...], ...]`."""
     try:
         parsed = json.loads(shapes or "[]")
     except ValueError:
         parsed = []
-    return f"{name} {json.dumps(parsed[:3] if isinstance(parsed, list) else [])}"
+    return f"{name} {json.dumps(parsed if isinstance(parsed, list) else [])}"
+
+
+def _same_op_lines(
+    signature: str, op_lines: dict[str, set[tuple[tuple[str, str], str]]]
+) -> set[tuple[tuple[str, str], str]]:
+    """The lines of the ops in `op_lines` that are `signature`'s op: the same name, and one's input
+    shapes begin with all of the other's (at least two)."""
+    name, _, shapes = signature.partition(" ")
+    mine = json.loads(shapes or "[]")
+    found: set[tuple[tuple[str, str], str]] = set()
+    for other, lines in op_lines.items():
+        other_name, _, other_shapes = other.partition(" ")
+        if other_name != name:
+            continue
+        theirs = json.loads(other_shapes or "[]")
+        shorter = min(len(mine), len(theirs))
+        if shorter >= 2 and mine[:shorter] == theirs[:shorter]:
+            found |= lines
+    return found
 
 
 def _in_compiled_region(profile: Profile) -> np.ndarray:
