@@ -60,6 +60,11 @@ def test_a_gpu_bound_change_is_explained_by_its_line() -> None:
     assert abs(top.delta_ns) > 0.9 * abs(d.step.delta_ns)
     # the GPU was busy nearly the whole step before and after (kernels back to back)
     assert d.before.busy_share > 0.9 and d.after.busy_share > 0.8
+    # the breakdown splits each step (its parts add up to the mean step); compute went down with the GEMMs
+    # (more than the line's kernel time: the first window also holds earlier steps' queued kernels)
+    for side in (d.before, d.after):
+        assert sum(side.breakdown.values()) == pytest.approx(sum(side.step_ns) / len(side.step_ns))
+    assert d.after.breakdown["compute"] - d.before.breakdown["compute"] < 0.9 * top.delta_ns
     gone = [c for c in d.kernels if c.status == "gone"]
     new = [c for c in d.kernels if c.status == "new"]
     assert any("f32f32_f32f32" in c.what for c in gone) and any("tf32" in c.what for c in new)
@@ -115,6 +120,7 @@ def test_a_cpu_pair_matches_a_moved_line_by_its_text_and_finds_the_added_work(
     assert top["after_cpu_ns"] > 1.5 * top["before_cpu_ns"] > 0  # three matmuls where there was one
     assert data["step"]["after_ns"] > data["step"]["before_ns"]
     assert main(["diff", str(sides[0]), str(tmp_path / "nowhere")]) == 2
+    assert main(["diff", str(sides[0]), str(DATA / "ranks" / "slow_loader")]) == 2  # one rank's, please
 
 
 def test_traces_are_imported_on_the_fly(capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,8 +7,10 @@ the host returns from an asynchronous step long before the GPU has run it, so th
 would hide every GPU change; a step is done when the host has left it and the kernels it launched have
 ended. Per run:
 - per step: the median step time, the share of the steps' time the GPU was busy (kernels and copies,
-  overlaps counted once), the kernel time and kernel launches per step, the CPU time of top-level ops per step, and the
-  un-profiled step time where the run measured it (the profiler's own cost is their difference);
+  overlaps counted once), the steps' time split as the per-step breakdown splits it (compute, then
+  communication (NCCL kernels), then transfers, then idle; per step, averaged), the kernel time and
+  kernel launches per step, the CPU time of top-level ops per step, and the un-profiled step time
+  where the run measured it (the profiler's own cost is their difference);
 - per Python line of the user's (the innermost user frame of each op; lines are matched between the runs
   by file name and the line's text where the source can be read, so an edit that moves a line still
   matches; else by file name and number): GPU time per step of the kernels its ops launched, and CPU
@@ -61,6 +63,7 @@ class RunSide:
     median_step_ns: float
     unprofiled_step_ns: float | None
     busy_share: float  # of the steady steps' time, the GPU busy (kernels and copies, overlaps once)
+    breakdown: dict[str, float]  # compute, communication, transfers, idle: per step (mean), ns
     kernel_ns: float
     kernels: float
     op_cpu_ns: float
@@ -137,6 +140,7 @@ def read_side(profile: Profile, name: str, thresholds: Thresholds | None = None)
     lo, hi = _step_windows(ctx, k.column("end_ns").to_numpy())
     durations = [int(x) for x in hi - lo]
     busy = _busy_share(ctx, lo, hi)
+    breakdown = _breakdown(profile, lo, hi)
     duration = k.column("duration_ns").to_numpy()[in_steps].astype(np.float64)
     kernel_op = k.column("op_id").to_numpy()[in_steps]
     kernel_name = np.array(k.column("name").to_pylist(), dtype=object)[in_steps]
@@ -214,6 +218,7 @@ def read_side(profile: Profile, name: str, thresholds: Thresholds | None = None)
         median_step_ns=float(np.median(durations)) if durations else 0.0,
         unprofiled_step_ns=overhead.unprofiled_step_ns if overhead.known else None,
         busy_share=busy,
+        breakdown=breakdown,
         kernel_ns=float(duration.sum()) / steps,
         kernels=len(duration) / steps,
         op_cpu_ns=float(cpu[chosen].sum()) / steps,
@@ -352,6 +357,24 @@ def _step_windows(ctx: Context, kernel_end: np.ndarray) -> tuple[np.ndarray, np.
     done = np.maximum.accumulate(done)
     previous = np.concatenate([[int(ctx.step_start[0])], done[:-1]])
     return np.maximum(previous, ctx.step_start), done
+
+
+def _breakdown(profile: Profile, lo: np.ndarray, hi: np.ndarray) -> dict[str, float]:
+    """The steps' windows split as analyses.temporal splits a step: compute kernels, then NCCL kernels,
+    then copies, then idle; per step, averaged."""
+    names = ("compute", "communication", "transfers", "idle")
+    if not len(lo):
+        return dict.fromkeys(names, 0.0)
+    k, t = profile.table("kernels"), profile.table("transfers")
+    comm = np.array(["nccl" in n.lower() for n in k.column("name").to_pylist()], dtype=bool)
+    ks, ke = k.column("start_ns").to_numpy(), k.column("end_ns").to_numpy()
+    ts, te = t.column("start_ns").to_numpy(), t.column("end_ns").to_numpy()
+    compute = float(coverage(ks[~comm], ke[~comm], lo, hi).sum())
+    kernels = float(coverage(ks, ke, lo, hi).sum())
+    everything = float(coverage(np.concatenate([ks, ts]), np.concatenate([ke, te]), lo, hi).sum())
+    total = float((hi - lo).sum())
+    parts = (compute, kernels - compute, everything - kernels, total - everything)
+    return {name: part / len(lo) for name, part in zip(names, parts, strict=True)}
 
 
 def _busy_share(ctx: Context, lo: np.ndarray, hi: np.ndarray) -> float:

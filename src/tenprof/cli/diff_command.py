@@ -17,6 +17,7 @@ from tenprof.cli.common import console, non_negative_int
 from tenprof.core.quantities import format_quantities
 from tenprof.errors import UsageError
 from tenprof.renderers.diff_text import render_diff
+from tenprof.store.directory import rank_dirs
 from tenprof.store.meta import META_FILE
 from tenprof.store.profile import Profile, load_profile
 
@@ -56,6 +57,12 @@ class DiffCommand:
 def _open(path: Path, scratch: Path) -> Profile:
     """A profile directory as it is; a trace file imported into `scratch`."""
     if path.is_dir():
+        ranks = rank_dirs(path)
+        if ranks and not (path / META_FILE).exists():
+            raise UsageError(
+                f"{path} holds one profile per rank: diff one rank's, e.g. {ranks[0]} (ranks: "
+                f"{', '.join(r.name for r in ranks)})"
+            )
         if not (path / META_FILE).exists():
             raise UsageError(f"{path} is not a tenprof profile (no {META_FILE}); give a profile or a trace file")
         profile = load_profile(path)

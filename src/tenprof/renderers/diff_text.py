@@ -36,6 +36,12 @@ def render_diff(d: Diff, console: Console, limit: int | None) -> None:
         f"{(s.after_ns / s.before_ns - 1) if s.before_ns else 0:+.0%}): {noise} ({escape(s.test)}{p})"
     )
     console.print(f"  GPU busy: {b.busy_share:.0%} of the steps -> {a.busy_share:.0%}")
+    parts = ", ".join(
+        f"{name} {_ms(b.breakdown.get(name, 0.0))} -> {_ms(a.breakdown.get(name, 0.0))}"
+        for name in ("compute", "communication", "transfers", "idle")
+        if b.breakdown.get(name) or a.breakdown.get(name)
+    )
+    console.print(f"  per step: {parts}")
     rows = [
         ("kernel time per step", b.kernel_ns, a.kernel_ns, True),
         ("kernels per step", b.kernels, a.kernels, False),
