@@ -152,3 +152,16 @@ def test_eager_and_compiled_runs_of_one_model_meet_at_the_models_lines() -> None
     call = next(i + 1 for i, t in enumerate(source) if "out = compiled(batch" in t)
     left = rows[f"examples/compiled_train.py:{call}"].after_ns
     assert 0 < left < 0.2 * sum(gpu for gpu, *_ in after.region_ops.values())
+
+
+def test_two_gpus_are_named_and_the_lines_still_meet(capsys: pytest.CaptureFixture[str]) -> None:
+    # the same compiled MLP recorded on an H200 (tests/data/compiled/mlp_default) and an H100
+    # (tests/data/diff/mlp_compiled): both cards named, and the optimizer's line, memory-bound, is slower on
+    # the H100 (its memory is slower than the H200's)
+    assert main(["diff", str(DATA / "compiled" / "mlp_default"), str(DATA / "diff" / "mlp_compiled")]) == 0
+    out = capsys.readouterr().out
+    assert "NVIDIA H200" in out and "NVIDIA H100 80GB HBM3" in out and "two different GPUs" in out
+    before = read_side(load_profile(DATA / "compiled" / "mlp_default"), "h200")
+    after = read_side(load_profile(DATA / "diff" / "mlp_compiled"), "h100")
+    optimizer = next(c for c in diff(before, after).lines if c.what.endswith("compiled_train.py:68"))
+    assert optimizer.before_count == optimizer.after_count and optimizer.after_ns > optimizer.before_ns
