@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -316,6 +316,11 @@ while [ $# -gt 0 ]; do
   diff22)  # issue 22: the same MLP eager and compiled (tests/data/compiled/mlp_eager beside mlp_default)
     record compiled_mlp_eager examples/compiled_train.py --model mlp --mode eager
     record compiled_mlp_default examples/compiled_train.py --model mlp --mode default
+    ;;
+  diff22cpu)  # issue 22: a CPU run under this machine's torch (2.11), to diff against one under CI's torch (2.13)
+    ( cd "$REPO" && CUDA_VISIBLE_DEVICES= tenprof run --quiet --limit 4 -o "$WORK/prof/matmul_cpu_torch211" examples/matmul_add.py --size 256 --steps 6 ) > "$WORK/logs/matmul_cpu_torch211.log" 2>&1
+    echo "exit=$?" | tee -a "$WORK/logs/matmul_cpu_torch211.log"
+    python3 -c "import json; m = json.load(open('$WORK/prof/matmul_cpu_torch211/meta.json')); print(m['torch_version'], m['gpus'])"
     ;;
   access_cost)  # GPT-2 one step: un-profiled, tensors, tensors+accesses, compute-sanitizer memcheck
     cd "$REPO"
