@@ -165,3 +165,28 @@ def test_two_gpus_are_named_and_the_lines_still_meet(capsys: pytest.CaptureFixtu
     after = read_side(load_profile(DATA / "diff" / "mlp_compiled"), "h100")
     optimizer = next(c for c in diff(before, after).lines if c.what.endswith("compiled_train.py:68"))
     assert optimizer.before_count == optimizer.after_count and optimizer.after_ns > optimizer.before_ns
+
+
+def test_two_torch_versions_are_named_and_the_lines_meet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # examples/matmul_add.py on the CPU: recorded on the GPU machine under its torch 2.11 (no GPU visible;
+    # tests/data/diff/matmul_cpu_torch211), and here under this machine's torch
+    import torch
+
+    out = tmp_path / "here"
+    argv = ["run", "--quiet", "--overhead-steps", "0", "-o", str(out), "examples/matmul_add.py", "--size", "256"]
+    assert main([*argv, "--steps", "6"]) == 0
+    capsys.readouterr()
+    assert main(["diff", str(DATA / "diff" / "matmul_cpu_torch211"), str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "torch 2.11.0+cu130" in text and f"torch {torch.__version__}" in text
+    assert ("two torch versions" in text) == (torch.__version__ != "2.11.0+cu130")
+    d = diff(
+        read_side(load_profile(DATA / "diff" / "matmul_cpu_torch211"), "2.11"), read_side(load_profile(out), "here")
+    )
+    line = next(
+        i + 1
+        for i, t in enumerate((DATA.parent.parent / "examples" / "matmul_add.py").read_text().splitlines())
+        if "c = a @ b" in t
+    )
+    matmul = next(c for c in d.lines if c.what.endswith(f"examples/matmul_add.py:{line}"))
+    assert matmul.before_cpu_ns > 0 and matmul.after_cpu_ns > 0  # the same line in both runs

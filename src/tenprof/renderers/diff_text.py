@@ -28,6 +28,8 @@ def render_diff(d: Diff, console: Console, limit: int | None) -> None:
         console.print(f"[bold]{title}[/bold] {escape(side.name)}: {escape(side.device)}, {escape(torch)}")
     if b.device != a.device:
         console.print("  (two different GPUs: kernels and their times are not comparable one to one)")
+    if b.torch_version != a.torch_version:
+        console.print("  (two torch versions: its kernels and their choice may differ)")
     s = d.step
     noise = "beyond the step-to-step noise" if s.beyond_noise else "within the step-to-step noise"
     p = "" if s.p_value != s.p_value else f", p = {s.p_value:.3f}"  # nan: not tested
@@ -35,13 +37,17 @@ def render_diff(d: Diff, console: Console, limit: int | None) -> None:
         f"\n[bold]Step[/bold] {_ms(s.before_ns)} -> {_ms(s.after_ns)} ({_signed(s.delta_ns)}, "
         f"{(s.after_ns / s.before_ns - 1) if s.before_ns else 0:+.0%}): {noise} ({escape(s.test)}{p})"
     )
-    console.print(f"  GPU busy: {b.busy_share:.0%} of the steps -> {a.busy_share:.0%}")
-    parts = ", ".join(
-        f"{name} {_ms(b.breakdown.get(name, 0.0))} -> {_ms(a.breakdown.get(name, 0.0))}"
-        for name in ("compute", "communication", "transfers", "idle")
-        if b.breakdown.get(name) or a.breakdown.get(name)
-    )
-    console.print(f"  per step: {parts}")
+    on_gpu = bool(b.kernels or a.kernels)
+    if on_gpu:
+        console.print(f"  GPU busy: {b.busy_share:.0%} of the steps -> {a.busy_share:.0%}")
+        parts = ", ".join(
+            f"{name} {_ms(b.breakdown.get(name, 0.0))} -> {_ms(a.breakdown.get(name, 0.0))}"
+            for name in ("compute", "communication", "transfers", "idle")
+            if b.breakdown.get(name) or a.breakdown.get(name)
+        )
+        console.print(f"  per step: {parts}")
+    else:
+        console.print("  no GPU work in either run: the host's time only")
     rows = [
         ("kernel time per step", b.kernel_ns, a.kernel_ns, True),
         ("kernels per step", b.kernels, a.kernels, False),
@@ -74,8 +80,9 @@ def render_diff(d: Diff, console: Console, limit: int | None) -> None:
         f"overlap, host time outside ops): {_signed(d.remainder_ns)}; with the lines' GPU changes these add up "
         f"to the step's {_signed(s.delta_ns)}"
     )
-    _changed("Ops (name and input shapes), GPU time per step", d.ops, console, limit)
-    _changed("Kernels, GPU time per step", d.kernels, console, limit)
+    if on_gpu:
+        _changed("Ops (name and input shapes), GPU time per step", d.ops, console, limit)
+        _changed("Kernels, GPU time per step", d.kernels, console, limit)
     if d.vanished or d.appeared:
         console.print("\n[bold]Findings[/bold]")
         for text in d.vanished:
