@@ -121,6 +121,7 @@ def test_a_cpu_pair_matches_a_moved_line_by_its_text_and_finds_the_added_work(
     assert data["step"]["after_ns"] > data["step"]["before_ns"]
     assert main(["diff", str(sides[0]), str(tmp_path / "nowhere")]) == 2
     assert main(["diff", str(sides[0]), str(DATA / "ranks" / "slow_loader")]) == 2  # one rank's, please
+    assert main(["diff", str(sides[0]), str(DATA / "tensors" / "conv")]) == 2  # no timeline to compare
 
 
 def test_traces_are_imported_on_the_fly(capsys: pytest.CaptureFixture[str]) -> None:

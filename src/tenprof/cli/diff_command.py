@@ -20,6 +20,7 @@ from tenprof.renderers.diff_text import render_diff
 from tenprof.store.directory import rank_dirs
 from tenprof.store.meta import META_FILE
 from tenprof.store.profile import Profile, load_profile
+from tenprof.store.schema import Pass
 
 
 class DiffCommand:
@@ -67,6 +68,8 @@ def _open(path: Path, scratch: Path) -> Profile:
             raise UsageError(f"{path} is not a tenprof profile (no {META_FILE}); give a profile or a trace file")
         profile = load_profile(path)
         profile.check()
+        if not profile.has_pass(Pass.TIMELINE):
+            raise UsageError(f"{path} has no timeline pass to compare (record it: tenprof run --passes timeline,...)")
         return profile
     if not path.is_file():
         raise UsageError(f"{path} does not exist")

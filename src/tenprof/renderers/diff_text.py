@@ -31,7 +31,12 @@ def render_diff(d: Diff, console: Console, limit: int | None) -> None:
     if b.torch_version != a.torch_version:
         console.print("  (two torch versions: its kernels and their choice may differ)")
     s = d.step
-    noise = "beyond the step-to-step noise" if s.beyond_noise else "within the step-to-step noise"
+    tested = s.p_value == s.p_value  # nan: not tested
+    noise = (
+        "beyond the step-to-step noise"
+        if s.beyond_noise
+        else ("within the step-to-step noise" if tested else "not judged against noise")
+    )
     p = "" if s.p_value != s.p_value else f", p = {s.p_value:.3f}"  # nan: not tested
     console.print(
         f"\n[bold]Step[/bold] {_ms(s.before_ns)} -> {_ms(s.after_ns)} ({_signed(s.delta_ns)}, "
