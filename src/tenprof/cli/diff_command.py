@@ -43,6 +43,8 @@ class DiffCommand:
             data["appeared"] = [format_quantities(t) for t in result.appeared]
             data["vanished"] = [format_quantities(t) for t in result.vanished]
             for side in ("before", "after"):
+                data[side].pop("op_lines", None)  # sets, and only for placing compiled ops
+                data[side].pop("region_ops", None)
                 data[side]["lines"] = [
                     {"file_function_text": list(key), "gpu_ns": v[0], "cpu_ns": v[1], "launches": v[2], "line": v[3]}
                     for key, v in getattr(result, side).lines.items()
