@@ -29,8 +29,7 @@ from tenprof.analyses.tensor_stall_cost import tensor_stall_cost
 from tenprof.importers.access_import import build_accesses_pass
 from tenprof.renderers.stall_cost_files import cost_csv, short_pattern
 from tenprof.store.profile import Profile, load_profile
-from tenprof.store.writer import PassWriter
-from tests.conftest import DATA
+from tests.conftest import DATA, rebuild_pass
 
 EXAMPLE = DATA.parent.parent / "examples" / "tensor_cost" / "patterns.py"
 
@@ -45,10 +44,7 @@ def profile(tmp_path_factory: pytest.TempPathFactory) -> Profile:
     target = tmp_path_factory.mktemp("patterns") / "patterns"
     shutil.copytree(DATA / "tensor_cost" / "patterns", target)
     pid = json.loads((target / "tensors" / "raw" / "child_status.json").read_text())["pid"]
-    writer = PassWriter(target, "accesses")
-    shutil.copytree(target / "accesses" / "raw", writer.tmp_dir / "raw")
-    build_accesses_pass(writer, writer.tmp_dir / "raw", pid)
-    writer.commit()
+    rebuild_pass(target, "accesses", lambda writer, raw: build_accesses_pass(writer, raw, pid))
     return load_profile(target)
 
 

@@ -182,22 +182,29 @@ def test_the_tensors_pass_counts_a_user_kernels_arguments_as_used() -> None:
     assert mine == [([10], READWRITE), ([1000], READWRITE)]
 
 
+def _copy_of_libm(folder: Path) -> Path:
+    """The system's C math library copied into `folder` as libmine.so: a library of the script's own."""
+    import os
+    import shutil
+
+    candidates = ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/lib64")
+    found = [f"{d}/libm.so.6" for d in candidates if os.path.exists(f"{d}/libm.so.6")]
+    assert found, "no libm.so.6 on this machine"
+    mine = folder / "libmine.so"
+    shutil.copyfile(found[0], mine)
+    return mine
+
+
 def test_functions_of_the_scripts_own_shared_library_are_recorded(tmp_path: Path) -> None:
     # A library the script loads with ctypes from its own files (here: the C math library, copied into the
     # test's folder) has its functions recorded while the capture runs; argtypes and restype still reach
     # the function; a library loaded by bare name, as the system's are, is left alone.
     import ctypes
-    import os
-    import shutil
 
     from tenprof.capture.callsites import new_interner
     from tenprof.capture.own_launches import OwnLaunches
 
-    candidates = ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/lib64")
-    found = [f"{d}/libm.so.6" for d in candidates if os.path.exists(f"{d}/libm.so.6")]
-    assert found, "no libm.so.6 on this machine"
-    mine = tmp_path / "libmine.so"
-    shutil.copyfile(found[0], mine)
+    mine = _copy_of_libm(tmp_path)
     launches = OwnLaunches(new_interner(None))
     launches.start()
     try:
@@ -220,16 +227,10 @@ def test_a_library_loaded_by_bare_name_from_the_scripts_folders_is_recorded(tmp_
     # script's own: the path the loader opened is read back (dlinfo) and is not a system one. Here the bare
     # name is given to a handle opened by path, as the loader would have opened it.
     import ctypes
-    import os
-    import shutil
 
     from tenprof.capture.own_launches import loaded_path
 
-    candidates = ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/lib64")
-    found = [f"{d}/libm.so.6" for d in candidates if os.path.exists(f"{d}/libm.so.6")]
-    assert found, "no libm.so.6 on this machine"
-    mine = tmp_path / "libmine.so"
-    shutil.copyfile(found[0], mine)
+    mine = _copy_of_libm(tmp_path)
     by_path = ctypes.CDLL(str(mine))
     by_name = ctypes.CDLL("libmine.so", handle=by_path._handle)
     assert loaded_path(by_name) == str(mine)

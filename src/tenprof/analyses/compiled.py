@@ -111,6 +111,11 @@ class _OpTree:
     region_op: np.ndarray  # the outermost compiled-region record enclosing the op, -1 outside any
 
 
+def in_compiled_region(profile: Profile) -> np.ndarray:
+    """Per op: whether it runs inside a torch.compile'd region (an enclosing record says so)."""
+    return _op_tree(profile).in_region
+
+
 def _op_tree(profile: Profile) -> _OpTree:
     """Walk the `ops` table once, parents before children, inheriting each `_OpTree` field."""
     ops = profile.table("ops")

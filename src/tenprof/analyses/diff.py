@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from tenprof.analyses.compiled import REGION_MARKS
+from tenprof.analyses.compiled import in_compiled_region
 from tenprof.analyses.findings import Thresholds, find_all
 from tenprof.analyses.findings.context import Context
 from tenprof.core.intervals import coverage, take
@@ -149,7 +149,7 @@ def read_side(profile: Profile, name: str, thresholds: Thresholds | None = None)
     shapes = ops.column("input_shapes").to_pylist()
     keys = _line_keys(profile)
     fused = _fused_lines(profile)
-    in_region = _in_compiled_region(profile)
+    in_region = in_compiled_region(profile)
     region: dict[str, list[Any]] = {}
     op_lines: dict[str, set[tuple[tuple[str, str], str]]] = defaultdict(set)
     user = ctx.op_user_frame
@@ -235,18 +235,11 @@ def read_side(profile: Profile, name: str, thresholds: Thresholds | None = None)
 def diff(before: RunSide, after: RunSide) -> Diff:
     before, after = _placed(before, after), _placed(after, before)
     step = _step_change(before.step_ns, after.step_ns)
-    lines = [
-        Change(
-            label_of(before, after, key),
-            before.lines.get(key, (0.0, 0.0, 0.0, ""))[0],
-            after.lines.get(key, (0.0, 0.0, 0.0, ""))[0],
-            before.lines.get(key, (0.0, 0.0, 0.0, ""))[2],
-            after.lines.get(key, (0.0, 0.0, 0.0, ""))[2],
-            before.lines.get(key, (0.0, 0.0, 0.0, ""))[1],
-            after.lines.get(key, (0.0, 0.0, 0.0, ""))[1],
-        )
-        for key in before.lines.keys() | after.lines.keys()
-    ]
+    none = (0.0, 0.0, 0.0, "")
+    lines = []
+    for key in before.lines.keys() | after.lines.keys():
+        old, new = before.lines.get(key, none), after.lines.get(key, none)  # gpu, cpu, launches, label
+        lines.append(Change(label_of(before, after, key), old[0], new[0], old[2], new[2], old[1], new[1]))
     lines.sort(key=lambda c: -max(abs(c.delta_ns), abs(c.cpu_delta_ns)))
     no_line = after.no_line_kernel_ns - before.no_line_kernel_ns
     remainder = step.delta_ns - sum(c.delta_ns for c in lines) - no_line
@@ -305,18 +298,6 @@ def _same_op_lines(
         if shorter >= 2 and mine[:shorter] == theirs[:shorter]:
             found |= lines
     return found
-
-
-def _in_compiled_region(profile: Profile) -> np.ndarray:
-    """Per op: whether it runs inside a torch.compile'd region (an enclosing record says so)."""
-    ops = profile.table("ops")
-    names = ops.column("name").to_pylist()
-    parent = ops.column("parent_op_id").to_numpy()
-    inside = np.zeros(len(names), dtype=bool)
-    for i, name in enumerate(names):  # parents come before their children
-        p = int(parent[i])
-        inside[i] = any(mark in str(name) for mark in REGION_MARKS) or (p >= 0 and bool(inside[p]))
-    return inside
 
 
 def label_of(before: RunSide, after: RunSide, key: tuple[str, str]) -> str:

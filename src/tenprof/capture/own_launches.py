@@ -68,11 +68,12 @@ class _ModulePatch(ABC):
     def _unpatch(self, module: ModuleType) -> None: ...
 
 
-class JitRunPatch(_ModulePatch):
-    """`triton.runtime.jit.JITFunction.run` (what `kernel[grid](...)` calls) replaced by `make(original)`
-    while installed. Each pass that watches the script's own Triton launches holds one."""
+class _MethodPatch(_ModulePatch):
+    """One method of one class of the module (`class_name.method_name`) replaced by
+    `_replacement(original)` while installed, and put back at uninstall."""
 
-    module_name = JIT_MODULE
+    class_name = ""
+    method_name = ""
 
     def __init__(self, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
         super().__init__()
@@ -80,16 +81,34 @@ class JitRunPatch(_ModulePatch):
         self._original: Callable[..., Any] | None = None
 
     def _patch(self, module: ModuleType) -> None:
-        cls = getattr(module, "JITFunction", None)
+        cls = getattr(module, self.class_name, None)
         if cls is None or self._original is not None:
             return
-        self._original = cls.run
-        cls.run = self._make(cls.run)
+        self._original = getattr(cls, self.method_name)
+        setattr(cls, self.method_name, self._replacement(self._original))
+        self._patched(cls)
 
     def _unpatch(self, module: ModuleType) -> None:
         if self._original is not None:
-            module.JITFunction.run = self._original
+            setattr(getattr(module, self.class_name), self.method_name, self._original)
         self._original = None
+
+    @abstractmethod
+    def _replacement(self, original: Callable[..., Any]) -> Callable[..., Any]: ...
+
+    def _patched(self, cls: type) -> None:
+        """Called once the method is replaced."""
+
+
+class JitRunPatch(_MethodPatch):
+    """`triton.runtime.jit.JITFunction.run` (what `kernel[grid](...)` calls) replaced by `make(original)`
+    while installed. Each pass that watches the script's own Triton launches holds one."""
+
+    module_name = JIT_MODULE
+    class_name, method_name = "JITFunction", "run"
+
+    def _replacement(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        return self._make(original)
 
 
 class ExtensionPatch(_ModulePatch):
@@ -155,7 +174,7 @@ def launches_cuda_kernels(path: str) -> bool:
         return False
 
 
-class PrebuiltExtensionPatch(_ModulePatch):
+class PrebuiltExtensionPatch(_MethodPatch):
     """Extension modules the script imports from its own files (built before the run: `python setup.py
     build_ext --inplace`, an earlier `cpp_extension.load`'s build folder on sys.path) that launch CUDA
     kernels: their public functions are replaced by `make(function)`, for those imported already when the
@@ -164,32 +183,21 @@ class PrebuiltExtensionPatch(_ModulePatch):
     Modules in installed packages are left alone (torch's own, for one)."""
 
     module_name = "importlib.machinery"
+    class_name, method_name = "ExtensionFileLoader", "exec_module"
 
-    def __init__(self, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
-        super().__init__()
-        self._make = make
-        self._original: Callable[..., Any] | None = None
-
-    def _patch(self, module: ModuleType) -> None:
-        if self._original is not None:
-            return
-        loader_class = module.ExtensionFileLoader
-        original = self._original = loader_class.exec_module
+    def _replacement(self, original: Callable[..., Any]) -> Callable[..., Any]:
         wrap_if_own = self._wrap_if_own
 
         def exec_module(loader: Any, built: ModuleType) -> None:
             original(loader, built)
             wrap_if_own(built)
 
-        loader_class.exec_module = exec_module
-        for imported in list(sys.modules.values()):
-            if isinstance(getattr(imported, "__loader__", None), loader_class):
-                self._wrap_if_own(imported)
+        return exec_module
 
-    def _unpatch(self, module: ModuleType) -> None:
-        if self._original is not None:
-            module.ExtensionFileLoader.exec_module = self._original
-        self._original = None
+    def _patched(self, cls: type) -> None:
+        for imported in list(sys.modules.values()):  # those imported before the patch went on
+            if isinstance(getattr(imported, "__dict__", {}).get("__loader__"), cls):
+                self._wrap_if_own(imported)
 
     def _wrap_if_own(self, module: ModuleType) -> None:
         path = str(getattr(module, "__file__", "") or "")
@@ -197,7 +205,7 @@ class PrebuiltExtensionPatch(_ModulePatch):
             _wrap_module_functions(module, self._make)
 
 
-class ForeignLibraryPatch(_ModulePatch):
+class ForeignLibraryPatch(_MethodPatch):
     """ctypes: a function of a shared library the script loads from its own files (by a path outside the
     system's, /opt's and installed packages' folders, or by a bare name the loader found in such a folder)
     is replaced, when first looked up, by a stand-in that calls `make(function)` and passes attribute
@@ -205,16 +213,9 @@ class ForeignLibraryPatch(_ModulePatch):
     installed packages are left alone."""
 
     module_name = "ctypes"
+    class_name, method_name = "CDLL", "__getitem__"
 
-    def __init__(self, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
-        super().__init__()
-        self._make = make
-        self._original: Callable[..., Any] | None = None
-
-    def _patch(self, module: ModuleType) -> None:
-        if self._original is not None:
-            return
-        original = self._original = module.CDLL.__getitem__
+    def _replacement(self, original: Callable[..., Any]) -> Callable[..., Any]:
         make = self._make
 
         def getitem(library: Any, name_or_ordinal: Any) -> Any:
@@ -223,12 +224,7 @@ class ForeignLibraryPatch(_ModulePatch):
                 return _ForeignFunction(fn, make(fn))
             return fn
 
-        module.CDLL.__getitem__ = getitem
-
-    def _unpatch(self, module: ModuleType) -> None:
-        if self._original is not None:
-            module.CDLL.__getitem__ = self._original
-        self._original = None
+        return getitem
 
 
 class _ForeignFunction:
