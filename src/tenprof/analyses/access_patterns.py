@@ -23,6 +23,7 @@ lanes have no pattern: `load_patterns` then returns nothing and says so through 
 
 from __future__ import annotations
 
+import weakref
 from collections import defaultdict
 from dataclasses import dataclass, replace
 
@@ -130,7 +131,19 @@ class LoadPatterns:
         ]
 
 
+# one analysis per loaded profile: the report's tensor stall cost and access-pattern sections both ask
+_analysed: weakref.WeakKeyDictionary[Profile, LoadPatterns] = weakref.WeakKeyDictionary()
+
+
 def load_patterns(profile: Profile) -> LoadPatterns:
+    """The access patterns of a profile (see the module docstring), analysed once per loaded profile."""
+    found = _analysed.get(profile)
+    if found is None:
+        found = _analysed[profile] = _load_patterns(profile)
+    return found
+
+
+def _load_patterns(profile: Profile) -> LoadPatterns:
     if not (profile.has_pass(Pass.ACCESSES) and profile.has_pass(Pass.TENSORS)):
         return LoadPatterns(False, [])
     acc = profile.table("accesses")
@@ -321,8 +334,11 @@ def stalled_load_patterns(profile: Profile) -> dict[tuple[int, int], AccessPatte
         return {}
     kernels = profile.table("stall_kernels").to_pylist()
     wanted = {int(k["first_op_seq"]) for k in kernels if k.get("first_op_seq") is not None}
-    acc = acc.filter(acc.column("sectors").is_valid())
-    acc = acc.filter(pa.array(np.isin(acc.column("op_seq").to_numpy(), list(wanted))))
+    # one filter (the table holds every launch's rows, kernel names included: each copy costs)
+    sampled = np.isin(acc.column("op_seq").to_numpy(), list(wanted)) & acc.column("sectors").is_valid().to_numpy(
+        zero_copy_only=False
+    )
+    acc = acc.filter(pa.array(sampled))
     key = ["op_seq", "kernel", "pc_offset", "is_write"]
     sums = {
         (r["op_seq"], r["pc_offset"]): r
