@@ -6,14 +6,22 @@ by its text)."""
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
+import numpy as np
 import orjson
+import pyarrow as pa
 import pytest
 
-from tenprof.analyses.diff import diff, read_side
+from tenprof.analyses.diff import _paired_variants, _same_op, _step_change, diff, read_side
+from tenprof.analyses.line_keys import LineKeys
 from tenprof.cli.main import main
 from tenprof.store.profile import load_profile
+from tenprof.store.schema import TABLES
 from tests.conftest import DATA
 
 EXAMPLES = DATA.parent.parent / "examples" / "findings"
@@ -45,9 +53,10 @@ def test_the_top_line_is_the_planted_one_and_its_finding_is_gone(
     assert d.lines[0].what.endswith(_line(example, planted)), [c.what for c in d.lines[:3]]
     assert any(text.startswith(f"{finding}:") for text in d.vanished) and not d.appeared
     assert d.step.after_ns < d.step.before_ns
-    # the rows add up to the step's change: lines' GPU changes, kernels with no line, and the remainder
-    total = sum(c.delta_ns for c in d.lines) + d.no_line_kernel_delta_ns + d.remainder_ns
-    assert total == pytest.approx(d.step.delta_ns)
+    # the rows add up to the step's change on the run's basis: the lines' GPU (or CPU) changes, what has
+    # no line, and the remainder
+    lines = sum(c.delta_ns if d.basis == "GPU" else c.cpu_delta_ns for c in d.lines)
+    assert lines + d.no_line_delta_ns + d.remainder_ns == pytest.approx(d.step.delta_ns)
 
 
 def test_a_gpu_bound_change_is_explained_by_its_line() -> None:
@@ -119,6 +128,11 @@ def test_a_cpu_pair_matches_a_moved_line_by_its_text_and_finds_the_added_work(
     assert top["what"] == f"{tmp_path}/before/job.py:6 -> {tmp_path}/after/job.py:7"  # matched by its text
     assert top["after_cpu_ns"] > 1.5 * top["before_cpu_ns"] > 0  # three matmuls where there was one
     assert data["step"]["after_ns"] > data["step"]["before_ns"]
+    assert data["basis"] == "CPU" and data["other_remainder_ns"] is None  # no GPU: split by the host's time
+    # BEFORE's file edited in place after its run (line 6 is now the comment): its profile kept the text
+    (tmp_path / "before" / "job.py").write_text(AFTER.replace("k = ", "k0 = "))
+    assert main(["diff", str(sides[0]), str(sides[1]), "--json"]) == 0
+    assert orjson.loads(capsys.readouterr().out)["lines"][0]["what"] == top["what"]
     assert main(["diff", str(sides[0]), str(tmp_path / "nowhere")]) == 2
     assert main(["diff", str(sides[0]), str(DATA / "ranks" / "slow_loader")]) == 2  # one rank's, please
     assert main(["diff", str(sides[0]), str(DATA / "tensors" / "conv")]) == 2  # no timeline to compare
@@ -146,7 +160,11 @@ def test_eager_and_compiled_runs_of_one_model_meet_at_the_models_lines() -> None
     assert up_row.before_ns > 0 and down_row.before_ns > 0  # eager: the ops at their own lines
     assert up_row.after_count > 0 and down_row.after_count > 0  # compiled: fused kernels placed there too
     # the up projection's forward GEMM (addmm, 256x1024 @ 1024x4096 + bias), called by the compiled code
-    gemm = next(sig for sig in after.region_ops if sig.startswith("aten::addmm [[4096], [256, 1024], [1024, 4096]"))
+    gemm = next(
+        sig
+        for sig in after.region_ops
+        if sig[0] == "aten::addmm" and sig[1].startswith("[[4096], [256, 1024], [1024, 4096]")
+    )
     assert up_row.after_ns >= after.region_ops[gemm][0]
     # the GEMMs the compiled code calls (out= variants, one shape more) nearly all find their eager line;
     # what stays at the call is the one GEMM eager does not run (addmm with a 2-D bias, in the backward)
@@ -191,3 +209,70 @@ def test_two_torch_versions_are_named_and_the_lines_meet(tmp_path: Path, capsys:
     )
     matmul = next(c for c in d.lines if c.what.endswith(f"examples/matmul_add.py:{line}"))
     assert matmul.before_cpu_ns > 0 and matmul.after_cpu_ns > 0  # the same line in both runs
+
+
+def _old_profile(file: Path, lines: list[int], created_at: str):  # type: ignore[no-untyped-def]
+    # a profile built before frames kept their text: the frames table has none
+    rows = {
+        "frame_id": list(range(len(lines))),
+        "parent_frame_id": [-1] * len(lines),
+        "file": [str(file)] * len(lines),
+        "line": lines,
+        "function": ["f"] * len(lines),
+        "depth": [0] * len(lines),
+        "is_user": [True] * len(lines),
+        "text": [None] * len(lines),
+    }
+    frames = pa.table(rows, schema=TABLES["frames"])
+    return SimpleNamespace(table=lambda name: frames, meta=SimpleNamespace(created_at=created_at))
+
+
+def test_an_older_profile_reads_its_lines_only_from_a_file_not_changed_since(tmp_path: Path) -> None:
+    job = tmp_path / "job.py"
+    job.write_text("x = f(x)\ny = 2\nx = f(x)\n")
+    made = "2026-01-01T00:00:00+00:00"
+    os.utime(job, (time.time(), 1767225600 - 60))  # written a minute before the profile was made
+    keys = LineKeys(_old_profile(job, [1, 2, 3], made))  # type: ignore[arg-type]
+    # two lines with one text stay apart, counted by line number
+    assert [keys.of_frame(i)[0] for i in range(3)] == [
+        ("job.py", "x = f(x)", 0),
+        ("job.py", "y = 2", 0),
+        ("job.py", "x = f(x)", 1),
+    ]
+    os.utime(job, (time.time(), 1767225600 + 60))  # edited after: its text now is not the run's
+    keys = LineKeys(_old_profile(job, [1, 2], made))  # type: ignore[arg-type]
+    assert [keys.of_frame(i) for i in range(2)] == [
+        (("job.py", "line 1", 0), f"{job}:1"),
+        (("job.py", "line 2", 0), f"{job}:2"),
+    ]
+
+
+def test_steps_apart_count_as_evidence_only_where_chance_could_not_do_it() -> None:
+    two = _step_change([10, 11], [20, 21])  # all apart, but by chance once in three orderings
+    assert not two.beyond_noise and "(by chance: 0.333)" in two.test
+    four = _step_change([10, 11, 12, 10], [20, 21, 22, 20])  # 2 / C(8, 4) = 0.029
+    assert four.beyond_noise and four.p_value > 0.05 and "(by chance: 0.029)" in four.test
+    many = np.random.default_rng(1)
+    b, a = many.normal(100, 5, 1000), many.normal(102, 5, 1000)  # many steps: relabeled in 10 batches
+    assert _step_change(b.tolist(), a.tolist()).p_value < 0.01
+
+
+def test_an_op_and_its_out_variant_are_one_row_whatever_the_names_hold() -> None:
+    # op names may hold spaces (record_function names); the shapes are compared, not a split string
+    assert _same_op(("my op", "[[2, 3], [3, 4]]"), ("my op", "[[2, 3], [3, 4], [2, 4]]"))
+    assert not _same_op(("my op", "[[2, 3], [3, 4]]"), ("my op", "[[2, 3], [3, 5], [2, 4]]"))
+    side = read_side(load_profile(DATA / "finding_fp32_gemm"), "any")
+    before = dataclasses.replace(
+        side,
+        ops={"aten::mm [[8,8],[8,8]]": (5.0, 1.0)},
+        op_signatures={"aten::mm [[8,8],[8,8]]": ("aten::mm", "[[8, 8], [8, 8]]")},
+    )
+    after = dataclasses.replace(
+        side,
+        ops={"aten::mm [[8,8],[8,8],[8,8]]": (4.0, 1.0)},
+        op_signatures={"aten::mm [[8,8],[8,8],[8,8]]": ("aten::mm", "[[8, 8], [8, 8], [8, 8]]")},
+    )
+    assert _paired_variants(before, after) == (
+        {"aten::mm [[8,8],[8,8]]": (5.0, 1.0)},
+        {"aten::mm [[8,8],[8,8]]": (4.0, 1.0)},
+    )

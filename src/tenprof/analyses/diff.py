@@ -22,20 +22,26 @@ ended. Per run:
   such line, else stays at the line that called the compiled function;
 - per op (name and input shapes) and per kernel name: GPU time and launches per step.
 The step change is tested against each run's step-to-step spread: a permutation test on the difference
-of the medians (20000 relabelings, fixed seed), beyond noise when p < 0.05 or when no step of one run is
-as slow as any step of the other (with four steps a side the test cannot go below p = 0.03, and ties
-raise it: the ranges are then the stronger evidence, and the report says which held).
+of the medians (20000 relabelings, fixed seed, in batches that bound its memory), beyond noise when
+p < 0.05, or when no step of one run is as slow as any step of the other and that could happen by chance
+with probability 2 / C(n + m, n) < 0.05 (four steps a side: 0.029; with few steps the medians' test is
+coarse and ties raise it, so the ranges are then the stronger evidence; the report says which held).
 
-The per-line rows are ranked by the larger of their GPU and CPU deltas; the rows then add up to the step
-change with a remainder that is shown: the GPU time of kernels with no line of the user's, and what no
-line holds (GPU idle, kernels overlapping, host time outside ops). Findings are compared by check id.
+The per-line rows are ranked by the larger of their GPU and CPU deltas. They add up to the step change
+on one basis, with a remainder that is shown: by GPU time (the lines' kernel time; kernels with no line
+of the user's; the rest is GPU idle and kernels overlapping) or by CPU time (the lines' top-level ops'
+CPU time, which holds the host's waits on the GPU; ops with no line of the user's; the rest is host time
+outside ops), whichever leaves the smaller remainder (a GPU-bound change is its kernels', a host-bound
+one, a sync added or removed, its ops' CPU time); CPU time without GPU work; the other's remainder is
+shown too. Findings are compared by check id. In the op table, an op
+only one run has and the same op on the same inputs only the other has (compiled code's `out=` call)
+are one row.
 """
 
 from __future__ import annotations
 
 import json
-import linecache
-import os
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -45,11 +51,15 @@ import numpy as np
 from tenprof.analyses.compiled import in_compiled_region
 from tenprof.analyses.findings import Thresholds, find_all
 from tenprof.analyses.findings.context import Context
+from tenprof.analyses.line_keys import LineKey, LineKeys, Place
 from tenprof.core.intervals import coverage, take
 from tenprof.store.profile import Profile
 
+Signature = tuple[str, str]  # an op: its name and its input shapes as JSON
+
 PERMUTATIONS = 20000
 SIGNIFICANT = 0.05
+SHUFFLED_VALUES = 4_000_000  # per batch of relabelings: bounds the test's memory (32 MB)
 
 
 @dataclass(frozen=True)
@@ -67,14 +77,16 @@ class RunSide:
     kernel_ns: float
     kernels: float
     op_cpu_ns: float
-    lines: dict[tuple[str, str], tuple[float, float, float, str]]  # key -> gpu, cpu, launches, label
+    lines: dict[LineKey, tuple[float, float, float, str]]  # key -> gpu, cpu, launches, label
     ops: dict[str, tuple[float, float]]  # op signature -> gpu time, launches
     kernel_names: dict[str, tuple[float, float]]  # kernel -> gpu time, launches
     no_line_kernel_ns: float
     findings: dict[str, str] = field(default_factory=dict)  # check id -> title
     # ops run inside compiled regions, per signature: gpu, launches, and the line they ran at (the call)
-    region_ops: dict[str, tuple[float, float, tuple[str, str], str]] = field(default_factory=dict)
-    op_lines: dict[str, set[tuple[tuple[str, str], str]]] = field(default_factory=dict)  # signature -> lines
+    region_ops: dict[Signature, tuple[float, float, LineKey, str]] = field(default_factory=dict)
+    op_lines: dict[Signature, set[Place]] = field(default_factory=dict)  # signature -> lines
+    no_line_cpu_ns: float = 0.0  # CPU time per step of top-level ops with no line of the user's
+    op_signatures: dict[str, Signature] = field(default_factory=dict)  # `ops` key -> name, input shapes
 
 
 @dataclass(frozen=True)
@@ -123,8 +135,10 @@ class Diff:
     after: RunSide
     step: StepChange
     lines: list[Change]
-    no_line_kernel_delta_ns: float  # kernels with no line of the user's
-    remainder_ns: float  # step change less every line's GPU delta and the no-line kernels' delta
+    basis: str  # "GPU" or "CPU": which of the lines' times the step change is split into
+    no_line_delta_ns: float  # GPU basis: kernels with no line of the user's; CPU: top-level ops with none
+    remainder_ns: float  # step change less every line's delta and the no-line delta, on the basis
+    other_remainder_ns: float | None  # the same on the other basis (None: no GPU work in either run)
     ops: list[Change]
     kernels: list[Change]
     appeared: list[str]  # findings (id: title) only AFTER has
@@ -147,16 +161,17 @@ def read_side(profile: Profile, name: str, thresholds: Thresholds | None = None)
     ops = profile.table("ops")
     op_names = ops.column("name").to_pylist()
     shapes = ops.column("input_shapes").to_pylist()
-    keys = _line_keys(profile)
-    fused = _fused_lines(profile)
+    line_keys, fused = _fused_lines(profile)
+    keys = [line_keys.of_frame(f) for f in range(len(line_keys.frame_places))]
     in_region = in_compiled_region(profile)
-    region: dict[str, list[Any]] = {}
-    op_lines: dict[str, set[tuple[tuple[str, str], str]]] = defaultdict(set)
+    region: dict[Signature, list[Any]] = {}
+    op_lines: dict[Signature, set[Place]] = defaultdict(set)
     user = ctx.op_user_frame
-    line_gpu: dict[tuple[str, str], float] = defaultdict(float)
-    line_launches: dict[tuple[str, str], float] = defaultdict(float)
-    labels: dict[tuple[str, str], str] = {}
+    line_gpu: dict[LineKey, float] = defaultdict(float)
+    line_launches: dict[LineKey, float] = defaultdict(float)
+    labels: dict[LineKey, str] = {}
     op_time: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    op_signatures: dict[str, Signature] = {}
     no_line = 0.0
     frames = take(user, kernel_op, -1)
     for ns, op, frame, kernel in zip(duration.tolist(), kernel_op.tolist(), frames.tolist(), kernel_name, strict=True):
@@ -180,9 +195,11 @@ def read_side(profile: Profile, name: str, thresholds: Thresholds | None = None)
                 op_lines[_op_signature(op_names[op], shapes[op])].add((key, label))
         else:
             no_line += ns
-        signature = f"{op_names[op]} {shapes[op] or ''}".strip() if op >= 0 else "(no op)"
-        op_time[signature][0] += ns
-        op_time[signature][1] += 1
+        shown = f"{op_names[op]} {shapes[op] or ''}".strip() if op >= 0 else "(no op)"
+        if op >= 0 and shown not in op_signatures:
+            op_signatures[shown] = _op_signature(op_names[op], shapes[op])
+        op_time[shown][0] += ns
+        op_time[shown][1] += 1
     by_kernel: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
     for ns, kernel in zip(duration.tolist(), kernel_name, strict=True):
         by_kernel[str(kernel)][0] += ns
@@ -192,10 +209,13 @@ def read_side(profile: Profile, name: str, thresholds: Thresholds | None = None)
     starts = ops.column("start_ns").to_numpy()
     cpu = ops.column("duration_ns").to_numpy().astype(np.float64)
     chosen = top & ctx.in_steps(starts)
-    line_cpu: dict[tuple[str, str], float] = defaultdict(float)
+    line_cpu: dict[LineKey, float] = defaultdict(float)
+    no_line_cpu = 0.0
     for op in np.flatnonzero(chosen).tolist():
         frame = int(user[op])
-        if frame >= 0:
+        if frame < 0:
+            no_line_cpu += cpu[op]
+        else:
             key, label = keys[frame]
             line_cpu[key] += cpu[op]
             labels.setdefault(key, label)
@@ -229,6 +249,8 @@ def read_side(profile: Profile, name: str, thresholds: Thresholds | None = None)
         findings={f.id: f.title for f in find_all(profile, t)},
         region_ops={sig: (v[0] / steps, v[1] / steps, v[2], v[3]) for sig, v in region.items()},
         op_lines=dict(op_lines),
+        no_line_cpu_ns=no_line_cpu / steps,
+        op_signatures=op_signatures,
     )
 
 
@@ -241,20 +263,50 @@ def diff(before: RunSide, after: RunSide) -> Diff:
         old, new = before.lines.get(key, none), after.lines.get(key, none)  # gpu, cpu, launches, label
         lines.append(Change(label_of(before, after, key), old[0], new[0], old[2], new[2], old[1], new[1]))
     lines.sort(key=lambda c: -max(abs(c.delta_ns), abs(c.cpu_delta_ns)))
-    no_line = after.no_line_kernel_ns - before.no_line_kernel_ns
-    remainder = step.delta_ns - sum(c.delta_ns for c in lines) - no_line
+    splits = {
+        "GPU": _split(step.delta_ns, [c.delta_ns for c in lines], after.no_line_kernel_ns - before.no_line_kernel_ns),
+        "CPU": _split(step.delta_ns, [c.cpu_delta_ns for c in lines], after.no_line_cpu_ns - before.no_line_cpu_ns),
+    }
+    on_gpu = bool(before.kernels or after.kernels)
+    basis = "GPU" if on_gpu and abs(splits["GPU"][1]) <= abs(splits["CPU"][1]) else "CPU"
+    no_line, remainder = splits[basis]
     return Diff(
         before=before,
         after=after,
         step=step,
         lines=lines,
-        no_line_kernel_delta_ns=no_line,
+        basis=basis,
+        no_line_delta_ns=no_line,
         remainder_ns=remainder,
-        ops=_changes(before.ops, after.ops),
+        other_remainder_ns=splits["CPU" if basis == "GPU" else "GPU"][1] if on_gpu else None,
+        ops=_changes(*_paired_variants(before, after)),
         kernels=_changes(before.kernel_names, after.kernel_names),
         appeared=[f"{i}: {after.findings[i]}" for i in sorted(after.findings.keys() - before.findings.keys())],
         vanished=[f"{i}: {before.findings[i]}" for i in sorted(before.findings.keys() - after.findings.keys())],
     )
+
+
+def _split(step_delta: float, line_deltas: list[float], no_line: float) -> tuple[float, float]:
+    """The step change split into the lines' changes, what has no line, and a remainder: (no line,
+    remainder)."""
+    return no_line, step_delta - sum(line_deltas) - no_line
+
+
+def _paired_variants(before: RunSide, after: RunSide) -> tuple[dict[str, tuple[float, float]], ...]:
+    """The two runs' ops, an op only one run has merged into the one op only the other has that is the
+    same op on the same inputs (an eager `aten::mm` and the compiled code's `out=` call of it), under
+    the shorter name, so that the op table does not show it as gone and new."""
+    gone = [k for k in before.ops.keys() - after.ops.keys() if k in before.op_signatures]
+    new = [k for k in after.ops.keys() - before.ops.keys() if k in after.op_signatures]
+    old_ops, new_ops = dict(before.ops), dict(after.ops)
+    for key in gone:
+        matches = [n for n in new if _same_op(before.op_signatures[key], after.op_signatures[n])]
+        if len(matches) != 1 or matches[0] not in new_ops:
+            continue
+        shown = min(key, matches[0], key=len)
+        old_ops[shown] = old_ops.pop(key)
+        new_ops[shown] = new_ops.pop(matches[0])
+    return old_ops, new_ops
 
 
 def _placed(side: RunSide, other: RunSide) -> RunSide:
@@ -272,35 +324,35 @@ def _placed(side: RunSide, other: RunSide) -> RunSide:
     return replace(side, lines=lines, region_ops={})
 
 
-def _op_signature(name: str, shapes: str | None) -> str:
-    """An op by name and its input shapes, `name [[...], ...]`."""
+def _op_signature(name: str, shapes: str | None) -> Signature:
+    """An op by name and its input shapes (as JSON; `[]` where unreadable)."""
     try:
         parsed = json.loads(shapes or "[]")
     except ValueError:
         parsed = []
-    return f"{name} {json.dumps(parsed if isinstance(parsed, list) else [])}"
+    return name, json.dumps(parsed if isinstance(parsed, list) else [])
 
 
-def _same_op_lines(
-    signature: str, op_lines: dict[str, set[tuple[tuple[str, str], str]]]
-) -> set[tuple[tuple[str, str], str]]:
-    """The lines of the ops in `op_lines` that are `signature`'s op: the same name, and one's input
-    shapes begin with all of the other's (at least two)."""
-    name, _, shapes = signature.partition(" ")
-    mine = json.loads(shapes or "[]")
-    found: set[tuple[tuple[str, str], str]] = set()
+def _same_op(one: Signature, other: Signature) -> bool:
+    """The same op on the same inputs: the same name, and one's input shapes begin with all of the
+    other's, at least two (compiled code calls the `out=` variants, one tensor more)."""
+    if one[0] != other[0]:
+        return False
+    mine, theirs = json.loads(one[1]), json.loads(other[1])
+    shorter = min(len(mine), len(theirs))
+    return shorter >= 2 and mine[:shorter] == theirs[:shorter]
+
+
+def _same_op_lines(signature: Signature, op_lines: dict[Signature, set[Place]]) -> set[Place]:
+    """The lines of the ops in `op_lines` that are `signature`'s op."""
+    found: set[Place] = set()
     for other, lines in op_lines.items():
-        other_name, _, other_shapes = other.partition(" ")
-        if other_name != name:
-            continue
-        theirs = json.loads(other_shapes or "[]")
-        shorter = min(len(mine), len(theirs))
-        if shorter >= 2 and mine[:shorter] == theirs[:shorter]:
+        if _same_op(signature, other):
             found |= lines
     return found
 
 
-def label_of(before: RunSide, after: RunSide, key: tuple[str, str]) -> str:
+def label_of(before: RunSide, after: RunSide, key: LineKey) -> str:
     """The line as `file:line` in each run (`a.py:12 -> a.py:14` when an edit moved it)."""
     old = before.lines.get(key, (0.0, 0.0, 0.0, ""))[3]
     new = after.lines.get(key, (0.0, 0.0, 0.0, ""))[3]
@@ -367,33 +419,20 @@ def _busy_share(ctx: Context, lo: np.ndarray, hi: np.ndarray) -> float:
     return float(coverage(starts, ends, lo, hi).sum()) / total
 
 
-def _line_keys(profile: Profile) -> list[tuple[tuple[str, str], str]]:
-    """Per frame: the key that matches it across runs and its label (`file:line`)."""
-    frames = profile.table("frames")
-    return [
-        _line_key(str(file or ""), int(line or 0))
-        for file, line in zip(frames.column("file").to_pylist(), frames.column("line").to_pylist(), strict=True)
-    ]
-
-
-def _line_key(file: str, line: int) -> tuple[tuple[str, str], str]:
-    """(file name, the line's text, or its number where the source cannot be read), and `file:line`."""
-    text = linecache.getline(file, line).strip() if file and os.path.isfile(file) else ""
-    return (os.path.basename(file), text or f"line {line}"), f"{file}:{line}"
-
-
-def _fused_lines(profile: Profile) -> dict[str, list[tuple[tuple[str, str], str]]]:
-    """Generated kernel -> the keys and labels of the lines of the aten ops it fuses."""
-    out: dict[str, list[tuple[tuple[str, str], str]]] = {}
+def _fused_lines(profile: Profile) -> tuple[LineKeys, dict[str, list[Place]]]:
+    """The profile's line keys, and per generated kernel the keys and labels of the lines of the aten ops
+    it fuses."""
+    places: dict[str, list[tuple[str, int]]] = {}
     for row in profile.table("compiled_kernels").to_pylist():
-        places = []
+        found = []
         for place in sorted({x for x in (row["lines"] or "").split(";") if x}):
             file, _, number = place.rpartition(":")
             if file and number.isdigit():
-                places.append(_line_key(file, int(number)))
-        if places:
-            out[str(row["kernel"])] = places
-    return out
+                found.append((file, int(number)))
+        if found:
+            places[str(row["kernel"])] = found
+    keys = LineKeys(profile, (p for found in places.values() for p in found))
+    return keys, {kernel: [keys.of(*p) for p in found] for kernel, found in places.items()}
 
 
 def _step_change(before: list[int], after: list[int]) -> StepChange:
@@ -406,12 +445,18 @@ def _step_change(before: list[int], after: list[int]) -> StepChange:
     observed = abs(after_ns - before_ns)
     pooled = np.concatenate([b, a])
     rng = np.random.default_rng(0)
-    order = np.argsort(rng.random((PERMUTATIONS, len(pooled))), axis=1)
-    shuffled = pooled[order]
-    differences = np.abs(np.median(shuffled[:, len(b) :], axis=1) - np.median(shuffled[:, : len(b)], axis=1))
-    p = float((np.count_nonzero(differences >= observed - 1e-9) + 1) / (PERMUTATIONS + 1))
+    batch = max(1, SHUFFLED_VALUES // len(pooled))
+    as_large = 0
+    for done in range(0, PERMUTATIONS, batch):
+        shuffled = rng.permuted(np.broadcast_to(pooled, (min(batch, PERMUTATIONS - done), len(pooled))), axis=1)
+        differences = np.abs(np.median(shuffled[:, len(b) :], axis=1) - np.median(shuffled[:, : len(b)], axis=1))
+        as_large += int(np.count_nonzero(differences >= observed - 1e-9))
+    p = float((as_large + 1) / (PERMUTATIONS + 1))
     test = f"permutation test on the medians ({len(b)} vs {len(a)} steady steps, {PERMUTATIONS} relabelings)"
+    # no step of one run as slow as any of the other: by chance with probability 2 / C(n + m, n) at most
+    # (every step of one run below every step of the other, either way), evidence only when that is small
     apart = bool(a.max() < b.min() or a.min() > b.max())
+    chance = 2 / math.comb(len(a) + len(b), len(b))
     if apart:
-        test += "; the two runs' steps do not overlap"
-    return StepChange(before_ns, after_ns, p, p < SIGNIFICANT or apart, test)
+        test += f"; the two runs' steps do not overlap (by chance: {chance:.3f})"
+    return StepChange(before_ns, after_ns, p, p < SIGNIFICANT or (apart and chance < SIGNIFICANT), test)

@@ -45,8 +45,9 @@ class DiffCommand:
             for side in ("before", "after"):
                 data[side].pop("op_lines", None)  # sets, and only for placing compiled ops
                 data[side].pop("region_ops", None)
+                data[side].pop("op_signatures", None)
                 data[side]["lines"] = [
-                    {"file_function_text": list(key), "gpu_ns": v[0], "cpu_ns": v[1], "launches": v[2], "line": v[3]}
+                    {"file_text_ordinal": list(key), "gpu_ns": v[0], "cpu_ns": v[1], "launches": v[2], "line": v[3]}
                     for key, v in getattr(result, side).lines.items()
                 ]
             sys.stdout.write(

@@ -80,11 +80,20 @@ def render_diff(d: Diff, console: Console, limit: int | None) -> None:
         )
     if d.lines:
         console.print(table)
-    console.print(
-        f"  kernels with no line of yours: {_signed(d.no_line_kernel_delta_ns)}; not in any line (GPU idle, "
-        f"overlap, host time outside ops): {_signed(d.remainder_ns)}; with the lines' GPU changes these add up "
-        f"to the step's {_signed(s.delta_ns)}"
-    )
+    other = "" if d.other_remainder_ns is None else f"; split by {'CPU' if d.basis == 'GPU' else 'GPU'} time "
+    other += "" if d.other_remainder_ns is None else f"instead, {_signed(d.other_remainder_ns)} would stay unexplained"
+    if d.basis == "GPU":
+        console.print(
+            f"  split by GPU time: kernels with no line of yours {_signed(d.no_line_delta_ns)}; not in any line "
+            f"(GPU idle, kernels overlapping) {_signed(d.remainder_ns)}; with the lines' GPU changes these add up "
+            f"to the step's {_signed(s.delta_ns)}{other}"
+        )
+    else:
+        console.print(
+            f"  split by CPU time: ops with no line of yours {_signed(d.no_line_delta_ns)}; host time outside "
+            f"ops {_signed(d.remainder_ns)}; with the lines' CPU changes these add up to the step's "
+            f"{_signed(s.delta_ns)}{other}"
+        )
     if on_gpu:
         _changed("Ops (name and input shapes), GPU time per step", d.ops, console, limit)
         _changed("Kernels, GPU time per step", d.kernels, console, limit)
@@ -98,7 +107,7 @@ def render_diff(d: Diff, console: Console, limit: int | None) -> None:
 
 def _changed(title: str, changes: list[Change], console: Console, limit: int | None) -> None:
     console.print(f"\n[bold]{title}[/bold]")
-    for c in changes[: min(limit or 10, 10)]:
+    for c in changes[: limit or None]:
         mark = f" [{c.status}]" if c.status else ""
         console.print(
             f"  {_signed(c.delta_ns):>10}  {_ms(c.before_ns)} -> {_ms(c.after_ns)}  "

@@ -14,7 +14,8 @@ import pyarrow as pa
 
 SCHEMA_VERSION = 1  # still unreleased; the steps table gained `complete` before any release
 # Added since without a bump, as neither changes a meaning: ops.is_autotuning (computed when an older file
-# lacks it, store.derived) and meta.json's typed `timeline` values (moved from older files' options).
+# lacks it, store.derived), meta.json's typed `timeline` values (moved from older files' options) and
+# frames.text (null in older files: readers fall back to the file itself).
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,9 @@ FRAMES = _schema(
     Column("function", STR, "function name"),
     Column("depth", I32, "0 at the outermost frame (the script's module)"),
     Column("is_user", BOOL, "file is the user's code, not the stdlib, site-packages or torch"),
+    Column(
+        "text", STR, "a user frame's line as its file read when the profile was built; else null (and in older files)"
+    ),
 )
 
 SCOPES = _schema(
