@@ -98,6 +98,19 @@ def test_the_lanes_pattern_is_kept_per_record_and_summed_with_the_weights(tmp_pa
     assert (strided["ascending"], gathered["ascending"]) == (65, 0)  # the gather's lanes go up and down
 
 
+def test_a_bulk_copy_over_8_kib_counts_its_sectors_from_its_bytes(tmp_path: Path) -> None:
+    # cp.async.bulk: one record per copy, its 8-bit sector count stops at 255; 16 KiB is 512 sectors
+    _write(
+        tmp_path,
+        ["0\t7\t7\t0\t2\t2\t0\t140000\t1,1,1\t128,1,1\tk"],
+        [(0, 0x10, 0x10000, 16384, 1, 1), (0, 0x20, 0x20000, 4096, 1, 3)],
+        lanes=[(0, 255, 1, 2), (0, 128, 1, 2)],
+    )
+    rows = {r["pc_offset"]: r for r in build_access_tables(tmp_path, PID)[0]["accesses"].to_pylist()}
+    assert (rows[0x10]["sectors"], rows[0x10]["min_sectors"]) == (512, 512)
+    assert (rows[0x20]["sectors"], rows[0x20]["min_sectors"]) == (3 * 128, 3 * 128)
+
+
 def test_records_written_before_the_lanes_were_compared_read_without_a_pattern(tmp_path: Path) -> None:
     _write(tmp_path, ["0\t7\t7\t0\t1\t1\t0\t140000\t4,1,1\t128,1,1\tk"], [(0, 0x10, 0x1000, 128, 1, 3)], old=True)
     (row,) = build_access_tables(tmp_path, PID)[0]["accesses"].to_pylist()

@@ -26,6 +26,7 @@ from __future__ import annotations
 import weakref
 from collections import defaultdict
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -340,19 +341,22 @@ def stalled_load_patterns(profile: Profile) -> dict[tuple[int, int], AccessPatte
     )
     acc = acc.filter(pa.array(sampled))
     key = ["op_seq", "kernel", "pc_offset", "is_write"]
-    sums = {
-        (r["op_seq"], r["pc_offset"]): r
-        for r in acc.group_by(key)
+    # per (op, PC offset): one row per kernel of that op (an op may launch several, whose code shares
+    # offsets) and direction
+    sums: dict[tuple[int, int], list[dict[str, Any]]] = defaultdict(list)
+    for r in (
+        acc.group_by(key)
         .aggregate(
             [(c, "sum") for c in ("count", "bytes", "sectors", "min_sectors", "lanes", "ascending")]
             + [("launch_id", "count_distinct")]
         )
         .to_pylist()
-    }
-    spacing: dict[tuple[int, int], dict[int, int]] = defaultdict(dict)
+    ):
+        sums[(r["op_seq"], r["pc_offset"])].append(r)
+    spacing: dict[tuple[Any, ...], dict[int, int]] = defaultdict(dict)
     evenly = acc.filter(acc.column("lane_stride").is_valid())
     for r in evenly.group_by([*key, "lane_stride"]).aggregate([("count", "sum")]).to_pylist():
-        spacing[(r["op_seq"], r["pc_offset"])][int(r["lane_stride"])] = int(r["count_sum"])
+        spacing[tuple(r[k] for k in key)][int(r["lane_stride"])] = int(r["count_sum"])
     first_pc: dict[int, int] = {}
     sass = profile.table("sass").to_pylist()
     for r in sass:
@@ -363,10 +367,11 @@ def stalled_load_patterns(profile: Profile) -> dict[tuple[int, int], AccessPatte
         kernel = by_replay.get(int(r["replay_id"]))
         if kernel is None or kernel.get("first_op_seq") is None:
             continue
-        found = sums.get((int(kernel["first_op_seq"]), int(r["pc"]) - first_pc[r["replay_id"]]))
-        if found is None or not same_kernel(str(kernel["name"]), str(found["kernel"])):
+        candidates = sums.get((int(kernel["first_op_seq"]), int(r["pc"]) - first_pc[r["replay_id"]]), [])
+        found = next((c for c in candidates if same_kernel(str(kernel["name"]), str(c["kernel"]))), None)
+        if found is None:
             continue
-        strides = spacing.get((found["op_seq"], found["pc_offset"]), {})
+        strides = spacing.get(tuple(found[k] for k in key), {})
         requests = int(found["count_sum"])
         pattern = AccessPattern(
             kernel=str(found["kernel"]),

@@ -116,6 +116,13 @@ def read_records(path: Path) -> np.ndarray:
     return records
 
 
+def _sectors(records: np.ndarray, warp_bytes: np.ndarray) -> np.ndarray:
+    """Sectors each record's warp access touched: as the patch counted them, but a bulk copy's from its
+    bytes (one contiguous block, 16-byte aligned; the record's 8-bit count stops at 255 sectors, 8 KiB)."""
+    bulk = (records["pattern"] & BULK) != 0
+    return np.where(bulk, -(-warp_bytes // SECTOR_BYTES), records["sectors"].astype(np.int64))
+
+
 def build_access_tables(raw_dir: Path, pid: int) -> tuple[dict[str, pa.Table], AccessReport]:
     launches_path, records_path, log_path = access_files(raw_dir, pid)
     report = AccessReport()
@@ -149,7 +156,7 @@ def build_access_tables(raw_dir: Path, pid: int) -> tuple[dict[str, pa.Table], A
                 "lane_stride": pa.array(records["lane_stride"].astype(np.int64), mask=~evenly),
                 "count": weight,
                 "bytes": weight * warp_bytes,
-                "sectors": pa.array(weight * records["sectors"], mask=~known_lanes),
+                "sectors": pa.array(weight * _sectors(records, warp_bytes), mask=~known_lanes),
                 "min_sectors": pa.array(weight * -(-warp_bytes // SECTOR_BYTES), mask=~known_lanes),
                 "lanes": pa.array(weight * records["lanes"], mask=~known_lanes),
                 "ascending": pa.array(weight * ((records["pattern"] & ASCENDING) != 0), mask=~known_lanes),

@@ -59,9 +59,12 @@ __device__ __forceinline__ void record_warp_access(TenprofAccessBuffer* buffer, 
     const uint32_t active = __activemask();
     const uint32_t lane = lane_id();
     const uint32_t leader = static_cast<uint32_t>(__ffs(active) - 1);
-    // Past the first accesses of a slot, a warp that is not sampled leaves at once, every lane alike.
-    const bool past_first =
-        *reinterpret_cast<volatile uint32_t*>(&buffer->pc_counts[(pc >> 4) & (TENPROF_PC_SLOTS - 1)]) >= buffer->first;
+    // Past the first accesses of a slot, a warp that is not sampled leaves at once, every lane alike: the
+    // lanes may read the counter on either side of another warp's increment, so they vote (a lane that
+    // left alone would be missing from the shuffles below).
+    const bool past_first = __all_sync(
+        active,
+        *reinterpret_cast<volatile uint32_t*>(&buffer->pc_counts[(pc >> 4) & (TENPROF_PC_SLOTS - 1)]) >= buffer->first);
     if (past_first && !warp_sampled(buffer->every)) return;
     long long slot = -1;
     uint32_t weight = 0;
