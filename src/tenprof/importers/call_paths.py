@@ -84,12 +84,12 @@ class _FrameTable:
     def table(self) -> pa.Table:
         cols: list[Any] = list(zip(*self.rows, strict=True)) if self.rows else [[] for _ in range(7)]
         # the user's lines keep their text: `tenprof diff` matches lines by it after the file is edited
-        texts = [_line_text(file, line) if user else None for _, _, file, line, _, _, user in self.rows]
+        texts = [line_text(file, line) if user else None for _, _, file, line, _, _, user in self.rows]
         cols.append(texts)
         return pa.table(dict(zip(TABLES["frames"].names, cols, strict=True)), schema=TABLES["frames"])
 
 
-def _line_text(file: str, line: int) -> str | None:
+def line_text(file: str, line: int) -> str | None:
     """The line's text, stripped, as the file reads now (None where it cannot be read)."""
     if not file or line < 1 or not os.path.isfile(file):
         return None

@@ -19,6 +19,7 @@ import orjson
 import pyarrow as pa
 
 from tenprof.errors import TraceFormatError
+from tenprof.importers.call_paths import line_text
 from tenprof.store.schema import ALLOCATOR_EVENTS, FRAMES, STORAGES, TENSOR_OPS, TENSOR_USES, TENSORS
 from tenprof.store.writer import PassWriter
 
@@ -265,11 +266,12 @@ def _use_table(uses: dict[str, np.ndarray], roles: np.ndarray) -> pa.Table:
 
 
 def _frame_table(frames: list[list[Any]]) -> pa.Table:
-    """The `tensor_frames` table from the raw file's frame rows (columns in FRAMES' order)."""
-    return pa.table(
-        {name: [row[i] for row in frames] for i, name in enumerate(FRAMES.names)},
-        schema=FRAMES,
-    )
+    """The `tensor_frames` table from the raw file's frame rows (FRAMES' columns in order, but the text,
+    read here for the user's lines)."""
+    stored = FRAMES.names[:-1]
+    columns: dict[str, list[Any]] = {name: [row[i] for row in frames] for i, name in enumerate(stored)}
+    columns["text"] = [line_text(row[2], row[3]) if row[6] else None for row in frames]
+    return pa.table(columns, schema=FRAMES)
 
 
 def _report(data: dict[str, Any], n_ops: int, n_tensors: int, n_storages: int, matched: float | None) -> TensorsReport:
