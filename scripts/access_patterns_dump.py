@@ -1,6 +1,6 @@
 """Print every (kernel, tensor) access pattern of a profile and how long the analysis took (GPU recordings).
 
-    python scripts/access_patterns_dump.py PROFILE [--limit N]
+python scripts/access_patterns_dump.py PROFILE [--limit N]
 """
 
 from __future__ import annotations

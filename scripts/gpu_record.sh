@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -356,6 +356,15 @@ while [ $# -gt 0 ]; do
     ;;
   import)
     python3 benchmarks/import_speed.py --workdir "$WORK/big" 2>&1 | tee "$OUT/import_speed.txt"
+    ;;
+  page23)  # issue 23: GPT-2 small, every pass, the report page written by the run (docs/report_page/gpt2_all.html)
+    ( cd "$REPO" && /usr/bin/time -f "page23_wall_s=%e" tenprof run --html --limit 3 --passes all -o "$WORK/prof/gpt2_all" examples/gpt2_train.py --steps 1 --warmup 1 ) > "$WORK/logs/gpt2_all.log" 2>&1
+    echo "exit=$?" >> "$WORK/logs/gpt2_all.log"
+    grep -E "page23_wall_s|where the time went|report page|failed|exit=" "$WORK/logs/gpt2_all.log" | tee "$OUT/page23.txt"
+    passes "$WORK/prof/gpt2_all" | tee -a "$OUT/page23.txt"
+    cp "$WORK/prof/gpt2_all/report.html" "$OUT/gpt2_all.html" 2>/dev/null
+    ls -la "$OUT/gpt2_all.html" "$WORK/prof/gpt2_all" | tee -a "$OUT/page23.txt"
+    rm -rf "$WORK/prof/gpt2_all"
     ;;
   gpu22)  # issue 22 and the issue 21 review: diff on a pair recorded here, and the access pass's GPU tests
     python3 -m pytest -q -m gpu tests/gpu/test_gpu_diff.py tests/gpu/test_gpu_accesses.py -p no:cacheprovider 2>&1 | tee "$OUT/gpu22.txt" | tail -n 15

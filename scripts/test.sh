@@ -10,7 +10,19 @@ fi
 VPY=.test-venv/bin/python
 $VPY -m pip install -q "torch==2.13.0"
 $VPY -m pip install -q -e ".[dev]"
+# The report page's browser test needs Debian's chromium (nothing downloads a browser): installed where
+# this runs as root with apt; otherwise the test is skipped and says why.
+if ! command -v chromium > /dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null 2>&1; then
+    apt-get install -y -q chromium > /tmp/tenprof-chromium-install.log 2>&1 \
+      || (apt-get update -q > /dev/null 2>&1 && apt-get install -y -q chromium > /tmp/tenprof-chromium-install.log 2>&1) \
+      || echo "scripts/test.sh: could not install chromium (see /tmp/tenprof-chromium-install.log): the browser test will be skipped"
+  else
+    echo "scripts/test.sh: chromium is not installed and apt is not usable here: the browser test will be skipped"
+  fi
+fi
+command -v chromium > /dev/null 2>&1 && echo "scripts/test.sh: browser test in $(chromium --version 2>/dev/null)"
 $VPY -m ruff check src tests benchmarks examples
 $VPY -m mypy
 # Two workers: CI has 2 cores, and most of the time is child processes importing torch.
-$VPY -m pytest -q -p no:cacheprovider -n 2 tests
+$VPY -m pytest -q -rs -p no:cacheprovider -n 2 tests

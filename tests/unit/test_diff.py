@@ -20,6 +20,7 @@ import pytest
 from tenprof.analyses.diff import _paired_variants, _same_op, _step_change, diff, read_side
 from tenprof.analyses.line_keys import LineKeys
 from tenprof.cli.main import main
+from tenprof.store.directory import owned_entries
 from tenprof.store.profile import load_profile
 from tenprof.store.schema import TABLES
 from tests.conftest import DATA
@@ -117,10 +118,11 @@ def test_a_cpu_pair_matches_a_moved_line_by_its_text_and_finds_the_added_work(
         folder = tmp_path / name
         folder.mkdir()
         (folder / "job.py").write_text(source)
-        assert (
-            main(["run", "--quiet", "--overhead-steps", "0", "-o", str(folder / "prof"), str(folder / "job.py")]) == 0
-        )
+        page = ["--html"] if name == "after" else []  # and the report page, which is the profile's own file
+        argv = ["run", "--quiet", "--overhead-steps", "0", *page, "-o", str(folder / "prof"), str(folder / "job.py")]
+        assert main(argv) == 0
         sides.append(folder / "prof")
+    assert "report.html" in owned_entries(sides[1]) and b'"tallies"' in (sides[1] / "report.html").read_bytes()
     capsys.readouterr()
     assert main(["diff", str(sides[0]), str(sides[1]), "--json"]) == 0
     data = orjson.loads(capsys.readouterr().out)

@@ -9,10 +9,11 @@ import dataclasses
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import orjson
 
-from tenprof.analyses.diff import diff, read_side
+from tenprof.analyses.diff import Diff, diff, read_side
 from tenprof.cli.common import console, non_negative_int
 from tenprof.core.quantities import format_quantities
 from tenprof.errors import UsageError
@@ -31,31 +32,51 @@ class DiffCommand:
         parser.add_argument("after", help="profile directory or trace of the run after")
         parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
         parser.add_argument("--limit", type=non_negative_int, default=10, help="rows per table (0: all)")
+        parser.add_argument("--html", default="", help="also write the comparison as a page, with AFTER's report")
+        parser.add_argument("--force", action="store_true", help="replace an existing --html file")
 
     def run(self, args: argparse.Namespace) -> int:
         with tempfile.TemporaryDirectory(prefix="tenprof-diff-") as scratch:
             before = _open(Path(args.before), Path(scratch) / "before")
             after = _open(Path(args.after), Path(scratch) / "after")
             result = diff(read_side(before, args.before), read_side(after, args.after))
+            if args.html:
+                _write_page(after, Path(args.html), diff_data(result), args.force)
         if args.json:
-            data = dataclasses.asdict(result)
-            data["step"]["delta_ns"] = result.step.delta_ns
-            data["appeared"] = [format_quantities(t) for t in result.appeared]
-            data["vanished"] = [format_quantities(t) for t in result.vanished]
-            for side in ("before", "after"):
-                data[side].pop("op_lines", None)  # sets, and only for placing compiled ops
-                data[side].pop("region_ops", None)
-                data[side].pop("op_signatures", None)
-                data[side]["lines"] = [
-                    {"file_text_ordinal": list(key), "gpu_ns": v[0], "cpu_ns": v[1], "launches": v[2], "line": v[3]}
-                    for key, v in getattr(result, side).lines.items()
-                ]
             sys.stdout.write(
-                orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY).decode() + "\n"
+                orjson.dumps(diff_data(result), option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY).decode() + "\n"
             )
             return 0
         render_diff(result, console(), args.limit or None)
         return 0
+
+
+def diff_data(result: Diff) -> dict[str, Any]:
+    """The comparison as plain data (`--json`, and the page's diff section)."""
+    data = dataclasses.asdict(result)
+    data["step"]["delta_ns"] = result.step.delta_ns
+    data["appeared"] = [format_quantities(t) for t in result.appeared]
+    data["vanished"] = [format_quantities(t) for t in result.vanished]
+    for side in ("before", "after"):
+        data[side].pop("op_lines", None)  # sets, and only for placing compiled ops
+        data[side].pop("region_ops", None)
+        data[side].pop("op_signatures", None)
+        data[side]["lines"] = [
+            {"file_text_ordinal": list(key), "gpu_ns": v[0], "cpu_ns": v[1], "launches": v[2], "line": v[3]}
+            for key, v in getattr(result, side).lines.items()
+        ]
+    return data
+
+
+def _write_page(after: Profile, target: Path, data: dict[str, Any], force: bool) -> None:
+    """AFTER's report page with the comparison on top."""
+    from tenprof.cli.export_command import open_output
+    from tenprof.renderers.html_page import write_html
+
+    title = f"{data['before']['name']} -> {data['after']['name']}"
+    with open_output(target, force) as out:
+        write_html(after, out, extra={"diff": data, "title": title})
+    print(f"wrote {target} (html: the comparison, then the after run's report)", file=sys.stderr)
 
 
 def _open(path: Path, scratch: Path) -> Profile:

@@ -47,6 +47,8 @@ class ExportCommand:
         fmt = BY_NAME[args.format] if args.format else format_from_name(args.output)
         if fmt.folder:
             _check_code_folder(args.output or fmt.default_name, args.force)
+        if fmt.name == "html" and _holds_ranks(Path(args.profile)):
+            return _ranks_page(Path(args.profile), args.output or fmt.default_name, args.force)
         profile = open_profile(args)
         fmt.check(profile)
         options = ExportOptions(table=args.table, metric=args.metric, limit=args.limit)
@@ -54,7 +56,7 @@ class ExportCommand:
             fmt.write(profile, Path(args.output or fmt.default_name), options)
             return 0
         output = args.output or fmt.default_name.format(table=args.table)
-        handle = sys.stdout.buffer if output == "-" else _open_output(Path(output), args.force)
+        handle = sys.stdout.buffer if output == "-" else open_output(Path(output), args.force)
         try:
             fmt.write(profile, handle, options)
         finally:
@@ -65,7 +67,36 @@ class ExportCommand:
         return 0
 
 
-def _open_output(path: Path, force: bool) -> IO[bytes]:
+def _holds_ranks(path: Path) -> bool:
+    from tenprof.store.directory import rank_dirs
+    from tenprof.store.meta import META_FILE
+
+    return bool(rank_dirs(path)) and not (path / META_FILE).exists()
+
+
+def _ranks_page(top: Path, output: str, force: bool) -> int:
+    """The page of a directory of ranks: the merged report (per-rank breakdown side by side, stragglers)
+    on top of the first rank's own report."""
+    from tenprof.cli.ranks_report import ranks_data
+    from tenprof.renderers.html_page import write_html
+    from tenprof.store.directory import rank_dirs
+    from tenprof.store.profile import load_profile
+
+    first = load_profile(rank_dirs(top)[0])
+    first.check()
+    extra = {"ranks": ranks_data(top), "title": f"{top} ({len(rank_dirs(top))} ranks)"}
+    handle = sys.stdout.buffer if output == "-" else open_output(Path(output), force)
+    try:
+        write_html(first, handle, extra=extra)
+    finally:
+        if handle is not sys.stdout.buffer:
+            handle.close()
+    if output != "-":
+        print(f"wrote {output} (html, {len(rank_dirs(top))} ranks)", file=sys.stderr)
+    return 0
+
+
+def open_output(path: Path, force: bool) -> IO[bytes]:
     """`path` opened for writing, its missing parent folders made first; UsageError, in one line, when
     that cannot be done (a parent is a file, no permission, the path is a folder) or when the file exists
     and `force` was not given (tenprof overwrites nothing unasked)."""

@@ -69,6 +69,12 @@ def _report(profile: Profile, out: IO[bytes], options: ExportOptions) -> None:
     out.write(report_json(profile).encode())
 
 
+def _html(profile: Profile, out: IO[bytes], options: ExportOptions) -> None:
+    from tenprof.renderers.html_page import write_html
+
+    write_html(profile, out)
+
+
 def _csv(profile: Profile, out: IO[bytes], options: ExportOptions) -> None:
     import pyarrow.csv as pacsv
 
@@ -207,6 +213,7 @@ FORMATS: tuple[ExportFormat, ...] = (
     ExportFormat("csv", "{table}.csv", _csv, selected_by=_named(suffix=".csv")),
     ExportFormat("hatchet", "tree.hatchet.json", _hatchet, selected_by=lambda name: "hatchet" in name),
     ExportFormat("json", "report.json", _report, selected_by=_named(suffix=".json", containing="report")),
+    ExportFormat("html", "report.html", _html, selected_by=_named(suffix=".html")),
     ExportFormat(
         "operators",
         "operators.json",

@@ -6,6 +6,7 @@ import dataclasses
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -44,6 +45,11 @@ def print_ranks_report(out_dir: Path, console: Console, limit: int | None) -> No
 def ranks_json(out_dir: Path) -> str:
     """The merged report as JSON: hosts, devices, clock method, per-rank summaries (with overlap),
     stragglers and the kernels across ranks."""
+    return json.dumps(ranks_data(out_dir), indent=2, default=float)
+
+
+def ranks_data(out_dir: Path) -> dict[str, Any]:
+    """The merged report's data (`ranks_json`, and the HTML page's ranks section)."""
     report = ranks_report(out_dir)
     ranks = []
     for r in report.ranks:
@@ -58,4 +64,4 @@ def ranks_json(out_dir: Path) -> str:
         "stragglers": [dataclasses.asdict(s) for s in report.stragglers],
         "kernels": kernels_across_ranks(out_dir),
     }
-    return json.dumps(body, indent=2, default=float)
+    return body

@@ -90,6 +90,9 @@ class RunCommand:
         )
         parser.add_argument("--limit", type=non_negative_int, default=10, help="rows per tally in the report (0: all)")
         parser.add_argument(
+            "--html", action="store_true", help="also write the report as one page, OUTPUT/report.html (opens offline)"
+        )
+        parser.add_argument(
             "target", nargs=argparse.REMAINDER, help="script.py [args...] or, with -m, module [args...]"
         )
 
@@ -136,6 +139,7 @@ class RunCommand:
         failed = {name: s for name, s in result.meta.passes.items() if s.state == "failed"}
         for name, status in failed.items():
             print(f"tenprof: the {name} pass failed: {status.reason}", file=sys.stderr)
+        page = _write_page(out_dir) if args.html and rank is None and len(failed) < len(result.meta.passes) else None
         if rank is not None:  # one report for all ranks, not one each: `tenprof report OUTPUT`
             if not args.quiet:
                 print(f"tenprof: rank {rank.rank} wrote {out_dir}/ (tenprof report {args.output})", file=sys.stderr)
@@ -150,4 +154,21 @@ class RunCommand:
             f"tenprof: profile written to {request.out_dir}/ (tenprof report {request.out_dir})",
             file=sys.stderr,
         )
+        if page:
+            print(f"tenprof: {page}", file=sys.stderr)
         return result.exit_code
+
+
+def _write_page(out_dir: Path) -> str:
+    """OUTPUT/report.html (tenprof's own file in its own profile directory); what happened, in words."""
+    from tenprof.renderers.html_page import write_html
+    from tenprof.store.directory import claim
+
+    target = out_dir / "report.html"
+    try:
+        claim(out_dir, target.name)  # so that --force may replace it with the rest of the profile
+        with target.open("wb") as out:
+            write_html(load_profile(out_dir), out)
+    except OSError as exc:
+        return f"the report page could not be written to {target}: {exc.strerror or exc}"
+    return f"report page written to {target}"

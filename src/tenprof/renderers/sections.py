@@ -226,13 +226,23 @@ def _stall_cost_text(data: StallCostData, out: Console, options: ReportOptions) 
 
 
 def _stall_cost_json(data: StallCostData) -> dict[str, Any]:
-    from tenprof.renderers.stall_cost_files import telling_read
+    from tenprof.analyses.access_patterns import describe
+    from tenprof.analyses.tensor_advice import advice
+    from tenprof.renderers.stall_cost_files import BUCKETS, telling_read
+    from tenprof.renderers.stall_cost_text import tensor_label
 
     rows = []
     for cost in data.costs:
         row = dataclasses.asdict(cost)
         read = telling_read(cost, data.patterns)
         row["read_pattern"] = None if read is None else {**dataclasses.asdict(read), "op_seqs": list(read.op_seqs[:8])}
+        # the names and words the text report prints, for readers of the JSON and the page
+        if cost.tensor_id >= 0:
+            row["tensor"], row["made_by"] = tensor_label(data.forest, cost.tensor_id)
+            row["read_as"] = describe(read) if read is not None else ""
+            row["advice"] = advice(cost, data.forest, data.patterns)
+        else:
+            row["tensor"], row["made_by"], row["read_as"], row["advice"] = BUCKETS[cost.tensor_id], "", "", ""
         rows.append(row)
     return {"tensor_stall_cost": rows}
 

@@ -14,6 +14,18 @@ from tenprof.analyses.tensor_stall_cost import TensorCost
 from tenprof.renderers.stall_cost_files import BUCKETS, telling_read
 
 
+def tensor_label(forest: Forest, t: int) -> tuple[str, str]:
+    """A charged tensor as the report names it (`T12 float32[4096, 4096], view (aten::t) of T3`) and
+    what made it (op, line, and the library line it came through)."""
+    parent = int(forest.columns["parent_tensor_id"][t])
+    what = f"T{t} {forest.describe(t)}"
+    if parent >= 0:
+        what += f", view ({forest.columns['view_op'][t]}) of T{forest.path_to_root(t)[-1]}"
+    via = forest.creator_library_line(t)
+    made = " ".join(filter(None, [forest.creator_op(t), forest.creator_line(t), f"(via {via})" if via else ""]))
+    return what, made
+
+
 def render_stall_cost(
     costs: list[TensorCost], forest: Forest, console: Console, limit: int | None, patterns: LoadPatterns | None = None
 ) -> None:
@@ -24,13 +36,7 @@ def render_stall_cost(
     tensors = [c for c in costs if c.tensor_id >= 0]
     for c in tensors[: limit or 10]:
         t = c.tensor_id
-        parent = int(forest.columns["parent_tensor_id"][t])
-        base = forest.path_to_root(t)[-1]
-        what = f"T{t} {forest.describe(t)}"
-        if parent >= 0:
-            what += f", view ({forest.columns['view_op'][t]}) of T{base}"
-        via = forest.creator_library_line(t)
-        made = " ".join(filter(None, [forest.creator_op(t), forest.creator_line(t), f"(via {via})" if via else ""]))
+        what, made = tensor_label(forest, t)
         guessed = f", {c.inferred / c.samples:.0%} inferred" if c.inferred else ""
         console.print(f"  {c.share:6.1%}  {escape(what)}  made by {escape(made or '?')}{guessed}")
         read_by = ", ".join(c.ops[:3]) or "kernels outside ops"

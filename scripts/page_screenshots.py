@@ -1,0 +1,79 @@
+"""Make the sample report pages in docs/report_page/ and their screenshots, in headless Chromium.
+
+    python scripts/page_screenshots.py [--out docs/report_page]
+
+Pages from recordings in tests/data: GPT-2 small's timeline (H200), the planted access patterns with
+every pass (H100), the small MLP with counters and stalls (H100), two DDP ranks with one slowed (H100)
+and the fp32 -> TF32 diff (H100). Prints each page's size and the time it took to open (to the page's
+ready mark), which docs/REPORT_PAGE.md quotes."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import time
+from pathlib import Path
+
+from playwright.sync_api import sync_playwright
+
+from tenprof.cli.main import main
+
+DATA = Path("tests/data")  # run from the repository root: the pages name the recordings by these paths
+PAGES = {
+    "gpt2": ["export", str(DATA / "gpt2")],
+    "every_pass": ["export", str(DATA / "tensor_cost" / "patterns")],
+    "counters": ["export", str(DATA / "stalls" / "mlp")],
+    "ranks": ["export", str(DATA / "ranks" / "slowed")],
+    "diff": ["diff", str(DATA / "finding_fp32_gemm"), str(DATA / "finding_fp32_gemm_fixed"), "--html"],
+}
+SHOTS = {  # page -> sections to picture
+    "gpt2": ["findings", "steps", "calltree", "memory"],
+    "every_pass": ["forests", "tensor_stall_cost", "stalls"],
+    "counters": ["counters"],
+    "ranks": ["ranks"],
+    "diff": ["diff"],
+}
+
+
+def run() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", default="docs/report_page")
+    out = Path(parser.parse_args().out)
+    out.mkdir(parents=True, exist_ok=True)
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        raise SystemExit("chromium is not installed (apt install chromium)")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=chromium,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
+        )
+        for name, argv in PAGES.items():
+            html = out / f"{name}.html"
+            assert main(_argv(argv, html)) == 0
+            page = browser.new_page(viewport={"width": 1300, "height": 900})
+            errors: list[str] = []
+            page.on("console", lambda m, errors=errors: errors.append(m.text) if m.type == "error" else None)
+            start = time.perf_counter()
+            page.goto(html.resolve().as_uri())
+            page.wait_for_selector("body[data-ready='1']")
+            opened = time.perf_counter() - start
+            for section in SHOTS[name]:
+                box = page.locator(f"section#{section}").bounding_box()
+                clip = {"x": box["x"], "y": box["y"], "width": box["width"], "height": min(box["height"], 760)}
+                page.screenshot(path=str(out / f"{name}-{section}.png"), clip=clip, full_page=True)
+            print(
+                f"{name}: {html.stat().st_size / 1e3:.0f} kB, opened in {opened:.2f} s, console errors: {len(errors)}"
+            )
+            page.close()
+        browser.close()
+
+
+def _argv(argv: list[str], html: Path) -> list[str]:
+    if argv[0] == "export":
+        return [*argv, "-o", str(html), "--force"]
+    return [*argv, str(html), "--force"]
+
+
+if __name__ == "__main__":
+    run()

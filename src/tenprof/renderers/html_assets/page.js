@@ -1,0 +1,503 @@
+// tenprof's report page: draws every section from the JSON in #tenprof-data (renderers/html_page.py).
+// No library and nothing fetched: tables, charts and the icicle are plain DOM and SVG, so the page opens
+// offline. Large tables render 200 rows at a time (filter and sort work on all of them).
+"use strict";
+(function () {
+  const data = JSON.parse(document.getElementById("tenprof-data").textContent);
+  const app = document.getElementById("app");
+  const SVG = "http://www.w3.org/2000/svg";
+
+  // ---- formatting ----
+  function dur(ns) {
+    if (ns === null || ns === undefined || isNaN(ns)) return "";
+    const a = Math.abs(ns);
+    if (a >= 1e9) return (ns / 1e9).toFixed(2) + " s";
+    if (a >= 1e6) return (ns / 1e6).toFixed(2) + " ms";
+    if (a >= 1e3) return (ns / 1e3).toFixed(1) + " us";
+    return Math.round(ns) + " ns";
+  }
+  function bytes(n) {
+    if (n === null || n === undefined) return "";
+    const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let i = 0, v = Math.abs(n);
+    while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
+    return (n < 0 ? "-" : "") + (i ? v.toFixed(1) : v) + " " + units[i];
+  }
+  function pct(x, digits) { return x === null || x === undefined ? "" : (x * 100).toFixed(digits === undefined ? 1 : digits) + "%"; }
+  function num(x) { return x === null || x === undefined ? "" : (Number.isInteger(x) ? x.toLocaleString("en") : x.toFixed(2)); }
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === "class") node.className = v; else if (k === "text") node.textContent = v; else node.setAttribute(k, v);
+    }
+    for (const c of children) if (c !== null && c !== undefined) node.append(c);
+    return node;
+  }
+  function svg(tag, attrs) {
+    const node = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
+    return node;
+  }
+  function titled(node, text) { const t = svg("title"); t.textContent = text; node.append(t); return node; }
+
+  const toc = el("nav", { class: "toc" });
+  function section(id, title) {
+    const s = el("section", { id: id }, el("h2", { text: title }));
+    app.append(s);
+    toc.append(el("a", { href: "#" + id, text: title }));
+    return s;
+  }
+
+  // ---- tables: sortable, filterable, rendered 200 rows at a time ----
+  function table(parent, columns, rows, options) {
+    const opts = options || {};
+    const step = opts.page || 200;
+    let shown = step, sortKey = opts.sort || null, sortDir = -1, query = "";
+    const input = el("input", { type: "search", placeholder: "filter rows", "aria-label": "filter rows" });
+    const count = el("span", { class: "count" });
+    const t = el("table", { class: "grid" });
+    const head = el("tr");
+    for (const c of columns) {
+      const th = el("th", { class: c.text ? "text" : "", text: c.label, "data-key": c.key });
+      th.addEventListener("click", () => {
+        sortDir = sortKey === c.key ? -sortDir : (c.text ? 1 : -1);
+        sortKey = c.key; draw();
+      });
+      head.append(th);
+    }
+    const body = el("tbody");
+    t.append(el("thead", {}, head), body);
+    const more = el("button", { class: "more", text: "show more" });
+    more.addEventListener("click", () => { shown += step; draw(); });
+    input.addEventListener("input", () => { query = input.value.toLowerCase(); shown = step; draw(); });
+    parent.append(el("div", { class: "tablebar" }, input, count), t, more);
+    const value = (row, c) => (c.get ? c.get(row) : row[c.key]);
+    function draw() {
+      let found = rows;
+      if (query) {
+        found = rows.filter((r) => columns.some((c) => c.text && String(value(r, c) || "").toLowerCase().includes(query)));
+      }
+      if (sortKey) {
+        const c = columns.find((x) => x.key === sortKey);
+        found = found.slice().sort((a, b) => {
+          const x = value(a, c), y = value(b, c);
+          if (x === y) return 0;
+          if (x === null || x === undefined) return 1;
+          if (y === null || y === undefined) return -1;
+          return (x < y ? -1 : 1) * sortDir;
+        });
+      }
+      body.replaceChildren();
+      for (const row of found.slice(0, shown)) {
+        const tr = el("tr");
+        for (const c of columns) {
+          const v = value(row, c);
+          tr.append(el("td", { class: c.text ? "text" : "", text: c.fmt ? c.fmt(v, row) : (v === null || v === undefined ? "" : String(v)) }));
+        }
+        body.append(tr);
+      }
+      for (const th of head.children) {
+        th.classList.toggle("sorted-asc", th.dataset.key === sortKey && sortDir === 1);
+        th.classList.toggle("sorted-desc", th.dataset.key === sortKey && sortDir === -1);
+      }
+      count.textContent = `${Math.min(shown, found.length).toLocaleString("en")} of ${found.length.toLocaleString("en")} rows` +
+        (found.length !== rows.length ? ` (${rows.length.toLocaleString("en")} in all)` : "");
+      more.style.display = found.length > shown ? "" : "none";
+    }
+    draw();
+    return t;
+  }
+
+  // ---- header and summary ----
+  const s = data.summary || {};
+  app.append(el("header", {}, el("h1", { text: "tenprof · " + (data.title || "") }),
+    el("div", { class: "meta", text: [s.devices && s.devices.join(", "), s.versions, data.profile].filter(Boolean).join(" · ") })));
+  app.append(toc);
+
+  function drawFindings() {
+    const found = data.findings;
+    if (!found) return;
+    const sec = section("findings", "Findings");
+    if (!found.length) sec.append(el("p", { class: "note", text: "No finding: nothing the checks look for stood out." }));
+    found.forEach((f, i) => {
+      const d = el("details", { class: "finding", "data-id": f.id });
+      if (i === 0) d.open = true;
+      const head = el("summary", {}, el("span", { class: "cost", text: f.cost_ns ? dur(f.cost_ns) : "" }), f.title);
+      d.append(head);
+      const list = (title, items) => {
+        if (!items || !items.length) return;
+        d.append(el("h4", { text: title }), el("ul", {}, ...items.map((x) => el("li", { text: x }))));
+      };
+      list("Seen", f.seen);
+      list("Where", f.where);
+      if (f.why) d.append(el("h4", { text: "Why" }), el("p", { text: f.why }));
+      if (f.fix) d.append(el("h4", { text: "Fix" }), el("p", { text: f.fix }));
+      if (f.numbers && Object.keys(f.numbers).length) {
+        d.append(el("h4", { text: "Numbers" }), el("table", { class: "grid numbers" }, ...Object.entries(f.numbers).map(([k, v]) =>
+          el("tr", {}, el("td", { class: "text", text: k.replace(/_/g, " ") }), el("td", { text: typeof v === "number" ? (k.endsWith("_ns") ? dur(v) : num(v)) : String(v) })))));
+      }
+      sec.append(d);
+    });
+    if (data.not_judged && data.not_judged.length) {
+      sec.append(el("p", { class: "note", text: "Not judged: " + data.not_judged.join("; ") }));
+    }
+  }
+
+  function drawSummary() {
+    if (!data.summary) return;
+    const sec = section("summary", "Summary");
+    const o = s.overhead || {};
+    const cards = [
+      ["steps", s.step_count], ["median step", dur(s.step_median_ns)],
+      ["GPU busy in the steps", s.steps_window_ns ? pct(s.steps_gpu_busy_ns / s.steps_window_ns) : ""],
+      ["kernels", num(s.kernel_count)], ["kernel time", dur(s.kernel_time_ns)], ["ops", num(s.op_count)],
+      ["un-profiled step (" + (o.method || "not measured") + ")", o.unprofiled_step_ns ? dur(o.unprofiled_step_ns) : "unknown"],
+      ["profiler's share of a step", o.profiler_share === undefined || o.profiler_share === null ? "unknown" : pct(o.profiler_share)],
+    ];
+    if (s.memory_peak) cards.push(["memory peak (" + s.memory_peak.device + ")", bytes(s.memory_peak.allocated_bytes)]);
+    if (s.attribution) cards.push(["kernel time with a line", pct(s.attribution.user_line_percent / 100)]);
+    sec.append(el("div", { class: "cards" }, ...cards.map(([k, v]) => el("div", { class: "card" }, el("div", { class: "v", text: String(v === undefined ? "" : v) }), el("div", { class: "k", text: k })))));
+    if (o.note) sec.append(el("p", { class: "note", text: "Overhead: " + o.note }));
+    for (const n of s.notes || []) sec.append(el("p", { class: "note", text: n }));
+  }
+
+  // ---- per-step stacked bars ----
+  const PARTS = ["compute", "communication", "transfers", "idle"];
+  function drawSteps() {
+    const steps = data.steps;
+    if (!steps || !steps.length) return;
+    const sec = section("steps", "Steps");
+    const W = 960, H = 240, L = 70, B = 28, T = 10;
+    const sorted = steps.map((x) => x.duration_ns).sort((a, b) => a - b);
+    const median = sorted[Math.floor(sorted.length / 2)];
+    const top = Math.min(sorted[sorted.length - 1], 3 * median) || 1;
+    const chart = svg("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, class: "steps-chart", role: "img" });
+    const bw = (W - L - 10) / steps.length;
+    chart.append(svg("line", { x1: L, y1: H - B, x2: W, y2: H - B, class: "axis" }), svg("line", { x1: L, y1: T, x2: L, y2: H - B, class: "axis" }));
+    for (const f of [0, 0.5, 1]) {
+      const y = H - B - f * (H - B - T);
+      const label = svg("text", { x: L - 6, y: y + 4, "text-anchor": "end" }); label.textContent = dur(f * top);
+      chart.append(label);
+    }
+    steps.forEach((st, i) => {
+      let y = H - B;
+      const x = L + i * bw + bw * 0.1;
+      const g = svg("g", { class: "step-bar", "data-step": st.step });
+      for (const part of PARTS) {
+        const v = st[part + "_ns"] || 0;
+        const h = Math.min(v, Math.max(0, top - (H - B - y) / (H - B - T) * top)) / top * (H - B - T);
+        if (h <= 0) continue;
+        y -= h;
+        g.append(svg("rect", { x: x, y: y, width: Math.max(bw * 0.8, 1), height: h, fill: `var(--${part})` }));
+      }
+      titled(g, `step ${st.step}: ${dur(st.duration_ns)}\n` + PARTS.map((p) => `${p} ${dur(st[p + "_ns"])}`).join("\n"));
+      if (st.duration_ns > top) {
+        const mark = svg("text", { x: x + bw * 0.4, y: T + 10, "text-anchor": "middle" }); mark.textContent = "▲ " + dur(st.duration_ns);
+        g.append(mark);
+      }
+      chart.append(g);
+      if (steps.length <= 40 || i % Math.ceil(steps.length / 20) === 0) {
+        const t = svg("text", { x: x + bw * 0.4, y: H - B + 14, "text-anchor": "middle" }); t.textContent = st.step;
+        chart.append(t);
+      }
+    });
+    sec.append(el("div", { class: "legend" }, ...PARTS.map((p) => el("span", {}, el("i", { style: `background: var(--${p})` }), p))), chart);
+    sec.append(el("p", { class: "note", text: "Each bar is a step's time, split: kernels computing, then communication (NCCL), then copies, then GPU idle. Bars taller than 3x the median step are cut at the top and marked with their time." }));
+    table(sec, [
+      { key: "step", label: "step" }, { key: "duration_ns", label: "time", fmt: dur },
+      ...PARTS.map((p) => ({ key: p + "_ns", label: p, fmt: dur })),
+    ], steps);
+  }
+
+  // ---- call tree as an icicle: click a node to zoom in, the path above to zoom out ----
+  function drawTree() {
+    if (!data.calltree) return;
+    const sec = section("calltree", "Call tree");
+    const METRIC = { "GPU time": 3, "CPU time": 4, calls: 5 };
+    function build(raw, parent) {
+      const node = { label: raw[0], kind: raw[1], place: raw[2], v: [0, 0, 0, raw[3], raw[4], raw[5]], parent: parent, children: [] };
+      node.children = raw[6].map((c) => build(c, node));
+      return node;
+    }
+    const root = build(data.calltree.root, null);
+    let focus = root, metric = 3, query = "";
+    const select = el("select", { "aria-label": "metric" }, ...Object.keys(METRIC).map((k) => el("option", { value: METRIC[k], text: k })));
+    if (!root.v[3]) { select.value = "4"; metric = 4; }
+    const search = el("input", { type: "search", placeholder: "search frames, ops, kernels", "aria-label": "search the tree" });
+    const crumbs = el("span", { class: "crumbs" });
+    const box = el("div", { class: "icicle" });
+    const tip = el("div", { class: "tip" });
+    document.body.append(tip);
+    sec.append(el("div", { class: "icicle-bar" }, select, search, crumbs), box);
+    sec.append(el("p", { class: "note", text: `Widths follow the chosen metric, inclusive. Click a node to zoom into it, a name above to zoom out. Nodes under ${(data.calltree.min_share * 100).toFixed(2)}% of the run's GPU and CPU time are left out.` }));
+    select.addEventListener("change", () => { metric = Number(select.value); draw(); });
+    search.addEventListener("input", () => { query = search.value.toLowerCase(); draw(); });
+    function draw() {
+      box.replaceChildren();
+      crumbs.replaceChildren();
+      const path = [];
+      for (let n = focus; n; n = n.parent) path.unshift(n);
+      path.forEach((n, i) => {
+        const c = el("span", { text: (i ? " › " : "") + n.label.slice(0, 40) });
+        c.addEventListener("click", () => { focus = n; draw(); });
+        crumbs.append(c);
+      });
+      const width = box.clientWidth || 1200;
+      const total = focus.v[metric] || 1;
+      let depth = 0;
+      function place(node, x, d, w) {
+        if (w < 2 || d > 60) return;
+        depth = Math.max(depth, d);
+        const div = el("div", { class: "node " + (["frame", "op", "kernel", "scope", "root"].includes(node.kind) ? node.kind : "other"), "data-label": node.label });
+        div.style.left = x + "px"; div.style.top = d * 21 + "px"; div.style.width = w + "px";
+        div.textContent = node.label;
+        if (query) div.classList.add(node.label.toLowerCase().includes(query) ? "match" : "dim");
+        div.addEventListener("click", (e) => { e.stopPropagation(); focus = node; draw(); });
+        div.addEventListener("mousemove", (e) => {
+          tip.style.display = "block"; tip.style.left = e.clientX + 12 + "px"; tip.style.top = e.clientY + 12 + "px";
+          tip.textContent = `${node.label}${node.place ? " · " + node.place : ""} · GPU ${dur(node.v[3])} · CPU ${dur(node.v[4])} · ${num(node.v[5])} calls`;
+        });
+        div.addEventListener("mouseleave", () => { tip.style.display = "none"; });
+        box.append(div);
+        let cx = x;
+        for (const c of node.children) {
+          const cw = (c.v[metric] / total) * width;
+          place(c, cx, d + 1, cw);
+          cx += cw;
+        }
+      }
+      place(focus, 0, 0, width);
+      box.style.height = (depth + 1) * 21 + 2 + "px";
+      box.dataset.focus = focus.label;
+    }
+    draw();
+  }
+
+  function drawTallies() {
+    if (!data.tallies || !data.tallies.length) return;
+    const sec = section("tallies", "Tallies");
+    for (const t of data.tallies) {
+      sec.append(el("h3", { text: t.title }));
+      table(sec, [
+        { key: "name", label: "name", text: true }, { key: "total_ns", label: t.time_meaning || "time", fmt: dur },
+        { key: "percent", label: "%", fmt: (v) => (v === null || v === undefined ? "" : v.toFixed(1)) },
+        { key: "calls", label: "calls", fmt: num }, { key: "average_ns", label: "average", fmt: dur },
+        { key: "min_ns", label: "min", fmt: dur }, { key: "max_ns", label: "max", fmt: dur },
+      ], t.rows, { sort: "total_ns", page: 25 });
+    }
+  }
+
+  // ---- memory: allocated over time, the peak marked; the tensors pass's holders at the peak ----
+  function drawMemory() {
+    const m = data.memory_timeline, holders = data.memory;
+    if (!m && !holders) return;
+    const sec = section("memory", "Memory");
+    if (m) {
+      const W = 960, H = 200, L = 70, B = 24, T = 10;
+      const tmax = m.t_ns[m.t_ns.length - 1] || 1, ymax = m.peak_bytes || 1;
+      const chart = svg("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, class: "memory-chart" });
+      const X = (t) => L + (t / tmax) * (W - L - 10), Y = (b) => H - B - (b / ymax) * (H - B - T);
+      chart.append(svg("line", { x1: L, y1: H - B, x2: W, y2: H - B, class: "axis" }), svg("line", { x1: L, y1: T, x2: L, y2: H - B, class: "axis" }));
+      // a step line: the allocated total holds from one allocator event to the next
+      const points = m.t_ns.map((t, i) => (i ? `${X(t).toFixed(1)},${Y(m.allocated[i - 1]).toFixed(1)} ` : "") + `${X(t).toFixed(1)},${Y(m.allocated[i]).toFixed(1)}`).join(" ");
+      chart.append(svg("polyline", { points: points, fill: "none", stroke: "var(--compute)", "stroke-width": 1.5 }));
+      chart.append(titled(svg("circle", { cx: X(m.peak_t_ns), cy: Y(m.peak_bytes), r: 4, fill: "var(--bad)" }), `peak ${bytes(m.peak_bytes)} at ${dur(m.peak_t_ns)}`));
+      for (const [v, y] of [[ymax, T + 4], [0, H - B]]) {
+        const t = svg("text", { x: L - 6, y: y + 4, "text-anchor": "end" }); t.textContent = bytes(v); chart.append(t);
+      }
+      const end = svg("text", { x: W - 10, y: H - 6, "text-anchor": "end" }); end.textContent = dur(tmax); chart.append(end);
+      sec.append(el("p", { class: "note", text: `Allocated on ${m.device} over the run; peak ${bytes(m.peak_bytes)} at ${dur(m.peak_t_ns)}.` }), chart);
+    }
+    if (holders) {
+      sec.append(el("h3", { text: `At the peak (${bytes(holders.peak_bytes)}, ${holders.peak_op || ""} ${holders.peak_line || ""})` }));
+      table(sec, [
+        { key: "total_bytes", label: "bytes", fmt: bytes, get: (r) => r.total_bytes || r.nbytes },
+        { key: "count", label: "tensors", fmt: num },
+        { key: "what", label: "what", text: true }, { key: "creator_op", label: "made by", text: true },
+        { key: "line", label: "at", text: true },
+      ], holders.at_peak || [], { sort: "total_bytes" });
+    }
+  }
+
+  function drawForests() {
+    const d = data.drawings || {};
+    if (!d.forest_svg && !d.blame_svg && !d.forest_text) return;
+    const sec = section("forests", "Tensor forest and blame");
+    for (const [key, title] of [["blame_svg", "Blame forest: the tensors memory stalls waited on (the blamed path in red)"], ["forest_svg", "Tensor forest: bases and their views"]]) {
+      if (!d[key]) continue;
+      const box = el("div", { class: "drawing", "data-drawing": key });
+      box.innerHTML = d[key].replace(/^[\s\S]*?(<svg)/, "$1");  // the SVG element, without the XML prologue
+      sec.append(el("h3", { text: title }), box);
+    }
+    if (!d.forest_svg && d.forest_text) {
+      sec.append(el("p", { class: "note", text: "Graphviz's dot was not installed when this page was made: the forest as text." }), el("pre", { text: d.forest_text }));
+    }
+  }
+
+  function drawStallCost() {
+    const rows = data.tensor_stall_cost;
+    if (!rows || !rows.length) return;
+    const sec = section("tensor_stall_cost", "Tensor stall cost");
+    table(sec, [
+      { key: "share", label: "share of memory stalls", fmt: (v) => pct(v, 2) },
+      { key: "tensor", label: "tensor", text: true }, { key: "made_by", label: "made by", text: true },
+      { key: "ops", label: "read by", text: true, get: (r) => (r.ops || []).join(", ") },
+      { key: "read_as", label: "how it was read", text: true },
+      { key: "advice", label: "what to do", text: true },
+      { key: "inferred", label: "inferred", get: (r) => (r.samples ? r.inferred / r.samples : 0), fmt: (v) => (v ? pct(v, 0) : "") },
+    ], rows, { sort: "share" });
+  }
+
+  function drawAccessPatterns() {
+    const rows = data.access_patterns;
+    if (!rows || !rows.length) return;
+    const sec = section("access_patterns", "Uncoalesced reads");
+    table(sec, [
+      { key: "kind", label: "pattern", text: true }, { key: "tensor", label: "tensor", text: true },
+      { key: "op", label: "op", text: true }, { key: "line", label: "line", text: true },
+      { key: "sectors", label: "sectors/request", get: (r) => (r.requests ? r.sectors / r.requests : null), fmt: (v) => (v === null ? "" : v.toFixed(1)) },
+      { key: "min_sectors", label: "ideal", get: (r) => (r.requests ? r.min_sectors / r.requests : null), fmt: (v) => (v === null ? "" : v.toFixed(1)) },
+      { key: "stride", label: "stride (B)", fmt: num }, { key: "made_at", label: "made at", text: true },
+    ], rows);
+  }
+
+  // ---- counters: a table per kernel and the speed-of-light chart (each kernel a point sized by time) ----
+  function drawCounters() {
+    const c = data.counters;
+    if (!c || !c.operators || !c.operators.length) return;
+    const sec = section("counters", "Counters");
+    const rows = [];
+    for (const op of c.operators) for (const k of op.kernels || []) rows.push({ op: op.op, line: op.line, ...k, ...(k.metrics || {}) });
+    const W = 520, H = 420, L = 50, B = 40, T = 10, R = 10;
+    const chart = svg("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, class: "roofline" });
+    const X = (p) => L + (Math.min(p, 100) / 100) * (W - L - R), Y = (p) => H - B - (Math.min(p, 100) / 100) * (H - B - T);
+    chart.append(svg("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, class: "axis" }), svg("line", { x1: L, y1: T, x2: L, y2: H - B, class: "axis" }));
+    chart.append(svg("line", { x1: X(60), y1: T, x2: X(60), y2: H - B, stroke: "var(--line)", "stroke-dasharray": "4 3" }));
+    chart.append(svg("line", { x1: L, y1: Y(60), x2: W - R, y2: Y(60), stroke: "var(--line)", "stroke-dasharray": "4 3" }));
+    const xl = svg("text", { x: (L + W) / 2, y: H - 8, "text-anchor": "middle" }); xl.textContent = "memory throughput, % of peak";
+    const yl = svg("text", { x: 14, y: H / 2, transform: `rotate(-90 14 ${H / 2})`, "text-anchor": "middle" }); yl.textContent = "compute (SM or tensor pipe), % of peak";
+    chart.append(xl, yl);
+    for (const p of [0, 50, 100]) {
+      const tx = svg("text", { x: X(p), y: H - B + 14, "text-anchor": "middle" }); tx.textContent = p + "%";
+      const ty = svg("text", { x: L - 6, y: Y(p) + 4, "text-anchor": "end" }); ty.textContent = p + "%";
+      chart.append(tx, ty);
+    }
+    const tmax = Math.max(...rows.map((r) => r.time_ns || 0), 1);
+    const colour = { "compute-bound": "var(--compute)", "memory-bound": "var(--transfers)", "launch-bound": "var(--idle)", "occupancy-bound": "var(--communication)", "latency-bound": "var(--bad)" };
+    for (const r of rows) {
+      if (r.memory_throughput_pct === undefined || r.sm_throughput_pct === undefined) continue;
+      const y = Math.max(r.sm_throughput_pct || 0, r.tensor_pipe_pct || 0);
+      const dot = svg("circle", { cx: X(r.memory_throughput_pct), cy: Y(y), r: 3 + 14 * Math.sqrt((r.time_ns || 0) / tmax), fill: colour[r.verdict] || "var(--muted)", "fill-opacity": 0.6, stroke: "var(--fg)", "stroke-width": 0.5, class: "op-point" });
+      chart.append(titled(dot, `${r.op} (${r.line || ""})\n${r.name}\n${r.verdict}: memory ${r.memory_throughput_pct.toFixed(1)}%, compute ${y.toFixed(1)}%, ${dur(r.time_ns)}`));
+    }
+    sec.append(el("p", { class: "note", text: "Each kernel a point, its area its GPU time; the axes are Nsight Compute's throughputs as a share of this GPU's own peaks (the dashed lines: 60%, near peak)." }), chart);
+    table(sec, [
+      { key: "op", label: "op", text: true }, { key: "line", label: "line", text: true }, { key: "name", label: "kernel", text: true },
+      { key: "time_ns", label: "time", fmt: dur }, { key: "launches", label: "launches", fmt: num }, { key: "verdict", label: "verdict", text: true },
+      { key: "sm_throughput_pct", label: "SM %", fmt: num }, { key: "memory_throughput_pct", label: "memory %", fmt: num },
+      { key: "achieved_occupancy_pct", label: "occupancy %", fmt: num }, { key: "arithmetic_intensity", label: "FLOP/byte", fmt: num },
+    ], rows, { sort: "time_ns" });
+  }
+
+  function drawStalls() {
+    const st = data.stalls;
+    if (!st || !st.kernels || !st.kernels.length) return;
+    const sec = section("stalls", "Stalls");
+    for (const k of st.kernels) {
+      const block = el("div", { class: "kernel-block" });
+      block.append(el("h4", { text: `${k.where || ""} · ${k.name}` }), el("div", { class: "note", text: `${num(k.samples)} samples, ${pct(k.memory_share)} waiting on memory` }));
+      table(block, [
+        { key: "share", label: "share", fmt: (v) => pct(v) }, { key: "text", label: "instruction", text: true },
+        { key: "reasons", label: "stall reasons", text: true, get: (r) => Object.entries(r.reasons || {}).map(([a, b]) => `${a} ${Math.round(b)}`).join(", ") },
+        { key: "source", label: "source", text: true, get: (r) => [r.source, r.source_text].filter(Boolean).join("  ") },
+        { key: "shifted_in", label: "blame shifted in", fmt: (v) => (v ? Math.round(v).toLocaleString("en") : "") },
+      ], k.hot || [], { page: 10 });
+      sec.append(block);
+    }
+  }
+
+  // ---- diff: the comparison with another run (tenprof diff --html), lines that explain it first ----
+  function drawDiff() {
+    const d = data.diff;
+    if (!d) return;
+    const sec = section("diff", "What changed");
+    const st = d.step;
+    sec.append(el("p", { class: "note", text: `Before: ${d.before.name} (${d.before.device}, torch ${d.before.torch_version}); after: ${d.after.name} (${d.after.device}, torch ${d.after.torch_version})` }));
+    sec.append(el("p", {}, el("strong", { text: `Step ${dur(st.before_ns)} → ${dur(st.after_ns)} (${st.delta_ns >= 0 ? "+" : ""}${dur(st.delta_ns)}): ` }),
+      `${st.beyond_noise ? "beyond" : "within"} the step-to-step noise (${st.test}${st.p_value === null ? "" : ", p = " + st.p_value.toFixed(3)})`));
+    sec.append(el("p", { class: "note", text: `Split by ${d.basis} time: what has no line of yours ${dur(d.no_line_delta_ns)}, not in any line ${dur(d.remainder_ns)}.` }));
+    sec.append(el("h3", { text: "Python lines, per step" }));
+    table(sec, [
+      { key: "what", label: "line", text: true }, { key: "before_ns", label: "GPU before", fmt: dur }, { key: "after_ns", label: "GPU after", fmt: dur },
+      { key: "delta", label: "GPU change", get: (r) => r.after_ns - r.before_ns, fmt: dur },
+      { key: "before_cpu_ns", label: "CPU before", fmt: dur }, { key: "after_cpu_ns", label: "CPU after", fmt: dur },
+      { key: "cpu_delta", label: "CPU change", get: (r) => r.after_cpu_ns - r.before_cpu_ns, fmt: dur },
+    ], d.lines || [], { page: 25 });
+    for (const [key, title] of [["kernels", "Kernels, per step"], ["ops", "Ops, per step"]]) {
+      sec.append(el("h3", { text: title }));
+      table(sec, [
+        { key: "what", label: key === "ops" ? "op and input shapes" : "kernel", text: true },
+        { key: "delta", label: "change", get: (r) => r.after_ns - r.before_ns, fmt: dur },
+        { key: "before_ns", label: "before", fmt: dur }, { key: "after_ns", label: "after", fmt: dur },
+        { key: "status", label: "", get: (r) => (!r.before_count && r.after_count ? "new" : r.before_count && !r.after_count ? "gone" : "") },
+      ], d[key] || [], { page: 15 });
+    }
+    const moved = [...(d.vanished || []).map((x) => "gone: " + x), ...(d.appeared || []).map((x) => "new: " + x)];
+    if (moved.length) sec.append(el("h3", { text: "Findings" }), el("ul", {}, ...moved.map((x) => el("li", { text: x }))));
+  }
+
+  // ---- ranks: each rank's step split side by side, the stragglers outlined ----
+  function drawRanks() {
+    const r = data.ranks;
+    if (!r || !r.ranks || !r.ranks.length) return;
+    const sec = section("ranks", "Ranks");
+    sec.append(el("p", { class: "note", text: `${r.ranks.length} ranks on ${r.hosts.join(", ")}; ${r.clock_method}` }));
+    const slow = new Set((r.stragglers || []).map((x) => x.rank));
+    const parts = [["compute_ns", "compute"], ["exposed_ns", "communication"], ["transfers_ns", "transfers"], ["idle_ns", "idle"]];
+    const W = 960, L = 90, H = 26 * r.ranks.length + 30;
+    const top = Math.max(...r.ranks.map((x) => x.step_ns || 0), 1);
+    const chart = svg("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, class: "ranks-chart" });
+    r.ranks.forEach((rank, i) => {
+      const y = 8 + i * 26;
+      const label = svg("text", { x: L - 8, y: y + 14, "text-anchor": "end" }); label.textContent = `rank ${rank.rank}` + (slow.has(rank.rank) ? " ◀ slow" : "");
+      chart.append(label);
+      const g = svg("g", { class: "rank-bar" + (slow.has(rank.rank) ? " straggler" : ""), "data-rank": rank.rank });
+      let x = L;
+      for (const [key, part] of parts) {
+        const w = ((rank[key] || 0) / top) * (W - L - 20);
+        if (w > 0) g.append(svg("rect", { x: x, y: y, width: w, height: 20, fill: `var(--${part})` }));
+        x += w;
+      }
+      if (slow.has(rank.rank)) g.append(svg("rect", { x: L, y: y - 1, width: ((rank.step_ns || 0) / top) * (W - L - 20), height: 22, fill: "none", stroke: "var(--bad)", "stroke-width": 2 }));
+      titled(g, `rank ${rank.rank}: step ${dur(rank.step_ns)}\n` + parts.map(([k, p]) => `${p} ${dur(rank[k])}`).join("\n"));
+      chart.append(g);
+    });
+    sec.append(el("div", { class: "legend" }, ...parts.map(([, p]) => el("span", {}, el("i", { style: `background: var(--${p})` }), p === "communication" ? "communication not overlapped" : p))), chart);
+    for (const st of r.stragglers || []) {
+      sec.append(el("p", {}, el("strong", { text: `Rank ${st.rank} is the straggler: ` }), `${st.reason}; the line: ${st.line}${st.op ? " (" + st.op + ")" : ""}, ${dur(st.line_excess_ns)} per step over the other ranks`));
+    }
+    table(sec, [
+      { key: "rank", label: "rank" }, { key: "device", label: "device", text: true }, { key: "steps", label: "steps" },
+      { key: "step_ns", label: "step", fmt: dur }, { key: "compute_ns", label: "compute", fmt: dur },
+      { key: "communication_ns", label: "communication", fmt: dur }, { key: "exposed_ns", label: "not overlapped", fmt: dur },
+      { key: "idle_ns", label: "idle", fmt: dur }, { key: "overlap", label: "overlap", fmt: (v) => pct(v) },
+    ], r.ranks);
+  }
+
+  const drawn = new Set(["schema_version", "title", "profile", "findings", "not_judged", "summary", "steps", "calltree", "tallies",
+    "memory_timeline", "memory", "drawings", "tensor_stall_cost", "access_patterns", "counters", "stalls", "diff", "ranks"]);
+  function drawOthers() {
+    for (const [key, value] of Object.entries(data)) {
+      if (drawn.has(key) || value === null || (Array.isArray(value) && !value.length)) continue;
+      const sec = section(key, key.replace(/_/g, " "));
+      const text = JSON.stringify(value, null, 1);
+      sec.append(el("pre", { text: text.length > 20000 ? text.slice(0, 20000) + "\n…" : text }));
+    }
+  }
+
+  for (const draw of [drawDiff, drawRanks, drawFindings, drawSummary, drawSteps, drawTree, drawTallies, drawMemory, drawForests, drawStallCost,
+    drawAccessPatterns, drawCounters, drawStalls, drawOthers]) {
+    try { draw(); } catch (err) { console.error(`tenprof page: ${draw.name} failed:`, err); }
+  }
+  document.body.dataset.ready = "1";
+})();

@@ -1,0 +1,133 @@
+"""The report as one self-contained HTML page (`tenprof export --format html`, `tenprof run --html`).
+
+The page holds the JSON report (`sections.report_data`: every section of the registry, as `--json` gives
+it) and the data only pictures need: the call tree (pruned to the nodes holding at least 0.05% of the
+GPU or CPU time, so that a large run's page stays small), the allocated memory over time (at most 2000
+points: the peaks of each bucket kept), and the tensor and blame forests as SVG when Graphviz's `dot`
+is installed (else the forest's text). Its script and style are inlined from `html_assets/`: nothing is
+fetched, so the page opens from a scratch disk or a CI artifact. The script draws every section from
+the data; a section it has no drawing for is shown as a table of its JSON, so a section added to the
+registry appears in the page too.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+import orjson
+
+from tenprof.analyses.calltree import Node, build_tree
+from tenprof.renderers.sections import ReportOptions, report_data
+from tenprof.store.profile import Profile
+from tenprof.store.schema import Pass
+
+TREE_MIN_SHARE = 0.0005  # of the root's GPU or CPU time: smaller nodes are folded into their parent
+MEMORY_POINTS = 2000
+
+
+def page_data(
+    profile: Profile, options: ReportOptions | None = None, extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Everything the page draws: the JSON report, the pictures' data, and `extra` sections the caller
+    made (`ranks`: the merged report of a directory of ranks; `diff`: a comparison with another run)."""
+    data = report_data(profile, options or ReportOptions())
+    data["title"] = " ".join(profile.meta.command) or str(profile.directory)
+    data["profile"] = str(profile.directory)
+    has_timeline = profile.has_pass(Pass.TIMELINE)
+    data["calltree"] = _tree(build_tree(profile)) if has_timeline else None
+    data["memory_timeline"] = _memory_timeline(profile) if has_timeline else None
+    data["drawings"] = _drawings(profile.directory)
+    data.update(extra or {})
+    return data
+
+
+def write_html(
+    profile: Profile, out: IO[bytes], options: ReportOptions | None = None, extra: dict[str, Any] | None = None
+) -> None:
+    out.write(render_page(page_data(profile, options, extra)).encode())
+
+
+def render_page(data: dict[str, Any]) -> str:
+    assets = resources.files("tenprof.renderers") / "html_assets"
+    style = (assets / "page.css").read_text()
+    script = (assets / "page.js").read_text()
+    # inside <script>, only "</" can end the element early: escape it in the JSON (still valid JSON)
+    payload = orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY).decode().replace("</", "<\\/")
+    title = _escape(str(data.get("title") or "tenprof report"))
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<title>tenprof · {title}</title><style>{style}</style></head>\n<body><div id="app"></div>\n'
+        f'<script type="application/json" id="tenprof-data">{payload}</script>\n<script>{script}</script>\n'
+        "</body></html>\n"
+    )
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
+def _tree(root: Node) -> dict[str, Any]:
+    """The call tree as nested lists [label, kind, file:line, gpu_ns, cpu_ns, calls, children], small
+    nodes left out (their time stays in the parent's inclusive totals)."""
+    gpu_floor = root.gpu_ns * TREE_MIN_SHARE
+    cpu_floor = root.cpu_ns * TREE_MIN_SHARE
+
+    def convert(node: Node) -> list[Any]:
+        kept = [
+            c
+            for c in node.children.values()
+            if (c.gpu_ns and c.gpu_ns >= gpu_floor) or (c.cpu_ns and c.cpu_ns >= cpu_floor)
+        ]
+        kept.sort(key=lambda c: (-c.gpu_ns, -c.cpu_ns, c.label))
+        place = f"{node.file}:{node.line}" if node.file else ""
+        return [node.label, node.kind, place, node.gpu_ns, node.cpu_ns, node.calls_inc, [convert(c) for c in kept]]
+
+    return {"root": convert(root), "min_share": TREE_MIN_SHARE}
+
+
+def _memory_timeline(profile: Profile) -> dict[str, Any] | None:
+    """Allocated bytes on the first GPU (else the CPU) over the run: each bucket's highest value."""
+    memory = profile.table("memory")
+    if not memory.num_rows:
+        return None
+    kinds = memory.column("device_type").to_pylist()
+    device = "cuda" if "cuda" in kinds else kinds[0]
+    chosen = np.array([k == device for k in kinds])
+    ts = memory.column("ts_ns").to_numpy()[chosen]
+    allocated = memory.column("total_allocated_bytes").to_numpy()[chosen]
+    order = np.argsort(ts, kind="stable")
+    ts, allocated = ts[order], allocated[order]
+    start = int(ts[0])
+    if len(ts) > MEMORY_POINTS:
+        edges = np.linspace(0, len(ts), MEMORY_POINTS + 1).astype(np.int64)
+        peaks = np.maximum.reduceat(allocated, edges[:-1])
+        ts, allocated = ts[edges[:-1]], peaks
+    peak = int(np.argmax(allocated))
+    return {
+        "device": device,
+        "t_ns": (ts - start).tolist(),
+        "allocated": allocated.tolist(),
+        "peak_bytes": int(allocated[peak]),
+        "peak_t_ns": int(ts[peak] - start),
+    }
+
+
+def _drawings(directory: Path) -> dict[str, str]:
+    """The forests the run drew: SVG where `dot` made one (or can make one now), else their text."""
+    from tenprof.renderers.forest_dot import dot_to_svg, has_graphviz
+
+    out: dict[str, str] = {}
+    for stem in ("forest", "blame"):
+        svg, dot = directory / f"{stem}.svg", directory / f"{stem}.dot"
+        if svg.is_file():
+            out[f"{stem}_svg"] = svg.read_text(errors="replace")
+        elif dot.is_file() and has_graphviz():
+            out[f"{stem}_svg"] = dot_to_svg(dot.read_text(errors="replace")).decode(errors="replace")
+    text = directory / "forest.txt"
+    if text.is_file():
+        out["forest_text"] = text.read_text(errors="replace")
+    return out
