@@ -13,10 +13,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
+from tenprof.analyses.calltree import Node
 from tenprof.cli.main import main
-from tenprof.renderers.html_page import page_data, render_page
+from tenprof.renderers.html_page import _tree, page_data, render_page
 from tenprof.store.profile import load_profile
 from tests.conftest import DATA
 
@@ -43,7 +45,7 @@ def test_the_page_is_one_file_that_fetches_nothing(gpt2_page: Path, tmp_path: Pa
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page) and "<link" not in page
     assert "fetch(" not in page and "XMLHttpRequest" not in page and "import(" not in page
     data = _embedded(page)
-    assert data["summary"]["kernel_count"] == 3699 and data["calltree"]["root"][0] == "all"
+    assert data["summary"]["kernel_count"] == 3699 and data["calltree"]["nodes"][0][0] == "all"
     # every key of the JSON report is in the page (the same section registry)
     report = json.loads((lambda p: p.read_text())(Path(_export_json(tmp_path))))
     assert set(report) <= set(data)
@@ -53,6 +55,19 @@ def _export_json(tmp_path: Path) -> str:
     target = tmp_path / "report.json"
     assert main(["export", str(DATA / "gpt2"), "--format", "json", "-o", str(target)]) == 0
     return str(target)
+
+
+def test_a_call_tree_deeper_than_json_writers_nest_is_written() -> None:
+    # a recursive model's backward: 400 frames deep (orjson stops at 254 levels of nesting)
+    root = node = Node("root", "all")
+    for depth in range(400):
+        node = node.child("frame", f"f{depth}", "model.py", depth + 1)
+    node.gpu_ns = node.cpu_ns = 100
+    for n in root.walk():
+        n.gpu_ns, n.cpu_ns = 100, 100
+    nodes = _tree(root)["nodes"]
+    assert len(nodes) == 401 and [n[6] for n in nodes[:3]] == [-1, 0, 1]
+    assert json.loads(orjson.dumps({"calltree": {"nodes": nodes}}))["calltree"]["nodes"][-1][0].startswith("f399")
 
 
 def test_text_that_looks_like_markup_cannot_end_the_data_early() -> None:

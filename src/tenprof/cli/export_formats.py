@@ -60,7 +60,13 @@ def _hatchet(profile: Profile, out: IO[bytes], options: ExportOptions) -> None:
     from tenprof.analyses.calltree import build_tree
     from tenprof.renderers.hatchet import to_literal
 
-    out.write(orjson.dumps(to_literal(build_tree(profile))))
+    literal = to_literal(build_tree(profile))
+    try:
+        out.write(orjson.dumps(literal))
+    except TypeError:  # nested deeper than orjson writes (254 levels: a deep recursive model's backward)
+        import json
+
+        out.write(json.dumps(literal, separators=(",", ":")).encode())
 
 
 def _report(profile: Profile, out: IO[bytes], options: ExportOptions) -> None:

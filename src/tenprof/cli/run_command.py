@@ -170,5 +170,9 @@ def _write_page(out_dir: Path) -> str:
         with target.open("wb") as out:
             write_html(load_profile(out_dir), out)
     except OSError as exc:
+        target.unlink(missing_ok=True)
         return f"the report page could not be written to {target}: {exc.strerror or exc}"
+    except Exception as exc:  # a page that cannot be made must not fail a run whose profile is saved
+        target.unlink(missing_ok=True)
+        return f"the report page could not be made ({type(exc).__name__}: {exc}); the profile is saved"
     return f"report page written to {target}"

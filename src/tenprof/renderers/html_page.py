@@ -71,22 +71,26 @@ def _escape(text: str) -> str:
 
 
 def _tree(root: Node) -> dict[str, Any]:
-    """The call tree as nested lists [label, kind, file:line, gpu_ns, cpu_ns, calls, children], small
-    nodes left out (their time stays in the parent's inclusive totals)."""
+    """The call tree as a flat list of nodes [label, kind, file:line, gpu_ns, cpu_ns, calls, parent index]
+    in depth-first order (flat: a deep tree, a recursive model's backward, would be too deeply nested for
+    JSON writers), small nodes left out (their time stays in the parent's inclusive totals)."""
     gpu_floor = root.gpu_ns * TREE_MIN_SHARE
     cpu_floor = root.cpu_ns * TREE_MIN_SHARE
-
-    def convert(node: Node) -> list[Any]:
+    nodes: list[list[Any]] = []
+    stack: list[tuple[Node, int]] = [(root, -1)]
+    while stack:
+        node, parent = stack.pop()
+        index = len(nodes)
+        place = f"{node.file}:{node.line}" if node.file else ""
+        nodes.append([node.label, node.kind, place, node.gpu_ns, node.cpu_ns, node.calls_inc, parent])
         kept = [
             c
             for c in node.children.values()
             if (c.gpu_ns and c.gpu_ns >= gpu_floor) or (c.cpu_ns and c.cpu_ns >= cpu_floor)
         ]
         kept.sort(key=lambda c: (-c.gpu_ns, -c.cpu_ns, c.label))
-        place = f"{node.file}:{node.line}" if node.file else ""
-        return [node.label, node.kind, place, node.gpu_ns, node.cpu_ns, node.calls_inc, [convert(c) for c in kept]]
-
-    return {"root": convert(root), "min_share": TREE_MIN_SHARE}
+        stack.extend((c, index) for c in reversed(kept))  # popped in the sorted order
+    return {"nodes": nodes, "min_share": TREE_MIN_SHARE}
 
 
 def _memory_timeline(profile: Profile) -> dict[str, Any] | None:

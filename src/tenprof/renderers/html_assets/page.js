@@ -214,12 +214,10 @@
     if (!data.calltree) return;
     const sec = section("calltree", "Call tree");
     const METRIC = { "GPU time": 3, "CPU time": 4, calls: 5 };
-    function build(raw, parent) {
-      const node = { label: raw[0], kind: raw[1], place: raw[2], v: [0, 0, 0, raw[3], raw[4], raw[5]], parent: parent, children: [] };
-      node.children = raw[6].map((c) => build(c, node));
-      return node;
-    }
-    const root = build(data.calltree.root, null);
+    // flat nodes, parents before their children: [label, kind, place, gpu, cpu, calls, parent index]
+    const all = data.calltree.nodes.map((r) => ({ label: r[0], kind: r[1], place: r[2], v: [0, 0, 0, r[3], r[4], r[5]], parent: null, children: [] }));
+    data.calltree.nodes.forEach((r, i) => { if (r[6] >= 0) { all[i].parent = all[r[6]]; all[r[6]].children.push(all[i]); } });
+    const root = all[0];
     let focus = root, metric = 3, query = "";
     const select = el("select", { "aria-label": "metric" }, ...Object.keys(METRIC).map((k) => el("option", { value: METRIC[k], text: k })));
     if (!root.v[3]) { select.value = "4"; metric = 4; }
