@@ -23,6 +23,7 @@ from tenprof.store.profile import load_profile
 from tests.conftest import DATA
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DOCS = DATA.parent.parent / "docs" / "report_page"
 
 
 def _embedded(page: str) -> dict[str, Any]:
@@ -68,6 +69,24 @@ def test_a_call_tree_deeper_than_json_writers_nest_is_written() -> None:
     nodes = _tree(root)["nodes"]
     assert len(nodes) == 401 and [n[6] for n in nodes[:3]] == [-1, 0, 1]
     assert json.loads(orjson.dumps({"calltree": {"nodes": nodes}}))["calltree"]["nodes"][-1][0].startswith("f399")
+
+
+def test_the_hatchet_export_of_such_a_tree_is_written_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    import tenprof.analyses.calltree as calltree
+    from tenprof.cli.export_formats import BY_NAME, ExportOptions
+
+    root = node = Node("root", "all")
+    for depth in range(300):
+        node = node.child("frame", f"f{depth}", "model.py", depth + 1)
+    monkeypatch.setattr(calltree, "build_tree", lambda profile: root)
+    out = io.BytesIO()
+    BY_NAME["hatchet"].write(None, out, ExportOptions())  # type: ignore[arg-type]
+    deepest = json.loads(out.getvalue())[0]
+    for _ in range(300):
+        deepest = deepest["children"][0]
+    assert deepest["frame"]["name"] == "f299 (model.py:300)"
 
 
 def test_text_that_looks_like_markup_cannot_end_the_data_early() -> None:
@@ -146,6 +165,20 @@ def test_the_gpt2_page_draws_every_section_and_its_tree_zooms(browser: Any, gpt2
     counts = page.locator("#tallies .count").first.inner_text()
     assert re.match(r"\d+ of \d+ rows \(\d+ in all\)", counts), counts
     page.screenshot(path=str(tmp_path / "shots" / "gpt2-zoomed.png"), full_page=True)
+
+
+def test_gpt2_with_every_pass_draws_in_under_two_seconds(browser: Any, tmp_path: Path) -> None:
+    # the data of the page GPT-2's run wrote on the H100 (docs/report_page/gpt2_all.html, every pass),
+    # drawn by this page script
+    data = _embedded((DOCS / "gpt2_all.html").read_text())
+    html = tmp_path / "gpt2_all.html"
+    html.write_text(render_page(data))
+    assert html.stat().st_size < 5_000_000
+    page, errors, opened = _open(browser, html, tmp_path / "shots")
+    assert not errors and opened < 2.0, (errors, opened)
+    expected = {"findings", "summary", "steps", "calltree", "tallies", "memory", "forests", "tensor_stall_cost"}
+    assert expected | {"access_patterns", "counters", "stalls"} <= set(_sections(page))
+    assert page.locator("#counters circle.op-point").count() > 50
 
 
 def test_pages_of_every_pass_ranks_and_a_diff(browser: Any, tmp_path: Path) -> None:
