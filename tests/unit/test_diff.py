@@ -1,7 +1,7 @@
 """`tenprof diff` (analyses.diff) on recorded pairs whose answer is known (tests/data/finding_* and their
 _fixed runs, H100/H200 recordings): the top line is the planted one, the finding the fix removed is gone,
 and the lines' changes, the kernels with no line and the remainder add up to the step change. A CPU pair
-recorded here: one line runs three matmuls instead of one, and a comment moves it down a line (matched
+recorded here: one line runs six matmuls instead of one, and a comment moves it down a line (matched
 by its text)."""
 
 from __future__ import annotations
@@ -92,7 +92,8 @@ BEFORE = """\
 import torch
 import tenprof
 
-x, w, k = torch.randn(256, 256), torch.randn(256, 256), 1
+torch.set_num_threads(1)  # each matmul a few ms on one core: a busy neighbour cannot outweigh five of them
+x, w, k = torch.randn(384, 384), torch.randn(384, 384), 1
 for _ in range(8):
     y = [x @ w for _ in range(k)]
     tenprof.step()
@@ -102,9 +103,10 @@ AFTER = """\
 import torch
 import tenprof
 
-x, w, k = torch.randn(256, 256), torch.randn(256, 256), 3
+torch.set_num_threads(1)  # each matmul a few ms on one core: a busy neighbour cannot outweigh five of them
+x, w, k = torch.randn(384, 384), torch.randn(384, 384), 6
 for _ in range(8):
-    # the same line, moved down by this comment, now running three matmuls
+    # the same line, moved down by this comment, now running six matmuls
     y = [x @ w for _ in range(k)]
     tenprof.step()
 """
@@ -127,11 +129,11 @@ def test_a_cpu_pair_matches_a_moved_line_by_its_text_and_finds_the_added_work(
     assert main(["diff", str(sides[0]), str(sides[1]), "--json"]) == 0
     data = orjson.loads(capsys.readouterr().out)
     top = data["lines"][0]
-    assert top["what"] == f"{tmp_path}/before/job.py:6 -> {tmp_path}/after/job.py:7"  # matched by its text
-    assert top["after_cpu_ns"] > 1.5 * top["before_cpu_ns"] > 0  # three matmuls where there was one
+    assert top["what"] == f"{tmp_path}/before/job.py:7 -> {tmp_path}/after/job.py:8"  # matched by its text
+    assert top["after_cpu_ns"] > 2 * top["before_cpu_ns"] > 0  # six matmuls where there was one
     assert data["step"]["after_ns"] > data["step"]["before_ns"]
     assert data["basis"] == "CPU" and data["other_remainder_ns"] is None  # no GPU: split by the host's time
-    # BEFORE's file edited in place after its run (line 6 is now the comment): its profile kept the text
+    # BEFORE's file edited in place after its run (line 7 is now the comment): its profile kept the text
     (tmp_path / "before" / "job.py").write_text(AFTER.replace("k = ", "k0 = "))
     assert main(["diff", str(sides[0]), str(sides[1]), "--json"]) == 0
     assert orjson.loads(capsys.readouterr().out)["lines"][0]["what"] == top["what"]
