@@ -40,6 +40,15 @@ class ExportCommand:
         parser.add_argument(
             "--limit", type=non_negative_int, default=40, help="forest: groups of trees to show (0: all)"
         )
+        parser.add_argument(
+            "--window", default="", help="perfetto: only START:END, in ms since the trace's start (e.g. 120:300)"
+        )
+        parser.add_argument(
+            "--max-events",
+            type=non_negative_int,
+            default=0,
+            help="perfetto: keep the N longest slices, summarising the rest on a track (0: all)",
+        )
 
     def run(self, args: argparse.Namespace) -> int:
         from tenprof.cli.common import open_profile
@@ -51,7 +60,18 @@ class ExportCommand:
             return _ranks_page(Path(args.profile), args.output or fmt.default_name, args.force)
         profile = open_profile(args)
         fmt.check(profile)
-        options = ExportOptions(table=args.table, metric=args.metric, limit=args.limit)
+        if (args.window or args.max_events) and fmt.name != "perfetto":
+            raise UsageError(f"--window and --max-events cut a Perfetto trace, not --format {fmt.name}")
+        if args.window:  # before the output is opened: a bad window leaves no empty file behind
+            from tenprof.renderers.perfetto_cut import parse_window
+
+            try:
+                parse_window(args.window)
+            except ValueError as exc:
+                raise UsageError(str(exc)) from exc
+        options = ExportOptions(
+            table=args.table, metric=args.metric, limit=args.limit, window=args.window, max_events=args.max_events
+        )
         if fmt.folder:
             fmt.write(profile, Path(args.output or fmt.default_name), options)
             return 0

@@ -25,6 +25,8 @@ class ExportOptions:
     table: str = "kernels"  # csv
     metric: str = "bytes"  # forest
     limit: int = 40  # forest: groups of trees (0: all)
+    window: str = ""  # perfetto: START:END in ms since the trace's start
+    max_events: int = 0  # perfetto: keep the longest N slices (0: all)
 
 
 @dataclass(frozen=True)
@@ -52,8 +54,17 @@ class ExportFormat:
 
 def _perfetto(profile: Profile, out: IO[bytes], options: ExportOptions) -> None:
     from tenprof.renderers.perfetto import write_perfetto
+    from tenprof.renderers.perfetto_cut import CutReport, TraceCut, parse_window
 
-    write_perfetto(profile, out)
+    try:
+        start, end = parse_window(options.window) if options.window else (None, None)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    cut = TraceCut(start, end, options.max_events or None)
+    report = CutReport()
+    write_perfetto(profile, out, cut, report)
+    if cut.active:
+        print(f"tenprof: the trace holds {report.describe(cut)}", file=sys.stderr)
 
 
 def _hatchet(profile: Profile, out: IO[bytes], options: ExportOptions) -> None:

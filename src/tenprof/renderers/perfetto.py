@@ -16,6 +16,7 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
+from tenprof.renderers.perfetto_cut import CutReport, TraceCut, cut_events
 from tenprof.store.profile import Profile
 
 _GPU_PID_BASE = 1_000_000
@@ -321,11 +322,19 @@ def _sampled_slices(profile: Profile, origin: int) -> Iterator[dict[str, Any]]:
         }
 
 
-def write_perfetto(profile: Profile, out: IO[bytes]) -> int:
-    """Write the trace; returns the number of events."""
+def write_perfetto(
+    profile: Profile, out: IO[bytes], cut: TraceCut | None = None, report: CutReport | None = None
+) -> int:
+    """Write the trace (only `cut`'s window and events where given: renderers.perfetto_cut, its counts in
+    `report`); returns the number of events written."""
     out.write(b'{"displayTimeUnit":"ns","traceEvents":[\n')
     count = 0
-    for event in perfetto_events(profile):
+    events = (
+        cut_events(lambda: perfetto_events(profile), cut, report or CutReport())
+        if cut is not None and cut.active
+        else perfetto_events(profile)
+    )
+    for event in events:
         if count:
             out.write(b",\n")
         out.write(orjson.dumps(event))
