@@ -54,7 +54,7 @@ def rank_command(launcher: str, argv: list[str], target: list[str]) -> list[str]
     return [*words, sys.executable, "-m", "tenprof", "run", *rest, *target]
 
 
-def _prepare_ranks_dir(out_dir: Path, force: bool) -> None:
+def prepare_ranks_dir(out_dir: Path, force: bool) -> None:
     """Once, before any rank starts: an existing output directory is refused, unless --force and each
     rank folder in it is a profile tenprof can replace (each rank replaces its own folder, staged, when
     its profile is complete). Other files in the directory are kept."""
@@ -87,7 +87,7 @@ def _remove_stale_ranks(out_dir: Path, started: float) -> None:
 def run_under_launcher(
     launcher: str, argv: list[str], target: list[str], out_dir: Path, quiet: bool, limit: int, force: bool = False
 ) -> int:
-    _prepare_ranks_dir(out_dir, force)
+    prepare_ranks_dir(out_dir, force)
     started = time.time()
     command = rank_command(launcher, argv, target)
     if not quiet:

@@ -88,6 +88,19 @@ def _parse_edges(head: bytes, tail: bytes) -> dict[str, Any]:
     return found
 
 
+def trace_rank(path: Path) -> int | None:
+    """The rank a distributed run's trace says it is (Kineto's `distributedInfo`, written before the
+    events), read from the file's first bytes; None when it says none or cannot be read."""
+    try:
+        with _open(path) as handle:
+            head = handle.read(_EDGE_BYTES)
+    except (TraceFormatError, OSError, EOFError, zlib.error):
+        return None
+    info = _parse_edges(head, b"").get("distributedInfo")
+    rank = info.get("rank") if isinstance(info, dict) else None
+    return rank if isinstance(rank, int) and rank >= 0 else None
+
+
 def _open(path: Path) -> IO[bytes]:
     if not path.exists():
         raise TraceFormatError(f"{path}: no such file")
