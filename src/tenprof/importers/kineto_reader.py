@@ -13,6 +13,7 @@ shown it (at the end, unless it is tenprof's export), so the events already yiel
 from __future__ import annotations
 
 import gzip
+import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ import orjson
 from tenprof.errors import TraceFormatError
 
 _EDGE_BYTES = 1 << 20
+_LINE_OF_A_BRACKET = re.compile(rb"\n[ \t]*\]")
 
 
 class _EdgeRecorder:
@@ -70,6 +72,19 @@ def _parse_edges(head: bytes, tail: bytes) -> dict[str, Any]:
     # and stop at the first that parses. (A `]` inside the events fails to parse within its own event, so
     # each wrong try is short; trying from the right parsed the whole tail again and again.)
     if end.endswith(b"}"):
+        # Kineto ends the array with a `]` alone on its line, less indented than the events' own lines:
+        # tried first, it spares the search below, which copies the rest of the tail for every `]` it tries
+        alone = [m.end() for m in _LINE_OF_A_BRACKET.finditer(end)]
+        if alone:
+            rest = end[alone[-1] :].lstrip()
+            if rest.startswith(b","):
+                try:
+                    parsed = orjson.loads(b"{" + rest[1:])
+                except orjson.JSONDecodeError:
+                    parsed = None
+                if isinstance(parsed, dict):
+                    found.update(parsed)
+                    return found
         close = -1
         while True:
             close = end.find(b"]", close + 1)
