@@ -64,16 +64,19 @@ def test_export_to_a_place_that_cannot_be_written(
 def test_export_without_permission_to_write(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Tests run as root, whom chmod does not stop: refuse the opening of this one file instead.
+    # Tests run as root, whom chmod does not stop: refuse the making of a file in that folder instead (the
+    # export is written beside its name, then renamed over it)
+    import tempfile
+
     out = tmp_path / "t.json"
-    real_open = Path.open
+    real_mkstemp = tempfile.mkstemp
 
-    def refuse(self: Path, *args: object, **kwargs: object) -> object:
-        if self == out:
-            raise PermissionError(13, "Permission denied", str(self))
-        return real_open(self, *args, **kwargs)  # type: ignore[call-overload]
+    def refuse(*args: object, **kwargs: object) -> object:
+        if kwargs.get("dir") == out.parent:
+            raise PermissionError(13, "Permission denied", str(out.parent))
+        return real_mkstemp(*args, **kwargs)  # type: ignore[call-overload]
 
-    monkeypatch.setattr(Path, "open", refuse)
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
     assert main(["export", str(MATMUL), "--format", "perfetto", "-o", str(out)]) == 2
     _one_error_line(capsys.readouterr().err, str(out), "Permission denied")
 

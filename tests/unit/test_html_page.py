@@ -89,12 +89,45 @@ def test_the_hatchet_export_of_such_a_tree_is_written_too(monkeypatch: pytest.Mo
     assert deepest["frame"]["name"] == "f299 (model.py:300)"
 
 
+def test_a_source_edited_after_the_recording_is_not_quoted(tmp_path: Path) -> None:
+    import os
+
+    from tenprof.importers.call_paths import line_text
+
+    job = tmp_path / "job.py"
+    job.write_text("x = 1\ny = x @ x\n")
+    recorded = job.stat().st_mtime + 60  # the trace was written a minute after the file
+    assert line_text(str(job), 2, recorded) == "y = x @ x"
+    os.utime(job, (recorded + 60, recorded + 60))  # then the file was edited
+    assert line_text(str(job), 2, recorded) is None and line_text(str(job), 2) == "y = x @ x"
+
+
+def test_a_page_that_cannot_be_made_leaves_the_old_file_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import tenprof.renderers.html_page as html_page
+
+    out = tmp_path / "report.html"
+    out.write_text("the page made before")
+
+    def broken(*args: object, **kwargs: object) -> dict[str, Any]:
+        raise RuntimeError("no page today")
+
+    monkeypatch.setattr(html_page, "page_data", broken)
+    with pytest.raises(RuntimeError):
+        main(["export", str(DATA / "matmul64"), "-o", str(out), "--force"])
+    assert out.read_text() == "the page made before" and sorted(p.name for p in tmp_path.iterdir()) == ["report.html"]
+    # diff --html refuses an existing page before it compares anything
+    assert main(["diff", str(DATA / "matmul64"), str(DATA / "matmul64"), "--html", str(out)]) == 2
+    assert "exists; pass --force" in capsys.readouterr().err
+
+
 def test_text_that_looks_like_markup_cannot_end_the_data_early() -> None:
     data = page_data(load_profile(DATA / "finding_fp32_gemm"))
-    data["title"] = "</script><script>alert(1)</script>"
+    data["title"] = "<!--<script></script><script>alert(1)</script>"
     page = render_page(data)
     assert _embedded(page)["title"] == data["title"]
-    assert page.count("</script>") == 2  # the data's and the page script's
+    assert page.count("</script>") == 2 and "<!--" not in page  # the data's and the page script's
 
 
 # ---- in the browser ----
@@ -190,7 +223,7 @@ def test_pages_of_every_pass_ranks_and_a_diff(browser: Any, tmp_path: Path) -> N
     assert {"tensor_stall_cost", "access_patterns", "stalls", "memory"} <= set(_sections(page))
     assert "gather" in page.locator("#access_patterns").inner_text()  # the Triton gather's table
     # the forests: SVG where graphviz's dot is installed, else the forest's text
-    assert page.locator("#forests svg").count() >= 1 or "T0" in page.locator("#forests pre").inner_text()
+    assert page.locator("#forests img").count() >= 1 or "T0" in page.locator("#forests pre").inner_text()
     assert page.locator("#tensor_stall_cost tbody tr").count() > 0 and page.locator("#stalls .kernel-block").count() > 0
     counters = tmp_path / "mlp.html"
     assert main(["export", str(DATA / "stalls" / "mlp"), "-o", str(counters)]) == 0

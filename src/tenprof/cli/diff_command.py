@@ -36,6 +36,10 @@ class DiffCommand:
         parser.add_argument("--force", action="store_true", help="replace an existing --html file")
 
     def run(self, args: argparse.Namespace) -> int:
+        if args.html:  # refused before the work, not after it
+            from tenprof.cli.export_command import check_output
+
+            check_output(Path(args.html), args.force)
         with tempfile.TemporaryDirectory(prefix="tenprof-diff-") as scratch:
             before = _open(Path(args.before), Path(scratch) / "before")
             after = _open(Path(args.after), Path(scratch) / "after")
@@ -70,12 +74,11 @@ def diff_data(result: Diff) -> dict[str, Any]:
 
 def _write_page(after: Profile, target: Path, data: dict[str, Any], force: bool) -> None:
     """AFTER's report page with the comparison on top."""
-    from tenprof.cli.export_command import open_output
+    from tenprof.cli.export_command import write_output
     from tenprof.renderers.html_page import write_html
 
     title = f"{data['before']['name']} -> {data['after']['name']}"
-    with open_output(target, force) as out:
-        write_html(after, out, extra={"diff": data, "title": title})
+    write_output(target, force, lambda out: write_html(after, out, extra={"diff": data, "title": title}))
     print(f"wrote {target} (html: the comparison, then the after run's report)", file=sys.stderr)
 
 

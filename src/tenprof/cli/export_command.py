@@ -4,7 +4,10 @@ in `cli.export_formats`; this module parses the command line and opens the outpu
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -76,15 +79,18 @@ class ExportCommand:
             fmt.write(profile, Path(args.output or fmt.default_name), options)
             return 0
         output = args.output or fmt.default_name.format(table=args.table)
-        handle = sys.stdout.buffer if output == "-" else open_output(Path(output), args.force)
-        try:
-            fmt.write(profile, handle, options)
-        finally:
-            if handle is not sys.stdout.buffer:
-                handle.close()
-        if output != "-":
-            print(f"wrote {output} ({fmt.name})", file=sys.stderr)
+        if output == "-":
+            fmt.write(profile, sys.stdout.buffer, options)
+            return 0
+        write_output(Path(output), args.force, lambda out: fmt.write(profile, out, options))
+        print(f"wrote {output} ({fmt.name})", file=sys.stderr)
         return 0
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
 
 
 def _holds_ranks(path: Path) -> bool:
@@ -105,33 +111,48 @@ def _ranks_page(top: Path, output: str, force: bool) -> int:
     first = load_profile(rank_dirs(top)[0])
     first.check()
     extra = {"ranks": ranks_data(top), "title": f"{top} ({len(rank_dirs(top))} ranks)"}
-    handle = sys.stdout.buffer if output == "-" else open_output(Path(output), force)
-    try:
-        write_html(first, handle, extra=extra)
-    finally:
-        if handle is not sys.stdout.buffer:
-            handle.close()
+    if output == "-":
+        write_html(first, sys.stdout.buffer, extra=extra)
+    else:
+        write_output(Path(output), force, lambda out: write_html(first, out, extra=extra))
     if output != "-":
         print(f"wrote {output} (html, {len(rank_dirs(top))} ranks)", file=sys.stderr)
     return 0
 
 
-def open_output(path: Path, force: bool) -> IO[bytes]:
-    """`path` opened for writing, its missing parent folders made first; UsageError, in one line, when
-    that cannot be done (a parent is a file, no permission, the path is a folder) or when the file exists
-    and `force` was not given (tenprof overwrites nothing unasked)."""
+def check_output(path: Path, force: bool) -> None:
+    """UsageError, in one line, when `path` cannot be written: it exists and `force` was not given
+    (tenprof overwrites nothing unasked), it is a folder, or its folder cannot be made."""
     if path.is_file() and not force:
         raise UsageError(f"{path} exists; pass --force to replace it, or choose another -o")
+    if path.is_dir():
+        raise UsageError(f"-o {path} is a folder; give a file name (e.g. -o {path / BY_NAME['perfetto'].default_name})")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot make the folder {path.parent} for -o {path}: {reason(exc)}") from exc
-    if path.is_dir():
-        raise UsageError(f"-o {path} is a folder; give a file name (e.g. -o {path / BY_NAME['perfetto'].default_name})")
-    try:
-        return path.open("wb")
+
+
+def write_output(path: Path, force: bool, write: Callable[[IO[bytes]], None]) -> None:
+    """`write` into a hidden file beside `path`, then renamed over it: a writer that fails leaves no
+    empty or half-written file, and with `force` the old file stays until the new one is whole."""
+    check_output(path, force)
+    try:  # a new file of a name no other has (never one the user made)
+        handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tenprof-partial", dir=path.parent)
     except OSError as exc:
         raise UsageError(f"cannot write -o {path}: {reason(exc)}") from exc
+    staging = Path(name)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            write(out)
+        os.chmod(staging, 0o644 & ~_umask())
+        os.replace(staging, path)
+    except OSError as exc:
+        staging.unlink(missing_ok=True)
+        raise UsageError(f"cannot write -o {path}: {reason(exc)}") from exc
+    except BaseException:
+        staging.unlink(missing_ok=True)
+        raise
 
 
 def _check_code_folder(output: str, force: bool) -> None:

@@ -143,8 +143,12 @@ class RunCommand:
         if rank is not None:  # one report for all ranks, not one each: `tenprof report OUTPUT`
             if not args.quiet:
                 print(f"tenprof: rank {rank.rank} wrote {out_dir}/ (tenprof report {args.output})", file=sys.stderr)
+                if args.html and rank.rank == 0:  # one page for all ranks, made once they are all done
+                    print(f"tenprof: the ranks' page: tenprof export {args.output} -o report.html", file=sys.stderr)
             return result.exit_code
         if args.quiet:
+            if page and not page.startswith("report page written"):
+                print(f"tenprof: {page}", file=sys.stderr)  # a failure is said even when quiet
             return result.exit_code
         if len(failed) < len(result.meta.passes):
             print_report(load_profile(request.out_dir), console(), args.limit or None)

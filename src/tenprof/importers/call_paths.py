@@ -81,17 +81,21 @@ class _FrameTable:
         self.index[key] = frame_id
         return frame_id
 
-    def table(self) -> pa.Table:
+    def table(self, sources_as_of: float | None = None) -> pa.Table:
         cols: list[Any] = list(zip(*self.rows, strict=True)) if self.rows else [[] for _ in range(7)]
         # the user's lines keep their text: `tenprof diff` matches lines by it after the file is edited
-        texts = [line_text(file, line) if user else None for _, _, file, line, _, _, user in self.rows]
+        texts = [line_text(file, line, sources_as_of) if user else None for _, _, file, line, _, _, user in self.rows]
         cols.append(texts)
         return pa.table(dict(zip(TABLES["frames"].names, cols, strict=True)), schema=TABLES["frames"])
 
 
-def line_text(file: str, line: int) -> str | None:
-    """The line's text, stripped, as the file reads now (None where it cannot be read)."""
+def line_text(file: str, line: int, as_of: float | None = None) -> str | None:
+    """The line's text, stripped, as the file reads now; None where it cannot be read, or where the file
+    changed after `as_of` (the recording's time, epoch seconds: a trace imported later may name a file
+    edited since, whose text at that number is another line)."""
     if not file or line < 1 or not os.path.isfile(file):
+        return None
+    if as_of is not None and os.path.getmtime(file) > as_of + 1:
         return None
     linecache.checkcache(file)  # a long-lived process may have cached an older version of the file
     return linecache.getline(file, line).strip() or None
@@ -111,7 +115,12 @@ class _TopPaths:
 
 
 def join_call_paths(
-    ops: OpLinks, sync_starts: dict[str, int], python: Cols, clock: Clock, callsites: Callsites | None
+    ops: OpLinks,
+    sync_starts: dict[str, int],
+    python: Cols,
+    clock: Clock,
+    callsites: Callsites | None,
+    sources_as_of: float | None = None,
 ) -> CallPaths:
     """Join each op to a Python call path (see the module docstring). `sync_starts`: the trace's clock-sync
     marker name -> start; `python`: the trace's python_function ranges."""
@@ -134,7 +143,7 @@ def join_call_paths(
         _join_python_stacks(python, clock, paths.frames, ops.tid, ops.start, paths.is_top, paths.frame, paths.source)
     _for_backward(paths, shifted)
     return CallPaths(
-        frames=paths.frames.table(),
+        frames=paths.frames.table(sources_as_of),
         op_frame=paths.frame[ops.top],
         op_frame_source=np.array(FRAME_SOURCES)[paths.source[ops.top]].tolist(),
         sidecar_scopes=shifted.scopes if shifted is not None else [],

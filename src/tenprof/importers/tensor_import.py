@@ -50,7 +50,9 @@ def _arr(values: list[Any]) -> np.ndarray:
     return np.asarray(values, dtype=np.int64)
 
 
-def build_tensor_tables(data: dict[str, Any]) -> tuple[dict[str, pa.Table], TensorsReport]:
+def build_tensor_tables(
+    data: dict[str, Any], sources_as_of: float | None = None
+) -> tuple[dict[str, pa.Table], TensorsReport]:
     """The raw file's content (`read_raw`) -> the tensors pass's tables by name, and what to report."""
     names = np.asarray(data["names"] + [""], dtype=object)  # index -1 reads as ""
     ops = _read_ops(data)
@@ -66,7 +68,7 @@ def build_tensor_tables(data: dict[str, Any]) -> tuple[dict[str, pa.Table], Tens
         "tensors": tensors,
         "tensor_uses": _use_table(uses, np.asarray(data["roles"], dtype=object)),
         "storages": storage_table,
-        "tensor_frames": _frame_table(data["frames"]),
+        "tensor_frames": _frame_table(data["frames"], sources_as_of),
     }
     return tables, _report(data, ops.count, tensors.num_rows, storage_table.num_rows, matched)
 
@@ -265,12 +267,12 @@ def _use_table(uses: dict[str, np.ndarray], roles: np.ndarray) -> pa.Table:
     )
 
 
-def _frame_table(frames: list[list[Any]]) -> pa.Table:
+def _frame_table(frames: list[list[Any]], sources_as_of: float | None = None) -> pa.Table:
     """The `tensor_frames` table from the raw file's frame rows (FRAMES' columns in order, but the text,
     read here for the user's lines)."""
     stored = FRAMES.names[:-1]
     columns: dict[str, list[Any]] = {name: [row[i] for row in frames] for i, name in enumerate(stored)}
-    columns["text"] = [line_text(row[2], row[3]) if row[6] else None for row in frames]
+    columns["text"] = [line_text(row[2], row[3], sources_as_of) if row[6] else None for row in frames]
     return pa.table(columns, schema=FRAMES)
 
 
@@ -382,7 +384,7 @@ def _reduce(n: int, index: np.ndarray, values: np.ndarray, ufunc: Any, initial: 
 
 
 def build_tensors_pass(writer: PassWriter, raw: Path) -> TensorsReport:
-    tables, report = build_tensor_tables(read_raw(raw))
+    tables, report = build_tensor_tables(read_raw(raw), raw.stat().st_mtime if raw.exists() else None)
     for name, table in tables.items():
         writer.write_table(name, table)
     return report

@@ -77,8 +77,11 @@ def build_timeline(
     events: Iterable[dict[str, Any]],
     base_time_ns_of: Any,
     callsites: Callsites | None = None,
+    sources_as_of: float | None = None,
 ) -> tuple[dict[str, pa.Table], BuildReport]:
-    """Build every timeline table. `base_time_ns_of()` is called after the events are consumed."""
+    """Build every timeline table. `base_time_ns_of()` is called after the events are consumed;
+    `sources_as_of` (epoch seconds) is when the trace was recorded: source lines changed since are not
+    quoted."""
     col = Collector()
     col.add_all(events)
     report = BuildReport(events=col.events, triton_launches=col.triton_launches)
@@ -88,7 +91,7 @@ def build_timeline(
     ann = _annotations(col.annotations, clock)
     callsites = _with_user_launch_ops(col, clock, ann, callsites)
     ops = _ops(col.ops, clock)
-    paths = join_call_paths(ops.links(), ann.sync_starts, col.python, clock, callsites)
+    paths = join_call_paths(ops.links(), ann.sync_starts, col.python, clock, callsites, sources_as_of)
     report.clock_offset_ns, report.clock_uncertainty_ns = paths.clock_offset_ns, paths.clock_uncertainty_ns
     report.warnings.extend(paths.warnings)
     scopes = _scopes(ann, ops, paths.sidecar_scopes)

@@ -31,7 +31,9 @@ def build_pass(writer: PassWriter, trace: Path, callsites: Path | None) -> Build
             sidecar = read_callsites(callsites)
         except TraceFormatError as exc:  # the trace alone still gives ops, kernels and copies
             problems.append(f"Python lines are missing: {exc}")
-    tables, report = build_timeline(stream.events(), lambda: stream.header.base_time_ns, sidecar)
+    # the trace file's time is the recording's: a source edited after it is not quoted as the run's
+    recorded = trace.stat().st_mtime if trace.exists() else None
+    tables, report = build_timeline(stream.events(), lambda: stream.header.base_time_ns, sidecar, recorded)
     report.warnings[:0] = problems
     report.device_properties = stream.header.device_properties
     report.recorded = [k for k in TRACE_RECORDING_KEYS if stream.header.other.get(k)]

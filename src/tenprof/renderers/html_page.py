@@ -20,6 +20,7 @@ import numpy as np
 import orjson
 
 from tenprof.analyses.calltree import Node, build_tree
+from tenprof.errors import UsageError
 from tenprof.renderers.sections import ReportOptions, report_data
 from tenprof.store.profile import Profile
 from tenprof.store.schema import Pass
@@ -47,15 +48,21 @@ def page_data(
 def write_html(
     profile: Profile, out: IO[bytes], options: ReportOptions | None = None, extra: dict[str, Any] | None = None
 ) -> None:
-    out.write(render_page(page_data(profile, options, extra)).encode())
+    out.write(page_bytes(profile, options, extra))
+
+
+def page_bytes(profile: Profile, options: ReportOptions | None = None, extra: dict[str, Any] | None = None) -> bytes:
+    """The whole page, made before any file is opened: a failure leaves no empty or truncated page."""
+    return render_page(page_data(profile, options, extra)).encode()
 
 
 def render_page(data: dict[str, Any]) -> str:
     assets = resources.files("tenprof.renderers") / "html_assets"
     style = (assets / "page.css").read_text()
     script = (assets / "page.js").read_text()
-    # inside <script>, only "</" can end the element early: escape it in the JSON (still valid JSON)
-    payload = orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY).decode().replace("</", "<\\/")
+    # inside <script>, "</script" ends the element and "<!--" then "<script" changes how the parser looks
+    # for its end: every "<" is escaped (it can only be inside a JSON string, where \u003c means the same)
+    payload = orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY).decode().replace("<", "\\u003c")
     title = _escape(str(data.get("title") or "tenprof report"))
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -99,8 +106,13 @@ def _memory_timeline(profile: Profile) -> dict[str, Any] | None:
     if not memory.num_rows:
         return None
     kinds = memory.column("device_type").to_pylist()
+    indexes = memory.column("device").to_numpy()
     device = "cuda" if "cuda" in kinds else kinds[0]
-    chosen = np.array([k == device for k in kinds])
+    of_kind = np.array([k == device for k in kinds])
+    first = int(indexes[of_kind].min())  # each GPU has its own total: one of them, not their interleaving
+    chosen = of_kind & (indexes == first)
+    if device == "cuda":
+        device = f"cuda:{first}"
     ts = memory.column("ts_ns").to_numpy()[chosen]
     allocated = memory.column("total_allocated_bytes").to_numpy()[chosen]
     order = np.argsort(ts, kind="stable")
@@ -130,7 +142,10 @@ def _drawings(directory: Path) -> dict[str, str]:
         if svg.is_file():
             out[f"{stem}_svg"] = svg.read_text(errors="replace")
         elif dot.is_file() and has_graphviz():
-            out[f"{stem}_svg"] = dot_to_svg(dot.read_text(errors="replace")).decode(errors="replace")
+            try:
+                out[f"{stem}_svg"] = dot_to_svg(dot.read_text(errors="replace")).decode(errors="replace")
+            except UsageError:  # dot refused the file: the page shows the forest's text instead
+                continue
     text = directory / "forest.txt"
     if text.is_file():
         out["forest_text"] = text.read_text(errors="replace")

@@ -39,6 +39,15 @@
     return node;
   }
   function titled(node, text) { const t = svg("title"); t.textContent = text; node.append(t); return node; }
+  // the fields of a section's data that its drawing does not show, as JSON under "more data"
+  function leftovers(parent, obj, shown) {
+    if (!obj || typeof obj !== "object" || Array.isArray(obj)) return;
+    const rest = Object.fromEntries(Object.entries(obj).filter(([k, v]) => !shown.includes(k) && v !== null && !(Array.isArray(v) && !v.length)));
+    if (!Object.keys(rest).length) return;
+    const text = JSON.stringify(rest, null, 1);
+    parent.append(el("details", { class: "more" }, el("summary", { text: "more data: " + Object.keys(rest).join(", ") }),
+      el("pre", { text: text.length > 50000 ? text.slice(0, 50000) + "\n…" : text })));
+  }
 
   const toc = el("nav", { class: "toc" });
   function section(id, title) {
@@ -314,6 +323,7 @@
         { key: "what", label: "what", text: true }, { key: "creator_op", label: "made by", text: true },
         { key: "line", label: "at", text: true },
       ], holders.at_peak || [], { sort: "total_bytes" });
+      leftovers(sec, holders, ["at_peak", "peak_bytes", "peak_op", "peak_line"]);
     }
   }
 
@@ -323,8 +333,10 @@
     const sec = section("forests", "Tensor forest and blame");
     for (const [key, title] of [["blame_svg", "Blame forest: the tensors memory stalls waited on (the blamed path in red)"], ["forest_svg", "Tensor forest: bases and their views"]]) {
       if (!d[key]) continue;
+      // as an image: an SVG file from the profile's folder is shown, never run (no script, no handlers)
       const box = el("div", { class: "drawing", "data-drawing": key });
-      box.innerHTML = d[key].replace(/^[\s\S]*?(<svg)/, "$1");  // the SVG element, without the XML prologue
+      const svgText = d[key].replace(/^[\s\S]*?(<svg)/, "$1");
+      box.append(el("img", { alt: title, src: "data:image/svg+xml;base64," + btoa(unescape(encodeURIComponent(svgText))) }));
       sec.append(el("h3", { text: title }), box);
     }
     if (!d.forest_svg && d.forest_text) {
@@ -395,6 +407,8 @@
       { key: "sm_throughput_pct", label: "SM %", fmt: num }, { key: "memory_throughput_pct", label: "memory %", fmt: num },
       { key: "achieved_occupancy_pct", label: "occupancy %", fmt: num }, { key: "arithmetic_intensity", label: "FLOP/byte", fmt: num },
     ], rows, { sort: "time_ns" });
+    for (const w of c.warnings || []) sec.append(el("p", { class: "note", text: w }));
+    leftovers(sec, c, ["schema_version", "operators", "warnings"]);
   }
 
   function drawStalls() {
@@ -412,6 +426,7 @@
       ], k.hot || [], { page: 10 });
       sec.append(block);
     }
+    leftovers(sec, st, ["kernels"]);
   }
 
   // ---- diff: the comparison with another run (tenprof diff --html), lines that explain it first ----
