@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -356,6 +356,22 @@ while [ $# -gt 0 ]; do
     ;;
   import)
     python3 benchmarks/import_speed.py --workdir "$WORK/big" 2>&1 | tee "$OUT/import_speed.txt"
+    ;;
+  access_split)  # issue 21: where the access run's step goes: sanitizer callbacks alone, patched without buffers, recording
+    cd "$REPO"
+    for mode in plain tensors nopatch norecord full patchall memcheck; do
+      case $mode in
+      plain) cmd=(python3 examples/gpt2_train.py --steps 1 --warmup 1) ;;
+      tensors) cmd=(tenprof run --quiet --passes tensors -o "$WORK/split_t" examples/gpt2_train.py --steps 1 --warmup 1) ;;
+      full) cmd=(tenprof run --quiet --passes tensors,accesses -o "$WORK/split_full" examples/gpt2_train.py --steps 1 --warmup 1) ;;
+      patchall) cmd=(env TENPROF_ACCESS_PATCH_ALL=1 tenprof run --quiet --passes tensors,accesses -o "$WORK/split_all" examples/gpt2_train.py --steps 1 --warmup 1) ;;
+      memcheck) cmd=(compute-sanitizer --tool memcheck python3 examples/gpt2_train.py --steps 1 --warmup 1) ;;
+      *) cmd=(env TENPROF_ACCESS_DIAGNOSE=$mode tenprof run --quiet --passes tensors,accesses -o "$WORK/split_$mode" examples/gpt2_train.py --steps 1 --warmup 1) ;;
+      esac
+      "${cmd[@]}" 2>&1 | grep -E "^loop_s" | sed "s/^/$mode: /" | tee -a "$OUT/access_split.txt"
+    done
+    for d in "$WORK/split_full" "$WORK/split_all"; do passes "$d" | grep accesses | sed "s|^|$(basename $d): |" | tee -a "$OUT/access_split.txt"; cat "$d"/accesses/raw/access-log-*.txt 2>/dev/null | head -5; done
+    cd - > /dev/null
     ;;
   page23)  # issue 23: GPT-2 small, every pass, the report page written by the run (docs/report_page/gpt2_all.html)
     ( cd "$REPO" && /usr/bin/time -f "page23_wall_s=%e" tenprof run --html --limit 3 --passes all -o "$WORK/prof/gpt2_all" examples/gpt2_train.py --steps 1 --warmup 1 ) > "$WORK/logs/gpt2_all.log" 2>&1

@@ -3,8 +3,10 @@
 // Contract (read by tenprof.importers.access_import):
 // - Active only when TENPROF_ACCESS_DIR and TENPROF_ACCESS_PATCH are set; it then removes itself from
 //   LD_PRELOAD so processes the script starts (compilers, workers) run without it.
-// - Patches every global memory access of every module with tenprof_on_global_access, cp.async and
-//   bulk global->shared copies with their own callbacks (access_patch.cu), and gives each launch a
+// - Sets every module's global memory accesses to be patched with tenprof_on_global_access, cp.async and
+//   bulk global->shared copies with their own callbacks (access_patch.cu), and instruments a module only
+//   while its launches are recorded (patched before a recorded launch, unpatched before one that is not;
+//   TENPROF_ACCESS_PATCH_ALL=1 instruments every module as it loads); gives each recorded launch a
 //   freshly reset device buffer.
 // - After each launch (which it waits for) appends one line to access-launches-<pid>.tsv:
 //   launch id, op seq (-1 outside ops), last op seq started, ordinal in the op, records written,
@@ -16,7 +18,8 @@
 // - tenprof_access_set_op(seq, inside, record) (called from Python with inside=1 before each op and
 //   inside=0 after it) tags the launches that follow; the ordinal counts launches since the op started.
 //   record=0 (an op like one recorded before: same op, line and input layouts) lets its launches run
-//   without a buffer: the patches return at once, and the launch is neither waited for nor written.
+//   without a buffer and, where its module can be unpatched, without the patches: neither waited for
+//   nor written.
 #include <sanitizer.h>
 
 #include <unistd.h>
@@ -29,6 +32,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "access_format.h"
@@ -82,6 +86,18 @@ struct Tool {
     bool async_failed = false;  // a patch kind this sanitizer refused once is not asked for again
     bool bulk_failed = false;
     bool unrecorded_failed = false;  // setting no buffer for a launch failed once (said once in the log)
+    // TENPROF_ACCESS_DIAGNOSE, for benchmarks/ (where a step's time goes): "nopatch" leaves every module
+    // unpatched (the sanitizer's callbacks alone), "norecord" patches but gives no launch a buffer
+    bool diagnose_nopatch = false;
+    bool diagnose_norecord = false;
+    // Modules are instrumented only while their launches are recorded: patched before a launch that
+    // records, unpatched before one that does not (an op like one recorded already), so that the
+    // launches not recorded run the kernels' own code. TENPROF_ACCESS_PATCH_ALL=1 patches every module
+    // when it loads, as before.
+    bool patch_all = false;
+    std::unordered_set<CUmodule> patched;
+    std::unordered_set<CUmodule> patchable;  // modules whose instrumentation points are set
+    bool toggle_failed = false;
     std::unordered_map<CUcontext, ContextBuffers> contexts;
     std::atomic<int64_t> op{-1};       // the op running now, -1 outside ops
     std::atomic<int64_t> last_op{-1};  // the last op that started
@@ -153,7 +169,7 @@ void on_module_loaded(const Sanitizer_ResourceModuleData* data) {
         }
         buffers.patches_loaded = true;
     }
-    if (buffers.failed) return;
+    if (buffers.failed || g_tool->diagnose_nopatch) return;
     // Plain global accesses are required; the asynchronous copies are patched where this sanitizer
     // knows them (a failure there is logged and the rest still records).
     if (!ok(sanitizerPatchInstructions(SANITIZER_INSTRUCTION_GLOBAL_MEMORY_ACCESS, data->module, "tenprof_on_global_access"),
@@ -170,7 +186,26 @@ void on_module_loaded(const Sanitizer_ResourceModuleData* data) {
             "sanitizerPatchInstructions(bulk copy)")) {
         g_tool->bulk_failed = true;
     }
-    ok(sanitizerPatchModule(data->module), "sanitizerPatchModule");
+    g_tool->patchable.insert(data->module);
+    if (g_tool->patch_all && ok(sanitizerPatchModule(data->module), "sanitizerPatchModule")) {
+        g_tool->patched.insert(data->module);
+    }
+}
+
+// Instrument `module` (or take its instrumentation off) before a launch from it; a failure is logged
+// once and leaves the module as it was.
+void set_patched(CUmodule module, bool on) {
+    if (g_tool->patch_all || g_tool->patchable.count(module) == 0) return;
+    const bool now = g_tool->patched.count(module) != 0;
+    if (now == on) return;
+    const SanitizerResult done = on ? sanitizerPatchModule(module) : sanitizerUnpatchModule(module);
+    if (done != SANITIZER_SUCCESS) {
+        if (!g_tool->toggle_failed) note(on ? "sanitizerPatchModule" : "sanitizerUnpatchModule", done);
+        g_tool->toggle_failed = true;
+        return;
+    }
+    if (on) g_tool->patched.insert(module);
+    else g_tool->patched.erase(module);
 }
 
 void on_launch_begin(const Sanitizer_LaunchData* data) {
@@ -184,8 +219,10 @@ void on_launch_begin(const Sanitizer_LaunchData* data) {
         g_tool->ordinal_op = op;
         g_tool->ordinal = 0;
     }
-    if (op >= 0 && !g_tool->record.load()) {
-        // an op like one recorded already: no buffer, so the patches return at once; not waited for
+    if ((op >= 0 && !g_tool->record.load()) || g_tool->diagnose_norecord) {
+        // an op like one recorded already: no buffer, so the patches return at once; not waited for;
+        // and its module's own code, where it can be unpatched
+        set_patched(data->module, g_tool->diagnose_norecord);
         const SanitizerResult done = sanitizerSetLaunchCallbackData(data->hLaunch, data->function, data->hStream, nullptr);
         if (done != SANITIZER_SUCCESS && !g_tool->unrecorded_failed) {
             g_tool->unrecorded_failed = true;
@@ -194,6 +231,7 @@ void on_launch_begin(const Sanitizer_LaunchData* data) {
         g_tool->ordinal++;
         return;
     }
+    set_patched(data->module, true);
     p.active = true;
     p.context = data->context;
     p.module = data->module;
@@ -302,6 +340,12 @@ __attribute__((constructor)) void start_tool() {
     g_tool->capacity = env_number("TENPROF_ACCESS_CAPACITY", g_tool->capacity);
     g_tool->first = env_number("TENPROF_ACCESS_FIRST", g_tool->first);
     g_tool->every = env_number("TENPROF_ACCESS_EVERY", g_tool->every);
+    const char* all = std::getenv("TENPROF_ACCESS_PATCH_ALL");
+    g_tool->patch_all = all != nullptr && std::strcmp(all, "1") == 0;
+    if (const char* mode = std::getenv("TENPROF_ACCESS_DIAGNOSE")) {
+        g_tool->diagnose_nopatch = std::strcmp(mode, "nopatch") == 0;
+        g_tool->diagnose_norecord = std::strcmp(mode, "norecord") == 0;
+    }
     // The other variables are read once here: the script's children must not record.
     unsetenv("TENPROF_ACCESS_DIR");
     g_tool->log = open_output("access-log", ".txt", "w");
