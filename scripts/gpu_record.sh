@@ -373,6 +373,16 @@ while [ $# -gt 0 ]; do
     for d in "$WORK/split_full" "$WORK/split_all"; do passes "$d" | grep accesses | sed "s|^|$(basename $d): |" | tee -a "$OUT/access_split.txt"; cat "$d"/accesses/raw/access-log-*.txt 2>/dev/null | head -5; done
     cd - > /dev/null
     ;;
+  access_lazy)  # issue 21: launches recorded with modules patched lazily against every module patched (per-launch records)
+    cd "$REPO"
+    for mode in full patchall; do
+      extra=(); [ $mode = patchall ] && extra=(env TENPROF_ACCESS_PATCH_ALL=1)
+      "${extra[@]}" tenprof run --quiet --passes tensors,accesses -o "$WORK/lazy_$mode" examples/gpt2_train.py --steps 1 --warmup 1 2>&1 | grep loop_s
+      cp "$WORK/lazy_$mode"/accesses/raw/access-launches-*.tsv "$OUT/launches_$mode.tsv"
+      cat "$WORK/lazy_$mode"/accesses/raw/access-log-*.txt | head -5
+    done
+    cd - > /dev/null
+    ;;
   page23)  # issue 23: GPT-2 small, every pass, the report page written by the run (docs/report_page/gpt2_all.html)
     ( cd "$REPO" && /usr/bin/time -f "page23_wall_s=%e" tenprof run --html --limit 3 --passes all -o "$WORK/prof/gpt2_all" examples/gpt2_train.py --steps 1 --warmup 1 ) > "$WORK/logs/gpt2_all.log" 2>&1
     echo "exit=$?" >> "$WORK/logs/gpt2_all.log"

@@ -97,6 +97,7 @@ struct Tool {
     bool patch_all = false;
     std::unordered_set<CUmodule> patched;
     std::unordered_set<CUmodule> patchable;  // modules whose instrumentation points are set
+    std::unordered_set<CUmodule> unpatched_once;  // their points must be set again before a patch
     bool toggle_failed = false;
     std::unordered_map<CUcontext, ContextBuffers> contexts;
     std::atomic<int64_t> op{-1};       // the op running now, -1 outside ops
@@ -159,6 +160,27 @@ ContextBuffers* buffers_for(CUcontext context) {
     return &buffers;
 }
 
+// The instructions of `module` to patch and their callbacks: plain global accesses are required; the
+// asynchronous copies are patched where this sanitizer knows them (a failure there is logged and the
+// rest still records). Set again before each re-patch: unpatching a module clears them.
+bool set_points(CUmodule module) {
+    if (!ok(sanitizerPatchInstructions(SANITIZER_INSTRUCTION_GLOBAL_MEMORY_ACCESS, module, "tenprof_on_global_access"),
+            "sanitizerPatchInstructions(global)")) {
+        return false;
+    }
+    if (!g_tool->async_failed &&
+        !ok(sanitizerPatchInstructions(SANITIZER_INSTRUCTION_MEMCPY_ASYNC, module, "tenprof_on_memcpy_async"),
+            "sanitizerPatchInstructions(memcpy async)")) {
+        g_tool->async_failed = true;
+    }
+    if (!g_tool->bulk_failed &&
+        !ok(sanitizerPatchInstructions(SANITIZER_INSTRUCTION_BULK_COPY_GLOBAL_TO_SHARED, module, "tenprof_on_bulk_copy"),
+            "sanitizerPatchInstructions(bulk copy)")) {
+        g_tool->bulk_failed = true;
+    }
+    return true;
+}
+
 void on_module_loaded(const Sanitizer_ResourceModuleData* data) {
     std::lock_guard<std::recursive_mutex> guard(g_tool->lock);
     ContextBuffers& buffers = g_tool->contexts[data->context];
@@ -169,23 +191,7 @@ void on_module_loaded(const Sanitizer_ResourceModuleData* data) {
         }
         buffers.patches_loaded = true;
     }
-    if (buffers.failed || g_tool->diagnose_nopatch) return;
-    // Plain global accesses are required; the asynchronous copies are patched where this sanitizer
-    // knows them (a failure there is logged and the rest still records).
-    if (!ok(sanitizerPatchInstructions(SANITIZER_INSTRUCTION_GLOBAL_MEMORY_ACCESS, data->module, "tenprof_on_global_access"),
-            "sanitizerPatchInstructions(global)")) {
-        return;
-    }
-    if (!g_tool->async_failed &&
-        !ok(sanitizerPatchInstructions(SANITIZER_INSTRUCTION_MEMCPY_ASYNC, data->module, "tenprof_on_memcpy_async"),
-            "sanitizerPatchInstructions(memcpy async)")) {
-        g_tool->async_failed = true;
-    }
-    if (!g_tool->bulk_failed &&
-        !ok(sanitizerPatchInstructions(SANITIZER_INSTRUCTION_BULK_COPY_GLOBAL_TO_SHARED, data->module, "tenprof_on_bulk_copy"),
-            "sanitizerPatchInstructions(bulk copy)")) {
-        g_tool->bulk_failed = true;
-    }
+    if (buffers.failed || g_tool->diagnose_nopatch || !set_points(data->module)) return;
     g_tool->patchable.insert(data->module);
     if (g_tool->patch_all && ok(sanitizerPatchModule(data->module), "sanitizerPatchModule")) {
         g_tool->patched.insert(data->module);
@@ -198,14 +204,19 @@ void set_patched(CUmodule module, bool on) {
     if (g_tool->patch_all || g_tool->patchable.count(module) == 0) return;
     const bool now = g_tool->patched.count(module) != 0;
     if (now == on) return;
+    if (on && g_tool->unpatched_once.count(module) != 0) set_points(module);
     const SanitizerResult done = on ? sanitizerPatchModule(module) : sanitizerUnpatchModule(module);
     if (done != SANITIZER_SUCCESS) {
         if (!g_tool->toggle_failed) note(on ? "sanitizerPatchModule" : "sanitizerUnpatchModule", done);
         g_tool->toggle_failed = true;
         return;
     }
-    if (on) g_tool->patched.insert(module);
-    else g_tool->patched.erase(module);
+    if (on) {
+        g_tool->patched.insert(module);
+    } else {
+        g_tool->patched.erase(module);
+        g_tool->unpatched_once.insert(module);
+    }
 }
 
 void on_launch_begin(const Sanitizer_LaunchData* data) {
