@@ -256,6 +256,7 @@ def read_side(profile: Profile, name: str, thresholds: Thresholds | None = None)
 
 def diff(before: RunSide, after: RunSide) -> Diff:
     before, after = _placed(before, after), _placed(after, before)
+    before, after = _by_number(before, after), _by_number(after, before)
     step = _step_change(before.step_ns, after.step_ns)
     none = (0.0, 0.0, 0.0, "")
     lines = []
@@ -307,6 +308,28 @@ def _paired_variants(before: RunSide, after: RunSide) -> tuple[dict[str, tuple[f
         old_ops[shown] = old_ops.pop(key)
         new_ops[shown] = new_ops.pop(matches[0])
     return old_ops, new_ops
+
+
+def _by_number(side: RunSide, other: RunSide) -> RunSide:
+    """`side` with each line known only by its number (no text: an older profile whose file changed
+    since) keyed as `other`'s line at the same file name and number, where `other` knows that line by
+    its text and `side` does not already have that key."""
+    numbered = [key for key in side.lines if key[1] == f"line {_number(side.lines[key][3])}"]
+    if not numbered:
+        return side
+    others = {(key[0], _number(value[3])): key for key, value in other.lines.items()}
+    lines = dict(side.lines)
+    for key in numbered:
+        match = others.get((key[0], _number(side.lines[key][3])))
+        if match is not None and match != key and match not in lines:
+            lines[match] = lines.pop(key)
+    return replace(side, lines=lines)
+
+
+def _number(label: str) -> int:
+    """The line number of a `file:line` label (0 when it has none)."""
+    number = label.rpartition(":")[2]
+    return int(number) if number.isdigit() else 0
 
 
 def _placed(side: RunSide, other: RunSide) -> RunSide:

@@ -5,7 +5,8 @@ counting by line number among the lines the profile knows). The text is the one 
 profile's frames when it was built (`frames.text`); a profile built before that column existed reads
 the file itself, but only when the file has not changed since the profile was made, as an edit in place
 would otherwise give the old run the new text. A line without text (unreadable, or edited since) is
-keyed by its number. Two lines with the same text in one file (`x = self.act(x)` twice) stay apart
+keyed by its number (and `diff` matches it to the other run's line at that file name and number).
+Two lines with the same text in one file (`x = self.act(x)` twice) stay apart
 through the count, as long as both runs know both.
 """
 
