@@ -44,7 +44,11 @@ def test_each_trace_becomes_a_rank_profile_and_the_report_merges(
     assert len(orjson.loads(capsys.readouterr().out)["ranks"]) == 2
     # a second import into the same folder is refused without --force, and replaces it with
     assert main(["import", str(folder), "--quiet"]) == 2
+    (folder / "slow_step.json.gz").unlink()  # one rank fewer this time: its old profile must not stay
+    (out / "rank00001" / "notes.txt").write_text("mine")  # a file of the user's in it stays
     assert main(["import", str(folder), "--quiet", "--force"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["rank00000", "rank00001"]
+    assert [p.name for p in (out / "rank00001").iterdir()] == ["notes.txt"]
 
 
 def test_the_rank_a_trace_names_wins_over_its_name(tmp_path: Path) -> None:

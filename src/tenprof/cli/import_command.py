@@ -70,6 +70,8 @@ def import_ranks(traces: list[Path], out_dir: Path, force: bool, quiet: bool) ->
                 print(f"tenprof: {trace}: {error}", file=sys.stderr)
             elif not quiet:
                 print(f"tenprof: {trace} -> {target}/", file=sys.stderr)
+    if force:
+        _remove_other_ranks(out_dir, {target for _, target, _ in jobs})
     if not quiet and failed < len(jobs):
         print_ranks_report(out_dir, console(), 15)
         print(
@@ -77,6 +79,17 @@ def import_ranks(traces: list[Path], out_dir: Path, force: bool, quiet: bool) ->
             file=sys.stderr,
         )
     return 1 if failed else 0
+
+
+def _remove_other_ranks(out_dir: Path, kept: set[Path]) -> None:
+    """Rank profiles of an earlier import into `out_dir` whose rank no trace of this one has: they would
+    mix into the merged report. Only what tenprof wrote in them goes (a rank whose trace failed this
+    time keeps its earlier profile)."""
+    from tenprof.store.directory import is_profile_dir, rank_dirs, remove_profile
+
+    for rank in rank_dirs(out_dir):
+        if rank not in kept and is_profile_dir(rank):
+            remove_profile(rank)
 
 
 def _import_one(job: tuple[Path, Path, bool]) -> str:

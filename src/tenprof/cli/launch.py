@@ -75,7 +75,7 @@ def prepare_ranks_dir(out_dir: Path, force: bool) -> None:
         raise UsageError(f"{foreign[0]} is not a profile tenprof can replace (no marker); remove it yourself or use -o")
 
 
-def _remove_stale_ranks(out_dir: Path, started: float) -> None:
+def remove_stale_ranks(out_dir: Path, started: float) -> None:
     """After a --force launch: rank profiles this launch did not rewrite (fewer ranks this time) would
     mix into the merged report; remove what tenprof wrote in them (and the folder, once empty)."""
     for rank in rank_dirs(out_dir):
@@ -97,7 +97,7 @@ def run_under_launcher(
     except FileNotFoundError:
         raise UsageError(f"the launcher {command[0]!r} was not found") from None
     if force and out_dir.is_dir():
-        _remove_stale_ranks(out_dir, started)
+        remove_stale_ranks(out_dir, started)
     if not quiet:
         from tenprof.cli.common import console
         from tenprof.cli.ranks_report import print_ranks_report

@@ -165,14 +165,14 @@ class RunCommand:
 
 def _write_page(out_dir: Path) -> str:
     """OUTPUT/report.html (tenprof's own file in its own profile directory); what happened, in words."""
-    from tenprof.renderers.html_page import write_html
+    from tenprof.renderers.html_page import page_bytes
     from tenprof.store.directory import claim
 
     target = out_dir / "report.html"
     try:
+        page = page_bytes(load_profile(out_dir))  # made whole before the file is opened
         claim(out_dir, target.name)  # so that --force may replace it with the rest of the profile
-        with target.open("wb") as out:
-            write_html(load_profile(out_dir), out)
+        target.write_bytes(page)
     except OSError as exc:
         target.unlink(missing_ok=True)
         return f"the report page could not be written to {target}: {exc.strerror or exc}"
