@@ -6,7 +6,7 @@ GPU or CPU time, so that a large run's page stays small), the allocated memory o
 points: the peaks of each bucket kept), and the tensor and blame forests as SVG when Graphviz's `dot`
 is installed (else the forest's text). Its script and style are inlined from `html_assets/`: nothing is
 fetched, so the page opens from a scratch disk or a CI artifact. The script draws every section from
-the data; a section it has no drawing for is shown as a table of its JSON, so a section added to the
+the data; a section it has no drawing for is shown as its JSON, so a section added to the
 registry appears in the page too.
 """
 
