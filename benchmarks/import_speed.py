@@ -1,11 +1,13 @@
-"""Seconds and peak memory to import a big Kineto trace (`tenprof import`), streaming.
+"""Seconds and peak memory to import big Kineto traces: tenprof's `tenprof import`, and HTA's parser
+beside it when a Python with HTA is given, each in its own process.
 
-    python benchmarks/import_speed.py --workdir /tmp/big [--target-mb 600] [--trace existing.json]
+    python benchmarks/import_speed.py [--sizes 100,500] [--source TRACE] [--workdir DIR]
+                                      [--hta-python /path/to/python-with-hta]
 
-Without --trace it first makes one: torch.profiler with record_shapes, profile_memory and with_stack
-over a long run of the small MLP (tens of thousands of events per step), growing the step count until
-the exported JSON passes --target-mb. The import runs in a child process; its peak RSS is read from
-getrusage(RUSAGE_CHILDREN).
+The traces are made from a real recording (default: GPT-2 small's, tests/data/gpt2) by
+tests/trace_replica.py: its events repeated, each copy shifted in time and in every linking id, until
+the file passes each size. Peak RSS is the child's (getrusage(RUSAGE_CHILDREN) in a fresh interpreter
+whose only child it is). Prints a line per size and tool, and the growth of time and memory per MB.
 """
 
 from __future__ import annotations
@@ -15,68 +17,65 @@ import subprocess
 import sys
 from pathlib import Path
 
-MAKER = r"""
-import sys, torch
-from torch import nn
-from torch.profiler import profile, ProfilerActivity
-steps, out = int(sys.argv[1]), sys.argv[2]
-dev = "cuda" if torch.cuda.is_available() else "cpu"
-layers = []
-for _ in range(16):
-    layers += [nn.Linear(256, 256), nn.ReLU()]
-model = nn.Sequential(*layers).to(dev)
-opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-x = torch.randn(64, 256, device=dev)
-acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev == "cuda" else [])
-with profile(activities=acts, record_shapes=True, profile_memory=True, with_stack=True) as prof:
-    for _ in range(steps):
-        model(x).square().mean().backward(); opt.step(); opt.zero_grad()
-prof.export_chrome_trace(out)
-"""
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tests.trace_replica import replicate  # noqa: E402
+
+MEASURE = (
+    "import resource, subprocess, sys, time; t = time.perf_counter(); "
+    "r = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+    "print(r.returncode, time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); "
+    "print(r.stderr[-2000:], file=sys.stderr)"
+)
+HTA = (
+    "import sys; from hta.common.trace_parser import parse_trace_dataframe; "
+    "from hta.configs.parser_config import ParserConfig; "
+    "meta, df, symbols = parse_trace_dataframe(sys.argv[1], ParserConfig()); print(len(df))"
+)
 
 
-def make_trace(workdir: Path, target_mb: float) -> Path:
-    workdir.mkdir(parents=True, exist_ok=True)
-    pilot = workdir / "pilot.json"
-    subprocess.run([sys.executable, "-c", MAKER, "20", str(pilot)], check=True)
-    per_step = pilot.stat().st_size / 20
-    steps = int(target_mb * 1e6 / per_step * 1.1) + 1
-    trace = workdir / "big.json"
-    print(f"pilot: {per_step / 1e6:.2f} MB per step; making {steps} steps", flush=True)
-    subprocess.run([sys.executable, "-c", MAKER, str(steps), str(trace)], check=True)
-    return trace
+def measure(command: list[str]) -> tuple[float, float]:
+    """Seconds and peak RSS (MB) of `command`, run as the only child of a fresh interpreter."""
+    done = subprocess.run([sys.executable, "-c", MEASURE, *command], capture_output=True, text=True, check=False)
+    code, seconds, peak_kb = done.stdout.split()
+    if code != "0":
+        raise SystemExit(f"{command[:3]} failed: {done.stderr[-2000:]}")
+    return float(seconds), int(peak_kb) / 1024
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="100,500", help="trace sizes in MB")
+    parser.add_argument("--source", default=str(REPO / "tests/data/gpt2/timeline/raw/kineto_trace.json.gz"))
     parser.add_argument("--workdir", default="/tmp/tenprof-import-bench")
-    parser.add_argument("--target-mb", type=float, default=600)
-    parser.add_argument("--trace", default="")
+    parser.add_argument("--hta-python", default="", help="a Python interpreter with HTA installed")
     args = parser.parse_args()
     workdir = Path(args.workdir)
-    trace = Path(args.trace) if args.trace else make_trace(workdir, args.target_mb)
-    size_mb = trace.stat().st_size / 1e6
-    out = workdir / "imported"
-    # A fresh interpreter runs the import as its only child, so its RUSAGE_CHILDREN peak is the import's.
-    measure = (
-        "import resource, subprocess, sys, time; t = time.perf_counter(); "
-        "r = subprocess.run([sys.executable, '-m', 'tenprof', 'import', sys.argv[1], '-o', sys.argv[2], "
-        "'--force', '--quiet'], capture_output=True, text=True); "
-        "print(r.returncode, time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); "
-        "print(r.stderr[-2000:], file=sys.stderr)"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", measure, str(trace), str(out)], capture_output=True, text=True, check=False
-    )
-    code, seconds, peak_kb = done.stdout.split()
-    if code != "0":
-        raise SystemExit(f"import failed: {done.stderr[-2000:]}")
-    seconds_f, peak_mb = float(seconds), int(peak_kb) / 1024
-    tables_mb = sum(p.stat().st_size for p in (out / "timeline").glob("*.parquet")) / 1e6
-    print(
-        f"trace {size_mb:.0f} MB -> import {seconds_f:.1f} s ({size_mb / seconds_f:.0f} MB/s), "
-        f"peak RSS {peak_mb:.0f} MB, Parquet tables {tables_mb:.1f} MB"
-    )
+    workdir.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for size in (int(s) for s in args.sizes.split(",")):
+        trace = workdir / f"trace_{size}mb.json"
+        if not trace.exists():
+            copies = replicate(Path(args.source), trace, target_bytes=size * 1_000_000)
+            print(f"made {trace} ({copies} copies)", flush=True)
+        mb = trace.stat().st_size / 1e6
+        out = workdir / f"imported_{size}"
+        seconds, peak = measure(
+            [sys.executable, "-m", "tenprof", "import", str(trace), "-o", str(out), "--force", "--quiet"]
+        )
+        rows.append(("tenprof", mb, seconds, peak))
+        print(f"tenprof {mb:.0f} MB: {seconds:.1f} s ({mb / seconds:.0f} MB/s), peak RSS {peak:.0f} MB", flush=True)
+        if args.hta_python:
+            seconds, peak = measure([args.hta_python, "-c", HTA, str(trace)])
+            rows.append(("HTA", mb, seconds, peak))
+            print(f"HTA     {mb:.0f} MB: {seconds:.1f} s ({mb / seconds:.0f} MB/s), peak RSS {peak:.0f} MB", flush=True)
+    for tool in ("tenprof", "HTA"):
+        mine = [r for r in rows if r[0] == tool]
+        if len(mine) >= 2:
+            (_, m0, s0, p0), (_, m1, s1, p1) = mine[0], mine[-1]
+            per_mb = (1000 * (s1 - s0) / (m1 - m0), (p1 - p0) / (m1 - m0))
+            print(f"{tool}: growth per MB of trace {per_mb[0]:.0f} ms, {per_mb[1]:.2f} MB")
 
 
 if __name__ == "__main__":
