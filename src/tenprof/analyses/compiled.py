@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow.compute as pc
 
 from tenprof.analyses.summary import OpLines, user_frame_of
 from tenprof.core.inductor import from_kernel_name
@@ -77,6 +78,8 @@ class CompiledReport:
 def compiled_report(profile: Profile) -> CompiledReport | None:
     """The compiled kernels of the profile's steady steps with what they are attributed to; None when no
     kernel time is in compiled code."""
+    if not _may_hold_compiled_code(profile):  # an eager run: spares the walk over every op
+        return None
     tree = _op_tree(profile)
     kernels = _kernels(profile)
     sources = _sources(profile, kernels, tree)
@@ -113,7 +116,24 @@ class _OpTree:
 
 def in_compiled_region(profile: Profile) -> np.ndarray:
     """Per op: whether it runs inside a torch.compile'd region (an enclosing record says so)."""
+    if not _has_region_records(profile):
+        return np.zeros(profile.table("ops").num_rows, dtype=bool)
     return _op_tree(profile).in_region
+
+
+def _has_region_records(profile: Profile) -> bool:
+    """Whether any op record marks a compiled region (no op can be inside one otherwise)."""
+    names = profile.table("ops").column("name")
+    return any(bool(pc.any(pc.match_substring(names, mark)).as_py()) for mark in REGION_MARKS)
+
+
+def _may_hold_compiled_code(profile: Profile) -> bool:
+    """False only where no kernel can count as compiled: no region records, no generated-kernel rows,
+    and no kernel name that reads as generated (`_tally`'s two tests, checked without the op walk)."""
+    if _has_region_records(profile) or profile.table("compiled_kernels").num_rows:
+        return True
+    names = set(profile.table("kernels").column("name").to_pylist())
+    return any(from_kernel_name(name) is not None for name in names)
 
 
 def _op_tree(profile: Profile) -> _OpTree:

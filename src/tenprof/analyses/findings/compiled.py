@@ -25,7 +25,7 @@ _REGION = re.compile(r"^Torch-Compiled Region: (\d+)/(\d+)$")
 def check(ctx: Context) -> list[Finding]:
     """torch-compile: compilations inside the steady steps, or compiled regions whose CPU cost exceeds the
     GPU work they launch; at most one finding."""
-    ctx = Context(ctx.profile, ctx.t, keep_compiling=True)
+    ctx = ctx.keeping_compiling()
     names = ctx.op_names()
     ops = ctx.profile.table("ops")
     start = ops.column("start_ns").to_numpy()
@@ -249,7 +249,7 @@ def graph_breaks(ctx: Context) -> list[Finding]:
     """graph-break: Dynamo split a compiled function. The code after the break runs as a resume function
     (named torch_dynamo_resume_in_<function>_at_<line>, which names the break) whose compiled region is
     entered from inside the first one, so each call pays a second region's dispatch."""
-    ctx = Context(ctx.profile, ctx.t, keep_compiling=True)
+    ctx = ctx.keeping_compiling()
     ops = ctx.profile.table("ops")
     names = ctx.op_names()
     inside = ctx.in_steps(ops.column("start_ns").to_numpy())

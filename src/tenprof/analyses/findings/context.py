@@ -34,6 +34,7 @@ class Context:
     def __init__(self, profile: Profile, thresholds: Thresholds, keep_compiling: bool = False) -> None:
         self.profile = profile
         self.t = thresholds
+        self._keeping_compiling: Context | None = self if keep_compiling else None
         steps = profile.table("steps")
         complete = recorded_steps(profile)  # steps run with the capture off are judged through `overhead`
         self.step_numbers = steps.column("step").to_numpy()[complete]
@@ -219,6 +220,12 @@ class Context:
 
     def op_names(self) -> list[str]:
         return self._op_names
+
+    def keeping_compiling(self) -> Context:
+        """The same judgement with the compiling steps kept (the compile checks'), made once and shared."""
+        if self._keeping_compiling is None:
+            self._keeping_compiling = Context(self.profile, self.t, keep_compiling=True)
+        return self._keeping_compiling
 
     def ancestors_named(self, op: int, names: set[str], outermost: bool = False) -> str:
         """The innermost (or outermost) op from `op` up to its top-level op whose name is in `names`, or ''.

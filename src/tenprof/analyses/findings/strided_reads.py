@@ -10,6 +10,8 @@ it is what matching layouts would save; without such a reference in the profile 
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import orjson
 
@@ -30,8 +32,9 @@ def _order(shape: list[int], strides: list[int]) -> tuple[int, ...]:
     return tuple(sorted(dims, key=lambda d: -strides[d]))
 
 
+@functools.lru_cache(maxsize=4096)  # a run repeats a few thousand signatures over millions of ops
 def _tensors(shapes: str, strides: str, dtypes: str) -> list[tuple[list[int], list[int], int]]:
-    """(shape, strides, element bytes) of each tensor input, in order."""
+    """(shape, strides, element bytes) of each tensor input, in order (shared between calls: read only)."""
     try:
         dims, steps, types = orjson.loads(shapes), orjson.loads(strides), orjson.loads(dtypes)
     except orjson.JSONDecodeError:
