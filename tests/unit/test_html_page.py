@@ -225,10 +225,6 @@ def test_pages_of_every_pass_ranks_and_a_diff(browser: Any, tmp_path: Path) -> N
     # the forests: SVG where graphviz's dot is installed, else the forest's text
     assert page.locator("#forests img").count() >= 1 or "T0" in page.locator("#forests pre").inner_text()
     assert page.locator("#tensor_stall_cost tbody tr").count() > 0 and page.locator("#stalls .kernel-block").count() > 0
-    counters = tmp_path / "mlp.html"
-    assert main(["export", str(DATA / "stalls" / "mlp"), "-o", str(counters)]) == 0
-    page, errors, _ = _open(browser, counters, shots)
-    assert not errors and page.locator("#counters circle.op-point").count() == 16
     ranks = tmp_path / "ranks.html"
     assert main(["export", str(DATA / "ranks" / "slowed"), "-o", str(ranks)]) == 0
     page, errors, _ = _open(browser, ranks, shots)
