@@ -169,6 +169,7 @@ def test_peak_of_a_known_allocation_pattern(tmp_path: Path) -> None:
             d = b + 1                          # 2 MiB: the peak, b + c + d
             del b, c, d
             e = torch.empty(1024)
+            s = torch.sparse_coo_tensor(torch.tensor([[0, 1], [1, 0]]), torch.ones(2), (2, 2)).to_dense()
             """
         )
     )
@@ -183,6 +184,9 @@ def test_peak_of_a_known_allocation_pattern(tmp_path: Path) -> None:
     lifetimes = profile.table("storages").to_pylist()
     first = lifetimes[0]
     assert first["nbytes"] == 1 << 20 and first["free_op_seq"] == 2  # freed before the third op
+    # the sparse tensor has no storage: not in the forest, and the pass says so (partial) rather than skip it
+    status = profile.meta.passes["tensors"]
+    assert status.state == "partial" and "without a storage (sparse, nested)" in status.reason
 
 
 def test_export_forest_and_errors(profile: Profile, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

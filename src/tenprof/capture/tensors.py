@@ -141,6 +141,7 @@ class TensorRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
         # storage rows: id, device, address, nbytes, alloc seq, free seq (-1 while alive)
         self.storages: list[list[Any]] = []
         self.unseen_creators = 0
+        self.untracked_uses = 0  # uses of tensors without a storage (sparse, nested): not in the forest
         self.broken = ""
         self._infos: dict[Any, _OpInfo] = {}
         self._by_impl: dict[int, int] = {}
@@ -202,6 +203,7 @@ class TensorRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
         try:
             sid, new_storage = self._storage_id(t, seq)
         except (RuntimeError, NotImplementedError):  # sparse, nested and other storage-less tensors
+            self.untracked_uses += 1  # counted, and said in the pass's warnings
             return -1
         layout = (sid, t.storage_offset(), t.shape, t.stride(), t.dtype)
         tid = self._by_layout.get(layout)
@@ -385,6 +387,7 @@ class TensorRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
             "frames": self.interner.rows,
             "op_count": self.seq,
             "unseen_creators": self.unseen_creators,
+            "untracked_uses": self.untracked_uses,
             "broken": self.broken,
         }
 

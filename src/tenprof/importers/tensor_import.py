@@ -287,6 +287,12 @@ def _report(data: dict[str, Any], n_ops: int, n_tensors: int, n_storages: int, m
         cuda_memory={k: int(v) for k, v in data.get("cuda_memory", {}).items()},
         warnings=[str(data["broken"])] if data.get("broken") else [],
     )
+    untracked = int(data.get("untracked_uses", 0))
+    if untracked:
+        report.warnings.append(
+            f"{untracked} use(s) of tensors without a storage (sparse, nested) are not in the forest: their "
+            "memory and reads are not counted"
+        )
     graphs = int(data.get("compiled_graphs", 0))
     if graphs:
         report.warnings.append(
