@@ -1,12 +1,14 @@
-"""Make the sample report pages in docs/report_page/ and their screenshots, in headless Chromium.
+"""Make the sample report pages and their screenshots (docs/report_page/), in headless Chromium.
 
-    python scripts/page_screenshots.py [--out docs/report_page]
+    python scripts/page_screenshots.py [--out docs/report_page] [--pages /tmp/tenprof-pages]
 
 Pages from recordings in tests/data: GPT-2 small's timeline (H200), the planted access patterns with
 every pass (H100), the small MLP with counters and stalls (H100), two DDP ranks with one slowed (H100)
 and the fp32 -> TF32 diff (H100); and GPT-2 small with every pass, the page its run wrote on the H100
 (gpt2_all.html: its data kept as it came, drawn again by this version's script). Prints each page's
-size and the time it took to open (to the page's ready mark), which docs/REPORT_PAGE.md quotes."""
+size and the time it took to open (to the page's ready mark), which docs/REPORT_PAGE.md quotes. The
+screenshots go to --out; the pages made from tests/data go to --pages (each inlines the same script and
+style: only gpt2_all.html, whose data came from the GPU machine, is kept in docs/)."""
 
 from __future__ import annotations
 
@@ -45,7 +47,10 @@ SHOTS = {  # page -> sections to picture
 def run() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default="docs/report_page")
-    out = Path(parser.parse_args().out)
+    parser.add_argument("--pages", default="/tmp/tenprof-pages")
+    args = parser.parse_args()
+    out, pages = Path(args.out), Path(args.pages)
+    pages.mkdir(parents=True, exist_ok=True)
     out.mkdir(parents=True, exist_ok=True)
     chromium = shutil.which("chromium")
     if chromium is None:
@@ -56,7 +61,7 @@ def run() -> None:
             args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
         )
         for name, argv in PAGES.items():
-            html = out / f"{name}.html"
+            html = (pages if argv else out) / f"{name}.html"
             if argv:
                 assert main(_argv(argv, html)) == 0
             elif not html.exists():
