@@ -13,16 +13,14 @@ style: only gpt2_all.html, whose data came from the GPU machine, is kept in docs
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import time
 from pathlib import Path
-from typing import Any
 
 from playwright.sync_api import sync_playwright
 
 from tenprof.cli.main import main
-from tenprof.renderers.html_page import render_page
+from tenprof.renderers.html_page import embedded_data, render_page
 
 DATA = Path("tests/data")  # run from the repository root: the pages name the recordings by these paths
 PAGES = {
@@ -67,7 +65,7 @@ def run() -> None:
             elif not html.exists():
                 continue
             else:  # the data as the GPU run wrote it, drawn by this version's script and style
-                html.write_text(render_page(_embedded(html.read_text())))
+                html.write_text(render_page(embedded_data(html.read_text())))
             page = browser.new_page(viewport={"width": 1300, "height": 900})
             errors: list[str] = []
             page.on("console", lambda m, errors=errors: errors.append(m.text) if m.type == "error" else None)
@@ -84,13 +82,6 @@ def run() -> None:
             )
             page.close()
         browser.close()
-
-
-def _embedded(page: str) -> dict[str, Any]:
-    start = page.index('<script type="application/json" id="tenprof-data">') + len(
-        '<script type="application/json" id="tenprof-data">'
-    )
-    return json.loads(page[start : page.index("</script>", start)])  # type: ignore[no-any-return]
 
 
 def _argv(argv: list[str], html: Path) -> list[str]:

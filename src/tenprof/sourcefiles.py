@@ -1,7 +1,9 @@
-"""Which source files are the user's own code (shared by capture and import; no torch here)."""
+"""Which source files are the user's own code, and the text of their lines (shared by capture, import
+and analyses; no torch here)."""
 
 from __future__ import annotations
 
+import linecache
 import os
 
 # Inductor's generated code lives in /tmp/torchinductor_<user>/: generated, not written by the user.
@@ -19,3 +21,15 @@ def is_user_file(path: str) -> bool:
     if normalized.startswith(_TENPROF_DIR):
         return False
     return not any(marker in normalized for marker in _NOT_USER_MARKERS)
+
+
+def line_text(file: str, line: int, as_of: float | None = None) -> str | None:
+    """The line's text, stripped, as the file reads now; None where it cannot be read, or where the file
+    changed after `as_of` (the recording's time, epoch seconds: a trace imported later may name a file
+    edited since, whose text at that number is another line)."""
+    if not file or line < 1 or not os.path.isfile(file):
+        return None
+    if as_of is not None and os.path.getmtime(file) > as_of + 1:
+        return None
+    linecache.checkcache(file)  # a long-lived process may have cached an older version of the file
+    return linecache.getline(file, line).strip() or None

@@ -13,11 +13,11 @@ through the count, as long as both runs know both.
 from __future__ import annotations
 
 import datetime as dt
-import linecache
 import os
 from collections import defaultdict
 from collections.abc import Iterable
 
+from tenprof.sourcefiles import line_text
 from tenprof.store.profile import Profile
 
 LineKey = tuple[str, str, int]  # file name, text (or "line N"), ordinal among equal texts
@@ -74,12 +74,4 @@ def _timestamp(iso: str) -> float | None:
 
 def _unchanged_text(file: str, line: int, made: float | None) -> str | None:
     """The line's text read from the file, where it was not modified after the profile was made."""
-    if not file or line < 1 or made is None:
-        return None
-    try:
-        if os.path.getmtime(file) > made + 1:  # created_at is in whole seconds
-            return None
-    except OSError:
-        return None
-    linecache.checkcache(file)
-    return linecache.getline(file, line).strip() or None
+    return line_text(file, line, made) if made is not None else None

@@ -16,8 +16,6 @@ The result also carries the clock mapping found and the warnings for the build r
 
 from __future__ import annotations
 
-import linecache
-import os
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +26,7 @@ import pyarrow as pa
 from tenprof.core.intervals import I64Array, nest
 from tenprof.importers.callsites import Callsites, clock_offset
 from tenprof.importers.timeline_columns import Clock, Cols, ThreadNesting
-from tenprof.sourcefiles import is_user_file
+from tenprof.sourcefiles import is_user_file, line_text
 from tenprof.store.schema import TABLES
 
 _PY_FUNCTION = re.compile(r"^(.*)\((\d+)\): (.*)$")
@@ -87,18 +85,6 @@ class _FrameTable:
         texts = [line_text(file, line, sources_as_of) if user else None for _, _, file, line, _, _, user in self.rows]
         cols.append(texts)
         return pa.table(dict(zip(TABLES["frames"].names, cols, strict=True)), schema=TABLES["frames"])
-
-
-def line_text(file: str, line: int, as_of: float | None = None) -> str | None:
-    """The line's text, stripped, as the file reads now; None where it cannot be read, or where the file
-    changed after `as_of` (the recording's time, epoch seconds: a trace imported later may name a file
-    edited since, whose text at that number is another line)."""
-    if not file or line < 1 or not os.path.isfile(file):
-        return None
-    if as_of is not None and os.path.getmtime(file) > as_of + 1:
-        return None
-    linecache.checkcache(file)  # a long-lived process may have cached an older version of the file
-    return linecache.getline(file, line).strip() or None
 
 
 class _TopPaths:

@@ -19,7 +19,7 @@ import orjson
 import pyarrow as pa
 
 from tenprof.errors import TraceFormatError
-from tenprof.importers.call_paths import line_text
+from tenprof.sourcefiles import line_text
 from tenprof.store.schema import ALLOCATOR_EVENTS, FRAMES, STORAGES, TENSOR_OPS, TENSOR_USES, TENSORS
 from tenprof.store.writer import PassWriter
 

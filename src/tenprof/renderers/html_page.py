@@ -73,6 +73,13 @@ def render_page(data: dict[str, Any]) -> str:
     )
 
 
+def embedded_data(page: str) -> dict[str, Any]:
+    """The data a page made by `render_page` holds (to draw it again with another version's script)."""
+    opening = '<script type="application/json" id="tenprof-data">'
+    start = page.index(opening) + len(opening)
+    return orjson.loads(page[start : page.index("</script>", start)])  # type: ignore[no-any-return]
+
+
 def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 

@@ -9,12 +9,13 @@ Given the trace's events as a re-callable stream (`renderers.perfetto.perfetto_e
   track keeping the highest sample of each of its time buckets (so a memory peak survives);
 - what the cap left out is summarised on a counter track per process, "tenprof: slices left out",
   over 200 buckets of the window: how many slices and how much of their time.
-The first pass (only with a cap) reads durations and counter values into arrays: memory grows with the
-event count (16 bytes a slice), not with the events' text.
+The first pass (only with a cap) reads durations and counter times and values into typed arrays: memory
+grows with the event count (8 bytes a slice, 16 and a track a counter sample), not with the events' text.
 """
 
 from __future__ import annotations
 
+from array import array
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -97,10 +98,10 @@ class _Plan:
 
 
 def _plan(events: Iterator[dict[str, Any]], cut: TraceCut) -> _Plan:
-    durations: list[float] = []
+    durations = array("d")
     counter_track: list[tuple[str, int]] = []
-    counter_ts: list[float] = []
-    counter_value: list[float] = []
+    counter_ts = array("d")
+    counter_value = array("d")
     lo, hi = float("inf"), float("-inf")
     for event in events:
         phase = event.get("ph")

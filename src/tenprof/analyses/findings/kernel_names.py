@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from tenprof.analyses.findings.context import Context, per_step
@@ -48,7 +49,6 @@ def check(ctx: Context) -> list[Finding]:
         return []
     inside = ctx.kernels_in_steps
     column = k.column("name")
-    names = column.to_pylist()
     duration_ns = k.column("duration_ns").to_numpy()
     ops = k.column("op_id").to_numpy()
     gpu_ns = ctx.steps_kernel_ns
@@ -61,7 +61,7 @@ def check(ctx: Context) -> list[Finding]:
     fp32_ns = int(duration_ns[fp32].sum())
     saving = int(fp32_ns * (1 - 1 / TF32_SPEEDUP))
     if not counters_ran and saving >= ctx.t.names_min_share * gpu_ns:
-        kinds = sorted({_short(n) for n in np.array(names, dtype=object)[fp32].tolist()})
+        kinds = sorted({_short(n) for n in column.filter(pa.array(fp32)).to_pylist()})
         found.append(
             Finding(
                 id="gemm-without-tensor-cores",
