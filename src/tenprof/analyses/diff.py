@@ -40,6 +40,7 @@ are one row.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections import defaultdict
@@ -347,6 +348,7 @@ def _placed(side: RunSide, other: RunSide) -> RunSide:
     return replace(side, lines=lines, region_ops={})
 
 
+@functools.lru_cache(maxsize=8192)  # called per kernel launch: a run repeats a few thousand signatures
 def _op_signature(name: str, shapes: str | None) -> Signature:
     """An op by name and its input shapes (as JSON; `[]` where unreadable)."""
     try:

@@ -164,7 +164,9 @@
       ["profiler's share of a step", o.profiler_share === undefined || o.profiler_share === null ? "unknown" : pct(o.profiler_share)],
     ];
     if (s.memory_peak) cards.push(["memory peak (" + s.memory_peak.device + ")", bytes(s.memory_peak.allocated_bytes)]);
-    if (s.attribution) cards.push(["kernel time with a line", pct(s.attribution.user_line_percent / 100)]);
+    if (s.attribution && s.attribution.kernel_time_ns) {  // no kernels: no share to give
+      cards.push(["kernel time with a line", pct(s.attribution.user_line_percent / 100)]);
+    }
     sec.append(el("div", { class: "cards" }, ...cards.map(([k, v]) => el("div", { class: "card" }, el("div", { class: "v", text: String(v === undefined ? "" : v) }), el("div", { class: "k", text: k })))));
     if (o.note) sec.append(el("p", { class: "note", text: "Overhead: " + o.note }));
     for (const n of s.notes || []) sec.append(el("p", { class: "note", text: n }));
