@@ -60,18 +60,20 @@ def import_ranks(traces: list[Path], out_dir: Path, force: bool, quiet: bool) ->
     ranks = [r or 0 for r in named] if len(distinct) == len(traces) else list(range(len(traces)))
     prepare_ranks_dir(out_dir, force)
     out_dir.mkdir(parents=True, exist_ok=True)
-    jobs = [(t, rank_dir(out_dir, r), force) for t, r in zip(traces, ranks, strict=True)]
-    workers = max(1, min(len(jobs), os.cpu_count() or 1))
+    workers = max(1, min(len(traces), os.cpu_count() or 1))
+    # ranks are read in parallel already: each reads its trace in one process unless cores are left over
+    per_rank = max(1, (os.cpu_count() or 1) // len(traces))
+    jobs = [(t, rank_dir(out_dir, r), force, per_rank) for t, r in zip(traces, ranks, strict=True)]
     failed = 0
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        for (trace, target, _), error in zip(jobs, pool.map(_import_one, jobs), strict=True):
+        for (trace, target, _, _), error in zip(jobs, pool.map(_import_one, jobs), strict=True):
             if error:
                 failed += 1
                 print(f"tenprof: {trace}: {error}", file=sys.stderr)
             elif not quiet:
                 print(f"tenprof: {trace} -> {target}/", file=sys.stderr)
     if force:
-        _remove_other_ranks(out_dir, {target for _, target, _ in jobs})
+        _remove_other_ranks(out_dir, {target for _, target, _, _ in jobs})
     if not quiet and failed < len(jobs):
         print_ranks_report(out_dir, console(), 15)
         print(
@@ -92,11 +94,11 @@ def _remove_other_ranks(out_dir: Path, kept: set[Path]) -> None:
             remove_profile(rank)
 
 
-def _import_one(job: tuple[Path, Path, bool]) -> str:
+def _import_one(job: tuple[Path, Path, bool, int]) -> str:
     """One rank's import, in a worker process: '' or what went wrong, in one line."""
-    trace, target, force = job
+    trace, target, force, workers = job
     try:
-        import_trace(trace, target, force)
+        import_trace(trace, target, force, workers)
     except TenprofError as exc:
         return str(exc)
     return ""

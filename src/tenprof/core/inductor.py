@@ -60,7 +60,8 @@ def inside_autotuning(op_names: list[str], parent: np.ndarray) -> np.ndarray:
     """Per op: it is, or runs inside, one of Inductor's autotuning benchmarks (AUTOTUNING_RECORDS), whose
     launches are not the program's: the counters pass leaves them unmarked (only the launch after
     autotuning is replayed), and they count as no launch of the kernel."""
-    own = np.array([any(r in name for r in AUTOTUNING_RECORDS) for name in op_names], dtype=bool)
+    marked = {name: any(r in name for r in AUTOTUNING_RECORDS) for name in set(op_names)}
+    own = np.array([marked[name] for name in op_names], dtype=bool)
     return within_records(own, parent)
 
 

@@ -1,52 +1,41 @@
-"""Stream the events of a Kineto / Chrome trace (`.json` or `.json.gz`) without loading it whole.
+"""Stream the events of a Kineto / Chrome trace (`.json`, `.json.gz`, `.json.zst`) without loading it whole.
 
-`read_trace(path)` returns a `TraceHeader` (top-level keys other than traceEvents: base time, device
-properties) and an iterator over event dicts. Events come from ijson's C parser; the small top-level
-keys are recovered from the first and last bytes the parser read, so one pass over the file suffices.
+`TraceStream(path).events()` yields `kineto_events.Event`s in file order (`batches()` the same in lists,
+`collect(workers)` sorts them into the importer's columns, in several processes for a large trace);
+afterwards `header` holds the top-level keys other than traceEvents (base time, device properties, ...),
+which Kineto writes before and after the events. The file is read once, in blocks cut at event
+boundaries (importers.event_chunks) and decoded by msgspec into typed events (importers.kineto_events):
+memory for the reading stays at a few blocks.
 
 Errors a user can cause (missing file, a folder, truncated gzip, not JSON, no `traceEvents`, JSON that
 is not a torch.profiler / Kineto trace such as tenprof's own Perfetto export) raise `TraceFormatError`
 with one line saying what is wrong. A file that is not a Kineto trace is refused once the stream has
 shown it (at the end, unless it is tenprof's export), so the events already yielded must be discarded.
+zstd needs the optional `zstandard` package (or Python 3.14's compression.zstd); without it, one line
+says so.
 """
 
 from __future__ import annotations
 
 import gzip
-import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any, TypeVar, cast
 
-import ijson
 import orjson
 
 from tenprof.errors import TraceFormatError
+from tenprof.importers.event_chunks import BLOCK_BYTES, EventChunks, NotJson, check_not_json
+from tenprof.importers.kineto_events import Event, decode_events
+from tenprof.importers.parallel_collect import collect_in_processes
+from tenprof.importers.timeline_columns import Collector
+from tenprof.importers.zstd_input import ZSTD_ERRORS, ZSTD_MAGIC, open_zstd
 
-_EDGE_BYTES = 1 << 20
-_LINE_OF_A_BRACKET = re.compile(rb"\n[ \t]*\]")
-
-
-class _EdgeRecorder:
-    """A read-only file wrapper that remembers the first and last `_EDGE_BYTES` bytes read."""
-
-    def __init__(self, raw: IO[bytes]) -> None:
-        self._raw = raw
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.bytes_read = 0
-
-    def read(self, size: int = -1) -> bytes:
-        chunk = self._raw.read(size)
-        self.bytes_read += len(chunk)
-        if len(self.head) < _EDGE_BYTES:
-            self.head += chunk[: _EDGE_BYTES - len(self.head)]
-        self.tail += chunk
-        if len(self.tail) > 2 * _EDGE_BYTES:
-            del self.tail[: len(self.tail) - _EDGE_BYTES]
-        return chunk
+_HEAD_BYTES = 1 << 20
+T = TypeVar("T")
 
 
 @dataclass
@@ -56,51 +45,17 @@ class TraceHeader:
     other: dict[str, Any] = field(default_factory=dict)
 
 
-def _parse_edges(head: bytes, tail: bytes) -> dict[str, Any]:
-    """Top-level keys written before and after the traceEvents array (Kineto writes both)."""
-    found: dict[str, Any] = {}
-    marker = head.find(b'"traceEvents"')
-    if marker > 0:
-        prefix = head[:marker].rstrip().rstrip(b",")
-        try:
-            found.update(orjson.loads(prefix + b"}"))
-        except orjson.JSONDecodeError:
-            pass
-    end = tail.rstrip()
-    # Keys after the array look like `], "traceName": "run[3].json", "deviceProperties": [...]}`; a `]`
-    # may also appear inside them, so the longest tail that parses is wanted: try each `]` from the left
-    # and stop at the first that parses. (A `]` inside the events fails to parse within its own event, so
-    # each wrong try is short; trying from the right parsed the whole tail again and again.)
-    if end.endswith(b"}"):
-        # Kineto ends the array with a `]` alone on its line, less indented than the events' own lines:
-        # tried first, it spares the search below, which copies the rest of the tail for every `]` it tries
-        alone = [m.end() for m in _LINE_OF_A_BRACKET.finditer(end)]
-        if alone:
-            rest = end[alone[-1] :].lstrip()
-            if rest.startswith(b","):
-                try:
-                    parsed = orjson.loads(b"{" + rest[1:])
-                except orjson.JSONDecodeError:
-                    parsed = None
-                if isinstance(parsed, dict):
-                    found.update(parsed)
-                    return found
-        close = -1
-        while True:
-            close = end.find(b"]", close + 1)
-            if close < 0:
-                break
-            rest = end[close + 1 :].lstrip()
-            if not rest.startswith(b","):
-                continue
-            try:
-                parsed = orjson.loads(b"{" + rest[1:])
-            except orjson.JSONDecodeError:
-                continue
-            if isinstance(parsed, dict):
-                found.update(parsed)
-                break
-    return found
+def _keys_before(head: bytes) -> dict[str, Any]:
+    """Top-level keys written before the traceEvents array (Kineto's schemaVersion, distributedInfo, ...),
+    from `head`, the bytes before the array's key."""
+    prefix = head.strip().rstrip(b",")
+    if not prefix.startswith(b"{"):
+        return {}
+    try:
+        found = orjson.loads(prefix + b"}")
+    except orjson.JSONDecodeError:
+        return {}
+    return found if isinstance(found, dict) else {}
 
 
 def trace_rank(path: Path) -> int | None:
@@ -108,10 +63,11 @@ def trace_rank(path: Path) -> int | None:
     events), read from the file's first bytes; None when it says none or cannot be read."""
     try:
         with _open(path) as handle:
-            head = handle.read(_EDGE_BYTES)
+            head = handle.read(_HEAD_BYTES)
     except (TraceFormatError, OSError, EOFError, zlib.error):
         return None
-    info = _parse_edges(head, b"").get("distributedInfo")
+    marker = head.find(b'"traceEvents"')
+    info = _keys_before(head[:marker]).get("distributedInfo") if marker > 0 else None
     rank = info.get("rank") if isinstance(info, dict) else None
     return rank if isinstance(rank, int) and rank >= 0 else None
 
@@ -122,9 +78,11 @@ def _open(path: Path) -> IO[bytes]:
     if path.is_dir():
         raise TraceFormatError(f"{path} is a directory; give the trace file itself{_trace_in(path)}")
     with path.open("rb") as probe:
-        magic = probe.read(2)
-    if magic == b"\x1f\x8b":
+        magic = probe.read(4)
+    if magic[:2] == b"\x1f\x8b":
         return cast(IO[bytes], gzip.open(path, "rb"))
+    if magic == ZSTD_MAGIC:
+        return open_zstd(path)
     return path.open("rb")
 
 
@@ -166,23 +124,24 @@ class _KinetoCheck:
         self.is_kineto = False
         self._header_checked = False
 
-    def see(self, event: dict[str, Any], recorder: _EdgeRecorder) -> None:
-        """Look at one event, and with the first one at the keys before the events (read by then);
+    def see_categories(self, head: bytes, categories: Iterable[str]) -> None:
+        """Look at the keys before the events (read by then), then at events' categories;
         TraceFormatError for tenprof's own export, which is recognised as soon as it shows."""
         if not self._header_checked:
             self._header_checked = True
-            if self.has_header_keys(_parse_edges(bytes(recorder.head), b"")):
+            if self.has_header_keys(_keys_before(head)):
                 self.is_kineto = True
                 return
-        cat = event.get("cat")
-        if cat in self.CATEGORIES:
-            self.is_kineto = True
-        elif cat in self.EXPORT_CATEGORIES:
-            raise TraceFormatError(
-                f"{self.path} is a Perfetto trace that tenprof exported, not a torch.profiler trace; open it in "
-                "ui.perfetto.dev, or import the trace torch.profiler wrote (a profile keeps it in "
-                "timeline/raw/kineto_trace.json.gz)"
-            )
+        for cat in categories:
+            if cat in self.CATEGORIES:
+                self.is_kineto = True
+                return
+            if cat in self.EXPORT_CATEGORIES:
+                raise TraceFormatError(
+                    f"{self.path} is a Perfetto trace that tenprof exported, not a torch.profiler trace; open it "
+                    "in ui.perfetto.dev, or import the trace torch.profiler wrote (a profile keeps it in "
+                    "timeline/raw/kineto_trace.json.gz)"
+                )
 
     def has_header_keys(self, keys: dict[str, Any]) -> bool:
         return any(key in keys for key in self.HEADER_KEYS)
@@ -196,40 +155,76 @@ class _KinetoCheck:
 
 
 class TraceStream:
-    """Iterate `events`, then read `header` (complete only after the events were consumed)."""
+    """Iterate `events` (or `batches`, or `collect` them into columns), then read `header` (complete only
+    after the events were consumed)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, block_bytes: int = BLOCK_BYTES) -> None:
         self.path = path
+        self.block_bytes = block_bytes  # how much of the file each run of events holds (tests cut it small)
         self.header = TraceHeader()
         self.bytes_read = 0
 
-    def events(self) -> Iterator[dict[str, Any]]:
-        handle = _open(self.path)
-        recorder = _EdgeRecorder(handle)
+    def events(self) -> Iterator[Event]:
+        for batch in self.batches():
+            yield from batch
+
+    def batches(self) -> Iterator[list[Event]]:
+        """The events in runs of a block of the file each (see importers.event_chunks)."""
         check = _KinetoCheck(self.path)
-        count = 0
+        with self._reading(decode_events) as chunks:
+            for batch in chunks:
+                if not check.is_kineto:
+                    check.see_categories(chunks.head, (event.cat for event in batch))
+                yield batch
+        self._finish(chunks, check)
+
+    def collect(self, workers: int = 1) -> Collector:
+        """Every event sorted into columns, by `workers` processes when more than one (see
+        importers.parallel_collect; a trace it cannot cut without decoding is read again in this one)."""
+        if workers > 1:
+            check = _KinetoCheck(self.path)
+            with self._reading(_run_as_is) as chunks:
+                done = collect_in_processes(iter(chunks), workers)
+            if done is not None:
+                collector, categories = done
+                check.see_categories(chunks.head, categories)
+                self._finish(chunks, check)
+                return collector
+        collector = Collector()
+        collector.add_all(self.batches())
+        return collector
+
+    @contextmanager
+    def _reading(self, decode: Callable[[bytes], T]) -> Iterator[EventChunks[T]]:
+        """The file's events in runs, with each way reading it can fail turned into one clear error."""
+        handle = _open(self.path)
+        chunks = EventChunks(handle, decode, self.block_bytes)
         try:
-            for event in ijson.items(recorder, "traceEvents.item", use_float=True):
-                if isinstance(event, dict):
-                    count += 1
-                    if not check.is_kineto:
-                        check.see(event, recorder)
-                    yield event
-        except (ijson.JSONError, ijson.IncompleteJSONError) as exc:
-            raise TraceFormatError(
-                f"{self.path}: not a complete JSON trace ({str(exc).splitlines()[0][:80]}); "
-                "was the run cut off while writing it?"
-            ) from exc
+            yield chunks
+        except NotJson as exc:
+            raise check_not_json(exc, self.path) from exc
         except (EOFError, OSError, zlib.error) as exc:
             raise TraceFormatError(f"{self.path}: truncated or corrupt file ({exc.__class__.__name__})") from exc
+        except ZSTD_ERRORS as exc:
+            raise TraceFormatError(f"{self.path}: truncated or corrupt zstd file ({exc})") from exc
         finally:
             handle.close()
-        self.bytes_read = recorder.bytes_read
-        if count == 0 and b'"traceEvents"' not in recorder.head and b'"traceEvents"' not in recorder.tail:
+        self.bytes_read = chunks.bytes_read
+
+    def _finish(self, chunks: EventChunks[Any], check: _KinetoCheck) -> None:
+        """Read the header keys once the events are through; refuse what is not a Kineto trace."""
+        if not chunks.found_array:
+            if chunks.found_key:
+                raise check.refuse()
+            try:
+                orjson.loads(chunks.head)
+            except orjson.JSONDecodeError as exc:
+                raise check_not_json(NotJson(str(exc)), self.path) from exc
             raise TraceFormatError(
                 f"{self.path}: no `traceEvents` array; tenprof imports torch.profiler / Kineto chrome traces"
             )
-        edges = _parse_edges(bytes(recorder.head), bytes(recorder.tail))
+        edges = _keys_before(chunks.head)
+        edges.update(_keys_after(chunks.after))
         if not check.is_kineto and not check.has_header_keys(edges):  # some Kineto keys follow the events
             raise check.refuse()
         base = edges.pop("baseTimeNanoseconds", 0)
@@ -238,3 +233,19 @@ class TraceStream:
             device_properties=list(edges.pop("deviceProperties", []) or []),
             other=edges,
         )
+
+
+def _run_as_is(run: bytes) -> bytes:
+    return run
+
+
+def _keys_after(after: bytes) -> dict[str, Any]:
+    """The top-level keys written after the events array (`, "traceName": ..., "deviceProperties": [...]}`)."""
+    rest = after.strip()
+    if not rest.startswith(b","):
+        return {}
+    try:
+        parsed = orjson.loads(b"{" + rest[1:])
+    except orjson.JSONDecodeError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}

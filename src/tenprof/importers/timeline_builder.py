@@ -74,18 +74,17 @@ class BuildReport:
 
 
 def build_timeline(
-    events: Iterable[dict[str, Any]],
-    base_time_ns_of: Any,
+    col: Collector,
+    base_time_ns: int,
     callsites: Callsites | None = None,
     sources_as_of: float | None = None,
 ) -> tuple[dict[str, pa.Table], BuildReport]:
-    """Build every timeline table. `base_time_ns_of()` is called after the events are consumed;
+    """Build every timeline table from the trace's events sorted into columns (`TraceStream.collect`) and
+    the trace's base time;
     `sources_as_of` (epoch seconds) is when the trace was recorded: source lines changed since are not
     quoted."""
-    col = Collector()
-    col.add_all(events)
     report = BuildReport(events=col.events, triton_launches=col.triton_launches)
-    report.base_time_ns = int(base_time_ns_of())
+    report.base_time_ns = int(base_time_ns)
     clock = Clock(report.base_time_ns)
 
     ann = _annotations(col.annotations, clock)
@@ -225,7 +224,8 @@ def _ops(cols: Cols, clock: Clock) -> _Ops:
     has_parent = parent >= 0
     np.add.at(child_time, parent[has_parent], duration[has_parent])
     top = _propagate_down(np.arange(n_ops, dtype=np.int64), parent, depth, lambda v: np.ones(len(v), bool))
-    own_backward = (fwd_tid > 0) | np.array([n.startswith(_BACKWARD_PREFIX) for n in names], dtype=bool)
+    backward_name = {n: n.startswith(_BACKWARD_PREFIX) for n in set(names)}
+    own_backward = (fwd_tid > 0) | np.array([backward_name[n] for n in names], dtype=bool)
     is_backward = _propagate_down(own_backward.astype(np.int64), parent, depth, lambda v: v == 0).astype(bool)
     forward = _forward_ops(start, seq, own_backward, is_backward)
     return _Ops(
@@ -241,7 +241,7 @@ def _ops(cols: Cols, clock: Clock) -> _Ops:
         top=top,
         is_backward=is_backward,
         forward=np.where(is_backward, _propagate_down(forward, parent, depth, lambda v: v < 0), -1),
-        ext_to_op={int(e): i for i, e in enumerate(ext) if e >= 0},
+        ext_to_op=dict(zip(ext[ext >= 0].tolist(), np.flatnonzero(ext >= 0).tolist(), strict=True)),
     )
 
 
@@ -252,17 +252,19 @@ def _forward_ops(start: I64Array, seq: I64Array, own_backward: _Bools, is_backwa
     # its sequence number that started before it.
     forward = np.full(len(start), -1, dtype=np.int64)
     fwd_ops = np.flatnonzero((~is_backward) & (seq >= 0))
-    if len(fwd_ops):
-        by_seq = fwd_ops[np.lexsort((start[fwd_ops], seq[fwd_ops]))]
-        keys_seq, keys_start = seq[by_seq], start[by_seq]
-        bwd = np.flatnonzero(own_backward & (seq >= 0))
-        for i in bwd:
-            lo = np.searchsorted(keys_seq, seq[i], side="left")
-            hi = np.searchsorted(keys_seq, seq[i], side="right")
-            if hi > lo:
-                j = lo + np.searchsorted(keys_start[lo:hi], start[i], side="left") - 1
-                if j >= lo:
-                    forward[i] = by_seq[j]
+    bwd = np.flatnonzero(own_backward & (seq >= 0))
+    if len(fwd_ops) and len(bwd):
+        # (sequence number, start) pairs as one sortable int64: the start's rank among all starts (ties
+        # share one) below the number, so "latest with that number, started before" is one binary search
+        start_rank = np.unique(start, return_inverse=True)[1].astype(np.int64).reshape(-1)
+        scale = int(start_rank.max(initial=0)) + 1
+        fwd_keys = seq[fwd_ops] * scale + start_rank[fwd_ops]
+        by_key = np.argsort(fwd_keys, kind="stable")
+        fwd_keys, fwd_sorted = fwd_keys[by_key], fwd_ops[by_key]
+        pos = np.searchsorted(fwd_keys, seq[bwd] * scale + start_rank[bwd], side="left") - 1
+        found = pos >= 0
+        found[found] = seq[fwd_sorted[pos[found]]] == seq[bwd[found]]
+        forward[bwd[found]] = fwd_sorted[pos[found]]
     return forward
 
 

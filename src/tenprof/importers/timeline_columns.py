@@ -12,12 +12,14 @@ from __future__ import annotations
 import sys
 from array import array
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
+import msgspec
 import numpy as np
 import orjson
 
 from tenprof.core.intervals import I64Array, Nesting, nest
+from tenprof.importers.kineto_events import Event, EventArgs
 
 STEP_PREFIX = "ProfilerStep#"
 
@@ -49,9 +51,9 @@ def as_int(value: Any, default: int = -1) -> int:
         return default
 
 
-def _dim3(value: Any) -> tuple[int, int, int]:
-    if isinstance(value, list) and len(value) == 3:
-        return as_int(value[0], 0), as_int(value[1], 0), as_int(value[2], 0)
+def _dim3(value: list[int] | None) -> tuple[int, int, int]:
+    if value is not None and len(value) == 3:
+        return value[0], value[1], value[2]
     return 0, 0, 0
 
 
@@ -95,95 +97,177 @@ class Collector:
         self.memory = Cols(ts="d", tid="q", dtype="q", device="q", addr="q", bytes="q", alloc="q", reserved="q")
         self.triton_launches: dict[str, dict[str, Any]] = {}
         self.events = 0
+        self._texts: dict[bytes, str] = {b"": ""}
 
-    def add_all(self, events: Iterable[dict[str, Any]]) -> None:
-        ops, ann, py = self.ops.data, self.annotations.data, self.python.data
-        kern, xfer, api = self.kernels.data, self.transfers.data, self.api.data
-        intern = sys.intern
-        for ev in events:
-            self.events += 1
-            ph = ev.get("ph")
-            if ph != "X":
-                if ph == "i" and ev.get("name") == "[memory]":
-                    self._memory_sample(ev)
-                continue
-            cat = ev.get("cat", "")
-            name = intern(str(ev.get("name", "")))
-            a = ev.get("args") or {}
-            ts = ev.get("ts", 0.0)
-            dur = ev.get("dur", 0.0)
-            if cat == "cpu_op" and not name.startswith(STEP_PREFIX):
-                ops["name"].append(name)
-                ops["tid"].append(as_int(ev.get("tid"), 0))
-                ops["ts"].append(ts)
-                ops["dur"].append(dur)
-                ops["ext"].append(as_int(a.get("External id")))
-                ops["seq"].append(as_int(a.get("Sequence number")))
-                ops["fwd_tid"].append(as_int(a.get("Fwd thread id"), 0))
-                dims = a.get("Input Dims")
-                ops["shapes"].append(intern(orjson.dumps(dims).decode()) if dims is not None else "")
-                types = a.get("Input type")
-                ops["dtypes"].append(intern(orjson.dumps(types).decode()) if types is not None else "")
-                strides = a.get("Input Strides")
-                ops["strides"].append(intern(orjson.dumps(strides).decode()) if strides is not None else "")
-                if "kernel_backend" in a:
-                    self._triton_launch(name, a)
-            elif cat == "kernel":
-                kern["name"].append(name)
-                kern["device"].append(as_int(a.get("device", ev.get("pid")), 0))
-                kern["stream"].append(as_int(a.get("stream", ev.get("tid")), 0))
-                kern["ts"].append(ts)
-                kern["dur"].append(dur)
-                kern["grid"].append(_dim3(a.get("grid")))
-                kern["block"].append(_dim3(a.get("block")))
-                kern["regs"].append(as_int(a.get("registers per thread")))
-                kern["smem"].append(as_int(a.get("shared memory")))
-                kern["corr"].append(as_int(a.get("correlation")))
-                kern["ext"].append(as_int(a.get("External id")))
-            elif cat in ("gpu_memcpy", "gpu_memset"):
-                xfer["name"].append(name)
-                xfer["cat"].append(intern(cat))
-                xfer["bytes"].append(as_int(a.get("bytes"), 0))
-                xfer["device"].append(as_int(a.get("device", a.get("inDevice", ev.get("pid"))), 0))
-                xfer["stream"].append(as_int(a.get("stream", ev.get("tid")), 0))
-                xfer["ts"].append(ts)
-                xfer["dur"].append(dur)
-                xfer["corr"].append(as_int(a.get("correlation")))
-                xfer["ext"].append(as_int(a.get("External id")))
-            elif cat in ("cuda_runtime", "cuda_driver"):
-                api["name"].append(name)
-                api["cat"].append(intern(cat))
-                api["tid"].append(as_int(ev.get("tid"), 0))
-                api["ts"].append(ts)
-                api["dur"].append(dur)
-                api["corr"].append(as_int(a.get("correlation")))
-                api["ext"].append(as_int(a.get("External id")))
-            elif cat in ("user_annotation", "python_function") or (cat == "cpu_op" and name.startswith(STEP_PREFIX)):
-                ranges = py if cat == "python_function" else ann  # the two take the same columns
-                ranges["name"].append(name)
-                ranges["tid"].append(as_int(ev.get("tid"), 0))
-                ranges["ts"].append(ts)
-                ranges["dur"].append(dur)
+    def add_all(self, batches: Iterable[list[Event]]) -> None:
+        for batch in batches:
+            self.add_batch(batch)
 
-    def _memory_sample(self, ev: dict[str, Any]) -> None:
-        """An allocator sample (profile_memory's "[memory]" instant event)."""
-        mem = self.memory.data
-        a = ev.get("args") or {}
-        mem["ts"].append(ev.get("ts", 0.0))
-        mem["tid"].append(as_int(ev.get("tid"), 0))
-        mem["dtype"].append(as_int(a.get("Device Type"), 0))
-        mem["device"].append(as_int(a.get("Device Id"), -1))
-        mem["addr"].append(as_int(a.get("Addr"), 0))
-        mem["bytes"].append(as_int(a.get("Bytes"), 0))
-        mem["alloc"].append(as_int(a.get("Total Allocated"), -1))
-        mem["reserved"].append(as_int(a.get("Total Reserved"), -1))
+    def _tables(self) -> tuple[Cols, ...]:
+        return (self.ops, self.annotations, self.python, self.kernels, self.transfers, self.api, self.memory)
 
-    def _triton_launch(self, name: str, args: dict[str, Any]) -> None:
+    def extend(self, later: Collector) -> None:
+        """Append the columns of `later`, which sorted the events that follow this one's in the trace."""
+        for mine, theirs in zip(self._tables(), later._tables(), strict=True):
+            for name, values in theirs.data.items():
+                mine.data[name] += values
+        for name, launch in later.triton_launches.items():
+            seen = self.triton_launches.setdefault(name, {"launches": 0})
+            launch_count = seen["launches"] + launch["launches"]
+            seen.update(launch)  # the last launch's values, as add_batch keeps them
+            seen["launches"] = launch_count
+        self.events += later.events
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_texts"] = {b"": ""}  # a cache: not worth sending between processes
+        return state
+
+    def add_batch(self, batch: list[Event]) -> None:
+        """Sort one run of events (trace order) into the columns: grouped by kind in one pass, then each
+        column filled by a comprehension over its group, which costs far less than an append per value."""
+        self.events += len(batch)
+        ops: list[Event] = []
+        ranges: list[Event] = []  # user annotations and ProfilerStep# ops (same columns)
+        python: list[Event] = []
+        kernels: list[Event] = []
+        transfers: list[Event] = []
+        api: list[Event] = []
+        memory: list[Event] = []
+        by_cat = {"kernel": kernels, "gpu_memcpy": transfers, "gpu_memset": transfers, "cuda_runtime": api}
+        by_cat |= {"cuda_driver": api, "user_annotation": ranges, "python_function": python}
+        for ev in batch:
+            if ev.ph == "X":
+                cat = ev.cat
+                if cat == "cpu_op":
+                    (ranges if ev.name.startswith(STEP_PREFIX) else ops).append(ev)
+                else:
+                    group = by_cat.get(cat)
+                    if group is not None:
+                        group.append(ev)
+            elif ev.ph == "i" and ev.name == "[memory]":
+                memory.append(ev)
+        if ops:
+            self._add_ops(ops)
+        if kernels:
+            self._add_kernels(kernels)
+        if transfers:
+            self._add_transfers(transfers)
+        if api:
+            self._add_api(api)
+        for group, cols in ((ranges, self.annotations), (python, self.python)):
+            if group:
+                _add_common(cols.data, group, with_tid=True)
+        if memory:
+            self._add_memory(memory)
+
+    def _add_ops(self, ops: list[Event]) -> None:
+        data = self.ops.data
+        _add_common(data, ops, with_tid=True)
+        args = [e.args for e in ops]
+        data["ext"].fromlist([a.external_id for a in args])
+        data["seq"].fromlist([a.sequence for a in args])
+        data["fwd_tid"].fromlist([a.fwd_thread for a in args])
+        data["shapes"] += self._json_texts([a.input_dims for a in args])
+        data["dtypes"] += self._json_texts([a.input_types for a in args])
+        data["strides"] += self._json_texts([a.input_strides for a in args])
+        for e in ops:
+            if e.args.kernel_backend:
+                self._triton_launch(e.name, e.args)
+
+    def _add_kernels(self, kernels: list[Event]) -> None:
+        data = self.kernels.data
+        _add_common(data, kernels, with_tid=False)
+        args = [e.args for e in kernels]
+        data["device"].fromlist([_thread(e.pid) if e.args.device is None else e.args.device for e in kernels])
+        data["stream"].fromlist([_thread(e.tid) if e.args.stream is None else e.args.stream for e in kernels])
+        data["grid"] += [_dim3(a.grid) for a in args]
+        data["block"] += [_dim3(a.block) for a in args]
+        data["regs"].fromlist([a.registers for a in args])
+        data["smem"].fromlist([a.shared_memory for a in args])
+        data["corr"].fromlist([a.correlation for a in args])
+        data["ext"].fromlist([a.external_id for a in args])
+
+    def _add_transfers(self, transfers: list[Event]) -> None:
+        data = self.transfers.data
+        _add_common(data, transfers, with_tid=False)
+        args = [e.args for e in transfers]
+        data["cat"] += [sys.intern(e.cat) for e in transfers]
+        data["bytes"].fromlist([a.bytes for a in args])
+        data["device"].fromlist([_copy_device(e) for e in transfers])
+        data["stream"].fromlist([_thread(e.tid) if e.args.stream is None else e.args.stream for e in transfers])
+        data["corr"].fromlist([a.correlation for a in args])
+        data["ext"].fromlist([a.external_id for a in args])
+
+    def _add_api(self, api: list[Event]) -> None:
+        data = self.api.data
+        _add_common(data, api, with_tid=True)
+        data["cat"] += [sys.intern(e.cat) for e in api]
+        data["corr"].fromlist([e.args.correlation for e in api])
+        data["ext"].fromlist([e.args.external_id for e in api])
+
+    def _add_memory(self, samples: list[Event]) -> None:
+        """Allocator samples (profile_memory's "[memory]" instant events)."""
+        data = self.memory.data
+        args = [e.args for e in samples]
+        data["ts"].fromlist([e.ts for e in samples])
+        data["tid"].fromlist([_thread(e.tid) for e in samples])
+        data["dtype"].fromlist([a.device_type for a in args])
+        data["device"].fromlist([a.device_id for a in args])
+        data["addr"].fromlist([a.addr for a in args])
+        data["bytes"].fromlist([a.alloc_bytes for a in args])
+        data["alloc"].fromlist([a.total_allocated for a in args])
+        data["reserved"].fromlist([a.total_reserved for a in args])
+
+    def _json_texts(self, raws: list[msgspec.Raw]) -> list[str]:
+        """Compact JSON text of `args` values kept raw ("" when absent), one string per distinct text:
+        traces written with and without spaces give the same text."""
+        texts = self._texts
+        out = [texts.get(key) for key in map(bytes, raws)]
+        if None in out:
+            for i, text in enumerate(out):
+                if text is None:
+                    out[i] = self._new_text(bytes(raws[i]))
+        return cast(list[str], out)
+
+    def _new_text(self, key: bytes) -> str:
+        text = self._texts.get(key)
+        if text is None:
+            try:
+                text = sys.intern(orjson.dumps(orjson.loads(key)).decode())
+            except orjson.JSONDecodeError:
+                text = ""
+            self._texts[key] = text
+        return text
+
+    def _triton_launch(self, name: str, args: EventArgs) -> None:
         seen = self.triton_launches.setdefault(name, {"launches": 0})
         seen["launches"] += 1
         for key in _TRITON_LAUNCH_ARGS:
-            if key in args:
-                seen[key] = args[key]
+            raw = getattr(args, key)
+            if raw:
+                seen[key] = orjson.loads(bytes(raw))
+
+
+def _thread(value: int | str) -> int:
+    """A pid or tid as a number (Kineto writes numbers; some traces name a thread instead: 0)."""
+    return value if isinstance(value, int) else as_int(value, 0)
+
+
+def _add_common(data: dict[str, Any], events: list[Event], with_tid: bool) -> None:
+    """The name, start and duration columns every kind has (and the thread, for host-side kinds)."""
+    intern = sys.intern
+    data["name"] += [intern(e.name) for e in events]
+    data["ts"].fromlist([e.ts for e in events])
+    data["dur"].fromlist([e.dur for e in events])
+    if with_tid:
+        data["tid"].fromlist([e.tid if e.tid.__class__ is int else _thread(e.tid) for e in events])
+
+
+def _copy_device(e: Event) -> int:
+    a = e.args
+    device = a.device if a.device is not None else a.in_device
+    return device if device is not None else _thread(e.pid)
 
 
 class Clock:

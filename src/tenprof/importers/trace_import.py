@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,9 +21,31 @@ from tenprof.store.meta import GpuInfo, Meta, PassStatus, TimelineInfo, write_me
 from tenprof.store.schema import Pass
 from tenprof.store.writer import PassWriter
 
+# Below these sizes a pool of processes costs more to start than it saves (a JSON trace of 64 MB takes
+# about half a second to read in one process; compressed files hold about 8x their size in JSON).
+_PARALLEL_FROM_BYTES = 64 << 20
+_PARALLEL_FROM_COMPRESSED_BYTES = 8 << 20
 
-def build_pass(writer: PassWriter, trace: Path, callsites: Path | None) -> BuildReport:
-    """Stream `trace`, join with `callsites` when given, and write every timeline table."""
+
+def import_workers(trace: Path) -> int:
+    """How many processes read `trace`: TENPROF_IMPORT_WORKERS when set, else one per core (at most 4)
+    for a large trace and 1 for a small one."""
+    asked = os.environ.get("TENPROF_IMPORT_WORKERS", "")
+    if asked.isdigit():
+        return max(1, int(asked))
+    try:
+        size = trace.stat().st_size
+    except OSError:
+        return 1
+    compressed = trace.suffix in (".gz", ".zst")
+    if size < (_PARALLEL_FROM_COMPRESSED_BYTES if compressed else _PARALLEL_FROM_BYTES):
+        return 1
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def build_pass(writer: PassWriter, trace: Path, callsites: Path | None, workers: int | None = None) -> BuildReport:
+    """Stream `trace`, join with `callsites` when given, and write every timeline table. `workers`:
+    processes that read the trace (None: `import_workers`)."""
     stream = TraceStream(trace)
     sidecar = None
     problems = []
@@ -33,7 +56,8 @@ def build_pass(writer: PassWriter, trace: Path, callsites: Path | None) -> Build
             problems.append(f"Python lines are missing: {exc}")
     # the trace file's time is the recording's: a source edited after it is not quoted as the run's
     recorded = trace.stat().st_mtime if trace.exists() else None
-    tables, report = build_timeline(stream.events(), lambda: stream.header.base_time_ns, sidecar, recorded)
+    collector = stream.collect(import_workers(trace) if workers is None else workers)
+    tables, report = build_timeline(collector, stream.header.base_time_ns, sidecar, recorded)
     report.warnings[:0] = problems
     report.device_properties = stream.header.device_properties
     report.recorded = [k for k in TRACE_RECORDING_KEYS if stream.header.other.get(k)]
@@ -100,12 +124,13 @@ def import_output(
     output.commit()
 
 
-def import_trace(trace: Path, out_dir: Path, force: bool) -> Meta:
-    """`tenprof import`: a torch.profiler / Kineto trace the user already has -> a profile directory."""
+def import_trace(trace: Path, out_dir: Path, force: bool, workers: int | None = None) -> Meta:
+    """`tenprof import`: a torch.profiler / Kineto trace the user already has -> a profile directory.
+    `workers`: processes that read the trace (None: `import_workers`)."""
     with import_output(trace, out_dir, force, "import", Pass.TIMELINE) as (path, meta):
         started = time.perf_counter()
         writer = PassWriter(path, Pass.TIMELINE)
-        report = build_pass(writer, trace, None)
+        report = build_pass(writer, trace, None, workers)
         write_compiled_kernels(writer, None, report.triton_launches)
         writer.commit()
         meta.gpus = gpus_from_device_properties(report.device_properties)

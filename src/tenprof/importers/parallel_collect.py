@@ -1,0 +1,65 @@
+"""Sort a large trace's events into columns in several processes at once.
+
+`collect_in_processes(runs, workers)` sends each run of whole events (the JSON array bytes that
+importers.event_chunks cuts) to a pool of worker processes, which decode it (msgspec) and sort it
+into a `Collector` of its own; the parent appends the workers' columns in file order. Decoding and
+sorting are the import's per-event Python work and hold the GIL, so processes, not threads, are
+what use a second core. At most two runs per worker are in flight: memory stays bounded.
+
+The parent cuts runs without decoding them, so a cut it could not verify (a `},{` at a depth other
+than the array's, which Kineto never writes) is found by the worker that cannot decode it; then
+`collect_in_processes` returns None and the caller reads the trace again in one process, where each
+cut is checked as it is made.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from collections import deque
+from collections.abc import Iterator
+from multiprocessing.pool import AsyncResult
+
+import msgspec
+
+from tenprof.importers.kineto_events import decode_events
+from tenprof.importers.timeline_columns import Collector
+
+
+def _collect_run(run: bytes) -> tuple[Collector, frozenset[str]] | None:
+    """A worker's job: the columns of one run, and the categories it held; None when it is not JSON."""
+    try:
+        events = decode_events(run)
+    except msgspec.DecodeError:
+        return None
+    collector = Collector()
+    collector.add_batch(events)
+    return collector, frozenset(e.cat for e in events)
+
+
+def collect_in_processes(runs: Iterator[bytes], workers: int) -> tuple[Collector, set[str]] | None:
+    """Every run's columns appended in order, and every category seen; None when a run did not decode."""
+    # fork spares each worker importing tenprof again; it is safe only while this process has one thread
+    method = "fork" if threading.active_count() == 1 else "spawn"
+    collector = Collector()
+    categories: set[str] = set()
+    with multiprocessing.get_context(method).Pool(workers) as pool:
+        pending: deque[AsyncResult[tuple[Collector, frozenset[str]] | None]] = deque()
+        for run in runs:
+            pending.append(pool.apply_async(_collect_run, (run,)))
+            while len(pending) > 2 * workers:
+                if not _merge(collector, categories, pending.popleft().get()):
+                    return None
+        while pending:
+            if not _merge(collector, categories, pending.popleft().get()):
+                return None
+    return collector, categories
+
+
+def _merge(collector: Collector, categories: set[str], result: tuple[Collector, frozenset[str]] | None) -> bool:
+    if result is None:
+        return False
+    part, seen = result
+    collector.extend(part)
+    categories |= seen
+    return True

@@ -1,0 +1,134 @@
+"""The trace reader cuts a file into runs of whole events and decodes each (importers.event_chunks,
+kineto_events, parallel_collect): however it is cut, in one process or several, and whatever the
+layout, the columns an import is built from are the same."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from tenprof.errors import TraceFormatError
+from tenprof.importers import event_chunks, kineto_reader
+from tenprof.importers.kineto_reader import TraceStream
+from tenprof.importers.timeline_columns import Collector
+from tests.conftest import DATA
+
+GPT2 = DATA / "gpt2" / "timeline" / "raw" / "kineto_trace.json.gz"
+CONV = DATA / "conv" / "timeline" / "raw" / "kineto_trace.json.gz"
+COMPILED = DATA / "compiled" / "torch_profiler_mlp.json.gz"  # Inductor's Triton launch metadata in its args
+WITH_STACK = DATA / "torch_traces" / "conv_block_stack.json.gz"  # python_function events
+
+
+def _columns(collector: Collector) -> dict[str, Any]:
+    found: dict[str, Any] = {"events": collector.events, "triton": collector.triton_launches}
+    for kind in ("ops", "annotations", "python", "kernels", "transfers", "api", "memory"):
+        for name, values in getattr(collector, kind).data.items():
+            found[f"{kind}.{name}"] = list(values)
+    return found
+
+
+def _whole(path: Path) -> dict[str, Any]:
+    """The columns from one run holding the whole file."""
+    return _columns(TraceStream(path, block_bytes=1 << 30).collect(1))
+
+
+@pytest.mark.parametrize("trace", [GPT2, COMPILED, WITH_STACK], ids=["gpt2", "compiled", "with_stack"])
+def test_small_runs_and_processes_give_the_columns_of_one_run(trace: Path) -> None:
+    whole = _whole(trace)
+    assert whole["events"] > 1000 and whole["ops.name"]
+    stream = TraceStream(trace, block_bytes=1 << 15)
+    assert _columns(stream.collect(1)) == whole
+    parallel = TraceStream(trace, block_bytes=1 << 16)
+    assert _columns(parallel.collect(2)) == whole
+    assert parallel.header.base_time_ns == stream.header.base_time_ns > 0
+    if trace is COMPILED:
+        assert whole["triton"] and all(v["launches"] >= 1 for v in whole["triton"].values())
+    if trace is WITH_STACK:
+        assert whole["python.name"]
+
+
+def test_compact_and_indented_layouts_give_the_same_columns(tmp_path: Path) -> None:
+    trace = orjson.loads(gzip.decompress(CONV.read_bytes()))
+    compact, indented = tmp_path / "compact.json", tmp_path / "indented.json"
+    compact.write_bytes(orjson.dumps(trace))  # one line: runs cut at `},{`
+    indented.write_bytes(orjson.dumps(trace, option=orjson.OPT_INDENT_2))  # `Input Dims` spread over lines
+    whole = _whole(CONV)
+    assert whole["ops.shapes"] and any(shape != "" for shape in whole["ops.shapes"])
+    assert _columns(TraceStream(compact, block_bytes=1 << 12).collect(1)) == whole
+    assert _columns(TraceStream(indented, block_bytes=1 << 12).collect(2)) == whole
+
+
+def _tricky_trace() -> bytes:
+    """Events whose args hold what looks like an event's end at another depth (a list of objects written
+    one per line) and names with braces, quotes and backslashes; then keys after the events."""
+    events = []
+    for i in range(400):
+        name = ["plain", "br},{ace", 'quote \\"},\\n{', "back\\\\slash\\\\", "x}, {y"][i % 5]
+        events.append(
+            b'{"ph": "X", "cat": "cpu_op", "name": "op' + str(i).encode() + b" " + name.encode() + b'", "pid": 1,'
+            b' "tid": 1, "ts": '
+            + str(10 * i).encode()
+            + b', "dur": 5, "args": {"External id": '
+            + str(i).encode()
+            + b', "nested": [\n{"a": 1},\n{"b": [{"c": "},{"}]},\n  {"d": 2}\n]}}'
+        )
+    return (
+        b'{"schemaVersion": 1, "traceEvents": [\n'
+        + b",\n".join(events)
+        + b'\n], "traceName": "t},\\n{.json", "deviceProperties": [\n{"id": 0, "name": "GPU"},\n{"id": 1}\n]}'
+    )
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_cuts_inside_an_event_are_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int) -> None:
+    path = tmp_path / "tricky.json"
+    path.write_bytes(_tricky_trace())
+    expected = orjson.loads(path.read_bytes())
+    names = [e["name"] for e in expected["traceEvents"]]
+    exact_scans, parallel_gave_up = [], []
+    scan, in_processes = event_chunks._scan, kineto_reader.collect_in_processes
+    monkeypatch.setattr(event_chunks, "_scan", lambda buf: exact_scans.append(1) or scan(buf))
+    monkeypatch.setattr(
+        kineto_reader,
+        "collect_in_processes",
+        lambda runs, n: (lambda done: parallel_gave_up.append(done is None) or done)(in_processes(runs, n)),
+    )
+    for block in (64, 200, 1 << 12, 1 << 20):
+        stream = TraceStream(path, block_bytes=block)
+        columns = _columns(stream.collect(workers))
+        assert columns["ops.name"] == names, block
+        assert columns["ops.ext"] == list(range(400))
+        assert stream.header.other["traceName"] == "t},\n{.json"
+        assert stream.header.device_properties == [{"id": 0, "name": "GPU"}, {"id": 1}]
+    # the wrong guesses were made and caught: by the exact scan in one process, by a worker with several
+    # (the whole file in one block is only cut at its end, by the exact scan: nothing to give up)
+    assert len(exact_scans) > 8
+    assert parallel_gave_up == ([True, True, True, False] if workers > 1 else [])
+
+
+def test_values_of_unexpected_types_take_the_defaults(tmp_path: Path) -> None:
+    path = tmp_path / "odd.json"
+    path.write_bytes(
+        b'{"schemaVersion": 1, "traceEvents": ['
+        b'{"ph": "X", "cat": "cpu_op", "name": "a", "pid": "host", "tid": "main", "ts": 1, "dur": 2,'
+        b' "args": {"External id": 12.0, "Sequence number": "7", "Input Dims": [[2, 3]]}},'
+        b'{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1.5, "dur": 1,'
+        b' "args": {"correlation": "not a number", "grid": [1, 2], "device": 0, "stream": 7}},'
+        b' 42, "not an event"]}'
+    )
+    columns = _columns(TraceStream(path).collect(1))
+    assert columns["ops.tid"] == [0] and columns["ops.ext"] == [12] and columns["ops.seq"] == [7]
+    assert columns["ops.shapes"] == ["[[2,3]]"]
+    assert columns["kernels.corr"] == [-1] and columns["kernels.grid"] == [(0, 0, 0)]
+    assert columns["kernels.stream"] == [7]
+
+
+def test_a_zstd_trace_is_read_or_refused_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "t.json.zst"
+    path.write_bytes(b"\x28\xb5\x2f\xfd" + b"\x00" * 64)
+    with pytest.raises(TraceFormatError, match=r"zstd"):
+        TraceStream(path).collect(1)
