@@ -112,8 +112,9 @@ def attribution(profile: Profile) -> Attribution:
     has_user = np.zeros(len(dur), dtype=bool)
     ok = frame >= 0
     has_user[ok] = user_of[frame[ok]] >= 0
-    names = profile.table("ops").column("name").to_pylist()
-    own = np.array([names[o].startswith(USER_KERNEL_PREFIX) if o >= 0 else False for o in op.tolist()], dtype=bool)
+    own_op = profile.strings("ops", "name").where(lambda n: n.startswith(USER_KERNEL_PREFIX))
+    own = np.zeros(len(op), dtype=bool)
+    own[op >= 0] = own_op[op[op >= 0]]
     return Attribution(int(dur.sum()), int(dur[op >= 0].sum()), int(dur[has_user].sum()), int(dur[own].sum()))
 
 
@@ -134,8 +135,7 @@ def memory_peak(profile: Profile) -> MemoryPeak | None:
     m = profile.table("memory")
     if m.num_rows == 0:
         return None
-    kind = np.array(m.column("device_type").to_pylist(), dtype=object)
-    rows = np.flatnonzero(kind == "cuda")
+    rows = np.flatnonzero(profile.strings("memory", "device_type").equals("cuda"))
     if len(rows) == 0:
         rows = np.arange(m.num_rows)
     total = m.column("total_allocated_bytes").to_numpy()[rows]
@@ -153,7 +153,7 @@ def memory_peak(profile: Profile) -> MemoryPeak | None:
                 line = f"{f.column('function')[frame].as_py()}() starting at {line}"
     start, _ = profiled_span(profile, ("ops", "kernels", "transfers"))
     return MemoryPeak(
-        device=f"{kind[i]}:{int(m.column('device')[i].as_py())}",
+        device=f"{m.column('device_type')[i].as_py()}:{int(m.column('device')[i].as_py())}",
         allocated_bytes=int(m.column("total_allocated_bytes")[i].as_py()),
         reserved_bytes=int(m.column("total_reserved_bytes")[i].as_py()),
         at_ns=int(m.column("ts_ns")[i].as_py()) - start,
@@ -166,7 +166,7 @@ def stack_frames(profile: Profile) -> set[int]:
     """The user frames that came from a trace's with_stack ranges: they carry the line of their function's
     `def`, not the line that ran."""
     ops = profile.table("ops")
-    from_stack = np.array(ops.column("frame_source").to_pylist(), dtype=object) == "stack"
+    from_stack = profile.strings("ops", "frame_source").equals("stack")
     return set(take(user_frame_of(profile), ops.column("frame_id").to_numpy()[from_stack]).tolist())
 
 

@@ -37,7 +37,16 @@ from tenprof.core.inductor import inside_autotuning
 from tenprof.core.intervals import I64Array, coverage, nest, take
 from tenprof.importers.call_paths import CallPaths, OpLinks, join_call_paths, match_sidecar_scopes
 from tenprof.importers.callsites import SYNC_PREFIX, Callsites, clock_offset
-from tenprof.importers.timeline_columns import STEP_PREFIX, Clock, Collector, Cols, ThreadNesting, as_int
+from tenprof.importers.timeline_columns import (
+    STEP_PREFIX,
+    Clock,
+    Collector,
+    Cols,
+    ThreadNesting,
+    as_int,
+    in_order,
+    string_column,
+)
 from tenprof.importers.user_launches import add_user_launch_ops
 from tenprof.store.schema import TABLES
 
@@ -212,7 +221,7 @@ def _ops(cols: Cols, clock: Clock) -> _Ops:
     tid = cols.ints("tid")
     order = np.lexsort((-end, tid, start))
     start, end, tid = start[order], end[order], tid[order]
-    names = [cols.data["name"][i] for i in order]
+    names = in_order(cols.data["name"], order)
     ext = cols.ints("ext")[order]
     seq = cols.ints("seq")[order]
     fwd_tid = cols.ints("fwd_tid")[order]
@@ -284,7 +293,7 @@ def _ops_table(cols: Cols, ops: _Ops, paths: CallPaths, op_scope: I64Array, op_s
     return pa.table(
         {
             "op_id": np.arange(len(ops.names), dtype=np.int64),
-            "name": ops.names,
+            "name": string_column(cols.data["name"], ops.order),
             "thread_id": ops.tid,
             "start_ns": ops.start,
             "end_ns": ops.end,
@@ -296,9 +305,9 @@ def _ops_table(cols: Cols, ops: _Ops, paths: CallPaths, op_scope: I64Array, op_s
             "sequence_nr": ops.seq,
             "is_backward": ops.is_backward,
             "forward_op_id": ops.forward,
-            "input_shapes": [cols.data["shapes"][i] for i in ops.order],
-            "input_dtypes": [cols.data["dtypes"][i] for i in ops.order],
-            "input_strides": [cols.data["strides"][i] for i in ops.order],
+            "input_shapes": string_column(cols.data["shapes"], ops.order),
+            "input_dtypes": string_column(cols.data["dtypes"], ops.order),
+            "input_strides": string_column(cols.data["strides"], ops.order),
             "frame_id": paths.op_frame,
             "frame_source": paths.op_frame_source,
             "scope_id": op_scope,
@@ -455,8 +464,8 @@ def _api_calls_table(cols: Cols, api: _ApiCalls) -> pa.Table:
     return pa.table(
         {
             "api_call_id": np.arange(len(api.start), dtype=np.int64),
-            "name": [cols.data["name"][i] for i in api.order],
-            "api": ["driver" if cols.data["cat"][i] == "cuda_driver" else "runtime" for i in api.order],
+            "name": string_column(cols.data["name"], api.order),
+            "api": ["driver" if cat == "cuda_driver" else "runtime" for cat in in_order(cols.data["cat"], api.order)],
             "thread_id": api.tid,
             "start_ns": api.start,
             "end_ns": api.end,
@@ -509,7 +518,7 @@ def _kernels_table(cols: Cols, kernels: _Kernels) -> pa.Table:
     return pa.table(
         {
             "kernel_id": np.arange(len(kernels.start), dtype=np.int64),
-            "name": [cols.data["name"][i] for i in order],
+            "name": string_column(cols.data["name"], order),
             "device": cols.ints("device")[order].astype(np.int32),
             "stream": cols.ints("stream")[order],
             "start_ns": kernels.start,
@@ -556,7 +565,7 @@ def _transfers_table(cols: Cols, transfers: _Transfers) -> pa.Table:
     """The transfers table: a row per memcpy or memset, in transfer_id order, with its direction and bandwidth
     parsed from the name and timing."""
     order = transfers.order
-    names = [cols.data["name"][i] for i in order]
+    names = in_order(cols.data["name"], order)
     t_bytes = cols.ints("bytes")[order]
     t_dur = transfers.end - transfers.start
     parsed = [_MEMCPY_NAME.match(n) for n in names]
@@ -564,7 +573,7 @@ def _transfers_table(cols: Cols, transfers: _Transfers) -> pa.Table:
         {
             "transfer_id": np.arange(len(transfers.start), dtype=np.int64),
             "name": names,
-            "kind": ["memset" if cols.data["cat"][i] == "gpu_memset" else "memcpy" for i in order],
+            "kind": ["memset" if cat == "gpu_memset" else "memcpy" for cat in in_order(cols.data["cat"], order)],
             "direction": [m.group(1) if m else "" for m in parsed],
             "src_memory": [m.group(2) if m else "" for m in parsed],
             "dst_memory": [m.group(3) if m else "" for m in parsed],

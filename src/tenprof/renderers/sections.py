@@ -19,7 +19,7 @@ import orjson
 from rich.console import Console
 
 from tenprof.analyses import tally as tallies
-from tenprof.analyses.findings import Finding, Thresholds, find_all, not_judged
+from tenprof.analyses.findings import Finding, Thresholds, find_all, judging, not_judged
 from tenprof.renderers.finding_text import rendered
 from tenprof.store.profile import Profile
 from tenprof.store.schema import Pass
@@ -55,7 +55,8 @@ class FindingsData:
 
 
 def _findings(profile: Profile, options: ReportOptions) -> FindingsData:
-    return FindingsData(find_all(profile, options.thresholds), not_judged(profile))
+    ctx = judging(profile, options.thresholds)
+    return FindingsData(find_all(profile, ctx=ctx), not_judged(profile, ctx))
 
 
 def _findings_text(data: FindingsData, out: Console, options: ReportOptions) -> None:

@@ -21,6 +21,7 @@ from tenprof.errors import ProfileError
 from tenprof.store.derived import fill_derived
 from tenprof.store.meta import META_FILE, Meta, PassStatus, read_meta
 from tenprof.store.schema import PASS_TABLES, SCHEMA_VERSION, TABLES, Pass
+from tenprof.store.strings import Strings
 
 BUILT = ("complete", "partial")
 KEPT_TRACE = Path("raw") / "kineto_trace.json.gz"  # the timeline pass's recording, kept by `tenprof run`
@@ -39,6 +40,7 @@ class Profile:
         self.directory = directory
         self.meta = meta
         self._tables: dict[str, pa.Table] = {}
+        self._strings: dict[tuple[str, str], Strings] = {}
 
     def table_path(self, name: str) -> Path | None:
         """The table's file; None when its pass did not write it (it then reads as empty). Raises
@@ -81,6 +83,13 @@ class Profile:
     def column(self, table: str, column: str) -> Any:
         """One column as a numpy array (zero-copy where Arrow allows)."""
         return self.table(table).column(column).to_numpy()
+
+    def strings(self, table: str, column: str) -> Strings:
+        """A string column encoded as codes into its distinct values (store.strings), made once."""
+        key = (table, column)
+        if key not in self._strings:
+            self._strings[key] = Strings.of(self.table(table).column(column))
+        return self._strings[key]
 
     def has_pass(self, pass_name: str) -> bool:
         """meta.json says the pass was built (complete or partial). Raises `ProfileError` when its folder is gone."""

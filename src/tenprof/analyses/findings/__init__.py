@@ -14,8 +14,8 @@ from tenprof.analyses.findings.thresholds import Thresholds
 from tenprof.store.profile import Profile
 
 
-def find_all(profile: Profile, thresholds: Thresholds | None = None) -> list[Finding]:
-    """Every finding the profile supports, most costly first."""
+def find_all(profile: Profile, thresholds: Thresholds | None = None, ctx: Context | None = None) -> list[Finding]:
+    """Every finding the profile supports, most costly first (judged in `ctx` when given: see `judging`)."""
     from tenprof.analyses.findings import (
         cold_start,
         compiled,
@@ -31,7 +31,7 @@ def find_all(profile: Profile, thresholds: Thresholds | None = None) -> list[Fin
         variance,
     )
 
-    ctx = Context(profile, thresholds or Thresholds())
+    ctx = ctx or judging(profile, thresholds)
     found: list[Finding] = []
     for module in (
         launch_bound,
@@ -55,9 +55,15 @@ def find_all(profile: Profile, thresholds: Thresholds | None = None) -> list[Fin
     return found
 
 
-def not_judged(profile: Profile) -> list[str]:
+def judging(profile: Profile, thresholds: Thresholds | None = None) -> Context:
+    """The window the findings judge (the steady steps) and what every check shares: made once per report
+    and handed to `find_all` and `not_judged`, as building it reads and scans the largest tables."""
+    return Context(profile, thresholds or Thresholds())
+
+
+def not_judged(profile: Profile, ctx: Context | None = None) -> list[str]:
     """What the findings could not judge with this profile, and why (an imported trace may lack a lot)."""
-    ctx = Context(profile, Thresholds())
+    ctx = ctx or judging(profile)
     notes = []
     if not profile.has_gpu:
         notes.append("no GPU activity was recorded, so none of the GPU findings could be judged")
@@ -94,7 +100,7 @@ def not_judged(profile: Profile) -> list[str]:
             "the profile has no Python call paths (a trace recorded without tenprof and without "
             "with_stack), so findings cannot name your lines"
         )
-    if ops.num_rows and not any(ops.column("input_shapes").to_pylist()):
+    if ops.num_rows and profile.strings("ops", "input_shapes").values in ([], [""]):
         notes.append("no input shapes were recorded (record_shapes off), so copy sizes could not be estimated")
     return notes
 

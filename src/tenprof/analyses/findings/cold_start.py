@@ -24,8 +24,9 @@ def check(ctx: Context) -> list[Finding]:
     a_start = api.column("start_ns").to_numpy()
     in_first = (a_start >= lo) & (a_start < hi)
     calls: Counter[str] = Counter()
+    api_names = ctx.profile.strings("api_calls", "name")
     for name, dur in zip(
-        np.array(api.column("name").to_pylist(), dtype=object)[in_first].tolist(),
+        [api_names.values[c] for c in api_names.codes[in_first].tolist()],
         api.column("duration_ns").to_numpy()[in_first].tolist(),
         strict=True,
     ):

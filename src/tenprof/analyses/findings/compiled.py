@@ -30,7 +30,10 @@ def check(ctx: Context) -> list[Finding]:
     ops = ctx.profile.table("ops")
     start = ops.column("start_ns").to_numpy()
     duration_ns = ops.column("duration_ns").to_numpy()
-    calls = _compile_calls(names, ctx.in_steps(start), duration_ns)
+    marked = ctx.profile.strings("ops", "name").where(
+        lambda n: bool(_REGION.match(n)) or n in ("TorchDynamo Cache Lookup", "entire_frame_compile")
+    )
+    calls = _compile_calls(names, ctx.in_steps(start) & marked, duration_ns)
     if not calls.region_ops and not calls.compile_ops:
         return []
     cost = _region_cost(ctx, names, start, duration_ns, calls.region_ops)
@@ -53,7 +56,8 @@ class _CompileCalls:
 
 
 def _compile_calls(names: list[str], inside: np.ndarray, duration_ns: np.ndarray) -> _CompileCalls:
-    """Sort the ops that `inside` (bool per op) keeps by what they record; `duration_ns` is per op."""
+    """Sort the ops that `inside` (bool per op) keeps by what they record; `duration_ns` is per op. Ops
+    that are none of the three records may be left out of `inside` beforehand: they are skipped."""
     frames: dict[int, set[int]] = defaultdict(set)
     region_ops: list[int] = []
     lookups: list[int] = []
@@ -96,16 +100,14 @@ def _region_cost(
     # Regions nest (a graph break's resume function runs its region inside the caller's): only the
     # outermost count, with the GPU work of everything inside them, so no time is counted twice.
     parent = ctx.profile.column("ops", "parent_op_id")
-    root = _outermost_region(np.array([bool(_REGION.match(n)) for n in names], dtype=bool), parent)
+    root = _outermost_region(ctx.profile.strings("ops", "name").where(lambda n: bool(_REGION.match(n))), parent)
     region_ops = [i for i in region_ops if root[i] == i]
     k_op = _kernel_ops(ctx, api_op)
     k_root = np.where(k_op >= 0, root[np.clip(k_op, 0, None)], -1)
     k_duration = ctx.profile.table("kernels").column("duration_ns").to_numpy()
     gpu_by_top = np.bincount(k_root[k_root >= 0], weights=k_duration[k_root >= 0], minlength=len(names))
-    graph_launch = [
-        i for i, n in enumerate(api.column("name").to_pylist()) if n == "cudaGraphLaunch" and api_op[i] >= 0
-    ]
-    replays_graphs = any(int(root[api_op[i]]) in set(region_ops) for i in graph_launch)
+    graph_launch = np.flatnonzero(ctx.profile.strings("api_calls", "name").equals("cudaGraphLaunch") & (api_op >= 0))
+    replays_graphs = any(int(root[api_op[i]]) in set(region_ops) for i in graph_launch.tolist())
     recorded = _graph_recording_steps(ctx)
     if recorded:  # leave out the steps that recorded CUDA graphs
         step_of = ctx.step_index(start)
@@ -139,11 +141,8 @@ def _kernel_ops(ctx: Context, api_op: np.ndarray) -> np.ndarray:
 def _graph_recording_steps(ctx: Context) -> set[int]:
     """The analysed steps in which a CUDA graph was recorded (a cudaGraphInstantiate call started)."""
     api = ctx.profile.table("api_calls")
-    recording = [
-        float(s)
-        for s, n in zip(api.column("start_ns").to_numpy().tolist(), api.column("name").to_pylist(), strict=True)
-        if n.startswith("cudaGraphInstantiate")
-    ]
+    instantiate = ctx.profile.strings("api_calls", "name").where(lambda n: n.startswith("cudaGraphInstantiate"))
+    recording = api.column("start_ns").to_numpy()[instantiate].astype(float).tolist()
     if not recording:
         return set()
     return {int(x) for x in ctx.step_index(np.asarray(recording, dtype=np.int64)).tolist() if x >= 0}
@@ -251,11 +250,6 @@ def graph_breaks(ctx: Context) -> list[Finding]:
     entered from inside the first one, so each call pays a second region's dispatch."""
     ctx = ctx.keeping_compiling()
     ops = ctx.profile.table("ops")
-    names = ctx.op_names()
-    inside = ctx.in_steps(ops.column("start_ns").to_numpy())
-    parent = ctx.profile.column("ops", "parent_op_id")
-    is_region = np.array([bool(_REGION.match(n)) for n in names], dtype=bool)
-    nested = np.flatnonzero(inside & is_region & _has_region_ancestor(is_region, parent))
     frames = ctx.profile.table("frames")
     breaks = sorted(
         {
@@ -264,7 +258,13 @@ def graph_breaks(ctx: Context) -> list[Finding]:
             if (m := _RESUME.match(fn))
         }
     )
-    if len(nested) == 0 or not breaks:
+    is_region = ctx.profile.strings("ops", "name").where(lambda n: bool(_REGION.match(n)))
+    if not breaks or not is_region.any():  # no resume function, or no compiled code: no break to judge
+        return []
+    inside = ctx.in_steps(ops.column("start_ns").to_numpy())
+    parent = ctx.profile.column("ops", "parent_op_id")
+    nested = np.flatnonzero(inside & is_region & _has_region_ancestor(is_region, parent))
+    if len(nested) == 0:
         return []
     # What a break costs is the extra region's own dispatch (guards, the wrapper, the Python in between),
     # its self time: the ops inside it would run anyway, in one graph or two.
@@ -309,10 +309,9 @@ def compile_time(ctx: Context) -> list[Finding]:
     falls) against the steady step it produced: how many steps the compilation is worth. A one-off cost;
     reported when compiling took longer than the steady steps recorded (then the run was mostly compile)."""
     ops = ctx.profile.table("ops")
-    names = ctx.op_names()
     durations = ops.column("duration_ns").to_numpy()
-    compiles = [i for i, name in enumerate(names) if name == "entire_frame_compile"]
-    if not compiles or not ctx.step_count:
+    compiles = np.flatnonzero(ctx.profile.strings("ops", "name").equals("entire_frame_compile"))
+    if not len(compiles) or not ctx.step_count:
         return []
     compile_ns = int(durations[compiles].sum())
     step_ns = float(np.median(ctx.step_end - ctx.step_start))

@@ -63,14 +63,12 @@ class Context:
             keep[0] = False
         self.compiling_steps = 0
         if not keep_compiling and len(keep) >= 2:
-            names = np.array(profile.table("ops").column("name").to_pylist(), dtype=object)
-            api_names = profile.table("api_calls").column("name").to_pylist()
             # Recording CUDA graphs (mode="reduce-overhead") is a one-off like compiling: its warm-up runs,
             # syncs and allocations are not the steady state.
-            recording = np.array([n.startswith("cudaGraphInstantiate") for n in api_names], dtype=bool)
+            recording = profile.strings("api_calls", "name").where(lambda n: n.startswith("cudaGraphInstantiate"))
             compile_start = np.concatenate(
                 [
-                    profile.column("ops", "start_ns")[names == "entire_frame_compile"],
+                    profile.column("ops", "start_ns")[profile.strings("ops", "name").equals("entire_frame_compile")],
                     profile.column("api_calls", "start_ns")[recording],
                 ]
             )
@@ -212,7 +210,7 @@ class Context:
 
     @cached_property
     def _op_names(self) -> list[str]:
-        return [str(n) for n in self.profile.table("ops").column("name").to_pylist()]
+        return self.profile.strings("ops", "name").rows()
 
     @cached_property
     def _op_parents(self) -> list[int]:

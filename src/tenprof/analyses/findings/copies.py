@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 
 import numpy as np
@@ -33,6 +34,7 @@ DTYPE_BYTES = {
 }
 
 
+@functools.lru_cache(maxsize=4096)  # a run repeats a few thousand signatures over millions of copies
 def _bytes_of_copy(shapes: str, dtypes: str) -> int:
     """copy_(dst, src): bytes read plus bytes written, from the recorded shapes and dtypes."""
     try:
@@ -53,25 +55,26 @@ def check(ctx: Context) -> list[Finding]:
     inside = ctx.kernels_in_steps
     k_dur = k.column("duration_ns").to_numpy()
     gpu_time = ctx.steps_kernel_ns
-    names = ctx.op_names()
-    shapes = ctx.profile.table("ops").column("input_shapes").to_pylist()
-    dtypes = ctx.profile.table("ops").column("input_dtypes").to_pylist()
+    shapes = ctx.profile.strings("ops", "input_shapes")
+    dtypes = ctx.profile.strings("ops", "input_dtypes")
     causes: Counter[str] = Counter()
     copy_ns = 0
     copy_bytes = 0
     ops: list[int] = []
     weights: list[int] = []
     k_op = k.column("op_id").to_numpy()
-    for i in np.flatnonzero(inside).tolist():
+    is_copy = ctx.profile.strings("ops", "name").equals("aten::copy_")
+    candidates = inside & (k_op >= 0)
+    candidates[candidates] = is_copy[k_op[candidates]]
+    cause_names = set(CAUSES)
+    for i in np.flatnonzero(candidates).tolist():
         op = int(k_op[i])
-        if op < 0 or names[op] != "aten::copy_":
-            continue
-        cause = ctx.ancestors_named(op, set(CAUSES), outermost=True)
+        cause = ctx.ancestors_named(op, cause_names, outermost=True)
         if not cause:
             continue
         causes[CAUSES[cause]] += int(k_dur[i])
         copy_ns += int(k_dur[i])
-        copy_bytes += _bytes_of_copy(shapes[op], dtypes[op])
+        copy_bytes += _bytes_of_copy(shapes.at(op), dtypes.at(op))
         ops.append(op)
         weights.append(int(k_dur[i]))
     if gpu_time == 0 or copy_ns < ctx.t.copies_min_share * gpu_time:

@@ -26,7 +26,7 @@ def check(ctx: Context) -> list[Finding]:
     k_start, k_end, k_op = k.column("start_ns").to_numpy(), k.column("end_ns").to_numpy(), k.column("op_id").to_numpy()
     t_start, t_end = t.column("start_ns").to_numpy(), t.column("end_ns").to_numpy()
     api = ctx.profile.table("api_calls")
-    is_sync = np.array([SYNC_MARK in n for n in api.column("name").to_pylist()], dtype=bool)
+    is_sync = ctx.profile.strings("api_calls", "name").where(lambda n: SYNC_MARK in n)
     by_end = np.argsort(api.column("end_ns").to_numpy()[is_sync], kind="stable")
     sync_start = api.column("start_ns").to_numpy()[is_sync][by_end]
     sync_end = api.column("end_ns").to_numpy()[is_sync][by_end]

@@ -14,12 +14,8 @@ their time less what they would take on tensor cores (1/7.5 of it, the TF32-over
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import Any
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from tenprof.analyses.findings.context import Context, per_step
 from tenprof.analyses.findings.model import Finding
@@ -32,15 +28,6 @@ LAYOUT_CONVERSION = re.compile(r"nchwToNhwc|nhwcToNchw", re.IGNORECASE)
 # Dense TF32 tensor-core peak over FP32 FMA peak: 8x on an A100 (156 / 19.5 TFLOPS), 7.4x on an H100 SXM
 # (495 / 67). A GEMM moved to TF32 keeps about 1/7.5 of its time: the rest is what the fix saves.
 TF32_SPEEDUP = 7.5
-
-
-def name_matches(names: Any, test: Callable[[str], bool]) -> np.ndarray:
-    """Per row of a string column, `test(name)`: asked once per distinct name (a run launches the same few
-    hundred kernels millions of times)."""
-    encoded = pc.dictionary_encode(names).combine_chunks()
-    verdicts = np.array([test(str(n)) for n in encoded.dictionary.to_pylist()], dtype=bool)
-    indices = encoded.indices.to_numpy(zero_copy_only=False)
-    return verdicts[indices] if len(verdicts) else np.zeros(len(indices), dtype=bool)
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -57,7 +44,8 @@ def check(ctx: Context) -> list[Finding]:
     found: list[Finding] = []
     counters = ctx.profile.meta.passes.get(Pass.COUNTERS)
     counters_ran = counters is not None and counters.state == "complete"
-    fp32 = inside & name_matches(column, lambda n: bool(FP32_GEMM.search(n)) and not TENSOR_CORE.search(n))
+    names = ctx.profile.strings("kernels", "name")
+    fp32 = inside & names.where(lambda n: bool(FP32_GEMM.search(n)) and not TENSOR_CORE.search(n))
     fp32_ns = int(duration_ns[fp32].sum())
     saving = int(fp32_ns * (1 - 1 / TF32_SPEEDUP))
     if not counters_ran and saving >= ctx.t.names_min_share * gpu_ns:
@@ -83,7 +71,7 @@ def check(ctx: Context) -> list[Finding]:
                 numbers={"fp32_gemm_ns": float(fp32_ns), "share_of_gpu": fp32_ns / gpu_ns},
             )
         )
-    layout = inside & name_matches(column, lambda n: bool(LAYOUT_CONVERSION.search(n)))
+    layout = inside & names.where(lambda n: bool(LAYOUT_CONVERSION.search(n)))
     layout_ns = int(duration_ns[layout].sum())
     if layout_ns >= ctx.t.names_min_share * gpu_ns:
         found.append(

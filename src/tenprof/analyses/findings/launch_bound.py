@@ -32,7 +32,7 @@ def check(ctx: Context) -> list[Finding]:
     if judged >= ctx.t.launch_bound_max_gpu_busy or median_us >= ctx.t.launch_bound_max_median_kernel_us:
         return []
     api = ctx.profile.table("api_calls")
-    launches = np.array(["Launch" in n for n in api.column("name").to_pylist()], dtype=bool)
+    launches = ctx.profile.strings("api_calls", "name").where(lambda n: "Launch" in n)
     launches &= ctx.in_steps(api.column("start_ns").to_numpy())
     launch_cpu_us = float(api.column("duration_ns").to_numpy()[launches].mean()) / 1e3 if launches.any() else 0.0
     ops = ctx.profile.table("ops")
@@ -111,8 +111,9 @@ def _python_outside_ops(ctx: Context, cpu_in_ops_per_step: float) -> list[str]:
 def _fix(ctx: Context) -> str:
     """The advice; a run that already replays CUDA graphs in its steps is not told to use them."""
     api = ctx.profile.table("api_calls")
-    names = np.array(api.column("name").to_pylist(), dtype=object)
-    replays = (names == "cudaGraphLaunch") & ctx.in_steps(api.column("start_ns").to_numpy())
+    replays = ctx.profile.strings("api_calls", "name").equals("cudaGraphLaunch") & ctx.in_steps(
+        api.column("start_ns").to_numpy()
+    )
     if replays.any():
         return (
             "The steps already replay CUDA graphs: what is still launched one kernel at a time is outside them. "

@@ -97,7 +97,7 @@ def _calls_beyond_typical(ctx: Context, lo: int, hi: int) -> list[str]:
     api = ctx.profile.table("api_calls")
     start = api.column("start_ns").to_numpy()
     took = api.column("duration_ns").to_numpy()
-    names = api.column("name").to_pylist()
+    names = ctx.profile.strings("api_calls", "name").rows()
     usual: dict[str, float] = defaultdict(float)
     for i in np.flatnonzero(ctx.in_steps(start)).tolist():
         usual[names[i]] += float(took[i]) / max(ctx.step_count, 1)

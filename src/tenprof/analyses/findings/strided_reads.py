@@ -11,6 +11,7 @@ it is what matching layouts would save; without such a reference in the profile 
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 import orjson
@@ -46,6 +47,25 @@ def _tensors(shapes: str, strides: str, dtypes: str) -> list[tuple[list[int], li
     return out
 
 
+@functools.lru_cache(maxsize=4096)
+def _layout(shapes: str, strides: str, dtypes: str) -> tuple[int, float] | None:
+    """For an op of this signature: (the first input of the first's shape stored in another memory order,
+    or 0 when all match; bytes moved: those inputs read and the output written), or None when the op is
+    no elementwise op over tensors of two or more dimensions."""
+    tensors = _tensors(shapes, strides, dtypes)
+    if not tensors:
+        return None
+    shape0 = tensors[0][0]
+    order0 = _order(shape0, tensors[0][1])
+    if len(shape0) < 2 or len(order0) < 2:
+        return None
+    elements = math.prod(shape0)
+    same = [t for t in tensors if t[0] == shape0]
+    moved = float(sum(elements * t[2] for t in same) + elements * tensors[0][2])  # reads + the write
+    odd = [j for j, t in enumerate(tensors) if j > 0 and t[0] == shape0 and _order(t[0], t[1]) != order0]
+    return (odd[0] if odd else 0), moved
+
+
 def _ints(value: object) -> bool:
     return isinstance(value, list) and bool(value) and all(isinstance(x, int) for x in value)
 
@@ -54,32 +74,27 @@ def check(ctx: Context) -> list[Finding]:
     ops = ctx.profile.table("ops")
     if ops.num_rows == 0 or "input_strides" not in ops.column_names:
         return []
-    strides = ops.column("input_strides").to_pylist()
-    if not any(strides):
+    strides = ctx.profile.strings("ops", "input_strides")
+    if strides.values in ([], [""]):
         return []
     k = ctx.profile.table("kernels")
     k_op, k_dur = k.column("op_id").to_numpy(), k.column("duration_ns").to_numpy()
     inside = ctx.kernels_in_steps & (k_op >= 0)
     time_of = np.bincount(k_op[inside], weights=k_dur[inside], minlength=ops.num_rows)
     launches = np.bincount(k_op[inside], minlength=ops.num_rows)
-    shapes, dtypes = ops.column("input_shapes").to_pylist(), ops.column("input_dtypes").to_pylist()
+    shapes, dtypes = ctx.profile.strings("ops", "input_shapes"), ctx.profile.strings("ops", "input_dtypes")
     names = ctx.op_names()
     matching_bw: list[float] = []
     mismatched: list[tuple[int, int, float]] = []  # op, the operand read across, bytes
-    for op in np.flatnonzero((time_of > 0) & (launches == 1)).tolist():
-        tensors = _tensors(shapes[op], strides[op], dtypes[op])
-        if not tensors or time_of[op] < MIN_KERNEL_NS or ctx.ancestors_named(op, COPIES):
+    candidates = np.flatnonzero((time_of >= MIN_KERNEL_NS) & (launches == 1))
+    signatures = np.stack([shapes.codes[candidates], strides.codes[candidates], dtypes.codes[candidates]], axis=1)
+    for op, (shape, stride, dtype) in zip(candidates.tolist(), signatures.tolist(), strict=True):
+        layout = _layout(shapes.values[shape], strides.values[stride], dtypes.values[dtype])
+        if layout is None or ctx.ancestors_named(op, COPIES):
             continue
-        shape0 = tensors[0][0]
-        same = [t for t in tensors if t[0] == shape0]
-        elements = int(np.prod(shape0))
-        moved = float(sum(elements * t[2] for t in same) + elements * tensors[0][2])  # reads + the write
-        order0 = _order(shape0, tensors[0][1])
-        odd = [j for j, t in enumerate(tensors) if j > 0 and t[0] == shape0 and _order(t[0], t[1]) != order0]
-        if len(shape0) < 2 or len(order0) < 2:
-            continue
+        odd, moved = layout
         if odd:
-            mismatched.append((op, odd[0], moved))
+            mismatched.append((op, odd, moved))
         else:
             matching_bw.append(moved / float(time_of[op]))
     if not mismatched or not matching_bw:
@@ -95,7 +110,7 @@ def check(ctx: Context) -> list[Finding]:
     if worst is None or cost < ctx.t.names_min_share * ctx.steps_kernel_ns:
         return []
     _, op, operand = worst
-    tensors = _tensors(shapes[op], strides[op], dtypes[op])
+    tensors = _tensors(shapes.at(op), strides.at(op), dtypes.at(op))
     moved = next(m for o, _, m in mismatched if o == op)
     achieved = moved / float(time_of[op])
     ops_ids = np.array([o for o, _, _ in mismatched], dtype=np.int64)

@@ -29,8 +29,7 @@ CAUSES = {
 
 def check(ctx: Context) -> list[Finding]:
     api = ctx.profile.table("api_calls")
-    names = api.column("name").to_pylist()
-    is_sync = np.array([n in SYNC_CALLS for n in names], dtype=bool)
+    is_sync = ctx.profile.strings("api_calls", "name").where(lambda n: n in SYNC_CALLS)
     is_sync |= np.isin(api.column("correlation_id").to_numpy(), _copies_to_pageable_host(ctx))
     start = api.column("start_ns").to_numpy()
     is_sync &= ctx.in_steps(start)

@@ -19,22 +19,29 @@ def check(ctx: Context) -> list[Finding]:
     if not keep.any():
         return []
     dur = k.column("duration_ns").to_numpy()[keep]
-    names = np.array(k.column("name").to_pylist(), dtype=object)[keep]
+    names = ctx.profile.strings("kernels", "name")
     shape = np.stack(
         [k.column(c).to_numpy()[keep] for c in ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")], axis=1
-    )
+    ).astype(np.int64)
     total = int(dur.sum())
     # One kernel can serve several problem sizes with one grid (cuBLAS picks a kernel per shape range),
     # so the launching op's input shapes are part of what "the same launch" means.
-    op_shapes = ctx.profile.table("ops").column("input_shapes").to_pylist()
+    op_shapes = ctx.profile.strings("ops", "input_shapes")
     k_op = k.column("op_id").to_numpy()[keep]
-    groups: dict[tuple[object, ...], list[int]] = {}
-    for i, (name, sh, op) in enumerate(zip(names.tolist(), map(tuple, shape.tolist()), k_op.tolist(), strict=True)):
-        groups.setdefault((name, *sh, op_shapes[op] if op >= 0 else ""), []).append(i)
+    launched = k_op >= 0
+    shapes_code = np.full(len(k_op), -1, dtype=np.int64)
+    shapes_code[launched] = op_shapes.codes[k_op[launched]]
+    launch_key = np.column_stack([names.codes[keep], shape, shapes_code])
+    _, first, group, size = np.unique(launch_key, axis=0, return_index=True, return_inverse=True, return_counts=True)
+    by_group = np.argsort(group.reshape(-1), kind="stable")  # each group's launches in launch order
+    bounds = np.concatenate([[0], np.cumsum(size)])
     noisy = []
-    for key, members in groups.items():
-        if len(members) < 5:
+    for g in np.argsort(first).tolist():  # groups in the order their first launch came
+        if size[g] < 5:
             continue
+        members = by_group[bounds[g] : bounds[g + 1]]
+        code = launch_key[members[0]]
+        key = (names.values[code[0]], *code[1:7].tolist(), op_shapes.values[code[7]] if code[7] >= 0 else "")
         d = dur[members].astype(np.float64)
         cv = float(d.std() / d.mean()) if d.mean() > 0 else 0.0
         if cv > ctx.t.variance_max_cv and d.sum() >= ctx.t.variance_min_share * total:
