@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from tenprof.analyses.overhead import in_unrecorded_steps, kernel_launch_ns
+from tenprof.core.intervals import take
 from tenprof.store.profile import Profile
 
 
@@ -88,14 +89,11 @@ def op_gpu_tally(profile: Profile) -> Tally:
     own, "(user kernel) NAME"); kernels with no op are grouped by why: launched in a step run with the
     capture off (its ops were not recorded), or outside any op (a CUDA graph's replay, an imported trace)."""
     k = profile.table("kernels")
-    ops = profile.table("ops").column("name").to_pylist()
-    names = np.array([*ops, "[no op: a step run with the capture off]", "[no op]"], dtype=object)
+    ops = profile.strings("ops", "name")
+    labels = [*ops.values, "[no op: a step run with the capture off]", "[no op]"]
     op_ids = k.column("op_id").to_numpy()
     unrecorded = in_unrecorded_steps(profile, kernel_launch_ns(profile))
-    launch_names = names[np.where(op_ids >= 0, op_ids, np.where(unrecorded, len(ops), len(ops) + 1))]
-    return tally(
-        "aten ops (GPU time of their kernels)",
-        "GPU time",
-        pa.array(launch_names.tolist(), pa.string()),
-        k.column("duration_ns"),
-    )
+    no_op = np.where(unrecorded, len(ops.values), len(ops.values) + 1)
+    label = np.where(op_ids >= 0, take(ops.codes, op_ids, 0), no_op).astype(np.int32)
+    launch_names = pa.DictionaryArray.from_arrays(label, pa.array(labels, pa.string())).cast(pa.string())
+    return tally("aten ops (GPU time of their kernels)", "GPU time", launch_names, k.column("duration_ns"))

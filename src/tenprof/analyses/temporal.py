@@ -25,7 +25,7 @@ class StepBreakdown:
 
 def temporal_breakdown(profile: Profile) -> list[StepBreakdown]:
     k, t, steps = profile.table("kernels"), profile.table("transfers"), profile.table("steps")
-    is_comm = np.array(["nccl" in n.lower() for n in k.column("name").to_pylist()], dtype=bool)
+    is_comm = profile.strings("kernels", "name").where(lambda n: "nccl" in n.lower())
     ks, ke = k.column("start_ns").to_numpy(), k.column("end_ns").to_numpy()
     ts, te = t.column("start_ns").to_numpy(), t.column("end_ns").to_numpy()
     complete = steps.column("complete").to_numpy(zero_copy_only=False)

@@ -89,6 +89,7 @@ class Context:
             self.step_end[keep],
         )
         self.step_count = len(self.step_start)
+        self._named_ancestors: dict[tuple[frozenset[str], bool], I64] = {}
         self.analysed_ns = int((self.step_end - self.step_start).sum())
 
     def _slow(self, keep: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
@@ -204,17 +205,16 @@ class Context:
         """The user lines behind some ops, heaviest first (weights default to one per op)."""
         tally: Counter[str] = Counter()
         w = np.ones(len(ops), dtype=np.int64) if weights is None else weights
-        for op, weight in zip(ops.tolist(), w.tolist(), strict=True):
+        # summed per distinct op first: a finding's ops are often thousands of launches of a few ops
+        distinct, which = np.unique(ops, return_inverse=True)
+        summed = np.bincount(which.reshape(-1), weights=w, minlength=len(distinct)).astype(np.int64)
+        for op, weight in zip(distinct.tolist(), summed.tolist(), strict=True):
             tally[self.line_of_op(op)] += weight
         return [line for line, _ in tally.most_common(limit)]
 
     @cached_property
     def _op_names(self) -> list[str]:
         return self.profile.strings("ops", "name").rows()
-
-    @cached_property
-    def _op_parents(self) -> list[int]:
-        return [int(p) for p in self.profile.column("ops", "parent_op_id").tolist()]
 
     def op_names(self) -> list[str]:
         return self._op_names
@@ -225,19 +225,29 @@ class Context:
             self._keeping_compiling = Context(self.profile, self.t, keep_compiling=True)
         return self._keeping_compiling
 
-    def ancestors_named(self, op: int, names: set[str], outermost: bool = False) -> str:
-        """The innermost (or outermost) op from `op` up to its top-level op whose name is in `names`, or ''.
+    def named_ancestors(self, names: frozenset[str], outermost: bool = False) -> I64:
+        """Per op, the innermost (or outermost) op from it up to its top-level op whose name is in `names`,
+        -1 where none is; computed for every op at once, level by level down the op tree, and kept.
 
         Outermost names the user's call: `.contiguous()` runs aten::contiguous -> aten::clone -> aten::copy_."""
-        all_names, parent = self._op_names, self._op_parents
-        found = ""
-        while op >= 0:
-            if all_names[op] in names:
-                found = all_names[op]
-                if not outermost:
-                    return found
-            op = parent[op]
-        return found
+        key = (names, outermost)
+        if key not in self._named_ancestors:
+            own = self.profile.strings("ops", "name").where(lambda n: n in names)
+            parent = self.profile.column("ops", "parent_op_id")
+            depth = self.profile.column("ops", "depth")
+            found = np.where(own, np.arange(len(own), dtype=np.int64), -1)
+            by_depth = np.argsort(depth, kind="stable")
+            bounds = np.searchsorted(depth[by_depth], np.arange(int(depth.max(initial=0)) + 2))
+            for d in range(1, len(bounds) - 1):
+                level = by_depth[bounds[d] : bounds[d + 1]]
+                up = parent[level]
+                above = np.where(up >= 0, found[np.clip(up, 0, None)], -1)
+                if outermost:
+                    found[level] = np.where(above >= 0, above, found[level])
+                else:
+                    found[level] = np.where(found[level] >= 0, found[level], above)
+            self._named_ancestors[key] = found
+        return self._named_ancestors[key]
 
 
 def per_step(total: float, ctx: Context) -> float:

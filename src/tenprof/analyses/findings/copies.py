@@ -7,6 +7,7 @@ import functools
 from collections import Counter
 
 import numpy as np
+import numpy.typing as npt
 import orjson
 
 from tenprof.analyses.findings.context import Context, per_step
@@ -48,6 +49,14 @@ def _bytes_of_copy(shapes: str, dtypes: str) -> int:
     return total
 
 
+def _summed(keys: npt.NDArray[np.int64], values: npt.NDArray[np.int64]) -> tuple[list[int], list[int]]:
+    """The distinct keys, and the sum of `values` over each."""
+    distinct, which = np.unique(keys, return_inverse=True)
+    return distinct.tolist(), np.bincount(which.reshape(-1), weights=values, minlength=len(distinct)).astype(
+        np.int64
+    ).tolist()
+
+
 def check(ctx: Context) -> list[Finding]:
     k = ctx.profile.table("kernels")
     if k.num_rows == 0:
@@ -66,17 +75,20 @@ def check(ctx: Context) -> list[Finding]:
     is_copy = ctx.profile.strings("ops", "name").equals("aten::copy_")
     candidates = inside & (k_op >= 0)
     candidates[candidates] = is_copy[k_op[candidates]]
-    cause_names = set(CAUSES)
-    for i in np.flatnonzero(candidates).tolist():
-        op = int(k_op[i])
-        cause = ctx.ancestors_named(op, cause_names, outermost=True)
-        if not cause:
-            continue
-        causes[CAUSES[cause]] += int(k_dur[i])
-        copy_ns += int(k_dur[i])
-        copy_bytes += _bytes_of_copy(shapes.at(op), dtypes.at(op))
-        ops.append(op)
-        weights.append(int(k_dur[i]))
+    cause_of = ctx.named_ancestors(frozenset(CAUSES), outermost=True)
+    candidates[candidates] = cause_of[k_op[candidates]] >= 0
+    names = ctx.profile.strings("ops", "name")
+    chosen = np.flatnonzero(candidates)
+    copy_op, copy_dur = k_op[chosen], k_dur[chosen].astype(np.int64)
+    # per distinct cause, and per distinct (shapes, dtypes) signature: a few of each over many copies
+    for code, ns in zip(*_summed(names.codes[cause_of[copy_op]], copy_dur), strict=True):
+        causes[CAUSES[names.values[code]]] += ns
+    signature = shapes.codes[copy_op] * len(dtypes.values) + dtypes.codes[copy_op]
+    for code, copies in zip(*_summed(signature, np.ones(len(copy_op), dtype=np.int64)), strict=True):
+        shape_code, dtype_code = divmod(code, len(dtypes.values))
+        copy_bytes += copies * _bytes_of_copy(shapes.values[shape_code], dtypes.values[dtype_code])
+    copy_ns = int(copy_dur.sum())
+    ops, weights = copy_op.tolist(), copy_dur.tolist()
     if gpu_time == 0 or copy_ns < ctx.t.copies_min_share * gpu_time:
         return []
     return [

@@ -86,11 +86,12 @@ def check(ctx: Context) -> list[Finding]:
     names = ctx.op_names()
     matching_bw: list[float] = []
     mismatched: list[tuple[int, int, float]] = []  # op, the operand read across, bytes
-    candidates = np.flatnonzero((time_of >= MIN_KERNEL_NS) & (launches == 1))
+    in_a_copy = ctx.named_ancestors(frozenset(COPIES)) >= 0
+    candidates = np.flatnonzero((time_of >= MIN_KERNEL_NS) & (launches == 1) & ~in_a_copy)
     signatures = np.stack([shapes.codes[candidates], strides.codes[candidates], dtypes.codes[candidates]], axis=1)
     for op, (shape, stride, dtype) in zip(candidates.tolist(), signatures.tolist(), strict=True):
         layout = _layout(shapes.values[shape], strides.values[stride], dtypes.values[dtype])
-        if layout is None or ctx.ancestors_named(op, COPIES):
+        if layout is None:
             continue
         odd, moved = layout
         if odd:

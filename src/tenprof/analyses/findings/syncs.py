@@ -62,14 +62,15 @@ def check(ctx: Context) -> list[Finding]:
     causes: Counter[str] = Counter()
     copy_direction = _copy_directions(ctx)
     by_copy = np.zeros(len(ops), dtype=bool)  # the wait is a blocking copy to the GPU's
-    cause_ops = set(CAUSES)
+    cause_of = ctx.named_ancestors(frozenset(CAUSES))
+    op_names = ctx.profile.strings("ops", "name")
     for j, op in enumerate(ops.tolist()):
-        name = ctx.ancestors_named(int(op), cause_ops) if op >= 0 else ""
+        name = op_names.at(int(cause_of[op])) if op >= 0 and cause_of[op] >= 0 else ""
         if op >= 0 and copy_direction.get(int(op)) == "HtoD":
             by_copy[j] = True
             causes["a blocking copy to the GPU (.to('cuda') from pageable memory or without non_blocking)"] += 1
         else:
-            causes[CAUSES.get(name, "an explicit synchronize" if op < 0 else f"{ctx.op_names()[op]}")] += 1
+            causes[CAUSES.get(name, "an explicit synchronize" if op < 0 else f"{op_names.at(op)}")] += 1
     cost = int(cost_each.sum())
     return [
         Finding(

@@ -32,12 +32,14 @@ def check(ctx: Context) -> list[Finding]:
     shapes_code = np.full(len(k_op), -1, dtype=np.int64)
     shapes_code[launched] = op_shapes.codes[k_op[launched]]
     launch_key = np.column_stack([names.codes[keep], shape, shapes_code])
-    _, first, group, size = np.unique(launch_key, axis=0, return_index=True, return_inverse=True, return_counts=True)
-    by_group = np.argsort(group.reshape(-1), kind="stable")  # each group's launches in launch order
-    bounds = np.concatenate([[0], np.cumsum(size)])
+    # launches grouped by key: sorted by it (stable, so each group keeps launch order), cut where it changes
+    by_group = np.lexsort(launch_key.T[::-1])
+    ordered = launch_key[by_group]
+    cut = np.flatnonzero(np.any(ordered[1:] != ordered[:-1], axis=1)) + 1
+    bounds = np.concatenate([[0], cut, [len(by_group)]]) if len(by_group) else np.zeros(1, dtype=np.int64)
     noisy = []
-    for g in np.argsort(first).tolist():  # groups in the order their first launch came
-        if size[g] < 5:
+    for g in np.argsort(by_group[bounds[:-1]], kind="stable").tolist():  # groups in order of their first launch
+        if bounds[g + 1] - bounds[g] < 5:
             continue
         members = by_group[bounds[g] : bounds[g + 1]]
         code = launch_key[members[0]]
