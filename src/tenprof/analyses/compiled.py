@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pyarrow.compute as pc
 
 from tenprof.analyses.summary import OpLines, user_frame_of
 from tenprof.core.inductor import from_kernel_name
@@ -123,8 +122,7 @@ def in_compiled_region(profile: Profile) -> np.ndarray:
 
 def _has_region_records(profile: Profile) -> bool:
     """Whether any op record marks a compiled region (no op can be inside one otherwise)."""
-    names = profile.table("ops").column("name")
-    return any(bool(pc.any(pc.match_substring(names, mark)).as_py()) for mark in REGION_MARKS)
+    return any(mark in name for name in profile.strings("ops", "name").values for mark in REGION_MARKS)
 
 
 def _may_hold_compiled_code(profile: Profile) -> bool:
@@ -132,8 +130,7 @@ def _may_hold_compiled_code(profile: Profile) -> bool:
     and no kernel name that reads as generated (`_tally`'s two tests, checked without the op walk)."""
     if _has_region_records(profile) or profile.table("compiled_kernels").num_rows:
         return True
-    names = set(profile.table("kernels").column("name").to_pylist())
-    return any(from_kernel_name(name) is not None for name in names)
+    return any(from_kernel_name(name) is not None for name in profile.strings("kernels", "name").values)
 
 
 def _op_tree(profile: Profile) -> _OpTree:

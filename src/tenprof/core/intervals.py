@@ -145,7 +145,8 @@ def uncovered(windows: tuple[I64Array, I64Array], by: tuple[I64Array, I64Array])
     bs, be = merged(*by)
     # Cut at every boundary of either set; a piece lies in the result when its midpoint is in a window
     # and in no interval of `by`.
-    cuts = np.unique(np.concatenate([ws, we, bs, be]))
+    cuts = np.sort(np.concatenate([ws, we, bs, be]))
+    cuts = cuts[np.concatenate([[True], cuts[1:] != cuts[:-1]])] if len(cuts) else cuts  # sort+dedupe: unique
     if len(cuts) < 2:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     lo, hi = cuts[:-1], cuts[1:]

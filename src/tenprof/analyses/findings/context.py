@@ -16,6 +16,7 @@ from tenprof.core.intervals import take
 from tenprof.store.profile import Profile
 
 I64 = npt.NDArray[np.int64]
+_NO_OP = -2  # in place of a user frame: the event has no op
 
 
 class Context:
@@ -191,9 +192,12 @@ class Context:
         return stack_frames(self.profile)
 
     def line_of_op(self, op: int) -> str:
-        if op < 0:
+        return self._line_of_frame(int(self.op_user_frame[op]) if op >= 0 else _NO_OP)
+
+    def _line_of_frame(self, frame: int) -> str:
+        """The line an op's user frame names (`_NO_OP` for no op, negative for none of the user's)."""
+        if frame == _NO_OP:
             return "(no op)"
-        frame = int(self.op_user_frame[op])
         if frame < 0:
             return "(no line of yours)"
         if frame in self._stack_frames:
@@ -205,11 +209,12 @@ class Context:
         """The user lines behind some ops, heaviest first (weights default to one per op)."""
         tally: Counter[str] = Counter()
         w = np.ones(len(ops), dtype=np.int64) if weights is None else weights
-        # summed per distinct op first: a finding's ops are often thousands of launches of a few ops
-        distinct, which = np.unique(ops, return_inverse=True)
+        # summed per user frame first: a finding's ops are often many thousands, on a few lines
+        frames = np.where(ops >= 0, take(self.op_user_frame, ops, -1), _NO_OP)
+        distinct, which = np.unique(frames, return_inverse=True)
         summed = np.bincount(which.reshape(-1), weights=w, minlength=len(distinct)).astype(np.int64)
-        for op, weight in zip(distinct.tolist(), summed.tolist(), strict=True):
-            tally[self.line_of_op(op)] += weight
+        for frame, weight in zip(distinct.tolist(), summed.tolist(), strict=True):
+            tally[self._line_of_frame(frame)] += weight
         return [line for line, _ in tally.most_common(limit)]
 
     @cached_property
