@@ -21,7 +21,7 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable, Iterator
-from typing import IO, Generic, TypeVar
+from typing import IO, Any, Generic, NamedTuple, TypeVar
 
 import msgspec
 import numpy as np
@@ -90,10 +90,16 @@ class _Prefetch:
 class EventChunks(Generic[T]):
     """Iterate `decode(run)` for the runs of whole events of the trace in `handle` (see the module)."""
 
-    def __init__(self, handle: IO[bytes], decode: Callable[[bytes], T], block: int = BLOCK_BYTES) -> None:
+    def __init__(
+        self, handle: IO[bytes], decode: Callable[[Any], T], block: int = BLOCK_BYTES, spans: bool = False
+    ) -> None:
         self._handle = handle
         self._decode = decode
         self._block = block
+        # spans: `decode` gets each run's place in the file, a `Span`, rather than its bytes as an array
+        # (the processes that decode read it themselves: an uncompressed file only)
+        self._spans = spans
+        self._base = 0  # the file offset of the buffer's first byte
         self.head = b""
         self.after = b""
         self.found_key = False
@@ -117,30 +123,38 @@ class EventChunks(Generic[T]):
             cut = _guess_cut(buf)
             if cut > 0:
                 try:
-                    decoded = self._decode(_as_array(buf[:cut]))
+                    decoded = self._decode(self._run(buf, cut))
                 except msgspec.DecodeError:
                     pass  # a wrong guess: the exact scan below
                 else:
                     yield decoded
-                    buf = buf[cut:]
+                    buf = self._after_run(buf, cut)
                     continue
             end, close = _scan(buf)
             if close >= 0:
-                yield self._decoded(buf[:close])
+                yield self._decoded(buf, close)
                 self.after = buf[close + 1 :] + b"".join(blocks)
                 return
             if end > 0:
-                yield self._decoded(buf[:end])
-                buf = buf[end:]
+                yield self._decoded(buf, end)
+                buf = self._after_run(buf, end)
         end, close = _scan(buf)
         if close < 0:
             raise NotJson("the events array is not closed")
-        yield self._decoded(buf[:close])
+        yield self._decoded(buf, close)
         self.after = buf[close + 1 :]
 
-    def _decoded(self, run: bytes) -> T:
+    def _run(self, buf: bytes, end: int) -> bytes | Span:
+        """The run buf[:end] as `decode` takes it."""
+        return Span(self._base, end) if self._spans else as_array(buf[:end])
+
+    def _after_run(self, buf: bytes, end: int) -> bytes:
+        self._base += end
+        return buf[end:]
+
+    def _decoded(self, buf: bytes, end: int) -> T:
         try:
-            return self._decode(_as_array(run))
+            return self._decode(self._run(buf, end))
         except msgspec.DecodeError as exc:
             raise NotJson(str(exc)) from exc
 
@@ -161,6 +175,7 @@ class EventChunks(Generic[T]):
             if buf[colon : colon + 1] != b":" or buf[opening : opening + 1] != b"[":
                 break  # a key of that name whose value is not an array: no events
             self.head, self.found_array = buf[:key], True
+            self._base = opening + 1
             return buf[opening + 1 :]
         self.head = buf + b"".join(blocks)
         return b""
@@ -172,7 +187,15 @@ def _skip_blank(buf: bytes, at: int) -> int:
     return at
 
 
-def _as_array(run: bytes) -> bytes:
+class Span(NamedTuple):
+    """Where a run of events lies in an uncompressed file."""
+
+    offset: int
+    length: int
+
+
+def as_array(run: bytes) -> bytes:
+    """A run of events (what lies between two cuts: a leading comma, events, commas) as a JSON array."""
     first = _skip_blank(run, 0)
     if run[first : first + 1] == b",":
         first = _skip_blank(run, first + 1)

@@ -28,7 +28,7 @@ from typing import IO, Any, TypeVar, cast
 import orjson
 
 from tenprof.errors import TraceFormatError
-from tenprof.importers.event_chunks import BLOCK_BYTES, EventChunks, NotJson, check_not_json
+from tenprof.importers.event_chunks import BLOCK_BYTES, EventChunks, NotJson, Span, check_not_json
 from tenprof.importers.kineto_events import Event, decode_events
 from tenprof.importers.parallel_collect import collect_in_processes
 from tenprof.importers.timeline_columns import Collector
@@ -77,13 +77,21 @@ def _open(path: Path) -> IO[bytes]:
         raise TraceFormatError(f"{path}: no such file")
     if path.is_dir():
         raise TraceFormatError(f"{path} is a directory; give the trace file itself{_trace_in(path)}")
+    kind = _compression(path)
+    if kind == "gzip":
+        return cast(IO[bytes], gzip.open(path, "rb"))
+    if kind == "zstd":
+        return open_zstd(path)
+    return path.open("rb")
+
+
+def _compression(path: Path) -> str | None:
+    """ "gzip" or "zstd" by the file's first bytes, None for an uncompressed file."""
     with path.open("rb") as probe:
         magic = probe.read(4)
     if magic[:2] == b"\x1f\x8b":
-        return cast(IO[bytes], gzip.open(path, "rb"))
-    if magic == ZSTD_MAGIC:
-        return open_zstd(path)
-    return path.open("rb")
+        return "gzip"
+    return "zstd" if magic == ZSTD_MAGIC else None
 
 
 def _trace_in(folder: Path) -> str:
@@ -183,7 +191,9 @@ class TraceStream:
         importers.parallel_collect; a trace it cannot cut without decoding is read again in this one)."""
         if workers > 1:
             check = _KinetoCheck(self.path)
-            with self._reading(_run_as_is) as chunks:
+            plain = self.path.is_file() and _compression(self.path) is None  # workers read its runs themselves
+            job = _Job(str(self.path) if plain else None)
+            with self._reading(job, spans=plain) as chunks:
                 done = collect_in_processes(iter(chunks), workers)
             if done is not None:
                 collector, categories = done
@@ -195,10 +205,10 @@ class TraceStream:
         return collector
 
     @contextmanager
-    def _reading(self, decode: Callable[[bytes], T]) -> Iterator[EventChunks[T]]:
+    def _reading(self, decode: Callable[[Any], T], spans: bool = False) -> Iterator[EventChunks[T]]:
         """The file's events in runs, with each way reading it can fail turned into one clear error."""
         handle = _open(self.path)
-        chunks = EventChunks(handle, decode, self.block_bytes)
+        chunks = EventChunks(handle, decode, self.block_bytes, spans)
         try:
             yield chunks
         except NotJson as exc:
@@ -235,8 +245,17 @@ class TraceStream:
         )
 
 
-def _run_as_is(run: bytes) -> bytes:
-    return run
+class _Job:
+    """What a worker is sent for a run: the run's bytes, or the file and the run's place in it."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+
+    def __call__(self, run: bytes | Span) -> bytes | tuple[str, Span]:
+        if isinstance(run, Span):
+            assert self.path is not None  # spans are asked for only with a path to read them from
+            return self.path, run
+        return run
 
 
 def _keys_after(after: bytes) -> dict[str, Any]:

@@ -22,22 +22,29 @@ from multiprocessing.pool import AsyncResult
 
 import msgspec
 
+from tenprof.importers.event_chunks import Span, as_array
 from tenprof.importers.kineto_events import decode_events
 from tenprof.importers.timeline_columns import Collector
 
 
-def _collect_run(run: bytes) -> tuple[Collector, frozenset[str]] | None:
-    """A worker's job: the columns of one run, and the categories it held; None when it is not JSON."""
+def _collect_run(run: bytes | tuple[str, Span]) -> tuple[Collector, frozenset[str]] | None:
+    """A worker's job: the columns of one run (its bytes as a JSON array, or where it lies in an
+    uncompressed file, read here), and the categories it held; None when it is not JSON."""
+    if isinstance(run, tuple):
+        path, (offset, length) = run
+        with open(path, "rb") as file:  # page-cached: cheaper than passing the bytes through a pipe
+            file.seek(offset)
+            run = as_array(file.read(length))
     try:
         events = decode_events(run)
     except msgspec.DecodeError:
         return None
     collector = Collector()
     collector.add_batch(events)
-    return collector, frozenset(e.cat for e in events)
+    return collector, frozenset({e.cat for e in events})
 
 
-def collect_in_processes(runs: Iterator[bytes], workers: int) -> tuple[Collector, set[str]] | None:
+def collect_in_processes(runs: Iterator[bytes | tuple[str, Span]], workers: int) -> tuple[Collector, set[str]] | None:
     """Every run's columns appended in order, and every category seen; None when a run did not decode."""
     # fork spares each worker importing tenprof again; it is safe only while this process has one thread
     method = "fork" if threading.active_count() == 1 else "spawn"

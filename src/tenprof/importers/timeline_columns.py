@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from array import array
 from collections.abc import Iterable
-from typing import Any, cast
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -112,7 +112,6 @@ class Collector:
         self.memory = Cols(ts="d", tid="q", dtype="q", device="q", addr="q", bytes="q", alloc="q", reserved="q")
         self.triton_launches: dict[str, dict[str, Any]] = {}
         self.events = 0
-        self._texts: dict[bytes, str] = {b"": ""}
 
     def add_all(self, batches: Iterable[list[Event]]) -> None:
         for batch in batches:
@@ -132,11 +131,6 @@ class Collector:
             seen.update(launch)  # the last launch's values, as add_batch keeps them
             seen["launches"] = launch_count
         self.events += later.events
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["_texts"] = {b"": ""}  # a cache: not worth sending between processes
-        return state
 
     def add_batch(self, batch: list[Event]) -> None:
         """Sort one run of events (trace order) into the columns: grouped by kind in one pass, then each
@@ -237,23 +231,16 @@ class Collector:
     def _json_texts(self, raws: list[msgspec.Raw]) -> list[str]:
         """Compact JSON text of `args` values kept raw ("" when absent), one string per distinct text:
         traces written with and without spaces give the same text."""
-        texts = self._texts
-        out = [texts.get(key) for key in map(bytes, raws)]
-        if None in out:
-            for i, text in enumerate(out):
-                if text is None:
-                    out[i] = self._new_text(bytes(raws[i]))
-        return cast(list[str], out)
-
-    def _new_text(self, key: bytes) -> str:
-        text = self._texts.get(key)
-        if text is None:
-            try:
-                text = sys.intern(orjson.dumps(orjson.loads(key)).decode())
-            except orjson.JSONDecodeError:
-                text = ""
-            self._texts[key] = text
-        return text
+        keys = list(map(bytes, raws))
+        try:
+            return [_TEXTS[key] for key in keys]
+        except KeyError:  # texts not seen before: each made once, then the whole run again
+            if len(_TEXTS) > _TEXTS_KEPT:
+                _TEXTS.clear()
+                _TEXTS[b""] = ""
+            for key in set(keys).difference(_TEXTS):
+                _TEXTS[key] = _compact_json(key)
+            return [_TEXTS[key] for key in keys]
 
     def _triton_launch(self, name: str, args: EventArgs) -> None:
         seen = self.triton_launches.setdefault(name, {"launches": 0})
@@ -262,6 +249,19 @@ class Collector:
             raw = getattr(args, key)
             if raw:
                 seen[key] = orjson.loads(bytes(raw))
+
+
+# Raw `args` JSON -> its compact text, kept for the process's life (a worker sorts many runs): a run repeats
+# a few thousand shapes, and a trace with more than _TEXTS_KEPT starts the cache again rather than grow it
+_TEXTS: dict[bytes, str] = {b"": ""}
+_TEXTS_KEPT = 1 << 18
+
+
+def _compact_json(raw: bytes) -> str:
+    try:
+        return sys.intern(orjson.dumps(orjson.loads(raw)).decode())
+    except orjson.JSONDecodeError:
+        return ""
 
 
 def _thread(value: int | str) -> int:
