@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tenprof.core.intervals import coverage, nest, take, uncovered, union_length
+from tenprof.core.intervals import IdIndex, coverage, nest, take, uncovered, union_length
 
 
 @st.composite
@@ -112,3 +112,14 @@ def test_uncovered_matches_brute_force(windows: list[tuple[int, int]], by: list[
     got = {t for a, b in zip(lo.tolist(), hi.tolist(), strict=True) for t in range(a, b)}
     assert got == points(windows) - points(by)
     assert (lo[1:] > hi[:-1]).all() and (hi > lo).all()  # disjoint, sorted, non-empty blocks
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-1, 12), max_size=40), st.lists(st.integers(-3, 14), max_size=20), st.booleans())
+def test_id_index_agrees_with_a_dict(ids: list[int], queries: list[int], keep_first: bool) -> None:
+    expected: dict[int, int] = {}
+    for position, value in enumerate(ids):
+        if value >= 0 and (not keep_first or value not in expected):
+            expected[value] = position
+    found = IdIndex(np.array(ids, dtype=np.int64), keep_first).find(np.array(queries, dtype=np.int64))
+    assert found.tolist() == [expected.get(q, -1) for q in queries]

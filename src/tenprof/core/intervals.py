@@ -96,6 +96,29 @@ def nest(starts: I64Array, ends: I64Array) -> Nesting:
     )
 
 
+class IdIndex:
+    """Ids (External id, correlation id: -1 for none) -> the position holding each, found by binary search
+    over the sorted ids: a dict of millions of ints costs ten times the memory. Where an id repeats, the
+    first or the last position holding it is kept."""
+
+    def __init__(self, ids: I64Array, keep_first: bool) -> None:
+        positions = np.flatnonzero(ids >= 0)
+        by_id = positions[np.argsort(ids[positions], kind="stable")]
+        sorted_ids = ids[by_id]
+        if len(sorted_ids):  # one position per id: the first (or last) of each run of equal ids
+            edge = sorted_ids[1:] != sorted_ids[:-1]
+            keep = np.concatenate([[True], edge]) if keep_first else np.concatenate([edge, [True]])
+            by_id, sorted_ids = by_id[keep], sorted_ids[keep]
+        self._ids, self._positions = sorted_ids, by_id.astype(np.int64)
+
+    def find(self, ids: I64Array) -> I64Array:
+        """The position holding each id, -1 for an id not held (and for -1)."""
+        if len(self._ids) == 0:
+            return np.full(len(ids), -1, dtype=np.int64)
+        at = np.clip(np.searchsorted(self._ids, ids), 0, len(self._ids) - 1)
+        return np.where((self._ids[at] == ids) & (ids >= 0), self._positions[at], -1)
+
+
 def union_length(starts: I64Array, ends: I64Array) -> int:
     """Total time covered by the union of intervals (GPU busy time)."""
     block_start, block_end = merged(starts, ends)

@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from tenprof.core.inductor import inside_autotuning
-from tenprof.core.intervals import I64Array, coverage, nest, take
+from tenprof.core.intervals import I64Array, IdIndex, coverage, nest, take
 from tenprof.importers.call_paths import CallPaths, OpLinks, join_call_paths, match_sidecar_scopes
 from tenprof.importers.callsites import SYNC_PREFIX, Callsites, clock_offset
 from tenprof.importers.timeline_columns import (
@@ -200,7 +200,7 @@ class _Ops:
     top: I64Array  # the top-level op of each op (itself when top-level)
     is_backward: _Bools
     forward: I64Array  # a backward op's forward op, else -1
-    ext_to_op: dict[int, int]  # Kineto's External id -> op_id
+    ext_to_op: IdIndex  # Kineto's External id -> op_id (the last op with it)
 
     @property
     def parent(self) -> I64Array:
@@ -250,7 +250,7 @@ def _ops(cols: Cols, clock: Clock) -> _Ops:
         top=top,
         is_backward=is_backward,
         forward=np.where(is_backward, _propagate_down(forward, parent, depth, lambda v: v < 0), -1),
-        ext_to_op=dict(zip(ext[ext >= 0].tolist(), np.flatnonzero(ext >= 0).tolist(), strict=True)),
+        ext_to_op=IdIndex(ext, keep_first=False),
     )
 
 
@@ -438,7 +438,7 @@ class _ApiCalls:
     end: I64Array
     corr: I64Array
     op: I64Array
-    corr_to_api: dict[int, int]  # CUPTI correlation id -> the first api_call_id with it
+    corr_to_api: IdIndex  # CUPTI correlation id -> the first api_call_id with it
 
 
 def _api_calls(cols: Cols, clock: Clock, ops: _Ops) -> _ApiCalls:
@@ -449,14 +449,10 @@ def _api_calls(cols: Cols, clock: Clock, ops: _Ops) -> _ApiCalls:
     api_start, api_end = api_start[api_order], api_end[api_order]
     api_tid = cols.ints("tid")[api_order]
     api_corr = cols.ints("corr")[api_order]
-    api_op = _ops_of(cols.ints("ext")[api_order], ops.ext_to_op)
+    api_op = ops.ext_to_op.find(cols.ints("ext")[api_order])
     unresolved = api_op < 0
     api_op[unresolved] = ops.nesting.innermost_per_thread(api_tid[unresolved], api_start[unresolved])
-    corr_to_api: dict[int, int] = {}
-    for position, corr in enumerate(api_corr.tolist()):
-        if corr >= 0:
-            corr_to_api.setdefault(corr, position)
-    return _ApiCalls(api_order, api_tid, api_start, api_end, api_corr, api_op, corr_to_api)
+    return _ApiCalls(api_order, api_tid, api_start, api_end, api_corr, api_op, IdIndex(api_corr, keep_first=True))
 
 
 def _api_calls_table(cols: Cols, api: _ApiCalls) -> pa.Table:
@@ -690,16 +686,11 @@ def _launched(
     order = np.argsort(start, kind="stable")
     start, end = start[order], end[order]
     corr = cols.ints("corr")[order]
-    api_call = np.array([api.corr_to_api.get(int(c), -1) for c in corr], dtype=np.int64)
-    op = _ops_of(cols.ints("ext")[order], ops.ext_to_op)
+    api_call = api.corr_to_api.find(corr)
+    op = ops.ext_to_op.find(cols.ints("ext")[order])
     fallback = (op < 0) & (api_call >= 0)
     op[fallback] = api.op[api_call[fallback]]
     return order, start, end, corr, api_call, op
-
-
-def _ops_of(ext_ids: I64Array, ext_to_op: dict[int, int]) -> I64Array:
-    """The op_id of each External id, or -1."""
-    return np.array([ext_to_op.get(int(e), -1) for e in ext_ids], dtype=np.int64)
 
 
 def _ordinal_within(groups: I64Array, times: I64Array) -> I64Array:
