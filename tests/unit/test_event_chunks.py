@@ -127,8 +127,15 @@ def test_values_of_unexpected_types_take_the_defaults(tmp_path: Path) -> None:
     assert columns["kernels.stream"] == [7]
 
 
-def test_a_zstd_trace_is_read_or_refused_in_one_line(tmp_path: Path) -> None:
+def test_a_corrupt_or_unreadable_zstd_trace_is_refused_in_one_line(tmp_path: Path) -> None:
     path = tmp_path / "t.json.zst"
-    path.write_bytes(b"\x28\xb5\x2f\xfd" + b"\x00" * 64)
+    path.write_bytes(b"\x28\xb5\x2f\xfd junk")
     with pytest.raises(TraceFormatError, match=r"zstd"):
         TraceStream(path).collect(1)
+
+
+def test_a_zstd_trace_gives_the_columns_of_its_json(tmp_path: Path) -> None:
+    zstandard = pytest.importorskip("zstandard", reason="zstandard (a dev extra) reads .zst traces")
+    path = tmp_path / "conv.json.zst"
+    path.write_bytes(zstandard.ZstdCompressor().compress(gzip.decompress(CONV.read_bytes())))
+    assert _columns(TraceStream(path, block_bytes=1 << 12).collect(2)) == _whole(CONV)

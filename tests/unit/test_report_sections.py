@@ -11,7 +11,14 @@ import orjson
 import pytest
 from rich.console import Console
 
-from tenprof.renderers.sections import SECTIONS, ReportOptions, render_text, report_data, report_json
+from tenprof.renderers.sections import (
+    SECTIONS,
+    ReportOptions,
+    render_text,
+    report_data,
+    report_json,
+    section_values,
+)
 from tenprof.store.profile import Profile, load_profile
 from tests.conftest import DATA
 
@@ -21,10 +28,10 @@ from tests.conftest import DATA
 PROFILES = ["tensor_cost/transposed", "tensor_cost/patterns", "compiled/mlp_stalls", "tensors/conv", "conv"]
 
 
-def _text(render: object, *args: object) -> str:
+def _text(render: object, *args: object, **more: object) -> str:
     buffer = io.StringIO()
     console = Console(file=buffer, width=160, color_system=None, force_terminal=False)
-    render(*args, console, ReportOptions(limit=8))  # type: ignore[operator]
+    render(*args, console, ReportOptions(limit=8), **more)  # type: ignore[operator]
     return buffer.getvalue()
 
 
@@ -33,13 +40,21 @@ def profiles() -> dict[str, Profile]:
     return {name: load_profile(DATA / name) for name in PROFILES}
 
 
-def test_every_section_is_in_the_text_and_the_json_or_in_neither(profiles: dict[str, Profile]) -> None:
+@pytest.fixture(scope="module")
+def values(profiles: dict[str, Profile]) -> dict[str, list[object]]:
+    """Each profile's section data, computed once (the analyses are what take the time) and rendered by
+    each test as it needs."""
+    return {name: section_values(profile, ReportOptions(limit=8)) for name, profile in profiles.items()}
+
+
+def test_every_section_is_in_the_text_and_the_json_or_in_neither(
+    profiles: dict[str, Profile], values: dict[str, list[object]]
+) -> None:
     seen_somewhere = set()
     for name, profile in profiles.items():
-        data = orjson.loads(report_json(profile))
-        full = _text(render_text, profile)
-        for section in SECTIONS:
-            value = section.data(profile, ReportOptions(limit=8))
+        data = report_data(profile, ReportOptions(limit=8), values[name])
+        full = _text(render_text, profile, values=values[name])
+        for section, value in zip(SECTIONS, values[name], strict=True):
             # null in JSON exactly where the profile lacks the section (its passes, or it does not apply)
             assert all((data[key] is None) == (value is None) for key in section.keys), (name, section.name)
             if value is not None and section.has_content(value):
@@ -50,10 +65,12 @@ def test_every_section_is_in_the_text_and_the_json_or_in_neither(profiles: dict[
     assert seen_somewhere == {s.name for s in SECTIONS}
 
 
-def test_the_json_has_no_key_outside_the_registry(profiles: dict[str, Profile]) -> None:
+def test_the_json_has_no_key_outside_the_registry(
+    profiles: dict[str, Profile], values: dict[str, list[object]]
+) -> None:
     expected = {"schema_version"} | {key for s in SECTIONS for key in s.keys}
-    for profile in profiles.values():
-        assert set(report_data(profile, ReportOptions())) == expected
+    for name, profile in profiles.items():
+        assert set(report_data(profile, ReportOptions(limit=8), values[name])) == expected
 
 
 def test_the_stall_cost_section_in_json_names_the_strided_operand(profiles: dict[str, Profile]) -> None:

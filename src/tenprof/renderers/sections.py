@@ -357,14 +357,18 @@ def shown(data: Any) -> bool:
     return data is not None and not (isinstance(data, list) and not data)
 
 
-def render_text(profile: Profile, out: Console, options: ReportOptions) -> None:
-    """Every section the profile supports, in order."""
+def section_values(profile: Profile, options: ReportOptions) -> list[Any]:
+    """Each section's data (`Section.data`), in `SECTIONS` order: computed once, rendered as text, JSON or both."""
+    return [section.data(profile, options) for section in SECTIONS]
+
+
+def render_text(profile: Profile, out: Console, options: ReportOptions, values: list[Any] | None = None) -> None:
+    """Every section the profile supports, in order (from `values`, `section_values`'s, when given)."""
     if not profile.has_pass(Pass.TIMELINE):
         out.print(f"[bold]tenprof[/bold] · {' '.join(profile.meta.command)}: no timeline pass in this profile")
         for line in profile.missing():
             out.print(f"[yellow]Incomplete:[/yellow] {line}")
-    for section in SECTIONS:
-        data = section.data(profile, options)
+    for section, data in zip(SECTIONS, values or section_values(profile, options), strict=True):
         if data is None or not section.has_content(data):
             continue
         if section.spaced:
@@ -372,13 +376,12 @@ def render_text(profile: Profile, out: Console, options: ReportOptions) -> None:
         section.text(data, out, options)
 
 
-def report_data(profile: Profile, options: ReportOptions) -> dict[str, Any]:
+def report_data(profile: Profile, options: ReportOptions, values: list[Any] | None = None) -> dict[str, Any]:
     """The JSON report: the schema version, then every section's keys: null where the profile lacks the
     section's passes (or the section does not apply, as compiled code to an eager run), an empty list
-    where it has them and found nothing."""
+    where it has them and found nothing. From `values` (`section_values`'s) when given."""
     data: dict[str, Any] = {"schema_version": profile.meta.schema_version}
-    for section in SECTIONS:
-        value = section.data(profile, options)
+    for section, value in zip(SECTIONS, values or section_values(profile, options), strict=True):
         data.update(dict.fromkeys(section.keys) if value is None else section.json(value))
     return data
 
