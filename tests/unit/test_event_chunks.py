@@ -5,6 +5,8 @@ layout, the columns an import is built from are the same."""
 from __future__ import annotations
 
 import gzip
+import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +14,7 @@ import orjson
 import pytest
 
 from tenprof.errors import TraceFormatError
-from tenprof.importers import event_chunks, kineto_reader
+from tenprof.importers import event_chunks, kineto_reader, parallel_collect
 from tenprof.importers.kineto_reader import TraceStream
 from tenprof.importers.timeline_columns import Collector
 from tests.conftest import DATA
@@ -21,6 +23,26 @@ GPT2 = DATA / "gpt2" / "timeline" / "raw" / "kineto_trace.json.gz"
 CONV = DATA / "conv" / "timeline" / "raw" / "kineto_trace.json.gz"
 COMPILED = DATA / "compiled" / "torch_profiler_mlp.json.gz"  # Inductor's Triton launch metadata in its args
 WITH_STACK = DATA / "torch_traces" / "conv_block_stack.json.gz"  # python_function events
+
+
+@pytest.fixture(autouse=True)
+def forking_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Worker processes are forked only from a process without torch (see `can_fork_workers`); a test
+    process may have imported it for another test, and these tests are about the workers' results."""
+    monkeypatch.setattr(kineto_reader, "can_fork_workers", lambda: True)
+
+
+def test_workers_are_not_forked_beside_other_threads_or_torch(monkeypatch: pytest.MonkeyPatch) -> None:
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert not parallel_collect.can_fork_workers()
+    finally:
+        stop.set()
+        other.join()
+    monkeypatch.setitem(sys.modules, "torch", sys)  # any module under that name
+    assert not parallel_collect.can_fork_workers()
 
 
 def _columns(collector: Collector) -> dict[str, Any]:

@@ -30,7 +30,7 @@ import orjson
 from tenprof.errors import TraceFormatError
 from tenprof.importers.event_chunks import BLOCK_BYTES, EventChunks, NotJson, Span, check_not_json
 from tenprof.importers.kineto_events import Event, decode_events
-from tenprof.importers.parallel_collect import collect_in_processes
+from tenprof.importers.parallel_collect import can_fork_workers, collect_in_processes
 from tenprof.importers.timeline_columns import Collector
 from tenprof.importers.zstd_input import ZSTD_ERRORS, ZSTD_MAGIC, open_zstd
 
@@ -189,7 +189,7 @@ class TraceStream:
     def collect(self, workers: int = 1) -> Collector:
         """Every event sorted into columns, by `workers` processes when more than one (see
         importers.parallel_collect; a trace it cannot cut without decoding is read again in this one)."""
-        if workers > 1:
+        if workers > 1 and can_fork_workers():
             check = _KinetoCheck(self.path)
             plain = self.path.is_file() and _compression(self.path) is None  # workers read its runs themselves
             job = _Job(str(self.path) if plain else None)

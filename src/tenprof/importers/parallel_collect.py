@@ -9,12 +9,14 @@ what use a second core. At most two runs per worker are in flight: memory stays 
 The parent cuts runs without decoding them, so a cut it could not verify (a `},{` at a depth other
 than the array's, which Kineto never writes) is found by the worker that cannot decode it; then
 `collect_in_processes` returns None and the caller reads the trace again in one process, where each
-cut is checked as it is made.
+cut is checked as it is made. Workers are forked, and only where that is safe (`can_fork_workers`).
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
+import sys
 import threading
 from collections import deque
 from collections.abc import Iterator
@@ -44,13 +46,19 @@ def _collect_run(run: bytes | tuple[str, Span]) -> tuple[Collector, frozenset[st
     return collector, frozenset({e.cat for e in events})
 
 
+def can_fork_workers() -> bool:
+    """Whether worker processes can be forked safely from this one: a single thread (a fork copies
+    other threads' locks held, never released) and no torch loaded (an in-process profile runs in the
+    user's process, whose torch threads hold such locks). Spawning instead would import the user's own
+    script again in each worker, so where forking is unsafe the trace is read in this process."""
+    return hasattr(os, "fork") and threading.active_count() == 1 and "torch" not in sys.modules
+
+
 def collect_in_processes(runs: Iterator[bytes | tuple[str, Span]], workers: int) -> tuple[Collector, set[str]] | None:
     """Every run's columns appended in order, and every category seen; None when a run did not decode."""
-    # fork spares each worker importing tenprof again; it is safe only while this process has one thread
-    method = "fork" if threading.active_count() == 1 else "spawn"
     collector = Collector()
     categories: set[str] = set()
-    with multiprocessing.get_context(method).Pool(workers) as pool:
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
         pending: deque[AsyncResult[tuple[Collector, frozenset[str]] | None]] = deque()
         for run in runs:
             pending.append(pool.apply_async(_collect_run, (run,)))
