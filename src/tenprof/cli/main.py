@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from typing import Any
@@ -10,35 +11,37 @@ from typing import Any
 from tenprof import __version__
 from tenprof.errors import TenprofError
 
+# command -> (module, class): a command's module is imported only when it is run (or when the whole
+# command list is shown), as each pulls in the analyses it needs
+_COMMANDS = {
+    "run": ("tenprof.cli.run_command", "RunCommand"),
+    "report": ("tenprof.cli.report_command", "ReportCommand"),
+    "view": ("tenprof.cli.view_command", "ViewCommand"),
+    "export": ("tenprof.cli.export_command", "ExportCommand"),
+    "diff": ("tenprof.cli.diff_command", "DiffCommand"),
+    "import": ("tenprof.cli.import_command", "ImportCommand"),
+    "import-ncu": ("tenprof.cli.import_ncu_command", "ImportNcuCommand"),
+}
 
-def _commands() -> dict[str, Any]:
-    from tenprof.cli.diff_command import DiffCommand
-    from tenprof.cli.export_command import ExportCommand
-    from tenprof.cli.import_command import ImportCommand
-    from tenprof.cli.import_ncu_command import ImportNcuCommand
-    from tenprof.cli.report_command import ReportCommand
-    from tenprof.cli.run_command import RunCommand
-    from tenprof.cli.view_command import ViewCommand
 
+def _commands(only: str | None = None) -> dict[str, Any]:
     return {
-        "run": RunCommand(),
-        "report": ReportCommand(),
-        "view": ViewCommand(),
-        "export": ExportCommand(),
-        "diff": DiffCommand(),
-        "import": ImportCommand(),
-        "import-ncu": ImportNcuCommand(),
+        name: getattr(importlib.import_module(module), cls)()
+        for name, (module, cls) in _COMMANDS.items()
+        if only is None or name == only
     }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; with `argv` naming a command first, that command's alone."""
     parser = argparse.ArgumentParser(
         prog="tenprof",
         description="Why is my PyTorch GPU workload slow, and which op and Python line should I fix first?",
     )
     parser.add_argument("--version", action="version", version=f"tenprof {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, command in _commands().items():
+    only = argv[0] if argv and argv[0] in _COMMANDS else None
+    for name, command in _commands(only).items():
         p = sub.add_parser(name, help=(command.__doc__ or "").strip().splitlines()[0], description=command.__doc__)
         command.prepare_parser(p)
         p.set_defaults(handler=command)
@@ -46,9 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)  # `run -l` hands them on to each rank
+    given = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(given)
+    args = parser.parse_args(given)
+    args.argv = given  # `run -l` hands them on to each rank
     try:
         return int(args.handler.run(args))
     except TenprofError as exc:
