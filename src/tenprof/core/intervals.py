@@ -44,8 +44,66 @@ class Nesting:
 
 def nest(starts: I64Array, ends: I64Array) -> Nesting:
     """Parents and covering segments of intervals that nest (one thread's ranges)."""
-    n = len(starts)
     order = np.lexsort((-ends, starts))  # by start, longer first on ties
+    return _nest_laminar(starts, ends, order) or _nest_by_stack(starts, ends, order)
+
+
+def _nest_laminar(starts: I64Array, ends: I64Array, order: I64Array) -> Nesting | None:
+    """`nest` in array operations, for ranges that nest as recorded (no child ending after its parent:
+    every trace in tests/data); None when they do not, for the stack walk to clamp them.
+
+    The walk's sequence is known without walking: range j leaves the stack just before the first range
+    after it in `order` that starts at or after its end, and of those leaving at one moment the innermost
+    (latest opened) first. Sorting the opens and closes that way and checking the sequence is a stack's
+    (each close finds its own range on top) gives depths; a range's parent is the latest range opened
+    before it one level up; the covering segments are the sequence's times with their top range."""
+    n = len(order)
+    if n == 0:
+        return None
+    s, e = starts[order], ends[order]  # by position in `order`
+    position = np.arange(n, dtype=np.int64)
+    leaves_before = np.maximum(position + 1, np.searchsorted(s, e, side="left"))
+    moment = np.concatenate([position, leaves_before])
+    is_open = np.concatenate([np.ones(n, dtype=bool), np.zeros(n, dtype=bool)])
+    innermost_first = np.concatenate([np.zeros(n, dtype=np.int64), -position])
+    sequence = np.lexsort((innermost_first, is_open, moment))  # closes before the open they precede
+    which = np.where(sequence < n, sequence, sequence - n)  # the range of each step
+    opening = is_open[sequence]
+    depth_after = np.cumsum(np.where(opening, 1, -1))
+    depth = np.empty(n, dtype=np.int64)
+    depth[which[opening]] = depth_after[opening] - 1
+    # a stack's sequence: each close leaves the depth its range opened at (else a range ended inside another
+    # one's children: not nested as recorded)
+    if (depth_after[~opening] != depth[which[~opening]]).any():
+        return None
+    # parent: the latest open before one's own, one level up (keys: level, then place in the sequence)
+    step = np.flatnonzero(opening)
+    width = 2 * n + 1
+    keys = depth[which[step]] * width + step
+    by_key = np.argsort(keys, kind="stable")
+    at = np.searchsorted(keys[by_key], keys - width) - 1
+    parent_position = np.where(depth[which[step]] > 0, which[step][by_key[np.clip(at, 0, None)]], -1)
+    parent_of = np.full(n, -1, dtype=np.int64)
+    parent_of[which[step]] = parent_position
+    inside = parent_of >= 0
+    if (e[inside] > e[parent_of[inside]]).any():  # a child ending after its parent: the walk clamps it
+        return None
+    # covering segments: each step's time and the range on top after it; of equal times, the last step's
+    times = np.where(opening, s[which], e[which])
+    top = np.where(opening, which, parent_of[which])
+    last = np.concatenate([times[1:] != times[:-1], [True]])
+    parent = np.full(n, -1, dtype=np.int64)
+    parent[order] = np.where(parent_of >= 0, order[np.clip(parent_of, 0, None)], -1)
+    depth_by_index = np.empty(n, dtype=np.int64)
+    depth_by_index[order] = depth
+    seg_ids = np.where(top[last] >= 0, order[np.clip(top[last], 0, None)], -1)
+    return Nesting(parent, depth_by_index, times[last].astype(np.int64), seg_ids.astype(np.int64))
+
+
+def _nest_by_stack(starts: I64Array, ends: I64Array, order: I64Array) -> Nesting:
+    """`nest` by walking the ranges in `order` with a stack, clamping a child that ends after its parent
+    to the parent's end (Kineto's rounding at the edges)."""
+    n = len(starts)
     # one pass with a stack, on Python ints read through memoryviews (numpy scalars cost several times
     # more per step) and kept in typed arrays (a list of ints costs 36 bytes an element, these 8)
     start_of = np.ascontiguousarray(starts, dtype=np.int64).data
