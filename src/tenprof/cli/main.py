@@ -48,8 +48,26 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _return_freed_memory() -> None:
+    """Arrow's memory through the C allocator, which gives large freed blocks back to the system: with
+    Arrow's default (mimalloc) a table written and dropped stays in the process, and a large import's
+    peak is the sum of its tables instead of the largest (512 MB trace: 740 -> 640 MB, no slower).
+    Arrow reads the choice from its environment once, when it makes its default pool: set for that
+    moment only, so the scripts tenprof runs do not inherit it. A choice the user made is kept."""
+    if "ARROW_DEFAULT_MEMORY_POOL" in os.environ:
+        return
+    os.environ["ARROW_DEFAULT_MEMORY_POOL"] = "system"
+    try:
+        import pyarrow as pa
+
+        pa.default_memory_pool()
+    finally:
+        del os.environ["ARROW_DEFAULT_MEMORY_POOL"]
+
+
 def main(argv: list[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
+    _return_freed_memory()
     parser = build_parser(given)
     args = parser.parse_args(given)
     args.argv = given  # `run -l` hands them on to each rank

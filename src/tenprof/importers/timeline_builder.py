@@ -26,7 +26,7 @@ tenprof.importers.timeline_columns.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,11 +85,13 @@ class BuildReport:
 def build_timeline(
     col: Collector,
     base_time_ns: int,
+    write: Callable[[str, pa.Table], None],
     callsites: Callsites | None = None,
     sources_as_of: float | None = None,
-) -> tuple[dict[str, pa.Table], BuildReport]:
+) -> BuildReport:
     """Build every timeline table from the trace's events sorted into columns (`TraceStream.collect`) and
-    the trace's base time;
+    the trace's base time, handing each to `write` as soon as it is built (the largest first, and its
+    columns in `col` emptied after it: a large trace's tables are not all held at once; `col` is used up).
     `sources_as_of` (epoch seconds) is when the trace was recorded: source lines changed since are not
     quoted."""
     report = BuildReport(events=col.events, triton_launches=col.triton_launches)
@@ -112,19 +114,23 @@ def build_timeline(
         (ops.start, kernels.start, transfers.start, api.start, ann.start),
         (ops.end, kernels.end, transfers.end, api.end, ann.end),
     )
-    tables = {
-        "ops": _ops_table(col.ops, ops, paths, scopes.op_scope, steps.op_step),
-        "kernels": _kernels_table(col.kernels, kernels),
-        "transfers": _transfers_table(col.transfers, transfers),
-        "api_calls": _api_calls_table(col.api, api),
-        "frames": paths.frames,
-        "scopes": _scopes_table(scopes),
-        "steps": _steps_table(steps),
-        "memory": _memory_table(col.memory, clock, ops.nesting),
-        "host_samples": _host_samples_table(callsites, paths.clock_offset_ns, ops.nesting, steps),
+    tables: dict[str, Callable[[], pa.Table]] = {
+        "ops": lambda: _ops_table(col.ops, ops, paths, scopes.op_scope, steps.op_step),
+        "kernels": lambda: _kernels_table(col.kernels, kernels),
+        "transfers": lambda: _transfers_table(col.transfers, transfers),
+        "api_calls": lambda: _api_calls_table(col.api, api),
+        "frames": lambda: paths.frames,
+        "scopes": lambda: _scopes_table(scopes),
+        "steps": lambda: _steps_table(steps),
+        "memory": lambda: _memory_table(col.memory, clock, ops.nesting),
+        "host_samples": lambda: _host_samples_table(callsites, paths.clock_offset_ns, ops.nesting, steps),
     }
-    tables = {name: t.select(TABLES[name].names).cast(TABLES[name]) for name, t in tables.items()}
-    return tables, report
+    emptied = {"ops": col.ops, "kernels": col.kernels, "transfers": col.transfers, "api_calls": col.api}
+    for name, build in tables.items():
+        write(name, build().select(TABLES[name].names).cast(TABLES[name]))
+        if name in emptied:
+            emptied[name].data.clear()
+    return report
 
 
 def _with_user_launch_ops(

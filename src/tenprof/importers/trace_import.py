@@ -72,12 +72,10 @@ def build_pass(writer: PassWriter, trace: Path, callsites: Path | None, workers:
     recorded = trace.stat().st_mtime if trace.exists() else None
     with _without_cycle_collection():
         collector = stream.collect(import_workers(trace) if workers is None else workers)
-        tables, report = build_timeline(collector, stream.header.base_time_ns, sidecar, recorded)
+        report = build_timeline(collector, stream.header.base_time_ns, writer.write_table, sidecar, recorded)
     report.warnings[:0] = problems
     report.device_properties = stream.header.device_properties
     report.recorded = [k for k in TRACE_RECORDING_KEYS if stream.header.other.get(k)]
-    for name, table in tables.items():
-        writer.write_table(name, table)
     return report
 
 
