@@ -65,8 +65,10 @@ def _nest_laminar(starts: I64Array, ends: I64Array, order: I64Array) -> Nesting 
     leaves_before = np.maximum(position + 1, np.searchsorted(s, e, side="left"))
     moment = np.concatenate([position, leaves_before])
     is_open = np.concatenate([np.ones(n, dtype=bool), np.zeros(n, dtype=bool)])
-    innermost_first = np.concatenate([np.zeros(n, dtype=np.int64), -position])
-    sequence = np.lexsort((innermost_first, is_open, moment))  # closes before the open they precede
+    innermost_first = np.concatenate([np.zeros(n, dtype=np.int64), n - 1 - position])
+    # one int64 key (moment, then closes before the open they precede, then innermost first): numpy sorts
+    # a single integer key by radix, several times faster than lexsort's three keys
+    sequence = np.argsort((moment * 2 + is_open) * n + innermost_first, kind="stable")
     which = np.where(sequence < n, sequence, sequence - n)  # the range of each step
     opening = is_open[sequence]
     depth_after = np.cumsum(np.where(opening, 1, -1))
