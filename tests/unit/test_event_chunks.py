@@ -161,3 +161,36 @@ def test_a_zstd_trace_gives_the_columns_of_its_json(tmp_path: Path) -> None:
     path = tmp_path / "conv.json.zst"
     path.write_bytes(zstandard.ZstdCompressor().compress(gzip.decompress(CONV.read_bytes())))
     assert _columns(TraceStream(path, block_bytes=1 << 12).collect(2)) == _whole(CONV)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_cut_guessed_inside_a_string_is_read_right(tmp_path: Path, workers: int) -> None:
+    # one event per line, the last one's name holding `},{`: a cut guessed there leaves the next run
+    # starting inside a string; the workers' reading gives up and the one-process reader decides
+    event = b'{"ph":"X","cat":"cpu_op","name":"e","pid":1,"tid":1,"ts":1,"dur":1,"args":{"External id":1}}'
+    last = b'{"ph":"X","cat":"user_annotation","name":"a},{b","pid":1,"tid":1,"ts":2,"dur":1}'
+    path = tmp_path / "t.json"
+    path.write_bytes(b'{"schemaVersion":1,"traceEvents":[\n' + b",\n".join([event] * 3 + [last]) + b"\n]}")
+    for block in range(16, 330, 23):
+        columns = _columns(TraceStream(path, block_bytes=block).collect(workers))
+        assert columns["ops.name"] == ["e"] * 3 and columns["annotations.name"] == ["a},{b"], block
+
+
+def test_a_file_without_events_is_not_read_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(event_chunks, "HEAD_LIMIT", 4096)
+    path = tmp_path / "weights.bin"
+    path.write_bytes(b"\x00\x01" * 100_000)
+    stream = TraceStream(path, block_bytes=1024)
+    with pytest.raises(TraceFormatError, match=r"no `traceEvents` array in its first"):
+        stream.collect(1)
+    assert stream.bytes_read < 20_000
+
+
+def test_a_name_written_as_a_number_and_null_shapes(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    path.write_bytes(
+        b'{"schemaVersion":1,"traceEvents":[{"ph":"X","cat":"cpu_op","name":5,"pid":1,"tid":1,"ts":1,"dur":1,'
+        b'"args":{"Input Dims":null}}]}'
+    )
+    columns = _columns(TraceStream(path).collect(1))
+    assert columns["ops.name"] == ["5"] and columns["ops.shapes"] == [""]

@@ -29,6 +29,7 @@ import numpy as np
 from tenprof.errors import TraceFormatError
 
 BLOCK_BYTES = 1 << 22
+HEAD_LIMIT = 64 << 20  # a trace's keys before its events take kilobytes: past this, it is no trace
 _AHEAD = 2  # blocks read before the decoder asks for them
 _BLANK = b" \t\r\n"
 _KEY = b'"traceEvents"'
@@ -104,6 +105,7 @@ class EventChunks(Generic[T]):
         self.after = b""
         self.found_key = False
         self.found_array = False
+        self.head_cut = False
         self.bytes_read = 0
 
     def __iter__(self) -> Iterator[T]:
@@ -159,13 +161,18 @@ class EventChunks(Generic[T]):
             raise NotJson(str(exc)) from exc
 
     def _start(self, blocks: Iterator[bytes]) -> bytes:
-        """Read up to the `[` opening the events; the bytes after it. Sets head (all the file's bytes
-        when it has no events array)."""
+        """Read up to the `[` opening the events; the bytes after it. Sets head: the bytes before the key,
+        or when there is no events array, the file (its first `HEAD_LIMIT` bytes: `head_cut` then says so,
+        and a file that is not a trace, a model's weights say, is not read whole)."""
         buf = b""
         for block in blocks:
+            searched = max(0, len(buf) - len(_KEY))
             buf += block
-            key = buf.find(_KEY)
+            key = buf.find(_KEY, searched)
             if key < 0:
+                if len(buf) > HEAD_LIMIT:
+                    self.head, self.head_cut = buf, True
+                    return b""
                 continue
             colon = _skip_blank(buf, key + len(_KEY))
             opening = _skip_blank(buf, colon + 1) if colon < len(buf) else len(buf)

@@ -102,7 +102,10 @@ def _lenient_event(item: dict[str, Any]) -> Event:
     for key, spec in _EVENT_FIELDS.items():
         if key == "args" or key not in item:
             continue
-        values[spec.name] = _lax_value(item[key], spec.type, spec.default)
+        value = item[key]
+        if spec.type is str and isinstance(value, (int, float)):  # a name written as a number
+            value = str(value)
+        values[spec.name] = _lax_value(value, spec.type, spec.default)
     args = item.get("args")
     if isinstance(args, dict):
         arg_values: dict[str, Any] = {}

@@ -28,10 +28,10 @@ from typing import IO, Any, TypeVar, cast
 import orjson
 
 from tenprof.errors import TraceFormatError
-from tenprof.importers.event_chunks import BLOCK_BYTES, EventChunks, NotJson, Span, check_not_json
+from tenprof.importers.event_chunks import BLOCK_BYTES, HEAD_LIMIT, EventChunks, NotJson, Span, check_not_json
 from tenprof.importers.kineto_events import Event, decode_events
 from tenprof.importers.parallel_collect import can_fork_workers, collect_in_processes
-from tenprof.importers.timeline_columns import Collector
+from tenprof.importers.timeline_columns import Collector, forget_texts
 from tenprof.importers.zstd_input import ZSTD_ERRORS, ZSTD_MAGIC, open_zstd
 
 _HEAD_BYTES = 1 << 20
@@ -140,16 +140,15 @@ class _KinetoCheck:
             if self.has_header_keys(_keys_before(head)):
                 self.is_kineto = True
                 return
-        for cat in categories:
-            if cat in self.CATEGORIES:
-                self.is_kineto = True
-                return
-            if cat in self.EXPORT_CATEGORIES:
-                raise TraceFormatError(
-                    f"{self.path} is a Perfetto trace that tenprof exported, not a torch.profiler trace; open it "
-                    "in ui.perfetto.dev, or import the trace torch.profiler wrote (a profile keeps it in "
-                    "timeline/raw/kineto_trace.json.gz)"
-                )
+        seen = set(categories)  # Kineto's own categories win over the export's: the same in any order
+        if seen & self.CATEGORIES:
+            self.is_kineto = True
+        elif seen & self.EXPORT_CATEGORIES:
+            raise TraceFormatError(
+                f"{self.path} is a Perfetto trace that tenprof exported, not a torch.profiler trace; open it "
+                "in ui.perfetto.dev, or import the trace torch.profiler wrote (a profile keeps it in "
+                "timeline/raw/kineto_trace.json.gz)"
+            )
 
     def has_header_keys(self, keys: dict[str, Any]) -> bool:
         return any(key in keys for key in self.HEADER_KEYS)
@@ -193,15 +192,23 @@ class TraceStream:
             check = _KinetoCheck(self.path)
             plain = self.path.is_file() and _compression(self.path) is None  # workers read its runs themselves
             job = _Job(str(self.path) if plain else None)
-            with self._reading(job, spans=plain) as chunks:
-                done = collect_in_processes(iter(chunks), workers)
+            try:
+                with self._reading(job, spans=plain) as chunks:
+                    done = collect_in_processes(iter(chunks), workers)
+            except TraceFormatError:
+                # cuts are not proven here (a `},{` inside a string can pass for one), nor can a pool always
+                # start: whatever went wrong, the one-process reader below decides, with its own error
+                done = None
             if done is not None:
                 collector, categories = done
                 check.see_categories(chunks.head, categories)
                 self._finish(chunks, check)
                 return collector
         collector = Collector()
-        collector.add_all(self.batches())
+        try:
+            collector.add_all(self.batches())
+        finally:
+            forget_texts()  # the shape texts of this trace: not kept in a process that goes on
         return collector
 
     @contextmanager
@@ -219,13 +226,18 @@ class TraceStream:
             raise TraceFormatError(f"{self.path}: truncated or corrupt zstd file ({exc})") from exc
         finally:
             handle.close()
-        self.bytes_read = chunks.bytes_read
+            self.bytes_read = chunks.bytes_read
 
     def _finish(self, chunks: EventChunks[Any], check: _KinetoCheck) -> None:
         """Read the header keys once the events are through; refuse what is not a Kineto trace."""
         if not chunks.found_array:
             if chunks.found_key:
                 raise check.refuse()
+            if chunks.head_cut:
+                raise TraceFormatError(
+                    f"{self.path}: no `traceEvents` array in its first {HEAD_LIMIT >> 20} MB; tenprof imports "
+                    "torch.profiler / Kineto chrome traces"
+                )
             try:
                 orjson.loads(chunks.head)
             except orjson.JSONDecodeError as exc:

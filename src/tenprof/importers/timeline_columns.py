@@ -236,8 +236,7 @@ class Collector:
             return [_TEXTS[key] for key in keys]
         except KeyError:  # texts not seen before: each made once, then the whole run again
             if len(_TEXTS) > _TEXTS_KEPT:
-                _TEXTS.clear()
-                _TEXTS[b""] = ""
+                forget_texts()
             for key in set(keys).difference(_TEXTS):
                 _TEXTS[key] = _compact_json(key)
             return [_TEXTS[key] for key in keys]
@@ -259,9 +258,16 @@ _TEXTS_KEPT = 1 << 18
 
 def _compact_json(raw: bytes) -> str:
     try:
-        return sys.intern(orjson.dumps(orjson.loads(raw)).decode())
+        value = orjson.loads(raw)
     except orjson.JSONDecodeError:
         return ""
+    return "" if value is None else sys.intern(orjson.dumps(value).decode())
+
+
+def forget_texts() -> None:
+    """Empty the shape-text cache (after a trace, in a process that goes on: an in-process profile's)."""
+    _TEXTS.clear()
+    _TEXTS[b""] = ""
 
 
 def _thread(value: int | str) -> int:

@@ -57,9 +57,9 @@ def _without_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
-def build_pass(writer: PassWriter, trace: Path, callsites: Path | None, workers: int | None = None) -> BuildReport:
-    """Stream `trace`, join with `callsites` when given, and write every timeline table. `workers`:
-    processes that read the trace (None: `import_workers`)."""
+def build_pass(writer: PassWriter, trace: Path, callsites: Path | None, max_workers: int | None = None) -> BuildReport:
+    """Stream `trace`, join with `callsites` when given, and write every timeline table, reading the trace
+    in `import_workers` processes (at most `max_workers`)."""
     stream = TraceStream(trace)
     sidecar = None
     problems = []
@@ -71,7 +71,8 @@ def build_pass(writer: PassWriter, trace: Path, callsites: Path | None, workers:
     # the trace file's time is the recording's: a source edited after it is not quoted as the run's
     recorded = trace.stat().st_mtime if trace.exists() else None
     with _without_cycle_collection():
-        collector = stream.collect(import_workers(trace) if workers is None else workers)
+        workers = import_workers(trace)
+        collector = stream.collect(workers if max_workers is None else min(workers, max_workers))
         report = build_timeline(collector, stream.header.base_time_ns, writer.write_table, sidecar, recorded)
     report.warnings[:0] = problems
     report.device_properties = stream.header.device_properties
@@ -137,13 +138,13 @@ def import_output(
     output.commit()
 
 
-def import_trace(trace: Path, out_dir: Path, force: bool, workers: int | None = None) -> Meta:
+def import_trace(trace: Path, out_dir: Path, force: bool, max_workers: int | None = None) -> Meta:
     """`tenprof import`: a torch.profiler / Kineto trace the user already has -> a profile directory.
-    `workers`: processes that read the trace (None: `import_workers`)."""
+    `max_workers`: at most so many processes read the trace (see `build_pass`)."""
     with import_output(trace, out_dir, force, "import", Pass.TIMELINE) as (path, meta):
         started = time.perf_counter()
         writer = PassWriter(path, Pass.TIMELINE)
-        report = build_pass(writer, trace, None, workers)
+        report = build_pass(writer, trace, None, max_workers)
         write_compiled_kernels(writer, None, report.triton_launches)
         writer.commit()
         meta.gpus = gpus_from_device_properties(report.device_properties)

@@ -42,4 +42,5 @@ def open_zstd(path: Path) -> IO[bytes]:
     if _LIB.__name__ == "compression.zstd":
         return cast(IO[bytes], _LIB.open(path, "rb"))
     raw: Any = path.open("rb")
-    return cast(IO[bytes], _LIB.ZstdDecompressor().stream_reader(raw, closefd=True))
+    # a file of several frames (pzstd's, or files joined) is one stream
+    return cast(IO[bytes], _LIB.ZstdDecompressor().stream_reader(raw, closefd=True, read_across_frames=True))

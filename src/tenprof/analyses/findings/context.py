@@ -209,12 +209,13 @@ class Context:
         """The user lines behind some ops, heaviest first (weights default to one per op)."""
         tally: Counter[str] = Counter()
         w = np.ones(len(ops), dtype=np.int64) if weights is None else weights
-        # summed per user frame first: a finding's ops are often many thousands, on a few lines
+        # summed per user frame first: a finding's ops are often many thousands, on a few lines; the lines
+        # counted in the order the ops first reach them, so equal weights rank as the ops came
         frames = np.where(ops >= 0, take(self.op_user_frame, ops, -1), _NO_OP)
-        distinct, which = np.unique(frames, return_inverse=True)
+        distinct, first, which = np.unique(frames, return_index=True, return_inverse=True)
         summed = np.bincount(which.reshape(-1), weights=w, minlength=len(distinct)).astype(np.int64)
-        for frame, weight in zip(distinct.tolist(), summed.tolist(), strict=True):
-            tally[self._line_of_frame(frame)] += weight
+        for k in np.argsort(first, kind="stable").tolist():
+            tally[self._line_of_frame(int(distinct[k]))] += int(summed[k])
         return [line for line, _ in tally.most_common(limit)]
 
     @cached_property

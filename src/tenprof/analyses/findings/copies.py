@@ -50,11 +50,11 @@ def _bytes_of_copy(shapes: str, dtypes: str) -> int:
 
 
 def _summed(keys: npt.NDArray[np.int64], values: npt.NDArray[np.int64]) -> tuple[list[int], list[int]]:
-    """The distinct keys, and the sum of `values` over each."""
-    distinct, which = np.unique(keys, return_inverse=True)
-    return distinct.tolist(), np.bincount(which.reshape(-1), weights=values, minlength=len(distinct)).astype(
-        np.int64
-    ).tolist()
+    """The distinct keys, in the order they first come, and the sum of `values` over each."""
+    distinct, first, which = np.unique(keys, return_index=True, return_inverse=True)
+    sums = np.bincount(which.reshape(-1), weights=values, minlength=len(distinct)).astype(np.int64)
+    arrival = np.argsort(first, kind="stable")
+    return distinct[arrival].tolist(), sums[arrival].tolist()
 
 
 def check(ctx: Context) -> list[Finding]:

@@ -29,7 +29,9 @@ def check(ctx: Context) -> list[Finding]:
     op_shapes = ctx.profile.strings("ops", "input_shapes")
     k_op = k.column("op_id").to_numpy()[keep]
     launched = k_op >= 0
-    shapes_code = np.full(len(k_op), -1, dtype=np.int64)
+    # a launch with no op has the shapes "" (as an op recorded without shapes): the same key
+    no_shapes = op_shapes.values.index("") if "" in op_shapes.values else -1
+    shapes_code = np.full(len(k_op), no_shapes, dtype=np.int64)
     shapes_code[launched] = op_shapes.codes[k_op[launched]]
     launch_key = np.column_stack([names.codes[keep], shape, shapes_code])
     # launches grouped by key: sorted by it (stable, so each group keeps launch order), cut where it changes
