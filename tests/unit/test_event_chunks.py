@@ -5,6 +5,7 @@ layout, the columns an import is built from are the same."""
 from __future__ import annotations
 
 import gzip
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -14,22 +15,34 @@ import orjson
 import pytest
 
 from tenprof.errors import TraceFormatError
-from tenprof.importers import event_chunks, kineto_reader, parallel_collect
+from tenprof.importers import event_chunks, parallel_collect
 from tenprof.importers.kineto_reader import TraceStream
 from tenprof.importers.timeline_columns import Collector
 from tests.conftest import DATA
 
+ROOT = Path(__file__).resolve().parents[2]
 GPT2 = DATA / "gpt2" / "timeline" / "raw" / "kineto_trace.json.gz"
 CONV = DATA / "conv" / "timeline" / "raw" / "kineto_trace.json.gz"
 COMPILED = DATA / "compiled" / "torch_profiler_mlp.json.gz"  # Inductor's Triton launch metadata in its args
 WITH_STACK = DATA / "torch_traces" / "conv_block_stack.json.gz"  # python_function events
 
 
-@pytest.fixture(autouse=True)
-def forking_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Worker processes are forked only from a process without torch (see `can_fork_workers`); a test
-    process may have imported it for another test, and these tests are about the workers' results."""
-    monkeypatch.setattr(kineto_reader, "can_fork_workers", lambda: True)
+def _in_processes(*jobs: tuple[Path, int]) -> list[dict[str, Any]]:
+    """What two worker processes read of each (trace, block size): columns, whether the workers gave up
+    (a run they could not decode), and the header; read in a fresh process (tests/parallel_read.py)."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "parallel_read.py"), orjson.dumps([[str(p), b] for p, b in jobs])],
+        capture_output=True,
+        check=False,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    return orjson.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+def _as_json(found: dict[str, Any]) -> Any:
+    """Columns as the fresh process sends them (tuples as lists)."""
+    return orjson.loads(orjson.dumps(found))
 
 
 def test_workers_are_not_forked_beside_other_threads_or_torch(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -64,9 +77,9 @@ def test_small_runs_and_processes_give_the_columns_of_one_run(trace: Path) -> No
     assert whole["events"] > 1000 and whole["ops.name"]
     stream = TraceStream(trace, block_bytes=1 << 15)
     assert _columns(stream.collect(1)) == whole
-    parallel = TraceStream(trace, block_bytes=1 << 16)
-    assert _columns(parallel.collect(2)) == whole
-    assert parallel.header.base_time_ns == stream.header.base_time_ns > 0
+    (parallel,) = _in_processes((trace, 1 << 16))
+    assert parallel["columns"] == _as_json(whole) and parallel["gave_up"] == [False]
+    assert parallel["base_time_ns"] == stream.header.base_time_ns > 0
     if trace is COMPILED:
         assert whole["triton"] and all(v["launches"] >= 1 for v in whole["triton"].values())
     if trace is WITH_STACK:
@@ -81,7 +94,8 @@ def test_compact_and_indented_layouts_give_the_same_columns(tmp_path: Path) -> N
     whole = _whole(CONV)
     assert whole["ops.shapes"] and any(shape != "" for shape in whole["ops.shapes"])
     assert _columns(TraceStream(compact, block_bytes=1 << 12).collect(1)) == whole
-    assert _columns(TraceStream(indented, block_bytes=1 << 12).collect(2)) == whole
+    (parallel,) = _in_processes((indented, 1 << 12))
+    assert parallel["columns"] == _as_json(whole)
 
 
 def _tricky_trace() -> bytes:
@@ -105,31 +119,30 @@ def _tricky_trace() -> bytes:
     )
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_cuts_inside_an_event_are_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int) -> None:
+def test_cuts_inside_an_event_are_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "tricky.json"
     path.write_bytes(_tricky_trace())
     expected = orjson.loads(path.read_bytes())
     names = [e["name"] for e in expected["traceEvents"]]
-    exact_scans, parallel_gave_up = [], []
-    scan, in_processes = event_chunks._scan, kineto_reader.collect_in_processes
+    exact_scans: list[int] = []
+    scan = event_chunks._scan
     monkeypatch.setattr(event_chunks, "_scan", lambda buf: exact_scans.append(1) or scan(buf))
-    monkeypatch.setattr(
-        kineto_reader,
-        "collect_in_processes",
-        lambda runs, n: (lambda done: parallel_gave_up.append(done is None) or done)(in_processes(runs, n)),
-    )
-    for block in (64, 200, 1 << 12, 1 << 20):
+    blocks = (64, 200, 1 << 12, 1 << 20)
+    for block in blocks:
         stream = TraceStream(path, block_bytes=block)
-        columns = _columns(stream.collect(workers))
+        columns = _columns(stream.collect(1))
         assert columns["ops.name"] == names, block
         assert columns["ops.ext"] == list(range(400))
         assert stream.header.other["traceName"] == "t},\n{.json"
         assert stream.header.device_properties == [{"id": 0, "name": "GPU"}, {"id": 1}]
-    # the wrong guesses were made and caught: by the exact scan in one process, by a worker with several
-    # (the whole file in one block is only cut at its end, by the exact scan: nothing to give up)
+    # the wrong guesses were made and caught: by the exact scan in one process ...
     assert len(exact_scans) > 8
-    assert parallel_gave_up == ([True, True, True, False] if workers > 1 else [])
+    # ... and by a worker in several, which gives the trace back to the one-process reader (the whole file
+    # in one block is only cut at its end, by the exact scan: nothing to give up)
+    read = _in_processes(*((path, block) for block in blocks))
+    assert [r["columns"]["ops.name"] for r in read] == [names] * 4
+    assert [r["gave_up"] for r in read] == [[True], [True], [True], [False]]
+    assert all(r["other"]["traceName"] == "t},\n{.json" for r in read)
 
 
 def test_values_of_unexpected_types_take_the_defaults(tmp_path: Path) -> None:
@@ -160,20 +173,24 @@ def test_a_zstd_trace_gives_the_columns_of_its_json(tmp_path: Path) -> None:
     zstandard = pytest.importorskip("zstandard", reason="zstandard (a dev extra) reads .zst traces")
     path = tmp_path / "conv.json.zst"
     path.write_bytes(zstandard.ZstdCompressor().compress(gzip.decompress(CONV.read_bytes())))
-    assert _columns(TraceStream(path, block_bytes=1 << 12).collect(2)) == _whole(CONV)
+    (parallel,) = _in_processes((path, 1 << 12))
+    assert parallel["columns"] == _as_json(_whole(CONV))
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_a_cut_guessed_inside_a_string_is_read_right(tmp_path: Path, workers: int) -> None:
+def test_a_cut_guessed_inside_a_string_is_read_right(tmp_path: Path) -> None:
     # one event per line, the last one's name holding `},{`: a cut guessed there leaves the next run
     # starting inside a string; the workers' reading gives up and the one-process reader decides
     event = b'{"ph":"X","cat":"cpu_op","name":"e","pid":1,"tid":1,"ts":1,"dur":1,"args":{"External id":1}}'
     last = b'{"ph":"X","cat":"user_annotation","name":"a},{b","pid":1,"tid":1,"ts":2,"dur":1}'
     path = tmp_path / "t.json"
     path.write_bytes(b'{"schemaVersion":1,"traceEvents":[\n' + b",\n".join([event] * 3 + [last]) + b"\n]}")
-    for block in range(16, 330, 23):
-        columns = _columns(TraceStream(path, block_bytes=block).collect(workers))
+    blocks = range(16, 330, 23)
+    for block in blocks:
+        columns = _columns(TraceStream(path, block_bytes=block).collect(1))
         assert columns["ops.name"] == ["e"] * 3 and columns["annotations.name"] == ["a},{b"], block
+    for block, read in zip(blocks, _in_processes(*((path, b) for b in blocks)), strict=True):
+        assert read["columns"]["ops.name"] == ["e"] * 3, block
+        assert read["columns"]["annotations.name"] == ["a},{b"], block
 
 
 def test_a_file_without_events_is_not_read_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
