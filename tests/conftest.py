@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 
 import orjson
 import pytest
+from filelock import FileLock
 
 from tenprof.importers.trace_import import build_pass
 from tenprof.store.meta import read_meta, write_meta
@@ -82,3 +84,21 @@ def raw_events(case: str) -> list[dict[str, Any]]:
     """The recorded trace's events, read independently of tenprof's streaming reader."""
     with gzip.open(DATA / case / "timeline" / "raw" / "kineto_trace.json.gz", "rb") as handle:
         return list(orjson.loads(handle.read())["traceEvents"])
+
+
+def shared_recording(tmp_path_factory: pytest.TempPathFactory, name: str, record: Callable[[Path], None]) -> Path:
+    """A folder `record(folder)` fills once per test session: the pytest-xdist workers share it (the first
+    to ask records, under a file lock, and the others wait and read it), as a capture takes seconds and
+    each worker would otherwise make its own. Tests must only read it."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        folder = tmp_path_factory.mktemp(name)
+        record(folder)
+        return folder
+    shared = tmp_path_factory.getbasetemp().parent  # this session's, above each worker's own
+    folder = shared / name
+    with FileLock(str(shared / f"{name}.lock")):
+        if not (folder / ".recorded").exists():
+            folder.mkdir(exist_ok=True)
+            record(folder)
+            (folder / ".recorded").touch()
+    return folder

@@ -18,6 +18,7 @@ from tenprof.capture import native_lines
 from tenprof.capture.callsites import CallsiteRecorder, new_interner
 from tenprof.cli.main import main
 from tenprof.store.profile import load_profile
+from tests.conftest import shared_recording
 
 SCRIPT = """\
 import threading; import torch
@@ -61,10 +62,14 @@ def native_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The library built once per session into a cache the profiled children share."""
     if shutil.which(os.environ.get("CXX") or "g++") is None:
         pytest.skip("no C++ compiler (g++ or $CXX): the native call-site recorder cannot be built here")
-    cache = tmp_path_factory.mktemp("tenprof-cache")
     before = os.environ.get("TENPROF_CACHE")
+
+    def build(folder: Path) -> None:
+        os.environ["TENPROF_CACHE"] = str(folder)
+        native_lines.build_library()
+
+    cache = shared_recording(tmp_path_factory, "tenprof-cache", build)  # built once for every test worker
     os.environ["TENPROF_CACHE"] = str(cache)
-    native_lines.build_library()
     yield cache
     if before is None:
         os.environ.pop("TENPROF_CACHE", None)

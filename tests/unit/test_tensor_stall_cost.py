@@ -5,6 +5,7 @@ it: samples go to the view the op read, split by bytes; the rest to named bucket
 from __future__ import annotations
 
 import csv
+import shutil
 from pathlib import Path
 
 import pyarrow as pa
@@ -18,15 +19,20 @@ from tenprof.store.meta import PassStatus, read_meta, write_meta
 from tenprof.store.profile import Profile, load_profile
 from tenprof.store.schema import ACCESSES, BLAME, SASS, STALL_KERNELS
 from tenprof.store.writer import PassWriter
+from tests.conftest import shared_recording
+
+
+def _record(tmp: Path) -> None:
+    script = tmp / "job.py"
+    script.write_text("import torch\na = torch.randn(64, 64)\nb = a.t()\nc = b + 1\n")
+    assert main(["run", "--quiet", "--passes", "tensors", "-o", str(tmp / "prof"), str(script)]) == 0
 
 
 @pytest.fixture(scope="module")
 def profile(tmp_path_factory: pytest.TempPathFactory) -> Profile:
-    tmp = tmp_path_factory.mktemp("cost")
-    script = tmp / "job.py"
-    script.write_text("import torch\na = torch.randn(64, 64)\nb = a.t()\nc = b + 1\n")
-    out = tmp / "prof"
-    assert main(["run", "--quiet", "--passes", "tensors", "-o", str(out), str(script)]) == 0
+    # the recording shared by the test workers, copied: the fake stalls and accesses passes go into the copy
+    out = tmp_path_factory.mktemp("cost") / "prof"
+    shutil.copytree(shared_recording(tmp_path_factory, "tensor_stall_cost", _record) / "prof", out)
     p = load_profile(out)
     add = p.sql("select op_seq from tensor_ops where name = 'aten::add'").column(0)[0].as_py()
     b = p.sql(

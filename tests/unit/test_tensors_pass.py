@@ -13,7 +13,7 @@ from tenprof.analyses.memory import memory_report
 from tenprof.analyses.tensor_forest import Forest
 from tenprof.cli.main import main
 from tenprof.store.profile import Profile, load_profile
-from tests.conftest import DATA
+from tests.conftest import DATA, shared_recording
 
 SCRIPT = """\
 import torch
@@ -36,14 +36,15 @@ for i in range(3):
 LINE = {text.strip(): n for n, text in enumerate(SCRIPT.splitlines(), start=1)}
 
 
-@pytest.fixture(scope="module")
-def profile(tmp_path_factory: pytest.TempPathFactory) -> Profile:
-    tmp = tmp_path_factory.mktemp("tensors")
+def _record(tmp: Path) -> None:
     script = tmp / "job.py"
     script.write_text(SCRIPT)
-    out = tmp / "prof"
-    assert main(["run", "--quiet", "--passes", "timeline,tensors", "-o", str(out), str(script)]) == 0
-    return load_profile(out)
+    assert main(["run", "--quiet", "--passes", "timeline,tensors", "-o", str(tmp / "prof"), str(script)]) == 0
+
+
+@pytest.fixture(scope="module")
+def profile(tmp_path_factory: pytest.TempPathFactory) -> Profile:
+    return load_profile(shared_recording(tmp_path_factory, "tensors_pass", _record) / "prof")
 
 
 def _made_by(profile: Profile, op: str, line: str) -> list[int]:
