@@ -17,8 +17,8 @@ import pytest
 from tenprof.errors import TraceFormatError
 from tenprof.importers import event_chunks, parallel_collect
 from tenprof.importers.kineto_reader import TraceStream
-from tenprof.importers.timeline_columns import Collector
 from tests.conftest import DATA
+from tests.parallel_read import columns
 
 ROOT = Path(__file__).resolve().parents[2]
 GPT2 = DATA / "gpt2" / "timeline" / "raw" / "kineto_trace.json.gz"
@@ -58,12 +58,7 @@ def test_workers_are_not_forked_beside_other_threads_or_torch(monkeypatch: pytes
     assert not parallel_collect.can_fork_workers()
 
 
-def _columns(collector: Collector) -> dict[str, Any]:
-    found: dict[str, Any] = {"events": collector.events, "triton": collector.triton_launches}
-    for kind in ("ops", "annotations", "python", "kernels", "transfers", "api", "memory"):
-        for name, values in getattr(collector, kind).data.items():
-            found[f"{kind}.{name}"] = list(values)
-    return found
+_columns = columns  # the fresh process reports its columns the same way
 
 
 def _whole(path: Path) -> dict[str, Any]:

@@ -116,38 +116,33 @@ def _nest_by_stack(starts: I64Array, ends: I64Array, order: I64Array) -> Nesting
     seg_ids = array("q")
     stack: list[int] = []
     stack_end: list[int] = []
+
+    def emit(t: int, ident: int) -> None:
+        """A covering segment from t: `ident` on top (a later one at the same time replaces it)."""
+        if seg_starts and seg_starts[-1] == t:
+            seg_ids[-1] = ident
+        else:
+            seg_starts.append(t)
+            seg_ids.append(ident)
+
+    def close_top() -> None:
+        stack.pop()
+        emit(stack_end.pop(), stack[-1] if stack else -1)
+
     for i in order.astype(np.int64).data:
         s = start_of[i]
         e = end_of[i]
         while stack and stack_end[-1] <= s:
-            stack.pop()
-            t = stack_end.pop()
-            ident = stack[-1] if stack else -1
-            if seg_starts and seg_starts[-1] == t:
-                seg_ids[-1] = ident
-            else:
-                seg_starts.append(t)
-                seg_ids.append(ident)
+            close_top()
         if stack:
             parent[i] = stack[-1]
             depth[i] = len(stack)
             e = min(e, stack_end[-1])
         stack.append(i)
         stack_end.append(e)
-        if seg_starts and seg_starts[-1] == s:
-            seg_ids[-1] = i
-        else:
-            seg_starts.append(s)
-            seg_ids.append(i)
+        emit(s, i)
     while stack:
-        stack.pop()
-        t = stack_end.pop()
-        ident = stack[-1] if stack else -1
-        if seg_starts and seg_starts[-1] == t:
-            seg_ids[-1] = ident
-        else:
-            seg_starts.append(t)
-            seg_ids.append(ident)
+        close_top()
     return Nesting(
         np.frombuffer(parent, dtype=np.int64).copy(),
         np.frombuffer(depth, dtype=np.int64).copy(),
