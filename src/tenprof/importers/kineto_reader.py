@@ -77,7 +77,7 @@ def _open(path: Path) -> IO[bytes]:
         raise TraceFormatError(f"{path}: no such file")
     if path.is_dir():
         raise TraceFormatError(f"{path} is a directory; give the trace file itself{_trace_in(path)}")
-    kind = _compression(path)
+    kind = compression(path)
     if kind == "gzip":
         return cast(IO[bytes], gzip.open(path, "rb"))
     if kind == "zstd":
@@ -85,8 +85,8 @@ def _open(path: Path) -> IO[bytes]:
     return path.open("rb")
 
 
-def _compression(path: Path) -> str | None:
-    """ "gzip" or "zstd" by the file's first bytes, None for an uncompressed file."""
+def compression(path: Path) -> str | None:
+    """How `path` is compressed, by its first bytes: "gzip", "zstd", or None for plain JSON."""
     with path.open("rb") as probe:
         magic = probe.read(4)
     if magic[:2] == b"\x1f\x8b":
@@ -190,7 +190,7 @@ class TraceStream:
         importers.parallel_collect; a trace it cannot cut without decoding is read again in this one)."""
         if workers > 1 and can_fork_workers():
             check = _KinetoCheck(self.path)
-            plain = self.path.is_file() and _compression(self.path) is None  # workers read its runs themselves
+            plain = self.path.is_file() and compression(self.path) is None  # workers read its runs themselves
             job = _Job(str(self.path) if plain else None)
             try:
                 with self._reading(job, spans=plain) as chunks:

@@ -15,7 +15,7 @@ from tenprof import __version__
 from tenprof.errors import TraceFormatError
 from tenprof.importers.callsites import read_callsites
 from tenprof.importers.compiled_import import write_compiled_kernels
-from tenprof.importers.kineto_reader import TraceStream
+from tenprof.importers.kineto_reader import TraceStream, compression
 from tenprof.importers.timeline_builder import BuildReport, build_timeline
 from tenprof.store.directory import open_output_dir
 from tenprof.store.meta import GpuInfo, Meta, PassStatus, TimelineInfo, write_meta
@@ -36,9 +36,9 @@ def import_workers(trace: Path) -> int:
         return max(1, int(asked))
     try:
         size = trace.stat().st_size
+        compressed = compression(trace) is not None
     except OSError:
         return 1
-    compressed = trace.suffix in (".gz", ".zst")
     if size < (_PARALLEL_FROM_COMPRESSED_BYTES if compressed else _PARALLEL_FROM_BYTES):
         return 1
     return max(1, min(4, os.cpu_count() or 1))

@@ -37,8 +37,8 @@ def check(ctx: Context) -> list[Finding]:
     ops = ctx.profile.table("ops")
     o_start = ops.column("start_ns").to_numpy()
     o_in = np.flatnonzero((o_start >= lo) & (o_start < hi))
-    slow = o_in[np.argsort(-ops.column("self_duration_ns").to_numpy()[o_in])][:3]
-    names = ctx.op_names()
+    self_ns = ops.column("self_duration_ns").to_numpy()
+    slow = o_in[np.argsort(-self_ns[o_in])][:3]
     scope_gap = _slowest_scope_start(ctx, lo, hi, o_start, ops.column("thread_id").to_numpy())
     seen = [
         f"step {int(ctx.all_step_numbers[0])} took {duration(first)}, {first / median_rest:.1f}x the median "
@@ -52,8 +52,7 @@ def check(ctx: Context) -> list[Finding]:
         seen.append("slowest CUDA calls in it: " + ", ".join(f"{n} {duration(v)}" for n, v in calls.most_common(3)))
     if len(slow):
         seen.append(
-            "slowest ops in it: "
-            + ", ".join(f"{names[i]} {duration(int(ops.column('self_duration_ns')[int(i)].as_py()))}" for i in slow)
+            "slowest ops in it: " + ", ".join(f"{ctx.op_name(int(i))} {duration(int(self_ns[int(i)]))}" for i in slow)
         )
     return [
         Finding(

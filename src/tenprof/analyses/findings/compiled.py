@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,17 +27,16 @@ def check(ctx: Context) -> list[Finding]:
     """torch-compile: compilations inside the steady steps, or compiled regions whose CPU cost exceeds the
     GPU work they launch; at most one finding."""
     ctx = ctx.keeping_compiling()
-    names = ctx.op_names()
     ops = ctx.profile.table("ops")
     start = ops.column("start_ns").to_numpy()
     duration_ns = ops.column("duration_ns").to_numpy()
     marked = ctx.profile.strings("ops", "name").where(
         lambda n: bool(_REGION.match(n)) or n in ("TorchDynamo Cache Lookup", "entire_frame_compile")
     )
-    calls = _compile_calls(names, ctx.in_steps(start) & marked, duration_ns)
+    calls = _compile_calls(ctx.op_name, ctx.in_steps(start) & marked, duration_ns)
     if not calls.region_ops and not calls.compile_ops:
         return []
-    cost = _region_cost(ctx, names, start, duration_ns, calls.region_ops)
+    cost = _region_cost(ctx, start, duration_ns, calls.region_ops)
     # Regions that compile or autotune are slow for that reason, not for being small.
     tiny = ctx.profile.has_gpu and len(cost.region_ops) > 0 and cost.cpu_ns > 2 * cost.gpu_ns and not calls.compile_ops
     if not (calls.compile_ns or calls.compile_ops or tiny):
@@ -55,7 +55,7 @@ class _CompileCalls:
     compile_ns: int  # their time
 
 
-def _compile_calls(names: list[str], inside: np.ndarray, duration_ns: np.ndarray) -> _CompileCalls:
+def _compile_calls(name_of: Callable[[int], str], inside: np.ndarray, duration_ns: np.ndarray) -> _CompileCalls:
     """Sort the ops that `inside` (bool per op) keeps by what they record; `duration_ns` is per op. Ops
     that are none of the three records may be left out of `inside` beforehand: they are skipped."""
     frames: dict[int, set[int]] = defaultdict(set)
@@ -64,7 +64,7 @@ def _compile_calls(names: list[str], inside: np.ndarray, duration_ns: np.ndarray
     compile_ns = 0
     compile_ops: list[int] = []
     for i in np.flatnonzero(inside).tolist():
-        name = names[i]
+        name = name_of(i)
         match = _REGION.match(name)
         if match:
             frames[int(match.group(1))].add(int(match.group(2)))
@@ -91,9 +91,7 @@ class _RegionCost:
     replays_graphs: bool  # an outermost region (in any step) launches a CUDA graph
 
 
-def _region_cost(
-    ctx: Context, names: list[str], start: np.ndarray, duration_ns: np.ndarray, region_ops: list[int]
-) -> _RegionCost:
+def _region_cost(ctx: Context, start: np.ndarray, duration_ns: np.ndarray, region_ops: list[int]) -> _RegionCost:
     """Cost the region ops (`_CompileCalls.region_ops`); `start` and `duration_ns` are per op."""
     api = ctx.profile.table("api_calls")
     api_op = api.column("op_id").to_numpy()
@@ -105,7 +103,7 @@ def _region_cost(
     k_op = _kernel_ops(ctx, api_op)
     k_root = np.where(k_op >= 0, root[np.clip(k_op, 0, None)], -1)
     k_duration = ctx.profile.table("kernels").column("duration_ns").to_numpy()
-    gpu_by_top = np.bincount(k_root[k_root >= 0], weights=k_duration[k_root >= 0], minlength=len(names))
+    gpu_by_top = np.bincount(k_root[k_root >= 0], weights=k_duration[k_root >= 0], minlength=len(start))
     graph_launch = np.flatnonzero(ctx.profile.strings("api_calls", "name").equals("cudaGraphLaunch") & (api_op >= 0))
     replays_graphs = any(int(root[api_op[i]]) in set(region_ops) for i in graph_launch.tolist())
     recorded = _graph_recording_steps(ctx)

@@ -223,7 +223,11 @@ class Context:
         return self.profile.strings("ops", "name").rows()
 
     def op_names(self) -> list[str]:
+        """Every op's name, in op order (for a walk over most ops; `op_name` for a few)."""
         return self._op_names
+
+    def op_name(self, op: int) -> str:
+        return self.profile.strings("ops", "name").at(op)
 
     def keeping_compiling(self) -> Context:
         """The same judgement with the compiling steps kept (the compile checks'), made once and shared."""

@@ -67,17 +67,14 @@ def check(ctx: Context) -> list[Finding]:
     shapes = ctx.profile.strings("ops", "input_shapes")
     dtypes = ctx.profile.strings("ops", "input_dtypes")
     causes: Counter[str] = Counter()
-    copy_ns = 0
     copy_bytes = 0
-    ops: list[int] = []
-    weights: list[int] = []
     k_op = k.column("op_id").to_numpy()
-    is_copy = ctx.profile.strings("ops", "name").equals("aten::copy_")
+    names = ctx.profile.strings("ops", "name")
+    is_copy = names.equals("aten::copy_")
     candidates = inside & (k_op >= 0)
     candidates[candidates] = is_copy[k_op[candidates]]
     cause_of = ctx.named_ancestors(frozenset(CAUSES), outermost=True)
     candidates[candidates] = cause_of[k_op[candidates]] >= 0
-    names = ctx.profile.strings("ops", "name")
     chosen = np.flatnonzero(candidates)
     copy_op, copy_dur = k_op[chosen], k_dur[chosen].astype(np.int64)
     # per distinct cause, and per distinct (shapes, dtypes) signature: a few of each over many copies
@@ -88,7 +85,6 @@ def check(ctx: Context) -> list[Finding]:
         shape_code, dtype_code = divmod(code, len(dtypes.values))
         copy_bytes += copies * _bytes_of_copy(shapes.values[shape_code], dtypes.values[dtype_code])
     copy_ns = int(copy_dur.sum())
-    ops, weights = copy_op.tolist(), copy_dur.tolist()
     if gpu_time == 0 or copy_ns < ctx.t.copies_min_share * gpu_time:
         return []
     return [
@@ -99,7 +95,7 @@ def check(ctx: Context) -> list[Finding]:
             cost_ns=copy_ns,
             seen=[f"{duration(v)} from {c}" for c, v in causes.most_common(3)]
             + [f"about {size(per_step(copy_bytes, ctx))} read and written per step"],
-            where=ctx.where(np.asarray(ops, dtype=np.int64), np.asarray(weights, dtype=np.int64)),
+            where=ctx.where(copy_op.astype(np.int64), copy_dur),
             why="Each copy reads and writes the whole tensor through device memory for no arithmetic; it often "
             "comes from a layout or dtype mismatch between two ops.",
             fix="Keep tensors in the layout and dtype their consumer wants: store the weight already transposed, "

@@ -83,7 +83,6 @@ def check(ctx: Context) -> list[Finding]:
     time_of = np.bincount(k_op[inside], weights=k_dur[inside], minlength=ops.num_rows)
     launches = np.bincount(k_op[inside], minlength=ops.num_rows)
     shapes, dtypes = ctx.profile.strings("ops", "input_shapes"), ctx.profile.strings("ops", "input_dtypes")
-    names = ctx.op_names()
     matching_bw: list[float] = []
     mismatched: list[tuple[int, int, float]] = []  # op, the operand read across, bytes
     in_a_copy = ctx.named_ancestors(frozenset(COPIES)) >= 0
@@ -118,12 +117,13 @@ def check(ctx: Context) -> list[Finding]:
     return [
         Finding(
             id="strided-elementwise",
-            title=f"{names[op]} reads input {operand + 1} across its memory order: {duration(cost)} of GPU time "
+            title=f"{ctx.op_name(op)} reads input {operand + 1} across its memory order: {duration(cost)} of GPU time "
             "lost to strided reads",
             cost_ns=cost,
             seen=[
                 f"{len(mismatched)} launch(es) whose inputs of one shape lie in different memory orders",
-                f"{names[op]}: input 1 strides {tensors[0][1]}, input {operand + 1} strides {tensors[operand][1]} "
+                f"{ctx.op_name(op)}: input 1 strides {tensors[0][1]}, "
+                f"input {operand + 1} strides {tensors[operand][1]} "
                 f"(shape {tensors[0][0]}); it moved {achieved:.0f} GB/s, "
                 f"{achieved / reference:.0%} of the {reference:.0f} GB/s this profile's elementwise ops reach "
                 "with matching layouts",
