@@ -272,11 +272,13 @@ def _join_python_stacks(
 def match_sidecar_scopes(
     names: list[str], tids: I64Array, starts: I64Array, ends: I64Array, sidecar: list[list[Any]]
 ) -> tuple[I64Array, I64Array]:
-    """Give trace scopes the call path recorded by tenprof.scope (same name and thread, nearest start)."""
+    """Give trace scopes the call path recorded by tenprof.scope (same name and thread): the k-th entered
+    the k-th recorded where the counts agree, else the record whose bracket overlaps the range most."""
     frame = np.full(len(names), -1, dtype=np.int64)
     insert = np.full(len(names), -1, dtype=np.int64)
     if not sidecar:
         return frame, insert
+
     grouped: dict[tuple[str, int], list[list[Any]]] = {}
     for row in sidecar:
         grouped.setdefault((str(row[0]), int(row[1])), []).append(row)
@@ -284,21 +286,36 @@ def match_sidecar_scopes(
     for key, rows in grouped.items():
         rows.sort(key=lambda r: int(r[2]))
         by_key[key] = (rows, np.fromiter((int(r[2]) for r in rows), dtype=np.int64, count=len(rows)))
-    # tenprof's perf-clock bracket (before enter .. after exit) contains the trace's range, up to the
-    # clock offset's error (microseconds); the bracket that overlaps the range most is its own, even
-    # when the same scope is entered again microseconds later.
-    for i, (name, tid, start, end) in enumerate(zip(names, tids, starts, ends, strict=True)):
-        entry = by_key.get((name, int(tid)))
+    ranges: dict[tuple[str, int], list[int]] = {}
+    for i, (name, tid) in enumerate(zip(names, tids.tolist(), strict=True)):
+        ranges.setdefault((name, tid), []).append(i)
+    for key, members in ranges.items():
+        entry = by_key.get(key)
         if entry is None:
             continue
         rows, row_starts = entry
-        j = int(np.searchsorted(row_starts, start))
-        best, best_overlap = -1, -1  # >= 0: a zero-length range inside its bracket still matches
-        for k in range(max(j - 2, 0), min(j + 2, len(rows))):
-            overlap = min(int(end), int(rows[k][3])) - max(int(start), int(rows[k][2]))
-            if overlap > best_overlap:
-                best, best_overlap = k, overlap
-        if best >= 0:
-            frame[i] = int(rows[best][4])
-            insert[i] = int(rows[best][5])
+        members.sort(key=lambda i: int(starts[i]))
+        if len(members) == len(rows):
+            # as many ranges as records: the k-th range entered is the k-th record, however close together
+            # they were entered (a busy machine blurs the clock mapping by more than microseconds)
+            chosen = list(range(len(rows)))
+        else:
+            chosen = [_nearest_bracket(rows, row_starts, int(starts[i]), int(ends[i])) for i in members]
+        for i, best in zip(members, chosen, strict=True):
+            if best >= 0:
+                frame[i] = int(rows[best][4])
+                insert[i] = int(rows[best][5])
     return frame, insert
+
+
+def _nearest_bracket(rows: list[list[Any]], row_starts: I64Array, start: int, end: int) -> int:
+    """The record whose perf-clock bracket (before enter .. after exit) overlaps the range most: it
+    contains the trace's range up to the clock offset's error (microseconds), so it is the range's own
+    even when the same scope is entered again microseconds later; -1 when there is none near."""
+    j = int(np.searchsorted(row_starts, start))
+    best, best_overlap = -1, -1  # >= 0: a zero-length range inside its bracket still matches
+    for k in range(max(j - 2, 0), min(j + 2, len(rows))):
+        overlap = min(end, int(rows[k][3])) - max(start, int(rows[k][2]))
+        if overlap > best_overlap:
+            best, best_overlap = k, overlap
+    return best
