@@ -42,7 +42,7 @@ def main() -> None:
         with tenprof.scope("optimizer"):
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
-        tenprof.step()
+        tenprof.step(tokens=args.batch * args.seq)
     if cuda:
         torch.cuda.synchronize()
     print(f"loop_s={time.perf_counter() - start:.6f} steps={args.steps} loss={float(loss):.4f}")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -394,6 +394,24 @@ while [ $# -gt 0 ]; do
     ;;
   gpu22)  # issue 22 and the issue 21 review: diff on a pair recorded here, and the access pass's GPU tests
     python3 -m pytest -q -m gpu tests/gpu/test_gpu_diff.py tests/gpu/test_gpu_accesses.py -p no:cacheprovider 2>&1 | tee "$OUT/gpu22.txt" | tail -n 15
+    ;;
+  perf25)  # issue 25: measured peaks, GPT-2 small bf16 with tokens per step, GEMM FLOPs against ncu, user metrics
+    python3 benchmarks/peaks.py | tee "$OUT/peaks.json"
+    record gpt2_bf16 examples/gpt2_train.py --steps 3 --warmup 2
+    tenprof report "$WORK/prof/gpt2_bf16" --limit 12 2>&1 | sed -n '/Performance model/,/not modelled/p' | tee "$OUT/gpt2_bf16_model.txt"
+    tenprof report "$WORK/prof/gpt2_bf16" --json > "$OUT/gpt2_bf16_report.json" 2>> "$WORK/logs/gpt2_bf16.log"
+    ( cd "$REPO" && tenprof run --quiet -o "$WORK/prof/gemms" examples/gemms.py --steps 3 ) > "$WORK/logs/gemms.log" 2>&1
+    tenprof report "$WORK/prof/gemms" --limit 6 2>&1 | sed -n '/Performance model/,/not modelled/p' | tee "$OUT/gemms_model.txt"
+    TENPROF_EVIDENCE="$OUT/gemm_flops.json" python3 -m pytest -q -m gpu tests/gpu/test_gpu_flops.py tests/gpu/test_user_metrics_gpu.py -p no:cacheprovider 2>&1 | tee "$OUT/perf25_tests.txt" | tail -n 25
+    record finding_odd_gemm examples/findings/odd_gemm.py
+    record finding_odd_gemm_fixed examples/findings/odd_gemm.py --fixed
+    for d in "$WORK"/prof/finding_odd_gemm*; do tenprof report "$d" --limit 4 2>&1 | sed -n '/^Findings/,/^tenprof/p' | head -n 20 | sed "s|^|$(basename "$d"): |"; tenprof report "$d" --limit 4 2>&1 | sed -n '/Performance model/,/not modelled/p'; done | tee "$OUT/odd_gemm.txt"
+    python3 -c "import sys; from tenprof.store.profile import load_profile; p=load_profile(sys.argv[1]); print(p.sql('select device, count(*), min(sm_clock_mhz), max(sm_clock_mhz), max(power_w), max(temperature_c), bit_or(clock_reasons) from gpu_samples group by 1').to_pylist())" "$WORK/prof/gpt2_bf16" | tee -a "$OUT/perf25_tests.txt"
+    ;;
+  rec25)  # issue 25's fixtures (tests/data): GPT-2 small bf16 with tokens per step, the odd-GEMM pair
+    record gpt2_bf16 examples/gpt2_train.py --steps 3 --warmup 2
+    record finding_odd_gemm examples/findings/odd_gemm.py
+    record finding_odd_gemm_fixed examples/findings/odd_gemm.py --fixed
     ;;
   gputests)
     python3 -m pytest -q -m gpu tests/gpu -p no:cacheprovider 2>&1 | tee "$OUT/gputests.txt" | tail -n 15

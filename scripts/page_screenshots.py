@@ -33,7 +33,7 @@ PAGES = {
     "gpt2_all": [],
 }
 SHOTS = {  # page -> sections to picture
-    "gpt2": ["findings", "steps", "calltree", "memory"],
+    "gpt2": ["findings", "steps", "calltree", "memory", "perf_model"],
     "every_pass": ["forests", "tensor_stall_cost", "stalls"],
     "counters": ["counters"],
     "ranks": ["ranks"],

@@ -2,8 +2,9 @@
 
 Public API (torch is imported only by the capture functions, never by `load` or the analyses):
     tenprof.load(dir)              -> Profile
-    tenprof.scope("forward")       context manager and decorator marking a user scope
-    tenprof.step()                 marks the end of one training/inference step
+    tenprof.scope("forward")       context manager and decorator marking a user scope; numbers it does
+                                   (flops=, bytes=, any keyword) are recorded with each entry
+    tenprof.step()                 marks the end of one training/inference step; tokens=N: what it held
     tenprof.profile(...)           profile a block of code in-process, writing a profile directory
 """
 
@@ -24,18 +25,24 @@ def load(path: str) -> Profile:
     return load_profile(path)
 
 
-def scope(name: str) -> Any:
-    """A user scope: `with tenprof.scope("forward"):` or `@tenprof.scope("forward")`."""
-    from tenprof.capture.runtime import Scope
+def scope(name: str, flops: float | None = None, bytes: float | None = None, **metrics: float) -> Any:
+    """A user scope: `with tenprof.scope("forward"):` or `@tenprof.scope("forward")`.
 
-    return Scope(name)
+    `flops`, `bytes` and any other keyword are numbers the scope's work does, recorded with each entry of
+    it (the profile's user_metrics table); a value that is not a number raises TypeError here."""
+    from tenprof.capture.runtime import Scope, scope_metrics
+
+    if flops is None and bytes is None and not metrics:
+        return Scope(name)
+    return Scope(name, scope_metrics({"flops": flops, "bytes": bytes, **metrics}))
 
 
-def step() -> None:
-    """Mark the end of a step; steps delimit the per-step report and drive `--schedule`."""
+def step(tokens: int | None = None) -> None:
+    """Mark the end of a step; steps delimit the per-step report and drive `--schedule`. `tokens`: how many
+    tokens the step just ended held (the profile's steps.tokens)."""
     from tenprof.capture.runtime import step as _step
 
-    _step()
+    _step(tokens)
 
 
 def profile(output: str = "tenprof-out", **options: Any) -> Any:

@@ -133,7 +133,15 @@ def test_stored_tables_equal_the_rebuilt_ones(rebuilt: dict[str, Profile]) -> No
         for name in ("ops", "kernels", "transfers", "api_calls", "frames", "scopes", "steps", "memory"):
             stored = pq.read_table(DATA / case / "timeline" / f"{name}.parquet")
             # columns added since the recording (steps.capture_on, own_duration_ns) are compared where stored
-            assert stored.equals(rebuilt[case].table(name).select(stored.column_names)), (case, name)
+            again = rebuilt[case].table(name).select(stored.column_names)
+            if name == "frames" and "text" in stored.column_names:
+                # a line's text is quoted from its file where the profile is built: the GPU machine's files
+                # outside the repository (its site-packages) are not here, so those rebuild without text
+                here = [t is not None for t in again.column("text").to_pylist()]
+                kept = [t for t, h in zip(stored.column("text").to_pylist(), here, strict=True) if h]
+                assert kept == [t for t in again.column("text").to_pylist() if t is not None], (case, name)
+                stored, again = stored.drop_columns(["text"]), again.drop_columns(["text"])
+            assert stored.equals(again), (case, name)
 
 
 @pytest.mark.parametrize("case, steps", [("matmul64", 5), ("matmul64_warm", 8), ("conv", 4), ("mlp", 7), ("gpt2", 3)])

@@ -175,8 +175,11 @@ def _sections(page: Any) -> list[str]:
 def test_the_gpt2_page_draws_every_section_and_its_tree_zooms(browser: Any, gpt2_page: Path, tmp_path: Path) -> None:
     page, errors, opened = _open(browser, gpt2_page, tmp_path / "shots")
     assert not errors and opened < 2.0
-    assert _sections(page) == ["findings", "summary", "steps", "calltree", "tallies", "memory"]
-    assert page.locator("details.finding").count() == 3 and page.locator(".steps-chart .step-bar").count() == 3
+    assert _sections(page) == ["findings", "summary", "steps", "calltree", "tallies", "memory", "perf_model"]
+    # the speed of light of GPT-2's top ops: the output layer's GEMMs (vocabulary 50257) far below it
+    assert page.locator(".sol-chart .sol-bar").count() >= 10
+    assert "MFU" in page.locator("#perf_model .note").first.inner_text()
+    assert page.locator("details.finding").count() == 4 and page.locator(".steps-chart .step-bar").count() == 3
     # click a node of the icicle: it becomes the whole width, the path above it the crumbs; then back out
     node = page.locator(".icicle .node", has_text="[scope] backward").first
     node.click()

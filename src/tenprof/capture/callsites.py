@@ -232,6 +232,8 @@ class CallsiteLog:
         self.sampler: HostSampler | None = None  # set by the timeline pass when host sampling is on
         # DataLoader workers' samples, (process, thread, time, frame) flattened (capture.worker_sampler)
         self.worker_samples: list[int] = []
+        # further keys a pass adds (the timeline's step tokens, launch metrics, GPU clock samples)
+        self.extra: dict[str, Any] = {}
         self.own_launches: OwnLaunches | None = None  # Triton and extension launches (capture.own_launches)
 
     def to_file(self, path: Path) -> None:
@@ -271,4 +273,5 @@ class CallsiteLog:
                 "frame_id": list(samples[2::3]) + workers[3::4],
             },
         }
+        data.update(self.extra)
         path.write_bytes(gzip.compress(orjson.dumps(data), compresslevel=1))

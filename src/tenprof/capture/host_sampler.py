@@ -68,6 +68,7 @@ class HostSampler:
         me = threading.get_ident()
         native: dict[int, int] = {}
         own = {me}
+        known: set[int] = set()
         wait = self.interval_ns / 1e9
         while not self._stop.wait(wait):
             if self.paused:
@@ -77,9 +78,11 @@ class HostSampler:
                 # resumed (a step begins): sample now, not a period late
             now = time.perf_counter_ns()
             frames = sys._current_frames()
-            if any(ident not in native for ident in frames):
-                # a new thread: ids to native ids (what Kineto and the call-site log name threads by), and
-                # tenprof's own threads (this one, a DataLoader worker's sample writer), which are not sampled
+            if frames.keys() != known or any(ident not in native for ident in frames):
+                # threads came or went (an ident may be reused; a thread may not be registered yet): ids to
+                # native ids (what Kineto and the call-site log name threads by), and tenprof's own threads
+                # (this one, the GPU clock reader, a DataLoader worker's sample writer), not sampled
+                known = frames.keys() - set()
                 threads = [(t.ident, t.native_id, t.name) for t in threading.enumerate() if t.ident is not None]
                 native = {ident: native_id or ident for ident, native_id, _ in threads}
                 own = {ident for ident, _, name in threads if name.startswith("tenprof-")} | {me}

@@ -1,7 +1,8 @@
 """`with tenprof.profile("out") as p:` profiles a block of code in the calling process.
 
 Same recorder and same profile directory as `tenprof run`, for notebooks and for code that cannot be
-run as a script. Call `p.step()` (or `tenprof.step()`) once per iteration to mark steps.
+run as a script. Call `p.step()` (or `tenprof.step()`) once per iteration to mark steps (`tokens=N`:
+how many tokens the step held).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from tenprof import __version__
 from tenprof.capture import environment
 from tenprof.capture.overhead_plan import DEFAULT_COUNT as DEFAULT_OVERHEAD_STEPS
 from tenprof.capture.pass_builders import finish_timeline
+from tenprof.capture.runtime import checked_tokens
 from tenprof.capture.schedule import Schedule
 from tenprof.capture.timeline import TimelineOptions, TimelineSession
 from tenprof.importers.trace_import import now_iso
@@ -82,9 +84,13 @@ class InProcessProfile:
         self._session.start()
         return self
 
-    def step(self) -> None:
-        if self._session is not None:
-            self._session.step()
+    def step(self, tokens: int | None = None) -> None:
+        """The end of a step, as tenprof.step(); `tokens`: how many tokens the step held."""
+        if self._session is None:
+            return
+        if tokens is not None:
+            self._session.record_tokens(checked_tokens(tokens))
+        self._session.step()
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         assert self._session is not None and self._writer is not None and self._output is not None

@@ -16,11 +16,21 @@ Neither module is imported for this: when the script imports one after the captu
 wrapper goes on right after (a post-import hook). Kernels that torch.compile generates are
 launched by Inductor's own launchers, not through `run`, and already sit in ops: they are not recorded
 here. The wrapper costs one Python call and a frame walk per launch (measured in benchmarks/).
+
+A Triton kernel declared with `@triton.jit(launch_metadata=fn)` describes each launch in a dict (Proton's
+convention: flops8/16/32/64, flops, bytes, or any number of the user's). The first time the wrapper sees
+such a kernel launched, Triton's launch-enter hook is installed (`LaunchMetadataHook`), chained to any
+hook already there, and removed when the recording stops; in it, the dict's numbers go to the record the
+wrapper is making on that thread (its `metrics`). A script none of whose kernels declares launch_metadata
+never has the hook installed, and a launch that is not the script's own (Inductor's kernels do not go
+through `run`) finds no record waiting and costs the hook one attribute read.
 """
 
 from __future__ import annotations
 
 import ctypes
+import importlib
+import numbers
 import sys
 import threading
 import time
@@ -313,20 +323,38 @@ class OwnLaunchPatches:
 
 
 class OwnLaunches:
-    """Records the script's own launches into `records` (flattened thread, start, end, frame) and
-    `names`: Triton's `JITFunction.run`, and the functions of CUDA extensions built while it records."""
+    """Records the script's own launches: Triton's `JITFunction.run`, and the functions of CUDA extensions
+    built while it records. Each record is (thread, start, end, frame, what was launched, metrics), appended
+    at once, so records made on several threads never interleave; `records` flattens the first four."""
 
     def __init__(self, interner: FrameInterner) -> None:
         self.interner = interner
-        self.records: list[int] = []
-        self._launched: list[Any] = []  # per record: what was launched (its name is read at the end)
+        self._done: list[tuple[int, int, int, int, Any, dict[str, float] | None]] = []
         self.paused = False
+        # per thread: `value` while an outermost launch runs; `metrics` while it is a kernel with
+        # launch_metadata, for the launch hook to fill
         self._depth = threading.local()
         self._patches = OwnLaunchPatches(self._recording)
+        self.hook = LaunchMetadataHook(self._depth)
+
+    @property
+    def records(self) -> list[int]:
+        """(thread, start, end, frame) per record, flattened."""
+        return [value for record in self._done for value in record[:4]]
 
     @property
     def names(self) -> list[str]:
-        return [kernel_name(x) for x in self._launched]
+        return [kernel_name(record[4]) for record in self._done]
+
+    @property
+    def metrics(self) -> list[list[Any]]:
+        """[record index, metric, value] for each number a launch's launch_metadata gave."""
+        return [
+            [index, name, value]
+            for index, record in enumerate(self._done)
+            if record[5]
+            for name, value in record[5].items()
+        ]
 
     def start(self) -> None:
         self._patches.install()
@@ -334,30 +362,122 @@ class OwnLaunches:
     def stop(self) -> None:
         self.paused = True  # extension and library functions found meanwhile keep their (now idle) wrappers
         self._patches.uninstall()
+        self.hook.uninstall()
 
     def _recording(
         self, original: Callable[..., Any], launched: Callable[[tuple[Any, ...]], Any]
     ) -> Callable[..., Any]:
         """`original`, recording each outermost call on a thread as a launch of `launched(args)`."""
         recorder = self
+        local = self._depth
+        hook = self.hook
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            if recorder.paused or getattr(recorder._depth, "value", False):
+            if recorder.paused or getattr(local, "value", False):
                 # an autotuner's benchmark runs nest inside the user's launch: one record, the user's
                 return original(*args, **kwargs)
-            recorder._depth.value = True
+            local.value = True
+            target = launched(args)
+            # a @triton.jit(launch_metadata=fn) kernel: the launch hook fills this launch's metrics
+            wants = getattr(target, "launch_metadata", None) is not None
+            if wants:
+                local.metrics = {}
+                hook.install()
             start = time.perf_counter_ns()
             try:
                 return original(*args, **kwargs)
             finally:
                 end = time.perf_counter_ns()
-                recorder._depth.value = False
+                local.value = False
+                metrics: dict[str, float] | None = None
+                if wants:
+                    metrics, local.metrics = local.metrics or None, None
                 frame = recorder.interner.path_id(sys._getframe(1))
-                recorder.records.extend((threading.get_native_id(), start, end, frame))
-                recorder._launched.append(launched(args))
+                recorder._done.append((threading.get_native_id(), start, end, frame, target, metrics))
 
         call.__wrapped__ = original  # type: ignore[attr-defined]
         return call
+
+
+# Keys Triton itself puts in a launch's metadata (its kernel's name, CUfunction handle and stream): not the
+# user's numbers, though two of them are ints
+_TRITON_OWN_KEYS = frozenset({"name", "function", "stream"})
+
+
+def launch_numbers(metadata: Any) -> dict[str, float]:
+    """The numbers a launch's metadata holds: a Triton LazyDict (its `get()` runs the kernel's
+    launch_metadata function) or a plain dict; Triton's own keys and values that are not real numbers
+    (strings, bools, tensors) are left out."""
+    data = metadata.get() if hasattr(metadata, "extras") or not isinstance(metadata, dict) else metadata
+    if not isinstance(data, dict):
+        return {}
+    return {
+        str(key): float(value)
+        for key, value in data.items()
+        if key not in _TRITON_OWN_KEYS and isinstance(value, numbers.Real) and not isinstance(value, bool)
+    }
+
+
+class LaunchMetadataHook:
+    """Triton's launch-enter hook while installed: puts the numbers of each launch's metadata into the
+    metrics the launching thread's `local` waits with (nothing when none waits). Triton 3.5+ keeps a
+    chain of hooks (`triton.knobs.runtime.launch_enter_hook.add`); 3.2 to 3.4 one hook in
+    `triton.knobs.runtime`, and older ones in `triton.compiler.CompiledKernel`: there the hook found is
+    called after ours and put back at uninstall. The user's launch_metadata function raising must not
+    fail the launch (Triton fails it when a hook raises): the first such error is kept in `error`."""
+
+    def __init__(self, local: threading.local) -> None:
+        self.local = local
+        self.error = ""
+        self._installed = False
+        self._uninstall: Callable[[], None] | None = None
+        self._previous: Any = None
+
+    def install(self) -> None:
+        if self._installed:
+            return
+        self._installed = True
+        try:
+            knobs = importlib.import_module("triton.knobs")
+            owner: Any = knobs.runtime
+        except (ImportError, AttributeError):
+            try:
+                owner = importlib.import_module("triton.compiler").CompiledKernel
+            except (ImportError, AttributeError):
+                return
+        current: Any = getattr(owner, "launch_enter_hook", None)
+        if current is self:
+            return
+        if callable(getattr(current, "add", None)) and callable(getattr(current, "remove", None)):
+            current.add(self)
+            self._uninstall = lambda: current.remove(self)
+            return
+        self._previous = current
+
+        def put_back() -> None:
+            if getattr(owner, "launch_enter_hook", None) is self:
+                owner.launch_enter_hook = self._previous
+
+        owner.launch_enter_hook = self
+        self._uninstall = put_back
+
+    def uninstall(self) -> None:
+        if self._uninstall is not None:
+            self._uninstall()
+        self._uninstall = None
+        self._installed = False
+
+    def __call__(self, metadata: Any) -> None:
+        waiting = getattr(self.local, "metrics", None)
+        if waiting is not None:
+            try:
+                waiting.update(launch_numbers(metadata))
+            except Exception as exc:  # the user's launch_metadata function: the launch goes on without it
+                if not self.error:
+                    self.error = f"{exc.__class__.__name__}: {str(exc)[:200]}"
+        previous = self._previous
+        if previous is not None:
+            previous(metadata)
 
 
 def _always(value: Any) -> Callable[[tuple[Any, ...]], Any]:

@@ -8,7 +8,10 @@ Raw files written into `raw_dir`:
     kineto_trace.json   Kineto's chrome trace (the parent gzips it after import)
     callsites.json.gz   the call-site sidecar (see tenprof.importers.callsites), with the script's own
                         Triton and extension launches (tenprof.capture.own_launches) and the host
-                        sampler's samples (tenprof.capture.host_sampler), the DataLoader workers' too
+                        sampler's samples (tenprof.capture.host_sampler), the DataLoader workers' too;
+                        a scope's record carries the numbers given to tenprof.scope; and the
+                        tokens given to tenprof.step, the numbers of the script's Triton launches
+                        (their launch_metadata) and the GPUs' clocks (tenprof.capture.gpu_clocks)
     workers/            the workers' samples while they run (tenprof.capture.worker_sampler); merged
                         into the sidecar and removed when the capture stops
     checks.json         torch.profiler's own totals, when asked to verify
@@ -35,6 +38,7 @@ from torch.autograd.profiler import record_function
 
 from tenprof.capture import runtime, worker_sampler
 from tenprof.capture.callsites import CallsiteLog
+from tenprof.capture.gpu_clocks import GpuClockSampler
 from tenprof.capture.host_sampler import DEFAULT_INTERVAL_NS, HostSampler
 from tenprof.capture.overhead_plan import DEFAULT_COUNT, OverheadPlan
 from tenprof.capture.own_launches import OwnLaunches
@@ -87,6 +91,10 @@ class TimelineSession:
         self._plan = OverheadPlan.for_run(options.overhead_steps, options.schedule)
         self._capture_on = True
         self._cpu_activity: list[Any] = []
+        # one per tenprof.step(): the tokens the step it ended held, -1 when not given
+        self.step_tokens: list[int] = []
+        self._tokens = -1
+        self.gpu_clocks: GpuClockSampler | None = None
 
     # -- lifecycle
     def start(self) -> None:
@@ -121,6 +129,9 @@ class TimelineSession:
         if self.log.sampler is not None:
             worker_sampler.install(self.raw_dir / WORKER_SAMPLES_DIR, self.log.sampler.interval_ns)
             self.log.sampler.start()
+        if torch.cuda.is_available():  # a run with no GPU has no clocks to explain it
+            self.gpu_clocks = GpuClockSampler()
+            self.gpu_clocks.start()
         self.log.started_ns = time.perf_counter_ns()
 
     def stop(self) -> None:
@@ -133,6 +144,8 @@ class TimelineSession:
         if self.log.own_launches is not None:
             self.log.own_launches.stop()
         runtime.deactivate(self)
+        if self.gpu_clocks is not None:
+            self.gpu_clocks.stop()
         if self.log.recorder is not None:
             self.log.recorder.close()
             runtime.leave_mode(self.log.recorder)
@@ -140,6 +153,7 @@ class TimelineSession:
         if torch.cuda.is_available():
             torch.cuda.synchronize()
         self._prof.stop()
+        self.log.extra = self._extra_keys()
         self.log.to_file(self.raw_dir / CALLSITES_FILE)
         if self.options.verify and self.trace_written:
             self._write_checks()
@@ -165,22 +179,48 @@ class TimelineSession:
         # The clock reads bracket tenprof's own work at the boundary (syncs, toggling), which is left out
         # of both steps' times.
         self.log.step_bounds.append([ended, time.perf_counter_ns(), int(off)])
+        self.step_tokens.append(self._tokens)
+        self._tokens = -1
+
+    def record_tokens(self, tokens: int) -> None:
+        """tenprof.step(tokens=N): what the step about to end held (runtime calls this, then `step`)."""
+        self._tokens = tokens
 
     def scope_enter(self, name: str, caller: Any, decorator: bool) -> Any:
+        return self.scope_enter_metrics(name, caller, decorator, None)
+
+    def scope_enter_metrics(self, name: str, caller: Any, decorator: bool, metrics: dict[str, float] | None) -> Any:
+        """A scope with the numbers given to tenprof.scope (flops=, bytes=, ...), kept in its record."""
         frame_id = self.log.interner.path_id(caller)
         depth = self.log.interner.depth(frame_id)
         insert = depth + 1 if decorator else depth
         start = time.perf_counter_ns()
         rf = record_function(name)
         rf.__enter__()  # type: ignore[no-untyped-call]
-        return (name, frame_id, insert, start, rf, threading.get_native_id())
+        return (name, frame_id, insert, start, rf, threading.get_native_id(), metrics)
 
     def scope_exit(self, token: Any) -> None:
-        name, frame_id, insert, start, rf, tid = token
+        name, frame_id, insert, start, rf, tid, metrics = token
         rf.__exit__(None, None, None)
-        self.log.scopes.append([name, tid, start, time.perf_counter_ns(), frame_id, insert])
+        record = [name, tid, start, time.perf_counter_ns(), frame_id, insert]
+        if metrics:
+            record.append(metrics)
+        self.log.scopes.append(record)
 
     # -- internals
+    def _extra_keys(self) -> dict[str, Any]:
+        """The sidecar's keys that only this pass records (tenprof.importers.callsites)."""
+        own = self.log.own_launches
+        clocks = self.gpu_clocks
+        data = {
+            "step_tokens": self.step_tokens,
+            "launch_metrics": own.metrics if own is not None else [],
+            "launch_metrics_error": own.hook.error if own is not None else "",
+            "gpu_samples": clocks.columns() if clocks is not None else {},
+            "gpu_samples_warning": clocks.warning if clocks is not None else "",
+        }
+        return data
+
     def _collect_worker_samples(self) -> None:
         """The DataLoader workers' samples into the call-site log; their files go (the log has them)."""
         worker_sampler.uninstall()

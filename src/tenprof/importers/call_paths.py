@@ -11,7 +11,8 @@ path comes from, in order:
 - without records, the trace's with_stack python_function ranges, nested into call paths;
 - for backward ops, their forward op's path, else the record running on the main Python thread.
 The result also carries the clock mapping found and the warnings for the build report.
-`match_sidecar_scopes` gives scopes the call path tenprof.scope recorded.
+`match_sidecar_scopes` gives scopes the call path tenprof.scope recorded (`sidecar_scope_rows`: which record
+is each scope's, for the numbers given to it).
 """
 
 from __future__ import annotations
@@ -274,18 +275,36 @@ def match_sidecar_scopes(
 ) -> tuple[I64Array, I64Array]:
     """Give trace scopes the call path recorded by tenprof.scope (same name and thread): the k-th entered
     the k-th recorded where the counts agree, else the record whose bracket overlaps the range most."""
-    frame = np.full(len(names), -1, dtype=np.int64)
-    insert = np.full(len(names), -1, dtype=np.int64)
-    if not sidecar:
-        return frame, insert
+    return recorded_paths(sidecar_scope_rows(names, tids, starts, ends, sidecar), sidecar)
 
-    grouped: dict[tuple[str, int], list[list[Any]]] = {}
-    for row in sidecar:
-        grouped.setdefault((str(row[0]), int(row[1])), []).append(row)
-    by_key: dict[tuple[str, int], tuple[list[list[Any]], I64Array]] = {}
-    for key, rows in grouped.items():
-        rows.sort(key=lambda r: int(r[2]))
-        by_key[key] = (rows, np.fromiter((int(r[2]) for r in rows), dtype=np.int64, count=len(rows)))
+
+def recorded_paths(rows: I64Array, sidecar: list[list[Any]]) -> tuple[I64Array, I64Array]:
+    """The frame and insert depth of each scope's record (`rows`: index into `sidecar`, -1: none)."""
+    frame = np.full(len(rows), -1, dtype=np.int64)
+    insert = np.full(len(rows), -1, dtype=np.int64)
+    for i in np.flatnonzero(rows >= 0).tolist():
+        record = sidecar[int(rows[i])]
+        frame[i], insert[i] = int(record[4]), int(record[5])
+    return frame, insert
+
+
+def sidecar_scope_rows(
+    names: list[str], tids: I64Array, starts: I64Array, ends: I64Array, sidecar: list[list[Any]]
+) -> I64Array:
+    """For each trace scope, the index of tenprof.scope's record of it in `sidecar` (see
+    `match_sidecar_scopes`), -1 where none matched."""
+    found = np.full(len(names), -1, dtype=np.int64)
+    if not sidecar:
+        return found
+
+    grouped: dict[tuple[str, int], list[int]] = {}
+    for index, row in enumerate(sidecar):
+        grouped.setdefault((str(row[0]), int(row[1])), []).append(index)
+    by_key: dict[tuple[str, int], tuple[list[list[Any]], list[int], I64Array]] = {}
+    for key, indices in grouped.items():
+        indices.sort(key=lambda k: int(sidecar[k][2]))
+        rows = [sidecar[k] for k in indices]
+        by_key[key] = (rows, indices, np.fromiter((int(r[2]) for r in rows), dtype=np.int64, count=len(rows)))
     ranges: dict[tuple[str, int], list[int]] = {}
     for i, (name, tid) in enumerate(zip(names, tids.tolist(), strict=True)):
         ranges.setdefault((name, tid), []).append(i)
@@ -293,7 +312,7 @@ def match_sidecar_scopes(
         entry = by_key.get(key)
         if entry is None:
             continue
-        rows, row_starts = entry
+        rows, indices, row_starts = entry
         members.sort(key=lambda i: int(starts[i]))
         if len(members) == len(rows):
             # as many ranges as records: the k-th range entered is the k-th record, however close together
@@ -303,9 +322,8 @@ def match_sidecar_scopes(
             chosen = [_nearest_bracket(rows, row_starts, int(starts[i]), int(ends[i])) for i in members]
         for i, best in zip(members, chosen, strict=True):
             if best >= 0:
-                frame[i] = int(rows[best][4])
-                insert[i] = int(rows[best][5])
-    return frame, insert
+                found[i] = indices[best]
+    return found
 
 
 def _nearest_bracket(rows: list[list[Any]], row_starts: I64Array, start: int, end: int) -> int:

@@ -4,7 +4,8 @@ Written by `tenprof.capture.callsites` (torch side), read here (no torch). Forma
     version: 1
     frames:  [[frame_id, parent_frame_id, file, line, function, depth, is_user], ...]
     calls:   {thread_id: [...], start_ns: [...], end_ns: [...], frame_id: [...]}  one per torch API call
-    scopes:  [[name, thread_id, start_ns, end_ns, frame_id, insert_depth], ...]
+    scopes:  [[name, thread_id, start_ns, end_ns, frame_id, insert_depth(, metrics)], ...]  metrics: {name:
+             number} given to tenprof.scope (flops=, bytes=, ...), only in records of scopes given some
     syncs:   [[label, start_ns, end_ns], ...]   perf-clock brackets around `tenprof::clock_sync#<label>`
     step_calls: how many times tenprof.step() was called (ProfilerStep#N with N below it is complete)
     step_bounds: [[end of the step before, start of the next, next runs with the capture off], ...] one per
@@ -17,6 +18,14 @@ Written by `tenprof.capture.callsites` (torch side), read here (no torch). Forma
              interval_ns; process_id 0 for the script's own process, else a DataLoader worker's
              (tenprof.capture.worker_sampler; absent before those were sampled); no samples at all in
              recordings made before the sampler
+And these keys, which only the timeline pass records, each absent from older recordings:
+    step_tokens: [tokens, ...]  one per tenprof.step(), what the step it ended held (-1: not given)
+    launch_metrics: [[launch index, metric, value], ...]  the numbers of a launch's Triton launch_metadata,
+             index into `launches`; launch_metrics_error: the first error its function raised ('' none)
+    gpu_samples: {ts_ns, device, sm_clock_mhz, max_sm_clock_mhz, memory_clock_mhz, power_w, power_limit_w,
+             temperature_c, clock_reasons}  NVML's reads (tenprof.capture.gpu_clocks), one list per column,
+             device the CUDA index, null where NVML could not read a value; gpu_samples_warning: why there
+             are none ('' when sampled, or not tried: a run with no GPU)
 The sync brackets are matched to the same-named ranges in the Kineto trace to map perf-clock times to
 trace times (`clock_offset`).
 """
@@ -37,6 +46,18 @@ from tenprof.core.intervals import I64Array
 from tenprof.errors import TraceFormatError
 
 SYNC_PREFIX = "tenprof::clock_sync#"
+GPU_FLOAT_COLUMNS = (
+    "sm_clock_mhz",
+    "max_sm_clock_mhz",
+    "memory_clock_mhz",
+    "power_w",
+    "power_limit_w",
+    "temperature_c",
+)
+
+
+def _empty_i64() -> I64Array:
+    return np.zeros(0, np.int64)
 
 
 @dataclass
@@ -65,6 +86,16 @@ class Callsites:
     launch_end: I64Array = field(default_factory=lambda: np.zeros(0, np.int64))
     launch_frame: I64Array = field(default_factory=lambda: np.zeros(0, np.int64))
     launch_name: list[str] = field(default_factory=list)
+    # the numbers each launch's Triton launch_metadata gave: launch index, metric name, value
+    launch_metrics: list[list[Any]] = field(default_factory=list)
+    launch_metrics_error: str = ""
+    step_tokens: list[int] = field(default_factory=list)  # one per tenprof.step(), -1: not given
+    # NVML's reads of the GPUs' clocks (gpu_ts on the perf clock); gpu_values: GPU_FLOAT_COLUMNS -> values
+    gpu_ts: I64Array = field(default_factory=_empty_i64)
+    gpu_device: I64Array = field(default_factory=_empty_i64)
+    gpu_values: dict[str, npt.NDArray[np.float64]] = field(default_factory=dict)
+    gpu_reasons: I64Array = field(default_factory=_empty_i64)
+    gpu_warning: str = ""
 
     def step_marks(self, steps: I64Array) -> tuple[npt.NDArray[np.bool_], I64Array]:
         """For each step number: whether it ran with the capture on, and its time between tenprof's clock
@@ -84,29 +115,16 @@ class Callsites:
 
     def shifted(self, offset_ns: int) -> Callsites:
         """The same records with perf-clock times moved onto the trace clock."""
-        return Callsites(
-            frames=self.frames,
-            call_thread=self.call_thread,
+        return replace(
+            self,
             call_start=self.call_start + offset_ns,
             call_end=self.call_end + offset_ns,
-            call_frame=self.call_frame,
-            scopes=[[n, t, s + offset_ns, e + offset_ns, f, d] for n, t, s, e, f, d in self.scopes],
+            scopes=[[r[0], r[1], r[2] + offset_ns, r[3] + offset_ns, *r[4:]] for r in self.scopes],
             syncs=[[label, s + offset_ns, e + offset_ns] for label, s, e in self.syncs],
-            step_calls=self.step_calls,
-            step_bounds=self.step_bounds,
-            started_ns=self.started_ns,
-            stopped_ns=self.stopped_ns,
-            recorder=self.recorder,
-            sample_interval_ns=self.sample_interval_ns,
-            sample_thread=self.sample_thread,
             sample_ts=self.sample_ts + offset_ns,
-            sample_frame=self.sample_frame,
-            sample_process=self.sample_process,
-            launch_thread=self.launch_thread,
             launch_start=self.launch_start + offset_ns,
             launch_end=self.launch_end + offset_ns,
-            launch_frame=self.launch_frame,
-            launch_name=self.launch_name,
+            gpu_ts=self.gpu_ts + offset_ns,
         )
 
     def with_calls(self, thread: I64Array, start: I64Array, end: I64Array, frame: I64Array) -> Callsites:
@@ -121,14 +139,22 @@ class Callsites:
         )
 
 
-def read_callsites(path: Path) -> Callsites:
+def _read(path: Path) -> dict[str, Any]:
     try:
         data = orjson.loads(gzip.decompress(path.read_bytes()))
     except (OSError, EOFError, zlib.error, orjson.JSONDecodeError) as exc:
         raise TraceFormatError(f"{path}: unreadable call-site record ({exc.__class__.__name__})") from exc
+    if not isinstance(data, dict):
+        raise TraceFormatError(f"{path}: unreadable call-site record (not a JSON object)")
+    return data
+
+
+def read_callsites(path: Path) -> Callsites:
+    data = _read(path)
     calls = data.get("calls", {})
     samples = data.get("samples", {})
     launches = data.get("launches", {})
+    gpu = data.get("gpu_samples") or {}
 
     def arr(key: str, of: dict[str, Any] = calls) -> I64Array:
         return np.asarray(of.get(key, []), dtype=np.int64)
@@ -159,6 +185,15 @@ def read_callsites(path: Path) -> Callsites:
         launch_end=arr("end_ns", launches),
         launch_frame=arr("frame_id", launches),
         launch_name=[str(n) for n in launches.get("name", [])],
+        launch_metrics=[list(m) for m in data.get("launch_metrics", [])],
+        launch_metrics_error=str(data.get("launch_metrics_error", "") or ""),
+        step_tokens=[int(t) for t in data.get("step_tokens", [])],
+        gpu_ts=arr("ts_ns", gpu),
+        gpu_device=arr("device", gpu),
+        # NVML values it could not read were written as null: NaN here
+        gpu_values={name: np.array(gpu.get(name, []), dtype=np.float64) for name in GPU_FLOAT_COLUMNS},
+        gpu_reasons=arr("clock_reasons", gpu),
+        gpu_warning=str(data.get("gpu_samples_warning", "") or ""),
     )
 
 

@@ -31,6 +31,8 @@ class EventArgs(msgspec.Struct, gc=False, frozen=True):
     input_dims: msgspec.Raw = msgspec.field(name="Input Dims", default=EMPTY_RAW)
     input_types: msgspec.Raw = msgspec.field(name="Input type", default=EMPTY_RAW)
     input_strides: msgspec.Raw = msgspec.field(name="Input Strides", default=EMPTY_RAW)
+    # the inputs' values where torch records them (scalars, int lists), '' for tensors
+    concrete_inputs: msgspec.Raw = msgspec.field(name="Concrete Inputs", default=EMPTY_RAW)
     correlation: int = -1
     device: int | None = None
     in_device: int | None = msgspec.field(name="inDevice", default=None)

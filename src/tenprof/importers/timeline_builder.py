@@ -16,10 +16,14 @@ The joins, each stated once here:
 - op -> scope: innermost user_annotation covering the op's start on its own thread; backward ops,
   which autograd runs on a thread of its own, fall back to the thread that opened the most scopes.
 - op -> step: the ProfilerStep#N range covering its start.
+- user metrics: a scope's numbers (tenprof.scope(..., flops=...)) come with the sidecar record matched to
+  it; a Triton launch's (its launch_metadata) with the launch record whose "(user kernel)" op it got.
+- GPU samples: NVML's reads, their perf-clock times moved onto the trace clock like the other records.
 
 `build_timeline` runs the phases in that order, each a function returning its arrays (a frozen dataclass):
 annotations, ops, Python call paths (tenprof.importers.call_paths), scopes, steps, API calls, kernels,
-transfers; then builds each table with its own function. Sorting the events into columns is
+transfers; then builds each table with its own function (every table of the pass, empty when the
+recording has nothing for it). Sorting the events into columns is
 tenprof.importers.timeline_columns.
 """
 
@@ -35,8 +39,8 @@ import pyarrow as pa
 
 from tenprof.core.inductor import inside_autotuning
 from tenprof.core.intervals import I64Array, IdIndex, coverage, nest, take
-from tenprof.importers.call_paths import CallPaths, OpLinks, join_call_paths, match_sidecar_scopes
-from tenprof.importers.callsites import SYNC_PREFIX, Callsites, clock_offset
+from tenprof.importers.call_paths import CallPaths, OpLinks, join_call_paths, recorded_paths, sidecar_scope_rows
+from tenprof.importers.callsites import GPU_FLOAT_COLUMNS, SYNC_PREFIX, Callsites, clock_offset
 from tenprof.importers.timeline_columns import (
     STEP_PREFIX,
     Clock,
@@ -47,7 +51,7 @@ from tenprof.importers.timeline_columns import (
     in_order,
     string_column,
 )
-from tenprof.importers.user_launches import add_user_launch_ops
+from tenprof.importers.user_launches import UserLaunches, add_user_launch_ops
 from tenprof.store.schema import TABLES
 
 _BACKWARD_PREFIX = "autograd::engine::evaluate_function"
@@ -99,11 +103,12 @@ def build_timeline(
     clock = Clock(report.base_time_ns)
 
     ann = _annotations(col.annotations, clock)
-    callsites = _with_user_launch_ops(col, clock, ann, callsites)
+    callsites, launched = _with_user_launch_ops(col, clock, ann, callsites)
     ops = _ops(col.ops, clock)
     paths = join_call_paths(ops.links(), ann.sync_starts, col.python, clock, callsites, sources_as_of)
     report.clock_offset_ns, report.clock_uncertainty_ns = paths.clock_offset_ns, paths.clock_uncertainty_ns
     report.warnings.extend(paths.warnings)
+    report.warnings.extend(_sidecar_warnings(callsites))
     scopes = _scopes(ann, ops, paths.sidecar_scopes)
     steps = _steps(ann, ops, callsites)
     api = _api_calls(col.api, clock, ops)
@@ -124,6 +129,8 @@ def build_timeline(
         "steps": lambda: _steps_table(steps),
         "memory": lambda: _memory_table(col.memory, clock, ops.nesting),
         "host_samples": lambda: _host_samples_table(callsites, paths.clock_offset_ns, ops.nesting, steps),
+        "user_metrics": lambda: _user_metrics_table(scopes, paths.sidecar_scopes, callsites, launched, ops),
+        "gpu_samples": lambda: _gpu_samples_table(callsites, paths.clock_offset_ns, ann.sync_starts),
     }
     emptied = {"ops": col.ops, "kernels": col.kernels, "transfers": col.transfers, "api_calls": col.api}
     for name, build in tables.items():
@@ -135,14 +142,28 @@ def build_timeline(
 
 def _with_user_launch_ops(
     col: Collector, clock: Clock, ann: _Annotations, callsites: Callsites | None
-) -> Callsites | None:
+) -> tuple[Callsites | None, UserLaunches]:
     """Give kernels launched outside every op an op of their own (importers.user_launches); the script's
     own launch records that hold one join the call-site records, so those ops get their lines."""
     found = clock_offset(callsites.syncs, ann.sync_starts) if callsites is not None and callsites.frames else None
     added = add_user_launch_ops(col, clock, callsites, found[0] if found else None)
     if callsites is None or not len(added.records[0]):
-        return callsites
-    return callsites.with_calls(*added.records)
+        return callsites, added
+    return callsites.with_calls(*added.records), added
+
+
+def _sidecar_warnings(callsites: Callsites | None) -> list[str]:
+    """What the capture could not record that the report should say: the GPUs' clocks, and a Triton
+    kernel's launch_metadata function that raised."""
+    if callsites is None:
+        return []
+    warnings = [callsites.gpu_warning] if callsites.gpu_warning else []
+    if callsites.launch_metrics_error:
+        warnings.append(
+            "a Triton kernel's launch_metadata function raised, so some launches have no numbers: "
+            + callsites.launch_metrics_error
+        )
+    return warnings
 
 
 def _record_span(report: BuildReport, starts: Iterable[I64Array], ends: Iterable[I64Array]) -> None:
@@ -314,6 +335,7 @@ def _ops_table(cols: Cols, ops: _Ops, paths: CallPaths, op_scope: I64Array, op_s
             "input_shapes": string_column(cols.data["shapes"], ops.order),
             "input_dtypes": string_column(cols.data["dtypes"], ops.order),
             "input_strides": string_column(cols.data["strides"], ops.order),
+            "input_values": string_column(cols.data["values"], ops.order),
             "frame_id": paths.op_frame,
             "frame_source": paths.op_frame_source,
             "scope_id": op_scope,
@@ -340,6 +362,7 @@ class _Scopes:
     frame: I64Array  # the call path tenprof.scope recorded, else -1
     insert: I64Array  # where in that call path the scope begins, else -1
     op_scope: I64Array  # op_id -> scope_id, or -1
+    record: I64Array  # scope_id -> index of tenprof.scope's record of it in the sidecar's scopes, or -1
 
 
 def _scopes(ann: _Annotations, ops: _Ops, sidecar_scopes: list[list[Any]]) -> _Scopes:
@@ -350,14 +373,15 @@ def _scopes(ann: _Annotations, ops: _Ops, sidecar_scopes: list[list[Any]]) -> _S
     scope_idx, sc_start, sc_end, sc_tid = scope_idx[sc_order], sc_start[sc_order], sc_end[sc_order], sc_tid[sc_order]
     sc_names = [ann.names[i] for i in scope_idx]
     nesting = ThreadNesting(sc_tid, sc_start, sc_end)
-    sc_frame, sc_insert = match_sidecar_scopes(sc_names, sc_tid, sc_start, sc_end, sidecar_scopes)
+    sc_record = sidecar_scope_rows(sc_names, sc_tid, sc_start, sc_end, sidecar_scopes)
+    sc_frame, sc_insert = recorded_paths(sc_record, sidecar_scopes)
     op_scope = nesting.innermost_per_thread(ops.tid, ops.start)
     if len(sc_tid):
         main_scope_tid = int(np.bincount(np.unique(sc_tid, return_inverse=True)[1]).argmax())
         main_tid = int(np.unique(sc_tid)[main_scope_tid])
         missing = (op_scope < 0) & ops.is_backward
         op_scope[missing] = nesting.innermost(main_tid, ops.start[missing])
-    return _Scopes(sc_names, sc_tid, sc_start, sc_end, nesting.parent, sc_frame, sc_insert, op_scope)
+    return _Scopes(sc_names, sc_tid, sc_start, sc_end, nesting.parent, sc_frame, sc_insert, op_scope, sc_record)
 
 
 def _scopes_table(scopes: _Scopes) -> pa.Table:
@@ -390,6 +414,7 @@ class _Steps:
     capture_on: _Bools
     own_ns: I64Array
     op_step: I64Array  # op_id -> step number, or -1
+    tokens: I64Array  # what tenprof.step(tokens=N) said the step held, -1 when not given
 
 
 def _steps(ann: _Annotations, ops: _Ops, callsites: Callsites | None) -> _Steps:
@@ -413,7 +438,12 @@ def _steps(ann: _Annotations, ops: _Ops, callsites: Callsites | None) -> _Steps:
         if callsites is not None and callsites.step_calls is not None
         else np.ones(len(st_number), dtype=bool)
     )
-    return _Steps(st_number, st_start, st_end, complete, st_capture_on, st_own_ns, op_step)
+    # the k-th tenprof.step() call ends ProfilerStep#k
+    given = np.asarray(callsites.step_tokens if callsites is not None else [], dtype=np.int64)
+    tokens = np.full(len(st_number), -1, dtype=np.int64)
+    known = (st_number >= 0) & (st_number < len(given))
+    tokens[known] = given[st_number[known]]
+    return _Steps(st_number, st_start, st_end, complete, st_capture_on, st_own_ns, op_step, tokens)
 
 
 def _steps_table(steps: _Steps) -> pa.Table:
@@ -426,6 +456,7 @@ def _steps_table(steps: _Steps) -> pa.Table:
             "duration_ns": steps.end - steps.start,
             "complete": steps.complete,
             "capture_on": steps.capture_on,
+            "tokens": steps.tokens,
             "own_duration_ns": steps.own_ns,
         }
     )
@@ -681,6 +712,66 @@ def _sample_weights(
     usable = same & (gap > 0) & ~crosses
     weight[order[1:][usable]] = gap[usable]
     return weight
+
+
+# ---- user metrics and GPU samples
+
+
+def _user_metrics_table(
+    scopes: _Scopes, sidecar_scopes: list[list[Any]], callsites: Callsites | None, launched: UserLaunches, ops: _Ops
+) -> pa.Table:
+    """The numbers the user attached: per scope range, those given to tenprof.scope (in its sidecar record);
+    per launch of the script's own Triton kernels, those its launch_metadata gave (the launch record's op)."""
+    owner: list[str] = []
+    owner_id: list[int] = []
+    metric: list[str] = []
+    value: list[float] = []
+    for scope_id, row in enumerate(scopes.record.tolist()):
+        record = sidecar_scopes[row] if row >= 0 else ()
+        if len(record) > 6 and isinstance(record[6], dict):
+            for name, number in record[6].items():
+                owner.append("scope")
+                owner_id.append(scope_id)
+                metric.append(str(name))
+                value.append(float(number))
+    if callsites is not None and callsites.launch_metrics and len(launched.record_index):
+        op_id_of_row = np.empty(len(ops.order), dtype=np.int64)
+        op_id_of_row[ops.order] = np.arange(len(ops.order), dtype=np.int64)
+        op_of_record = dict(zip(launched.record_index.tolist(), op_id_of_row[launched.op_row].tolist(), strict=True))
+        for index, name, number in callsites.launch_metrics:
+            op = op_of_record.get(int(index))
+            if op is not None:  # a launch in a step run with the capture off has no op
+                owner.append("launch")
+                owner_id.append(op)
+                metric.append(str(name))
+                value.append(float(number))
+    return pa.table({"owner": owner, "owner_id": owner_id, "metric": metric, "value": value}, TABLES["user_metrics"])
+
+
+def _gpu_samples_table(callsites: Callsites | None, offset_ns: int | None, sync_starts: dict[str, int]) -> pa.Table:
+    """NVML's reads of the GPUs on the trace clock, in time order (none where the clocks could not be
+    aligned: they could not be placed). The clock mapping is the call paths' one, or, for a recording
+    with no call paths to join (lines off), found here from the same markers."""
+    if callsites is None or not len(callsites.gpu_ts):
+        return TABLES["gpu_samples"].empty_table()
+    if offset_ns is None:
+        found = clock_offset(callsites.syncs, sync_starts)
+        offset_ns = found[0] if found is not None else None
+    if offset_ns is None:
+        return TABLES["gpu_samples"].empty_table()
+    order = np.argsort(callsites.gpu_ts, kind="stable")
+    n = len(order)
+    columns: dict[str, Any] = {
+        "ts_ns": callsites.gpu_ts[order] + offset_ns,
+        "device": callsites.gpu_device[order].astype(np.int32),
+    }
+    # a value NVML could not read (NaN in the log, -1 for the reasons) is null: not recorded
+    for name in GPU_FLOAT_COLUMNS:
+        values = callsites.gpu_values.get(name, np.zeros(0))
+        columns[name] = pa.array(values[order] if len(values) == n else np.full(n, np.nan), from_pandas=True)
+    reasons = callsites.gpu_reasons[order] if len(callsites.gpu_reasons) == n else np.full(n, -1, dtype=np.int64)
+    columns["clock_reasons"] = pa.array(reasons, mask=reasons < 0)
+    return pa.table(columns)
 
 
 def _launched(

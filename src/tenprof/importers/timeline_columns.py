@@ -90,7 +90,17 @@ class Collector:
 
     def __init__(self) -> None:
         self.ops = Cols(
-            name="s", tid="q", ts="d", dur="d", ext="q", seq="q", fwd_tid="q", shapes="s", dtypes="s", strides="s"
+            name="s",
+            tid="q",
+            ts="d",
+            dur="d",
+            ext="q",
+            seq="q",
+            fwd_tid="q",
+            shapes="s",
+            dtypes="s",
+            strides="s",
+            values="s",  # Kineto's "Concrete Inputs", as JSON text ('' when the trace has none)
         )
         self.annotations = Cols(name="s", tid="q", ts="d", dur="d")
         self.python = Cols(name="s", tid="q", ts="d", dur="d")
@@ -180,6 +190,7 @@ class Collector:
         data["shapes"] += self._json_texts([a.input_dims for a in args])
         data["dtypes"] += self._json_texts([a.input_types for a in args])
         data["strides"] += self._json_texts([a.input_strides for a in args])
+        data["values"] += self._json_texts([a.concrete_inputs for a in args])
         for e in ops:
             if e.args.kernel_backend:
                 self._triton_launch(e.name, e.args)

@@ -17,7 +17,7 @@ The kernel then joins its op through its launch call, as every kernel does. Grap
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -38,12 +38,19 @@ KERNEL_LAUNCH_CALLS = frozenset(
 )
 
 
+# the op columns an added op has no value for
+_NO_ARGS = (("ext", -1), ("seq", -1), ("fwd_tid", 0), ("shapes", ""), ("dtypes", ""), ("strides", ""), ("values", ""))
+
+
 @dataclass(frozen=True)
 class UserLaunches:
-    """What was added: the op count, and the launch records that now hold an op (perf clock)."""
+    """What was added: the op count, and the launch records that now hold an op (perf clock): which
+    records (indices into the call-site log's launches) and the row of the op columns each one's op is."""
 
     ops: int
     records: tuple[I64Array, I64Array, I64Array, I64Array]  # thread, start, end, frame
+    record_index: I64Array = field(default_factory=lambda: np.zeros(0, np.int64))
+    op_row: I64Array = field(default_factory=lambda: np.zeros(0, np.int64))
 
 
 def add_user_launch_ops(
@@ -68,14 +75,14 @@ def add_user_launch_ops(
         return none
     record_of = _own_record_of(callsites, offset_ns, tid, start, launch)
     ops = col.ops.data
-    held: dict[int, None] = {}  # the records that hold an op, each once, in order
+    held: dict[int, int] = {}  # the records that hold an op, each once: the row of its op
     added = 0
     for i in np.flatnonzero(launch).tolist():
         r = int(record_of[i])
         if r >= 0 and r in held:
             continue
         if r >= 0 and callsites is not None and offset_ns is not None:
-            held[r] = None
+            held[r] = len(ops["name"])
             lo, hi = int(callsites.launch_start[r]) + offset_ns, int(callsites.launch_end[r]) + offset_ns
         else:
             lo, hi = int(start[i]), int(end[i])
@@ -86,14 +93,16 @@ def add_user_launch_ops(
         ops["tid"].append(int(tid[i]))
         ops["ts"].append((lo - clock.base_ns) / 1000.0)
         ops["dur"].append((hi - lo) / 1000.0)
-        for key, value in (("ext", -1), ("seq", -1), ("fwd_tid", 0), ("shapes", ""), ("dtypes", ""), ("strides", "")):
+        for key, value in _NO_ARGS:
             ops[key].append(value)
         added += 1
     if callsites is None or not held:
         return UserLaunches(added, none.records)
     kept = np.array(sorted(held), dtype=np.int64)
+    rows = np.array([held[r] for r in kept.tolist()], dtype=np.int64)
     c = callsites
-    return UserLaunches(added, (c.launch_thread[kept], c.launch_start[kept], c.launch_end[kept], c.launch_frame[kept]))
+    records = (c.launch_thread[kept], c.launch_start[kept], c.launch_end[kept], c.launch_frame[kept])
+    return UserLaunches(added, records, kept, rows)
 
 
 def _in_capture_off_steps(callsites: Callsites | None, offset_ns: int | None, at: I64Array) -> np.ndarray:

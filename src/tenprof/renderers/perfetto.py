@@ -3,7 +3,9 @@
 Tracks: one process for the host with a track per CPU thread (ops, scopes and CUDA API calls as
 slices, nested by time) plus a "steps" track; one process per GPU with a track per stream (kernels and
 copies; a torch.compile generated kernel's args name the aten ops it fuses and their lines); flow arrows
-from each launching API call to its kernel or copy; a counter track per device for allocated memory.
+from each launching API call to its kernel or copy; a counter track per device for allocated memory, and,
+where the timeline pass sampled the GPUs (NVML), counter tracks per device for its SM clock (MHz), power
+draw (W) and temperature (C).
 Events are written one at a time, so memory stays flat for big profiles.
 """
 
@@ -52,8 +54,9 @@ def _origin_ns(profile: Profile) -> int:
         )
         if t.num_rows
     ]
-    if profile.table("memory").num_rows:
-        starts.append(profile.table("memory").column("ts_ns").to_numpy())
+    for counters in ("memory", "gpu_samples"):
+        if profile.table(counters).num_rows:
+            starts.append(profile.table(counters).column("ts_ns").to_numpy())
     return int(min(s.min() for s in starts)) if starts else 0
 
 
@@ -64,7 +67,8 @@ def _us(ns: int, origin: int) -> float:
 
 def perfetto_events(profile: Profile) -> Iterator[dict[str, Any]]:
     """Every event of the trace, one at a time: track names, then steps, scopes, ops and CUDA API calls on
-    the host, then kernels and copies on the GPUs (each followed by its launch flow), then memory counters."""
+    the host, then kernels and copies on the GPUs (each followed by its launch flow), then memory counters and
+    the GPUs' clock, power and temperature counters."""
     origin = _origin_ns(profile)
     yield from _track_names(profile)
     labels = _frame_labels(profile)
@@ -74,6 +78,7 @@ def perfetto_events(profile: Profile) -> Iterator[dict[str, Any]]:
     yield from _api_slices(profile, origin)
     yield from _device_slices(profile, labels, origin)
     yield from _memory_counters(profile, origin)
+    yield from _gpu_sample_counters(profile, origin)
     yield from _sampled_slices(profile, origin)
 
 
@@ -91,7 +96,8 @@ def _track_names(profile: Profile) -> Iterator[dict[str, Any]]:
     gpu_names = {g.index: g.name for g in profile.meta.gpus}
     streams = set(zip(kernels.column("device").to_pylist(), kernels.column("stream").to_pylist(), strict=True))
     streams |= set(zip(transfers.column("device").to_pylist(), transfers.column("stream").to_pylist(), strict=True))
-    for device in sorted({d for d, _ in streams}):
+    sampled = set(profile.table("gpu_samples").column("device").to_pylist())  # a GPU sampled, though idle
+    for device in sorted({d for d, _ in streams} | sampled):
         yield {
             "ph": "M",
             "name": "process_name",
@@ -299,6 +305,33 @@ def _memory_counters(profile: Profile, origin: int) -> Iterator[dict[str, Any]]:
         track = f"GPU {device} memory allocated" if dtype == "cuda" else "CPU memory allocated"
         pid = _GPU_PID_BASE + device if dtype == "cuda" else _HOST_PID
         yield {"ph": "C", "name": track, "pid": pid, "ts": _us(ts, origin), "args": {"MiB": round(total / 2**20, 3)}}
+
+
+# gpu_samples column -> the counter track's name (after "GPU n ") and its value's unit
+_GPU_COUNTERS = (("sm_clock_mhz", "SM clock", "MHz"), ("power_w", "power", "W"), ("temperature_c", "temperature", "C"))
+
+
+def _gpu_sample_counters(profile: Profile, origin: int) -> Iterator[dict[str, Any]]:
+    """A counter sample per NVML read of a GPU (the gpu_samples table): its SM clock, power draw and
+    temperature, a track each, in its GPU's process; a value NVML could not read is left out."""
+    samples = profile.table("gpu_samples")
+    if samples.num_rows == 0:
+        return
+    columns = [samples.column(c).to_pylist() for c, _, _ in _GPU_COUNTERS]
+    for row, (ts, device) in enumerate(
+        zip(samples.column("ts_ns").to_pylist(), samples.column("device").to_pylist(), strict=True)
+    ):
+        for (_, name, unit), values in zip(_GPU_COUNTERS, columns, strict=True):
+            value = values[row]
+            if value is None or value != value:  # null or NaN: not read
+                continue
+            yield {
+                "ph": "C",
+                "name": f"GPU {device} {name}",
+                "pid": _GPU_PID_BASE + device,
+                "ts": _us(ts, origin),
+                "args": {unit: round(float(value), 3)},
+            }
 
 
 def _sampled_slices(profile: Profile, origin: int) -> Iterator[dict[str, Any]]:

@@ -159,6 +159,37 @@ def _counters_text(report: Any, out: Console, options: ReportOptions) -> None:
     render_counters(report, out, options.limit)
 
 
+def _perf_model(profile: Profile, options: ReportOptions) -> Any:
+    from tenprof.analyses.perf_model import perf_model
+
+    return perf_model(profile)
+
+
+def _perf_model_text(model: Any, out: Console, options: ReportOptions) -> None:
+    from tenprof.renderers.perf_model_text import render_perf_model
+
+    render_perf_model(model, out, options.limit)
+
+
+def _perf_model_json(model: Any) -> dict[str, Any]:
+    from tenprof.analyses.perf_model import PerfModel
+
+    if not isinstance(model, PerfModel):
+        return {"perf_model": None}
+    data = dataclasses.asdict(model)
+    data["modelled_percent"] = model.modelled_percent
+    # the rates the text shows, computed from the fields
+    for row, speed in [(data["total"], model.total)] + [
+        (d["speed"], x.speed) for key in ("ops", "lines") for d, x in zip(data[key], getattr(model, key), strict=True)
+    ]:
+        row.update(tflops_per_s=speed.tflops_per_s, gbytes_per_s=speed.gbytes_per_s, sol_percent=speed.sol_percent)
+    for d, step in zip(data["steps"], model.steps, strict=True):
+        d["tokens_per_s"] = step.tokens_per_s
+    for d, user in zip(data["user"], model.user, strict=True):
+        d.update(tflops_per_s=user.tflops_per_s, gbytes_per_s=user.gbytes_per_s)
+    return {"perf_model": data}
+
+
 @dataclass(frozen=True)
 class StallsData:
     kernels: list[Any]
@@ -321,6 +352,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("steps", (Pass.TIMELINE,), _steps, _steps_text, _as_dicts("steps"), ("steps",)),
     Section("tallies", (Pass.TIMELINE,), _tallies, _tallies_text, _as_dicts("tallies"), ("tallies",)),
     Section("compiled", (Pass.TIMELINE,), _compiled, _compiled_text, _compiled_json, ("compiled",)),
+    Section("perf_model", (Pass.TIMELINE,), _perf_model, _perf_model_text, _perf_model_json, ("perf_model",)),
     Section("counters", (Pass.COUNTERS,), _counters, _counters_text, _as_dicts("counters"), ("counters",)),
     Section(
         "stalls",

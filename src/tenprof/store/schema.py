@@ -52,6 +52,12 @@ OPS = _schema(
     Column("input_shapes", STR, "JSON list of input shapes"),
     Column("input_dtypes", STR, "JSON list of input dtypes"),
     Column("input_strides", STR, "JSON list of input strides, in elements ('' where not recorded)"),
+    Column(
+        "input_values",
+        STR,
+        "JSON list of the inputs' recorded values, as Kineto's Concrete Inputs (scalars and int lists as "
+        "text, '' for tensors); '' (or null in older profiles) when not recorded",
+    ),
     Column("frame_id", I64, "leaf of the Python call path (frames table), -1 when unknown"),
     Column("frame_source", STR, "how frame_id was found: callsite | forward | stack | containment | none"),
     Column("scope_id", I64, "innermost enclosing user scope, -1 when none"),
@@ -153,6 +159,7 @@ STEPS = _schema(
         "ops and lines were recorded; false for the steps run with the capture off to time the un-profiled "
         "program (null in profiles from before this column: on)",
     ),
+    Column("tokens", I64, "tokens the step held, as given to tenprof.step(tokens=N); -1 (or null) when not given"),
     Column(
         "own_duration_ns",
         I64,
@@ -170,6 +177,25 @@ MEMORY = _schema(
     Column("total_allocated_bytes", I64, "allocator total after the event"),
     Column("total_reserved_bytes", I64, "reserved by the caching allocator after the event, -1 unknown"),
     Column("op_id", I64, "innermost op enclosing the event, -1 when none"),
+)
+
+USER_METRICS = _schema(
+    Column("owner", STR, "scope: a tenprof.scope(..., flops=...) range; launch: a user Triton kernel's launch"),
+    Column("owner_id", I64, "scope_id for a scope, op_id of the launch's '(user kernel)' op for a launch"),
+    Column("metric", STR, "as the user named it: flops, bytes, Triton's flops8/flops16/flops32/flops64, or their own"),
+    Column("value", F64, "as given by the user, per range or launch"),
+)
+
+GPU_SAMPLES = _schema(
+    Column("ts_ns", I64, "when NVML was read (trace clock)"),
+    Column("device", I32, "CUDA device index"),
+    Column("sm_clock_mhz", F64, "SM clock then"),
+    Column("max_sm_clock_mhz", F64, "the SM clock's maximum on this card"),
+    Column("memory_clock_mhz", F64, "memory clock then"),
+    Column("power_w", F64, "board power draw"),
+    Column("power_limit_w", F64, "the power limit enforced then"),
+    Column("temperature_c", F64, "GPU temperature"),
+    Column("clock_reasons", I64, "NVML's clocks-event (throttle) reason bits active then; 0 when none"),
 )
 
 HOST_SAMPLES = _schema(
@@ -434,6 +460,8 @@ TABLES: dict[str, pa.Schema] = {
     "steps": STEPS,
     "memory": MEMORY,
     "host_samples": HOST_SAMPLES,
+    "user_metrics": USER_METRICS,
+    "gpu_samples": GPU_SAMPLES,
     "tensor_ops": TENSOR_OPS,
     "tensors": TENSORS,
     "tensor_uses": TENSOR_USES,
@@ -480,6 +508,8 @@ PASS_TABLES: dict[str, tuple[str, ...]] = {
         "compiled_kernels",
         "compiled_extern_calls",
         "host_samples",
+        "user_metrics",
+        "gpu_samples",
     ),
     Pass.TENSORS: ("tensor_ops", "tensors", "tensor_uses", "storages", "tensor_frames", "allocator_events"),
     Pass.COUNTERS: ("kernel_metrics", "ncu_metrics", "counter_signatures", "kernel_counters"),

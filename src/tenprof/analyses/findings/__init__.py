@@ -17,6 +17,7 @@ from tenprof.store.profile import Profile
 def find_all(profile: Profile, thresholds: Thresholds | None = None, ctx: Context | None = None) -> list[Finding]:
     """Every finding the profile supports, most costly first (judged in `ctx` when given: see `judging`)."""
     from tenprof.analyses.findings import (
+        clocks,
         cold_start,
         compiled,
         copies,
@@ -25,6 +26,7 @@ def find_all(profile: Profile, thresholds: Thresholds | None = None, ctx: Contex
         kernel_names,
         launch_bound,
         slow_steps,
+        speed_of_light,
         strided_reads,
         syncs,
         transfers,
@@ -44,6 +46,8 @@ def find_all(profile: Profile, thresholds: Thresholds | None = None, ctx: Contex
         variance,
         compiled,
         hardware,
+        speed_of_light,
+        clocks,
         kernel_names,
         strided_reads,
     ):

@@ -43,6 +43,8 @@ GPU_TIME_FINDINGS = (
     "variance",
     "memory-bound-slow",
     "register-limited",
+    "far-below-speed-of-light",
+    "gpu-clocks-throttled",
 )
 
 # idle-gaps' kinds (its numbers' keys) -> the finding that owns that kind of wait when it fired

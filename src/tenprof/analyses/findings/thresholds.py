@@ -53,6 +53,12 @@ class Thresholds:
     """... whose launches average at least this long (shorter ones are launch-bound, a different problem)."""
     counters_max_occupancy_pct: float = 25.0
     """register-limited: achieved occupancy below this %, with registers capping blocks per SM."""
+    sol_min_share: float = 0.05
+    """far-below-speed-of-light: an op must take this share of the analysed steps' kernel time ..."""
+    sol_max_percent: float = 40.0
+    """... and run below this % of its speed of light (performance model: ideal time / kernel time) ..."""
+    sol_min_call_us: float = 20.0
+    """... in calls averaging at least this much kernel time (shorter ones are launch-bound)."""
     roofline_launch_us: float = 5.0
     """roofline verdicts (counters pass): a kernel shorter than this is launch-bound ..."""
     roofline_bound_pct: float = 60.0

@@ -413,6 +413,47 @@
     leftovers(sec, c, ["schema_version", "operators", "warnings"]);
   }
 
+  function drawPerfModel() {
+    const m = data.perf_model;
+    if (!m || !m.ops || !m.ops.length) return;
+    const sec = section("perf_model", "Performance model");
+    const head = [`${m.modelled_percent.toFixed(0)}% of kernel time has FLOP formulas`, m.peaks];
+    if (m.mfu_percent !== null) head.push(`MFU ${m.mfu_percent.toFixed(1)}% of ${m.mfu_pipe} (${num(m.mfu_peak_tflops)} TFLOP/s) on the profiled steps` +
+      (m.unprofiled_mfu_percent !== null ? `, ${m.unprofiled_mfu_percent.toFixed(1)}% on the step time measured with the capture off` : ""));
+    if (m.tokens_per_s !== null) head.push(`${Math.round(m.tokens_per_s).toLocaleString("en")} tokens/s`);
+    sec.append(el("p", { class: "note", text: head.join(" · ") }));
+    // speed of light of the ops holding the most kernel time: a bar per op, its length the share of the ideal
+    const top = m.ops.slice(0, 12), W = 960, L = 330, H = 22 * top.length + 24;
+    const chart = svg("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, class: "sol-chart" });
+    top.forEach((op, i) => {
+      const y = 6 + i * 22, sol = op.speed.sol_percent;
+      const label = svg("text", { x: L - 8, y: y + 13, "text-anchor": "end" });
+      const text = `${op.name.replace(/^aten::/, "")} ${op.shapes}`;
+      label.textContent = text.length > 46 ? text.slice(0, 45) + "…" : text;
+      chart.append(label, svg("rect", { x: L, y: y, width: W - L - 90, height: 16, fill: "var(--idle)", "fill-opacity": 0.35 }));
+      if (sol !== null) {
+        const bar = svg("rect", { x: L, y: y, width: (Math.min(sol, 100) / 100) * (W - L - 90), height: 16, fill: sol < 40 ? "var(--bad)" : "var(--compute)", class: "sol-bar" });
+        chart.append(titled(bar, `${op.name} ${op.shapes}\n${dur(op.speed.gpu_ns)} measured, ${dur(op.speed.ideal_ns)} at the speed of light (${op.pipe}, ${op.bound}-bound)`));
+      }
+      const v = svg("text", { x: W - 84, y: y + 13 }); v.textContent = sol === null ? "unknown" : sol.toFixed(0) + "% of SOL";
+      chart.append(v);
+    });
+    sec.append(chart);
+    table(sec, [
+      { key: "name", label: "op", text: true }, { key: "shapes", label: "shapes", text: true }, { key: "calls", label: "calls", fmt: num },
+      { key: "gpu_ns", label: "GPU time", get: (r) => r.speed.gpu_ns, fmt: dur },
+      { key: "tflops", label: "TFLOP/s", get: (r) => r.speed.tflops_per_s, fmt: num },
+      { key: "gbs", label: "GB/s", get: (r) => r.speed.gbytes_per_s, fmt: num },
+      { key: "sol", label: "SOL %", get: (r) => r.speed.sol_percent, fmt: num },
+      { key: "pipe", label: "peak", text: true }, { key: "line", label: "line", text: true },
+    ], m.ops, { sort: "gpu_ns" });
+    if (m.unknown && m.unknown.length) {
+      const lost = m.unknown.reduce((a, u) => a + u.gpu_ns, 0);
+      sec.append(el("p", { class: "note", text: `not modelled (no formula): ${dur(lost)}: ` + m.unknown.slice(0, 6).map((u) => `${u.name} ${dur(u.gpu_ns)}`).join(", ") }));
+    }
+    leftovers(sec, m, ["ops", "unknown", "peaks", "mfu_percent", "unprofiled_mfu_percent", "mfu_pipe", "mfu_peak_tflops", "modelled_percent", "tokens_per_s"]);
+  }
+
   function drawStalls() {
     const st = data.stalls;
     if (!st || !st.kernels || !st.kernels.length) return;
@@ -500,7 +541,7 @@
   }
 
   const drawn = new Set(["schema_version", "title", "profile", "findings", "not_judged", "summary", "steps", "calltree", "tallies",
-    "memory_timeline", "memory", "drawings", "tensor_stall_cost", "access_patterns", "counters", "stalls", "diff", "ranks"]);
+    "memory_timeline", "memory", "drawings", "tensor_stall_cost", "access_patterns", "counters", "stalls", "diff", "ranks", "perf_model"]);
   function drawOthers() {
     for (const [key, value] of Object.entries(data)) {
       if (drawn.has(key) || value === null || (Array.isArray(value) && !value.length)) continue;
@@ -511,7 +552,7 @@
   }
 
   for (const draw of [drawDiff, drawRanks, drawFindings, drawSummary, drawSteps, drawTree, drawTallies, drawMemory, drawForests, drawStallCost,
-    drawAccessPatterns, drawCounters, drawStalls, drawOthers]) {
+    drawAccessPatterns, drawPerfModel, drawCounters, drawStalls, drawOthers]) {
     try { draw(); } catch (err) { console.error(`tenprof page: ${draw.name} failed:`, err); }
   }
   document.body.dataset.ready = "1";
