@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -158,26 +157,42 @@ def test_every_input_address_finds_its_tensor(profile: Profile) -> None:
     assert not missing
 
 
-def test_peak_of_a_known_allocation_pattern(tmp_path: Path) -> None:
-    script = tmp_path / "mem.py"
-    script.write_text(
-        textwrap.dedent(
-            """\
-            import torch
-            a = torch.empty(256 * 1024)        # 1 MiB
-            b = torch.empty(512 * 1024)        # 2 MiB
-            del a
-            c = torch.empty(1024 * 1024)       # 4 MiB
-            d = b + 1                          # 2 MiB: the peak, b + c + d
-            del b, c, d
-            e = torch.empty(1024)
-            s = torch.sparse_coo_tensor(torch.tensor([[0, 1], [1, 0]]), torch.ones(2), (2, 2)).to_dense()
-            """
-        )
-    )
-    out = tmp_path / "prof"
-    assert main(["run", "--quiet", "--passes", "tensors", "-o", str(out), str(script)]) == 0
-    profile = load_profile(out)
+# One CPU capture of the tensors pass alone, shared by the tests below (a capture takes seconds): a known
+# allocation pattern (lines 2-8), a storage swapped under a parameter without an op (lines 10-14: what
+# Module.to() does), a view made contiguous (lines 15-16).
+TENSORS_ONLY = """\
+import torch
+a = torch.empty(256 * 1024)        # 1 MiB
+b = torch.empty(512 * 1024)        # 2 MiB
+del a
+c = torch.empty(1024 * 1024)       # 4 MiB
+d = b + 1                          # 2 MiB: the peak, b + c + d
+del b, c, d
+e = torch.empty(1024)
+s = torch.sparse_coo_tensor(torch.tensor([[0, 1], [1, 0]]), torch.ones(2), (2, 2)).to_dense()
+p = torch.nn.Parameter(torch.zeros(64))
+with torch.no_grad():
+    p.add_(1)                      # p is seen (and its tensor object remembered) here
+p.data = torch.ones(128)
+y = p * 3
+x = torch.ones(1000)
+z = x.view(10, 100).t().contiguous()
+"""
+
+
+def _record_tensors_only(tmp: Path) -> None:
+    script = tmp / "mem.py"
+    script.write_text(TENSORS_ONLY)
+    assert main(["run", "--quiet", "--passes", "tensors", "-o", str(tmp / "prof"), str(script)]) == 0
+
+
+@pytest.fixture(scope="module")
+def tensors_only(tmp_path_factory: pytest.TempPathFactory) -> Profile:
+    return load_profile(shared_recording(tmp_path_factory, "tensors_only", _record_tensors_only) / "prof")
+
+
+def test_peak_of_a_known_allocation_pattern(tensors_only: Profile) -> None:
+    profile = tensors_only
     report = memory_report(profile)
     assert report is not None and report.device == "cpu"
     assert report.peak_bytes == 8 * 1024 * 1024
@@ -216,24 +231,9 @@ def test_lookup_rows_are_consistent_with_storages(profile: Profile) -> None:
     assert np.array_equal(s.column("storage_id").to_numpy(), np.arange(s.num_rows))
 
 
-def test_data_assignment_is_followed_to_the_new_storage(tmp_path: Path) -> None:
+def test_data_assignment_is_followed_to_the_new_storage(tensors_only: Profile) -> None:
     """`param.data = other` (what Module.to() does) swaps storage without an op; reads go to the new one."""
-    script = tmp_path / "swap.py"
-    script.write_text(
-        textwrap.dedent(
-            """\
-            import torch
-            p = torch.nn.Parameter(torch.zeros(64))
-            with torch.no_grad():
-                p.add_(1)                      # p is seen (and its tensor object remembered) here
-            p.data = torch.ones(128)
-            y = p * 3
-            """
-        )
-    )
-    out = tmp_path / "prof"
-    assert main(["run", "--quiet", "--passes", "tensors", "-o", str(out), str(script)]) == 0
-    profile = load_profile(out)
+    profile = tensors_only
     rows = profile.sql(
         "select t.shape, o.name from tensor_uses u join tensors t using (tensor_id) join tensor_ops o using (op_seq) "
         "where o.name = 'aten::mul' and u.role = 'read' and t.numel > 1"
@@ -255,11 +255,10 @@ def test_a_failing_script_stops_the_later_passes_and_keeps_the_first(
     assert "tenprof: the tensors pass failed: not run" in capsys.readouterr().err
 
 
-def test_report_of_a_tensors_only_profile_shows_memory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    script = tmp_path / "small.py"
-    script.write_text("import torch\nx = torch.ones(1000)\ny = x.view(10, 100).t().contiguous()\n")
-    out = tmp_path / "prof"
-    assert main(["run", "--passes", "tensors", "-o", str(out), str(script)]) == 0
+def test_report_of_a_tensors_only_profile_shows_memory(
+    tensors_only: Profile, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["report", str(tensors_only.directory)]) == 0
     text = capsys.readouterr().out
     assert "no timeline pass in this profile" in text and "Memory (cpu" in text
     assert "Not judged" not in text
