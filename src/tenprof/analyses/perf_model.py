@@ -12,6 +12,8 @@ Pure function of the timeline pass (no Nsight Compute). Method:
 - Speed of light: ideal time = max(FLOPs / the peak of the pipe it ran on, bytes / peak bandwidth), per
   core.gpu_peaks; efficiency = ideal / measured. The pipe: tensor cores of the dtype for matrix products
   (an fp32 one on TF32 tensor cores only where its kernels say tf32), the non-tensor FP32 rate otherwise.
+  A causal attention forward's ideal counts half its FLOPs (its kernels skip the masked half). Above 100%:
+  the data came from cache faster than memory bandwidth allows (the ideal is a floor, not a score).
 - MFU per step: the step's FLOPs over (step time x the datasheet's dense peak of the pipe most FLOPs ran
   on). The
   profiled step is slower than the program's; where tenprof timed steps with the capture off
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -39,6 +42,13 @@ from tenprof.store.profile import Profile
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 
+# the is_causal argument of the attention forwards, by position
+_CAUSAL_ARG = {
+    "aten::_scaled_dot_product_flash_attention": 4,
+    "aten::_scaled_dot_product_efficient_attention": 6,
+    "aten::_scaled_dot_product_cudnn_attention": 6,
+}
+_FLOPS_KEY = re.compile(r"flops(8|16|32|64)?")
 # below this share of kernel time with formulas, the FLOPs counted say too little of the work for an MFU
 _MIN_MODELLED_PERCENT = 50.0
 # the tensor-core pipe of each compute dtype (core.op_cost's names -> core.gpu_peaks' pipes)
@@ -92,6 +102,7 @@ class OpSpeed:
     kernel_times: list[tuple[str, int]]  # each kernel it ran and its time, most first
     strides: str = ""
     values: str = ""
+    matmul: bool = False  # its FLOPs are matrix products (could run on tensor cores)
 
     @property
     def kernels(self) -> list[str]:
@@ -137,9 +148,9 @@ class UserMetrics:
 
     @property
     def tflops_per_s(self) -> float | None:
-        flops = sum(v for k, v in self.metrics.items() if k.startswith("flops"))
-        has = any(k.startswith("flops") for k in self.metrics)
-        return flops / self.gpu_ns / 1e3 if has and self.gpu_ns > 0 else None
+        """flops and Triton's flops8/16/32/64 (Proton's names) over the kernel time inside."""
+        counted = [v for k, v in self.metrics.items() if _FLOPS_KEY.fullmatch(k)]
+        return sum(counted) / self.gpu_ns / 1e3 if counted and self.gpu_ns > 0 else None
 
     @property
     def gbytes_per_s(self) -> float | None:
@@ -259,23 +270,28 @@ class _Model:
         )
         owns = has[self.sig]
         depth = self.profile.column("ops", "depth").astype(np.int64)
-        owner_of = np.full(self.n_ops, -1, dtype=np.int64)
         order = np.argsort(depth, kind="stable")
         bounds = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2))
+        owner_of = self._outermost(owns, order, bounds)
+        # Autocast records an op twice: as called (fp32 inputs, then the casts) and, inside it, as run (bf16
+        # inputs). The inner one says what ran: the outer one owns nothing, so the inner one owns its own
+        # work and each cast (an aten::to) its own.
+        ids = np.arange(self.n_ops, dtype=np.int64)
+        name = self.names.codes
+        again = (owner_of >= 0) & (owner_of != ids) & (name == name[np.maximum(owner_of, 0)])
+        if again.any():
+            owns[owner_of[again]] = False
+            owner_of = self._outermost(owns, order, bounds)
+        return owner_of
+
+    def _outermost(self, owns: npt.NDArray[np.bool_], order: I64, bounds: I64) -> I64:
+        """Per op, its outermost enclosing op (itself included) marked in `owns`, -1 when none is."""
+        owner_of = np.full(self.n_ops, -1, dtype=np.int64)
         for d in range(len(bounds) - 1):
             rows = order[bounds[d] : bounds[d + 1]]
             parent = self.parent[rows]
             inherited = np.where(parent >= 0, owner_of[np.maximum(parent, 0)], -1)
             owner_of[rows] = np.where(inherited >= 0, inherited, np.where(owns[rows], rows, -1))
-        # Autocast records an op twice: as called (fp32 inputs, then the casts) and, inside it, as run (bf16
-        # inputs). The inner one says what ran: it owns the outer one's work, casts included.
-        ids = np.arange(self.n_ops, dtype=np.int64)
-        name = self.names.codes
-        again = (owner_of >= 0) & (owner_of != ids) & (name == name[np.maximum(owner_of, 0)])
-        redirect = np.full(self.n_ops, -1, dtype=np.int64)
-        redirect[owner_of[again]] = ids[again]
-        moved = (owner_of >= 0) & (redirect[np.maximum(owner_of, 0)] >= 0)
-        owner_of[moved] = redirect[owner_of[moved]]
         return owner_of
 
     @staticmethod
@@ -314,13 +330,26 @@ class _Model:
                 # time is most of its ideal, and the FLOPs alone would make it look far slower than it is.
                 if peak is None or np.isnan(sig_flops[i]) or (np.isnan(sig_bytes[i]) and not self.costs[i].matmul):
                     continue
-                compute = sig_flops[i] / peak[0]
+                compute = sig_flops[i] / peak[0] * (0.5 if self._causal(i) else 1.0)
                 memory = 0.0 if np.isnan(sig_bytes[i]) else sig_bytes[i] / bandwidth
                 sig_ideal[i] = max(compute, memory) * 1e9
         if not self.n_ops:
             empty = np.zeros(0)
             return empty, empty, empty
         return sig_flops[self.sig], sig_bytes[self.sig], sig_ideal[self.sig]
+
+    def _causal(self, sig: int) -> bool:
+        """A causal attention forward: its kernels skip the masked half of the scores, which the FLOPs (as
+        torch counts them) do not, so its ideal time is half its FLOPs' time."""
+        key = self.sig_keys[sig]
+        index = _CAUSAL_ARG.get(self.texts[0][int(key[0])]) if key[0] >= 0 else None
+        if index is None:
+            return False
+        try:
+            values = json.loads(self.texts[4][int(key[4])])
+            return bool(values[index] == "True")
+        except (ValueError, TypeError, IndexError):
+            return False
 
     # -- tables
 
@@ -376,6 +405,7 @@ class _Model:
                     kernel_times=[(self.k_names.values[c], int(t)) for c, t in times],
                     strides=texts[3],
                     values=texts[4],
+                    matmul=cost.matmul,
                 )
             )
         rows.sort(key=lambda r: -r.speed.gpu_ns)
@@ -427,9 +457,9 @@ class _Model:
 
     def _steps(self, known: npt.NDArray[np.bool_], flops: F64) -> tuple[list[StepSpeed], str, float | None]:
         """Per complete recorded step: its FLOPs, its time and MFU. An op belongs to the step row whose range
-        holds its start (not to the step number: numbers repeat in a trace stitched from several). A
-        step's time runs from its start to the later of its end and the end of the last kernel its ops
-        launched: the host may run ahead of the GPU, and the work is done when the GPU has done it."""
+        holds its start (not to the step number: numbers repeat in a trace stitched from several). The host
+        may run ahead of the GPU, so a step's time is the GPU's: from the later of its start and the end of
+        the previous step's last kernel, to the later of its end and the end of its own last kernel."""
         steps = self.profile.table("steps")
         if not steps.num_rows or not self.n_ops:
             return [], "", None
@@ -443,19 +473,26 @@ class _Model:
         pipe, peak = self._mfu_pipe(charged, flops)
         size = steps.num_rows
         per_step = np.bincount(row[charged], weights=flops[charged], minlength=size)
-        k_row = np.where(self.k_op >= 0, row[np.maximum(self.k_op, 0)], -1)
+        # each step's last kernel end, by the kernels' launch times (a capture-off step's kernels have no op)
+        launched = kernel_launch_ns(self.profile)
+        k_pos = np.searchsorted(start[order], launched, side="right") - 1
+        k_row = np.where(k_pos >= 0, order[np.maximum(k_pos, 0)], -1)
+        k_row = np.where((k_row >= 0) & (launched < end[np.maximum(k_row, 0)]), k_row, -1)
         last_end = np.zeros(size, dtype=np.int64)
-        live = (k_row >= 0) & self.k_keep
-        np.maximum.at(last_end, k_row[live], self.profile.column("kernels", "end_ns")[live])
+        np.maximum.at(last_end, k_row[k_row >= 0], self.profile.column("kernels", "end_ns")[k_row >= 0])
         complete = steps.column("complete").to_numpy(zero_copy_only=False)
         capture_on = steps.column("capture_on").to_pylist()
         tokens = steps.column("tokens").to_pylist()
         numbers = steps.column("step").to_pylist()
         rows = []
+        gpu_free = 0  # when the GPU finished the previous step's work: a step's own work starts after it
         for i in order.tolist():
+            began = max(int(start[i]), gpu_free)
+            done = max(int(end[i]), int(last_end[i]))
+            gpu_free = done
             if not complete[i] or capture_on[i] is False:
                 continue
-            took = max(int(end[i]), int(last_end[i])) - int(start[i])
+            took = done - began if done > began else int(end[i] - start[i])
             f = float(per_step[i])
             mfu = 100.0 * f / (took * 1e-9 * peak) if peak is not None and took > 0 else None
             token = tokens[i] if tokens[i] is not None and tokens[i] >= 0 else None
@@ -526,7 +563,7 @@ class _Model:
     def _op_inclusive_kernel_time(self) -> I64:
         """Per op, the kernel time of it and the ops inside it."""
         total = np.zeros(self.n_ops, dtype=np.int64)
-        at = self.k_op.copy()
+        at = np.where(self.k_keep, self.k_op, -1)
         weight = self.k_dur
         while (at >= 0).any():
             live = at >= 0
@@ -543,7 +580,7 @@ class _Model:
         if not self.n_ops or not len(names):
             return total, names
         op_scope = self.profile.column("ops", "scope_id")
-        at = np.where(self.k_op >= 0, op_scope[np.maximum(self.k_op, 0)], -1)
+        at = np.where((self.k_op >= 0) & self.k_keep, op_scope[np.maximum(self.k_op, 0)], -1)
         while (at >= 0).any():
             live = at >= 0
             np.add.at(total, at[live], self.k_dur[live])

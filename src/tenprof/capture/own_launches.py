@@ -22,8 +22,9 @@ convention: flops8/16/32/64, flops, bytes, or any number of the user's). The fir
 such a kernel launched, Triton's launch-enter hook is installed (`LaunchMetadataHook`), chained to any
 hook already there, and removed when the recording stops; in it, the dict's numbers go to the record the
 wrapper is making on that thread (its `metrics`). A script none of whose kernels declares launch_metadata
-never has the hook installed, and a launch that is not the script's own (Inductor's kernels do not go
-through `run`) finds no record waiting and costs the hook one attribute read.
+never has the hook installed. Once it is, Triton builds its launch metadata for every Triton launch of
+the capture, Inductor's included (which find no record waiting and are left alone): a cost of the
+capture's, measured with the rest of it.
 """
 
 from __future__ import annotations
@@ -362,7 +363,10 @@ class OwnLaunches:
     def stop(self) -> None:
         self.paused = True  # extension and library functions found meanwhile keep their (now idle) wrappers
         self._patches.uninstall()
-        self.hook.uninstall()
+        try:
+            self.hook.uninstall()
+        except Exception:  # the script may have reset Triton's hooks itself: the recording stops anyway
+            pass
 
     def _recording(
         self, original: Callable[..., Any], launched: Callable[[tuple[Any, ...]], Any]

@@ -16,6 +16,7 @@ listed here has no peaks: the model then reports TFLOP/s and GB/s but no efficie
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 SOURCES = {
@@ -96,10 +97,19 @@ PEAKS: tuple[tuple[str, GpuPeaks], ...] = (
 )
 
 
+# cards whose names contain a listed one's but which differ from it (an A10G has about half an A10's tensor
+# rate; an H200 NVL runs lower clocks and power than the SXM; an L40 is not an L40S): no peaks, not wrong ones
+_UNLISTED = ("a10g", "h200 nvl", "l40")
+
+
 def peaks_for(gpu_name: str) -> GpuPeaks | None:
-    """The peaks of the card torch named `gpu_name` (e.g. "NVIDIA H100 80GB HBM3"); None when not listed."""
+    """The peaks of the card torch named `gpu_name` (e.g. "NVIDIA H100 80GB HBM3"); None when not listed.
+    Names are matched as whole words ("l4" is not "l40s")."""
     lowered = gpu_name.lower()
-    for key, peaks in PEAKS:
-        if key in lowered:
-            return peaks
-    return None
+    if any(_names(key, lowered) for key in _UNLISTED):
+        return None
+    return next((peaks for key, peaks in PEAKS if _names(key, lowered)), None)
+
+
+def _names(key: str, name: str) -> bool:
+    return re.search(rf"(?<![a-z0-9]){re.escape(key)}(?![a-z0-9])", name) is not None

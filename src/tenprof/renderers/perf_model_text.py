@@ -24,6 +24,13 @@ def duration(ns: float) -> str:
     return f"{ns / 1e6:.3f} ms" if ns >= 1e5 else f"{ns / 1e3:.1f} us"
 
 
+def _sol(percent: float | None) -> str:
+    """Above 100%, the data came from cache faster than memory bandwidth allows: the floor, not a score."""
+    if percent is None:
+        return "?"
+    return f"{percent:.0f}%" if percent <= 100 else ">100% (cache)"
+
+
 def _speed_cells(speed: Speed) -> list[str]:
     flops = None if speed.flops is None else speed.flops / 1e9
     return [
@@ -31,7 +38,7 @@ def _speed_cells(speed: Speed) -> list[str]:
         _num(flops, ",.1f"),
         _num(speed.tflops_per_s, ".1f"),
         _num(speed.gbytes_per_s, ",.0f"),
-        "?" if speed.sol_percent is None else f"{speed.sol_percent:.0f}%",
+        _sol(speed.sol_percent),
     ]
 
 

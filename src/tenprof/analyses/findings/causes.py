@@ -104,6 +104,7 @@ def one_cause_one_finding(found: list[Finding], ctx: Context) -> list[Finding]:
                 )
                 f.cost_ns = budget
             budget -= f.cost_ns
+    found = _speed_of_light_left_to_counters(found)
     bound = by_id.get("launch-bound")
     if bound is not None and bound.cost_ns > 0:
         for f in (f for f in found if f.id in GPU_TIME_FINDINGS):
@@ -112,6 +113,28 @@ def one_cause_one_finding(found: list[Finding], ctx: Context) -> list[Finding]:
                 "this saves GPU time, which shortens the step only once the host launches work faster"
             )
     return [f for f in found if f.cost_ns > 0]
+
+
+# the counters' findings on an op, measured by Nsight Compute: they say why it is slow, where the speed of
+# light only says that it is; each charges the op's kernel time
+_MEASURED_CAUSES = ("gemm-without-tensor-cores", "memory-bound-slow", "register-limited")
+
+
+def _speed_of_light_left_to_counters(found: list[Finding]) -> list[Finding]:
+    """A far-below-speed-of-light finding on an op (same op, same line) a counters finding names is folded
+    into that one as evidence: both would charge the op's kernel time."""
+    measured = [f for f in found if f.id in _MEASURED_CAUSES]
+    kept = []
+    for f in found:
+        twin = None
+        if f.id == "far-below-speed-of-light":
+            op = f.title.split(" ", 1)[0]
+            twin = next((g for g in measured if g.title.split(" ", 1)[0] == op and g.where[:1] == f.where[:1]), None)
+        if twin is None:
+            kept.append(f)
+        else:
+            twin.seen.append(f"the performance model: {f.title}")
+    return kept
 
 
 def _sync_wake_among_host_gaps(idle: Finding, syncs: Finding | None, charged: dict[str, str]) -> int:

@@ -52,8 +52,8 @@ def check(ctx: Context) -> list[Finding]:
         own = speed.gpu_ns - _conversions_ns(row)
         if own <= 0 or 100.0 * speed.ideal_ns / own >= t.sol_max_percent or own / row.calls < t.sol_min_call_us * 1e3:
             continue
-        if row.pipe == "fp32" and row.name in _MATMUL_ARGS:
-            continue
+        if row.pipe == "fp32" and row.matmul:
+            continue  # matrix products on the FMA pipes: gemm-without-tensor-cores charges those
         if speed.flops == 0 or (row.name not in _MATMUL_ARGS and _strided(row.strides, row.shapes)):
             continue  # copies and strided elementwise reads: hidden-copies and strided-elementwise charge those
         # (a GEMM reads a transposed operand as it is: no copy, no waste)
@@ -127,8 +127,8 @@ def _gemm_reasons(row: OpSpeed, sm_count: int) -> list[str]:
         return []
     batch, m, n, k = dims
     reasons = []
-    align = 4 if row.dtype == "float32" else 8  # 16-byte rows for tensor-core loads
-    odd = [f"{name}={v}" for name, v in (("M", m), ("N", n), ("K", k)) if v % align]
+    align = 4 if row.dtype == "float32" else 8  # elements in 16 bytes: the alignment tensor-core loads need
+    odd = [f"{name}={ld}" for name, ld in _leading_dimensions(row, m, n, k) if ld % align]
     if odd:
         reasons.append(
             f"(M, N, K) = ({m}, {n}, {k}): {', '.join(odd)} not a multiple of {align}, so rows are not 16-byte "
@@ -143,6 +143,19 @@ def _gemm_reasons(row: OpSpeed, sm_count: int) -> list[str]:
     elif not odd and any(v % 64 for v in (m, n, k)):
         reasons.append(f"(M, N, K) = ({m}, {n}, {k}): not all multiples of 64, so the last tiles run partly empty")
     return reasons
+
+
+def _leading_dimensions(row: OpSpeed, m: int, n: int, k: int) -> list[tuple[str, int]]:
+    """The row pitch of A, B and the output C, in elements: an operand's larger stride of its last two dims
+    (a transposed operand's pitch is its other dim). An odd M alone leaves only the last tile part empty:
+    not an alignment problem, unless A is transposed. Where strides were not recorded, either layout is
+    possible: each of M, N and K may be a pitch."""
+    try:
+        strides: Any = json.loads(row.strides) if row.strides else None
+        pitches = [max(int(x) for x in strides[index][-2:]) for index in _MATMUL_ARGS[row.name]]
+        return [("lda", pitches[0]), ("ldb", pitches[1]), ("ldc", n)]
+    except (ValueError, TypeError, IndexError, KeyError):
+        return [("M", m), ("N", n), ("K", k)]
 
 
 def _memory_reasons(row: OpSpeed) -> list[str]:

@@ -415,7 +415,7 @@
 
   function drawPerfModel() {
     const m = data.perf_model;
-    if (!m || !m.ops || !m.ops.length) return;
+    if (!m || ((!m.ops || !m.ops.length) && (!m.user || !m.user.length))) return;
     const sec = section("perf_model", "Performance model");
     const head = [`${m.modelled_percent.toFixed(0)}% of kernel time has FLOP formulas`, m.peaks];
     if (m.mfu_percent !== null) head.push(`MFU ${m.mfu_percent.toFixed(1)}% of ${m.mfu_pipe} (${num(m.mfu_peak_tflops)} TFLOP/s) on the profiled steps` +
@@ -435,7 +435,7 @@
         const bar = svg("rect", { x: L, y: y, width: (Math.min(sol, 100) / 100) * (W - L - 90), height: 16, fill: sol < 40 ? "var(--bad)" : "var(--compute)", class: "sol-bar" });
         chart.append(titled(bar, `${op.name} ${op.shapes}\n${dur(op.speed.gpu_ns)} measured, ${dur(op.speed.ideal_ns)} at the speed of light (${op.pipe}, ${op.bound}-bound)`));
       }
-      const v = svg("text", { x: W - 84, y: y + 13 }); v.textContent = sol === null ? "unknown" : sol.toFixed(0) + "% of SOL";
+      const v = svg("text", { x: W - 84, y: y + 13 }); v.textContent = sol === null ? "unknown" : sol > 100 ? ">100% (cache)" : sol.toFixed(0) + "% of SOL";
       chart.append(v);
     });
     sec.append(chart);
