@@ -5,6 +5,7 @@ silent on clean controls, unknown ops reported as unknown, and cards without pea
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -160,3 +161,16 @@ def test_the_report_shows_the_model_in_text_and_json(gpt2: Profile, capsys: pyte
     data = json.loads(capsys.readouterr().out)["perf_model"]
     assert data["mfu_pipe"] == "bf16" and data["ops"][0]["speed"]["tflops_per_s"] > 0
     assert np.isclose(data["modelled_percent"], perf_model(gpt2).modelled_percent)  # type: ignore[union-attr]
+
+
+def test_a_trace_recorded_without_shapes_says_so(tmp_path: Path) -> None:
+    """torch.profiler without record_shapes: the matmuls have a formula but nothing to apply it to; they are
+    reported as not modelled for that reason, not as having no formula, and not as 0 FLOPs."""
+    from tenprof.cli.main import main
+
+    out = tmp_path / "imported"
+    assert main(["import", str(DATA / "torch_traces" / "fp32_gemm.json.gz"), "-o", str(out), "--quiet"]) == 0
+    model = perf_model(load_profile(out))
+    assert model is not None and not model.ops and model.total.gpu_ns == 0 and model.mfu_percent is None
+    mm = next(u for u in model.unknown if u.name == "aten::mm")
+    assert mm.why == "shapes or values not recorded" and mm.gpu_ns > 0.9 * model.kernel_ns

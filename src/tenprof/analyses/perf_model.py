@@ -12,7 +12,7 @@ Pure function of the timeline pass (no Nsight Compute). Method:
 - Speed of light: ideal time = max(FLOPs / the peak of the pipe it ran on, bytes / peak bandwidth), per
   core.gpu_peaks; efficiency = ideal / measured. The pipe: tensor cores of the dtype for matrix products
   (an fp32 one on TF32 tensor cores only where its kernels say tf32), the non-tensor FP32 rate otherwise.
-  A causal attention forward's ideal counts half its FLOPs (its kernels skip the masked half). Above 100%:
+  A causal attention op's ideal counts half its FLOPs (its kernels skip the masked half). Above 100%:
   the data came from cache faster than memory bandwidth allows (the ideal is a floor, not a score).
 - MFU per step: the step's FLOPs over (step time x the datasheet's dense peak of the pipe most FLOPs ran
   on). The
@@ -27,7 +27,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -42,11 +41,14 @@ from tenprof.store.profile import Profile
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 
-# the is_causal argument of the attention forwards, by position
+# the is_causal argument of the attention ops, by position in their aten schemas
 _CAUSAL_ARG = {
     "aten::_scaled_dot_product_flash_attention": 4,
     "aten::_scaled_dot_product_efficient_attention": 6,
     "aten::_scaled_dot_product_cudnn_attention": 6,
+    "aten::_scaled_dot_product_flash_attention_backward": 11,
+    "aten::_scaled_dot_product_efficient_attention_backward": 11,
+    "aten::_scaled_dot_product_cudnn_attention_backward": 14,
 }
 _FLOPS_KEY = re.compile(r"flops(8|16|32|64)?")
 # below this share of kernel time with formulas, the FLOPs counted say too little of the work for an MFU
@@ -134,6 +136,7 @@ class UnknownOp:
     name: str
     calls: int
     gpu_ns: int
+    why: str = "no formula"  # or: its shapes or values were not recorded
 
 
 @dataclass(frozen=True)
@@ -339,8 +342,8 @@ class _Model:
         return sig_flops[self.sig], sig_bytes[self.sig], sig_ideal[self.sig]
 
     def _causal(self, sig: int) -> bool:
-        """A causal attention forward: its kernels skip the masked half of the scores, which the FLOPs (as
-        torch counts them) do not, so its ideal time is half its FLOPs' time."""
+        """A causal attention op: its kernels skip the masked half of the scores, which the FLOPs (as torch
+        counts them) do not, so its ideal time is half its FLOPs' time."""
         key = self.sig_keys[sig]
         index = _CAUSAL_ARG.get(self.texts[0][int(key[0])]) if key[0] >= 0 else None
         if index is None:
@@ -444,16 +447,30 @@ class _Model:
         return rows
 
     def _unknown(self, k_owner: I64, known: npt.NDArray[np.bool_]) -> list[UnknownOp]:
-        """Kernel time no formula covers, by the innermost op that launched it ("(no op)" outside ops)."""
+        """Kernel time the model cannot judge, by the innermost op that launched it ("(no op)" outside ops):
+        under no op with a formula, or under one whose shapes or values were not recorded."""
         owner_known = np.where(k_owner >= 0, known[np.maximum(k_owner, 0)] if self.n_ops else False, False)
-        lost = (k_owner != -2) & ~owner_known
-        time: Counter[str] = Counter()
-        calls: Counter[str] = Counter()
-        for op, t in zip(self.k_op[lost].tolist(), self.k_dur[lost].tolist(), strict=True):
-            name = self.names.at(op) if op >= 0 else "(no op)"
-            time[name] += t
-            calls[name] += 1
-        return [UnknownOp(name, calls[name], int(t)) for name, t in time.most_common()]
+        lost = np.flatnonzero((k_owner != -2) & ~owner_known)
+        if not len(lost):
+            return []
+        op = self.k_op[lost]
+        name = np.where(op >= 0, self.names.codes[np.maximum(op, 0)] if self.n_ops else -1, -1) + 1
+        unrecorded = (k_owner[lost] >= 0).astype(np.int64)
+        sums = _sums_per_pair(name * 2 + unrecorded, np.zeros(len(lost), dtype=np.int64), self.k_dur[lost])
+        counts = _sums_per_pair(
+            name * 2 + unrecorded, np.zeros(len(lost), dtype=np.int64), np.ones(len(lost), np.int64)
+        )
+        rows = [
+            UnknownOp(
+                self.names.values[key // 2 - 1] if key // 2 else "(no op)",
+                int(counts[key][0]),
+                int(by[0]),
+                "shapes or values not recorded" if key % 2 else "no formula",
+            )
+            for key, by in sums.items()
+        ]
+        rows.sort(key=lambda u: -u.gpu_ns)
+        return rows
 
     def _steps(self, known: npt.NDArray[np.bool_], flops: F64) -> tuple[list[StepSpeed], str, float | None]:
         """Per complete recorded step: its FLOPs, its time and MFU. An op belongs to the step row whose range

@@ -99,7 +99,9 @@ def render_perf_model(model: PerfModel, console: Console, limit: int | None) -> 
             f"  {u.owner} {escape(u.name)}: x{u.calls}, {duration(u.gpu_ns)} of kernels, {escape(what)}"
             + (f" -> {rate}" if rate else "")
         )
-    unknown = sum(u.gpu_ns for u in model.unknown)
-    if unknown:
-        names = ", ".join(f"{escape(u.name)} ({duration(u.gpu_ns)})" for u in model.unknown[:5])
-        console.print(f"  not modelled (no formula): {duration(unknown)} of kernel time: {names}")
+    for why in ("no formula", "shapes or values not recorded"):
+        lost = [u for u in model.unknown if u.why == why]
+        if lost:
+            names = ", ".join(f"{escape(u.name)} ({duration(u.gpu_ns)})" for u in lost[:5])
+            total = duration(sum(u.gpu_ns for u in lost))
+            console.print(f"  not modelled ({why}): {total} of kernel time: {names}")

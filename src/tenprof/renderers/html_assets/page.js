@@ -449,7 +449,7 @@
     ], m.ops, { sort: "gpu_ns" });
     if (m.unknown && m.unknown.length) {
       const lost = m.unknown.reduce((a, u) => a + u.gpu_ns, 0);
-      sec.append(el("p", { class: "note", text: `not modelled (no formula): ${dur(lost)}: ` + m.unknown.slice(0, 6).map((u) => `${u.name} ${dur(u.gpu_ns)}`).join(", ") }));
+      sec.append(el("p", { class: "note", text: `not modelled: ${dur(lost)}: ` + m.unknown.slice(0, 6).map((u) => `${u.name} ${dur(u.gpu_ns)} (${u.why})`).join(", ") }));
     }
     leftovers(sec, m, ["ops", "unknown", "peaks", "mfu_percent", "unprofiled_mfu_percent", "mfu_pipe", "mfu_peak_tflops", "modelled_percent", "tokens_per_s"]);
   }
