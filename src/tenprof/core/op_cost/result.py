@@ -1,0 +1,64 @@
+"""`OpCost`, the result, and the helpers every handler builds one with: bytes from (elements, dtype) parts.
+
+A handler (`Handler`) maps one parsed call to its `OpCost`; `_unknown` is the answer when it cannot tell.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from tenprof.core.op_cost.arguments import _SIZES, _Arg, _Call
+
+
+@dataclass(frozen=True)
+class OpCost:
+    """The cost of one op instance; see the package docstring for each field's contract."""
+
+    flops: float | None
+    bytes: float | None
+    dtype: str
+    matmul: bool
+    rule: str
+
+
+Traffic = tuple[int, str]  # (elements, normalized dtype)
+
+
+def _traffic(parts: Iterable[Traffic | None]) -> float | None:
+    """Total bytes of (elements, dtype) parts; None when any part or dtype size is unknown."""
+    total = 0
+    for part in parts:
+        if part is None or part[1] not in _SIZES:
+            return None
+        total += part[0] * _SIZES[part[1]]
+    return _as_float(total)
+
+
+def _as_float(number: int | None) -> float | None:
+    if number is None:
+        return None
+    try:
+        return float(number)
+    except OverflowError:  # absurd recorded shapes: report unknown rather than inf
+        return None
+
+
+def _read(arg: _Arg) -> Traffic:
+    return (arg.distinct, arg.dtype)
+
+
+def _write(elements: int | None, dtype: str | None) -> Traffic | None:
+    return None if elements is None or dtype is None else (elements, dtype)
+
+
+def _unknown(call: _Call) -> OpCost:
+    return OpCost(flops=None, bytes=None, dtype=call.first_dtype(), matmul=False, rule="")
+
+
+def _cost(flops: int | None, moved: float | None, dtype: str, matmul: bool, rule: str) -> OpCost:
+    as_float = _as_float(flops)
+    return OpCost(flops=as_float, bytes=moved, dtype=dtype, matmul=matmul, rule=rule if as_float is not None else "")
+
+
+Handler = Callable[[_Call], OpCost]
