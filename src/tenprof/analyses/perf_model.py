@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,6 +38,7 @@ from tenprof.analyses.summary import user_frame_of
 from tenprof.core.gpu_peaks import GpuPeaks, peaks_for
 from tenprof.core.op_cost import FORMULA_OPS, OpCost, op_cost_of_row
 from tenprof.store.profile import Profile
+from tenprof.store.strings import Strings
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -182,6 +184,12 @@ class PerfModel:
         return 100.0 * self.total.gpu_ns / self.kernel_ns if self.kernel_ns else 0.0
 
 
+# What depends on the profile alone, made once per profile: the report's section and the speed-of-light
+# finding each build a model (of all kernels, and of the analysed steps').
+_SIGNATURES: weakref.WeakKeyDictionary[Profile, tuple[I64, I64, list[OpCost]]] = weakref.WeakKeyDictionary()
+_OWNERS: weakref.WeakKeyDictionary[Profile, I64] = weakref.WeakKeyDictionary()
+
+
 def perf_model(profile: Profile, kernels: npt.NDArray[np.bool_] | None = None) -> PerfModel | None:
     """The model of a profile with GPU kernels (only of the `kernels` marked, when given: the findings
     judge the analysed steps); None without kernels (nothing to judge)."""
@@ -203,18 +211,10 @@ class _Model:
         columns = ("name", "input_shapes", "input_dtypes", "input_strides", "input_values")
         coded = [profile.strings("ops", c) for c in columns]
         self.texts = [c.values for c in coded]
-        # One signature per distinct combination of the five columns among the ops with a formula (costs
-        # are computed once per signature); every other op shares signature 0, unknown.
-        formula = self.names.where(lambda n: n in FORMULA_OPS)
-        rows = np.flatnonzero(formula)
-        codes, first = _combined_codes([c.codes[rows] for c in coded])
-        self.sig = np.zeros(self.n_ops, dtype=np.int64)
-        self.sig[rows] = codes + 1
-        self.sig_keys = np.stack([c.codes[rows[first]] for c in coded], axis=1) if len(rows) else np.zeros((0, 5))
-        self.sig_keys = np.concatenate([np.full((1, 5), -1, dtype=np.int64), self.sig_keys.astype(np.int64)])
-        self.costs: list[OpCost] = [OpCost(None, None, "", False, "")] + [
-            op_cost_of_row(*(self.texts[j][int(key[j])] for j in range(5))) for key in self.sig_keys[1:]
-        ]
+        cached = _SIGNATURES.get(profile)
+        if cached is None:
+            cached = _SIGNATURES[profile] = self._signatures(coded)
+        self.sig, self.sig_keys, self.costs = cached
         self.k_op = profile.column("kernels", "op_id").astype(np.int64)
         self.k_dur = profile.column("kernels", "duration_ns").astype(np.int64)
         # kernels of Inductor's autotuning benchmarks are not the program's: left out of everything
@@ -230,8 +230,25 @@ class _Model:
         self.k_names = profile.strings("kernels", "name")
         self.sig_pipe: list[str] = []
 
+    def _signatures(self, coded: list[Strings]) -> tuple[I64, I64, list[OpCost]]:
+        """One signature per distinct combination of the five columns among the ops with a formula (costs
+        are computed once per signature); every other op shares signature 0, unknown. Per op, its
+        signature; per signature, its codes into the five columns and its cost."""
+        rows = np.flatnonzero(self.names.where(lambda n: n in FORMULA_OPS))
+        codes, first = _combined_codes([c.codes[rows] for c in coded])
+        sig = np.zeros(self.n_ops, dtype=np.int64)
+        sig[rows] = codes + 1
+        found = np.stack([c.codes[rows[first]] for c in coded], axis=1) if len(rows) else np.zeros((0, 5))
+        keys: I64 = np.concatenate([np.full((1, 5), -1, dtype=np.int64), found.astype(np.int64)])
+        costs = [OpCost(None, None, "", False, "")] + [
+            op_cost_of_row(*(self.texts[j][int(key[j])] for j in range(5))) for key in keys[1:]
+        ]
+        return sig, keys, costs
+
     def build(self) -> PerfModel:
-        owner_of = self._owners()
+        owner_of = _OWNERS.get(self.profile)
+        if owner_of is None:
+            owner_of = _OWNERS[self.profile] = self._owners()
         k_owner = np.where(self.k_op >= 0, owner_of[np.maximum(self.k_op, 0)], -1) if self.n_ops else self.k_op
         k_owner = np.where(self.k_keep, k_owner, -2)  # -2: autotuning, left out of everything
         kept = k_owner != -2
@@ -634,15 +651,6 @@ def _bound(cost: OpCost, pipe: str, peaks: GpuPeaks | None) -> str:
     if peak is None:
         return ""
     return "compute" if cost.flops / peak[0] >= cost.bytes / peaks.bytes_per_s()[0] else "memory"
-
-
-def shapes_of(row: OpSpeed) -> list[list[int]]:
-    """The row's input shapes as lists ([] where unreadable)."""
-    try:
-        found = json.loads(row.shapes)
-    except ValueError:
-        return []
-    return found if isinstance(found, list) else []
 
 
 class _Lines:

@@ -25,18 +25,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from tenprof.importers.callsites import GPU_FLOAT_COLUMNS
+
 INTERVAL_S = 0.05
 NOT_INSTALLED = "GPU clocks not sampled: nvidia-ml-py is not installed (pip install 'tenprof[gpu]')"
 
-# the sidecar's columns, in order (the gpu_samples table's, its ts_ns on the perf clock)
-FLOAT_COLUMNS = (
-    "sm_clock_mhz",
-    "max_sm_clock_mhz",
-    "memory_clock_mhz",
-    "power_w",
-    "power_limit_w",
-    "temperature_c",
-)
+# the sidecar's value columns, in order, as its reader declares them (the gpu_samples table's)
+FLOAT_COLUMNS = GPU_FLOAT_COLUMNS
 
 
 @dataclass(frozen=True)
