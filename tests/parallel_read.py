@@ -32,8 +32,8 @@ def main() -> None:
     gave_up: list[bool] = []
     real = kineto_reader.collect_in_processes
 
-    def watched(runs: Any, workers: int) -> Any:
-        done = real(runs, workers)
+    def watched(runs: Any, workers: int, *more: Any) -> Any:
+        done = real(runs, workers, *more)
         gave_up.append(done is None)
         return done
 

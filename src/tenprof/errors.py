@@ -29,3 +29,9 @@ class TraceFormatError(TenprofError):
     """A trace given to `tenprof import` is truncated, corrupt or not a Kineto/Chrome trace."""
 
     exit_code = 4
+
+
+class Interrupted(TenprofError):
+    """Ctrl-C stopped the command; the message says what was left (an import leaves nothing half-written)."""
+
+    exit_code = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C stopped

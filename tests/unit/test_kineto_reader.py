@@ -26,7 +26,7 @@ def test_reads_events_and_header_of_a_real_trace() -> None:
     [
         (b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 2}, {"ph": "X", "na', "not a complete JSON"),
         (b'{"hello": "world"}', "no `traceEvents`"),
-        (b"this is not json", "not a complete JSON"),
+        (b"this is not json", "not valid JSON"),
     ],
 )
 def test_bad_json_gives_one_clear_error(tmp_path: Path, content: bytes, message: str) -> None:

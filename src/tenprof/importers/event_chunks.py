@@ -14,6 +14,12 @@ in the buffer is tried first; a wrong guess cannot decode (it leaves an event op
 unterminated), and a run that does not decode is cut again by the exact scan (`_scan`), which follows
 strings, escapes and depth over the whole buffer with NumPy. The end of the array is always found by
 the exact scan. `decode` must raise `msgspec.DecodeError` for bytes that are not a JSON array.
+
+What is not a trace is refused within the first megabytes, never read whole: the keys before the
+events take kilobytes (`HEAD_LIMIT`), and so do the keys after them; a run in which no event ends
+within `MAX_EVENT_BYTES` raises `EventTooLong` (a torch.profiler event takes kilobytes, and each exact
+scan reads the whole buffer: an event of 200 MB would cost minutes). `NotJson.truncated` tells a file
+that breaks off (a run cut off while writing it) from one that is malformed.
 """
 
 from __future__ import annotations
@@ -29,7 +35,8 @@ import numpy as np
 from tenprof.errors import TraceFormatError
 
 BLOCK_BYTES = 1 << 22
-HEAD_LIMIT = 64 << 20  # a trace's keys before its events take kilobytes: past this, it is no trace
+HEAD_LIMIT = 4 << 20  # a trace's keys before (or after) its events take kilobytes: past this, it is no trace
+MAX_EVENT_BYTES = 16 << 20  # the largest event seen in real traces is 7 KB; past this, it is no trace
 _AHEAD = 2  # blocks read before the decoder asks for them
 _BLANK = b" \t\r\n"
 _KEY = b'"traceEvents"'
@@ -45,7 +52,20 @@ T = TypeVar("T")
 
 
 class NotJson(Exception):
-    """The bytes before the events or the events themselves are not JSON."""
+    """The bytes before the events or the events themselves are not JSON; `truncated` when they break
+    off at the end of the file (the JSON is fine as far as it goes) rather than being malformed."""
+
+    def __init__(self, message: str, truncated: bool = False) -> None:
+        super().__init__(message)
+        self.truncated = truncated
+
+
+class EventTooLong(Exception):
+    """No event of the array ends within `MAX_EVENT_BYTES` of the one before: not a trace."""
+
+    def __init__(self, offset: int) -> None:
+        super().__init__(f"no event ends within {MAX_EVENT_BYTES >> 20} MB after byte {offset}")
+        self.offset = offset
 
 
 class _Prefetch:
@@ -135,14 +155,16 @@ class EventChunks(Generic[T]):
             end, close = _scan(buf)
             if close >= 0:
                 yield self._decoded(buf, close)
-                self.after = buf[close + 1 :] + b"".join(blocks)
+                self.after = _bounded(buf[close + 1 :], blocks)
                 return
             if end > 0:
                 yield self._decoded(buf, end)
                 buf = self._after_run(buf, end)
+            elif len(buf) > MAX_EVENT_BYTES:
+                raise EventTooLong(self._base)
         end, close = _scan(buf)
         if close < 0:
-            raise NotJson("the events array is not closed")
+            raise NotJson("the events array is not closed", truncated=True)
         yield self._decoded(buf, close)
         self.after = buf[close + 1 :]
 
@@ -180,12 +202,31 @@ class EventChunks(Generic[T]):
                 continue  # the block ended between the key and its value
             self.found_key = True
             if buf[colon : colon + 1] != b":" or buf[opening : opening + 1] != b"[":
-                break  # a key of that name whose value is not an array: no events
+                break  # a key of that name whose value is not an array: no events (and no need to read on)
             self.head, self.found_array = buf[:key], True
             self._base = opening + 1
             return buf[opening + 1 :]
-        self.head = buf + b"".join(blocks)
+        self.head = buf
         return b""
+
+    @property
+    def offset(self) -> int:
+        """How far into the (decompressed) file the runs yielded so far reach."""
+        return self._base
+
+
+def _bounded(start: bytes, blocks: Iterator[bytes]) -> bytes:
+    """`start` and the blocks after it, up to `HEAD_LIMIT` bytes: the keys after the events take
+    kilobytes, so a file that goes on for longer after its events is not read to its end (those keys
+    are then not read)."""
+    parts = [start]
+    size = len(start)
+    for block in blocks:
+        if size > HEAD_LIMIT:
+            return b""
+        parts.append(block)
+        size += len(block)
+    return b"".join(parts)
 
 
 def _skip_blank(buf: bytes, at: int) -> int:
@@ -260,7 +301,9 @@ def _scan(buf: bytes) -> tuple[int, int]:
 
 
 def check_not_json(exc: NotJson, path: object) -> TraceFormatError:
-    """The one-line error for a trace whose JSON breaks off or is malformed."""
-    return TraceFormatError(
-        f"{path}: not a complete JSON trace ({str(exc).splitlines()[0][:80]}); was the run cut off while writing it?"
-    )
+    """The one-line error for a trace whose JSON breaks off (with the likely cause: the run that wrote it
+    was stopped) or is malformed (no guess: it may be no trace at all)."""
+    detail = (str(exc).splitlines() or [""])[0][:80]
+    if exc.truncated:
+        return TraceFormatError(f"{path}: not a complete JSON trace ({detail}); was the run cut off while writing it?")
+    return TraceFormatError(f"{path}: not valid JSON ({detail}); tenprof imports torch.profiler / Kineto chrome traces")

@@ -8,11 +8,15 @@ Traces are not always typed as Kineto types them (a tid written as a string, an 
 number as a string): a chunk that does not decode strictly is decoded again with msgspec's lax
 conversions, and an event that still does not fit is converted key by key (`_lenient_event`), so a
 value of an unexpected type becomes the default the importer uses for a missing one (-1 for an id, 0
-for a size), as the dict reader did. Only bytes that are not JSON raise `msgspec.DecodeError`.
+for a size), as the dict reader did; except a time or a duration that is not a number (`"ts": "abc"`),
+which becomes NaN, so that the importer leaves the event out and says so rather than placing it at 0.
+Only bytes that are not JSON raise `msgspec.DecodeError` (JSON nested too deeply for the decoder
+included: it raises RecursionError, which is not the caller's to handle).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import msgspec
@@ -82,8 +86,19 @@ _ARG_FIELDS = {f.encode_name: f for f in msgspec.structs.fields(EventArgs)}
 _EVENT_FIELDS = {f.encode_name: f for f in msgspec.structs.fields(Event)}
 
 
+# keys whose value, when it is not a number, marks the event as unreadable rather than taking a default
+_TIMES = frozenset({"ts", "dur"})
+
+
 def decode_events(chunk: bytes | bytearray | memoryview) -> list[Event]:
     """The events of one JSON array of trace events; elements that are not objects are left out."""
+    try:
+        return _decode_events(chunk)
+    except RecursionError:
+        raise msgspec.DecodeError("arrays or objects nested too deeply") from None
+
+
+def _decode_events(chunk: bytes | bytearray | memoryview) -> list[Event]:
     try:
         return _STRICT.decode(chunk)
     except msgspec.ValidationError:
@@ -107,7 +122,7 @@ def _lenient_event(item: dict[str, Any]) -> Event:
         value = item[key]
         if spec.type is str and isinstance(value, (int, float)):  # a name written as a number
             value = str(value)
-        values[spec.name] = _lax_value(value, spec.type, spec.default)
+        values[spec.name] = _lax_value(value, spec.type, math.nan if key in _TIMES else spec.default)
     args = item.get("args")
     if isinstance(args, dict):
         arg_values: dict[str, Any] = {}

@@ -9,8 +9,11 @@ memory for the reading stays at a few blocks.
 
 Errors a user can cause (missing file, a folder, truncated gzip, not JSON, no `traceEvents`, JSON that
 is not a torch.profiler / Kineto trace such as tenprof's own Perfetto export) raise `TraceFormatError`
-with one line saying what is wrong. A file that is not a Kineto trace is refused once the stream has
-shown it (at the end, unless it is tenprof's export), so the events already yielded must be discarded.
+with one line saying what is wrong; only a file that breaks off is asked whether the run writing it
+was cut off. A file that is not a Kineto trace is refused once the stream has shown it: tenprof's
+export at once, other JSON when its first `HEAD_LIMIT` bytes of events hold none of Kineto's categories
+and no Kineto key came before them (else at the end), so the events already yielded must be discarded.
+Nothing that is not a trace is read past its first megabytes (importers.event_chunks).
 zstd needs the optional `zstandard` package (or Python 3.14's compression.zstd); without it, one line
 says so.
 """
@@ -28,7 +31,8 @@ from typing import IO, Any, TypeVar, cast
 import orjson
 
 from tenprof.errors import TraceFormatError
-from tenprof.importers.event_chunks import BLOCK_BYTES, HEAD_LIMIT, EventChunks, NotJson, Span, check_not_json
+from tenprof.importers import event_chunks
+from tenprof.importers.event_chunks import BLOCK_BYTES, EventChunks, EventTooLong, NotJson, Span, check_not_json
 from tenprof.importers.kineto_events import Event, decode_events
 from tenprof.importers.parallel_collect import can_fork_workers, collect_in_processes
 from tenprof.importers.timeline_columns import Collector, forget_texts
@@ -68,8 +72,18 @@ def trace_rank(path: Path) -> int | None:
         return None
     marker = head.find(b'"traceEvents"')
     info = _keys_before(head[:marker]).get("distributedInfo") if marker > 0 else None
-    rank = info.get("rank") if isinstance(info, dict) else None
-    return rank if isinstance(rank, int) and rank >= 0 else None
+    return valid_rank(info.get("rank") if isinstance(info, dict) else None)
+
+
+MAX_RANK = (1 << 31) - 1  # torch's ranks are C ints
+
+
+def valid_rank(value: object) -> int | None:
+    """`value` as a rank when it is one: a whole number from 0 to MAX_RANK (not a bool, a float, a string
+    or a path: a rank names a folder, `rankNNNNN`, so nothing else may reach one)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if 0 <= value <= MAX_RANK else None
 
 
 def _open(path: Path) -> IO[bytes]:
@@ -123,6 +137,12 @@ class _KinetoCheck:
             "ac2g",
             "cpu_instant_event",
             "Trace",
+            # older Kineto's names (torch 1.8-1.9), which the importer reads as their newer ones
+            "Operator",
+            "Kernel",
+            "Runtime",
+            "Memcpy",
+            "Memset",
         }
     )
     EXPORT_CATEGORIES = frozenset({"op", "scope", "step", "cuda_api", "transfer", "launch"})
@@ -160,6 +180,13 @@ class _KinetoCheck:
             "export_chrome_trace or tensorboard_trace_handler writes"
         )
 
+    def refuse_early(self, offset: int) -> None:
+        """Refuse a file whose first `HEAD_LIMIT` bytes of events (read up to `offset`) showed nothing of
+        Kineto's: a Kineto trace shows its categories in every run of events, and a large JSON file that
+        is not a trace is not read to its end to find that out."""
+        if not self.is_kineto and offset > event_chunks.HEAD_LIMIT:
+            raise self.refuse()
+
 
 class TraceStream:
     """Iterate `events` (or `batches`, or `collect` them into columns), then read `header` (complete only
@@ -182,6 +209,7 @@ class TraceStream:
             for batch in chunks:
                 if not check.is_kineto:
                     check.see_categories(chunks.head, (event.cat for event in batch))
+                    check.refuse_early(chunks.offset)
                 yield batch
         self._finish(chunks, check)
 
@@ -194,7 +222,7 @@ class TraceStream:
             job = _Job(str(self.path) if plain else None)
             try:
                 with self._reading(job, spans=plain) as chunks:
-                    done = collect_in_processes(iter(chunks), workers)
+                    done = collect_in_processes(iter(chunks), workers, self._early_check(check, chunks))
             except TraceFormatError:
                 # cuts are not proven here (a `},{` inside a string can pass for one), nor can a pool always
                 # start: whatever went wrong, the one-process reader below decides, with its own error
@@ -211,6 +239,19 @@ class TraceStream:
             forget_texts()  # the shape texts of this trace: not kept in a process that goes on
         return collector
 
+    def _early_check(self, check: _KinetoCheck, chunks: EventChunks[Any]) -> Callable[[frozenset[str]], None]:
+        """What the parallel reader calls with the categories of each run it merged, in file order (see
+        `_KinetoCheck.refuse_early`; the runs merged trail the runs cut, so this reads a little further)."""
+        merged = [0]
+
+        def seen(categories: frozenset[str]) -> None:
+            merged[0] += 1
+            if not check.is_kineto:
+                check.see_categories(chunks.head, categories)
+                check.refuse_early(merged[0] * self.block_bytes)
+
+        return seen
+
     @contextmanager
     def _reading(self, decode: Callable[[Any], T], spans: bool = False) -> Iterator[EventChunks[T]]:
         """The file's events in runs, with each way reading it can fail turned into one clear error."""
@@ -220,7 +261,15 @@ class TraceStream:
             yield chunks
         except NotJson as exc:
             raise check_not_json(exc, self.path) from exc
-        except (EOFError, OSError, zlib.error) as exc:
+        except EventTooLong as exc:
+            raise TraceFormatError(
+                f"{self.path}: {exc}; not a trace tenprof can read (torch.profiler's events take kilobytes)"
+            ) from exc
+        except EOFError as exc:  # gzip's stream ended before its end marker
+            raise TraceFormatError(
+                f"{self.path}: the compressed file breaks off; was the run cut off while writing it?"
+            ) from exc
+        except (OSError, zlib.error) as exc:
             raise TraceFormatError(f"{self.path}: truncated or corrupt file ({exc.__class__.__name__})") from exc
         except ZSTD_ERRORS as exc:
             raise TraceFormatError(f"{self.path}: truncated or corrupt zstd file ({exc})") from exc
@@ -235,13 +284,15 @@ class TraceStream:
                 raise check.refuse()
             if chunks.head_cut:
                 raise TraceFormatError(
-                    f"{self.path}: no `traceEvents` array in its first {HEAD_LIMIT >> 20} MB; tenprof imports "
-                    "torch.profiler / Kineto chrome traces"
+                    f"{self.path}: no `traceEvents` array in its first {event_chunks.HEAD_LIMIT >> 20} MB; tenprof "
+                    "imports torch.profiler / Kineto chrome traces"
                 )
             try:
                 orjson.loads(chunks.head)
             except orjson.JSONDecodeError as exc:
-                raise check_not_json(NotJson(str(exc)), self.path) from exc
+                # orjson says "unexpected end of data" (or "EOF") where the text breaks off
+                truncated = "end of data" in str(exc) or "EOF" in str(exc)
+                raise check_not_json(NotJson(str(exc), truncated), self.path) from exc
             raise TraceFormatError(
                 f"{self.path}: no `traceEvents` array; tenprof imports torch.profiler / Kineto chrome traces"
             )

@@ -10,6 +10,9 @@ The parent cuts runs without decoding them, so a cut it could not verify (a `},{
 than the array's, which Kineto never writes) is found by the worker that cannot decode it; then
 `collect_in_processes` returns None and the caller reads the trace again in one process, where each
 cut is checked as it is made. Workers are forked, and only where that is safe (`can_fork_workers`).
+
+Ctrl-C: workers ignore SIGINT (importers.interrupts); the parent gets KeyboardInterrupt where it waits
+for a run, and leaving the pool terminates them, so only the parent reports the interrupt.
 """
 
 from __future__ import annotations
@@ -19,12 +22,14 @@ import os
 import sys
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from multiprocessing.pool import AsyncResult
 
 import msgspec
 
 from tenprof.importers.event_chunks import Span, as_array
+from tenprof.importers.interrupts import ignore_sigint_in_worker, sigint_held
 from tenprof.importers.kineto_events import decode_events
 from tenprof.importers.timeline_columns import Collector
 
@@ -54,27 +59,43 @@ def can_fork_workers() -> bool:
     return hasattr(os, "fork") and threading.active_count() == 1 and "torch" not in sys.modules
 
 
-def collect_in_processes(runs: Iterator[bytes | tuple[str, Span]], workers: int) -> tuple[Collector, set[str]] | None:
-    """Every run's columns appended in order, and every category seen; None when a run did not decode."""
+def collect_in_processes(
+    runs: Iterator[bytes | tuple[str, Span]], workers: int, seen: Callable[[frozenset[str]], None] | None = None
+) -> tuple[Collector, set[str]] | None:
+    """Every run's columns appended in order, and every category seen; None when a run did not decode.
+    `seen` is called with each run's categories as it is merged, in order (it may raise to stop)."""
     collector = Collector()
     categories: set[str] = set()
-    with multiprocessing.get_context("fork").Pool(workers) as pool:
+    with ExitStack() as stack:
+        # the workers start with SIGINT blocked, until they ignore it; a Ctrl-C held meanwhile is raised
+        # as the block ends, with the pool already on the stack that terminates it
+        with sigint_held():
+            pool = stack.enter_context(
+                multiprocessing.get_context("fork").Pool(workers, initializer=ignore_sigint_in_worker)
+            )
         pending: deque[AsyncResult[tuple[Collector, frozenset[str]] | None]] = deque()
         for run in runs:
             pending.append(pool.apply_async(_collect_run, (run,)))
             while len(pending) > 2 * workers:
-                if not _merge(collector, categories, pending.popleft().get()):
+                if not _merge(collector, categories, pending.popleft().get(), seen):
                     return None
         while pending:
-            if not _merge(collector, categories, pending.popleft().get()):
+            if not _merge(collector, categories, pending.popleft().get(), seen):
                 return None
     return collector, categories
 
 
-def _merge(collector: Collector, categories: set[str], result: tuple[Collector, frozenset[str]] | None) -> bool:
+def _merge(
+    collector: Collector,
+    categories: set[str],
+    result: tuple[Collector, frozenset[str]] | None,
+    seen: Callable[[frozenset[str]], None] | None,
+) -> bool:
     if result is None:
         return False
-    part, seen = result
+    part, found = result
     collector.extend(part)
-    categories |= seen
+    categories |= found
+    if seen is not None:
+        seen(found)
     return True

@@ -16,6 +16,10 @@ The joins, each stated once here:
 - op -> scope: innermost user_annotation covering the op's start on its own thread; backward ops,
   which autograd runs on a thread of its own, fall back to the thread that opened the most scopes.
 - op -> step: the ProfilerStep#N range covering its start.
+- steps and scopes are cut to the profiler's recorded window where the trace says what it was (Kineto's
+  `Trace` range and "Record Window End"): a range reaching past it (a step annotation of 13.34 s in a
+  window of 0.355 s) holds time that was not recorded, which the findings would judge as idle. What was
+  cut is said in the report's warnings.
 - user metrics: a scope's numbers (tenprof.scope(..., flops=...)) come with the sidecar record matched to
   it; a Triton launch's (its launch_metadata) with the launch record whose "(user kernel)" op it got.
 - GPU samples: NVML's reads, their perf-clock times moved onto the trace clock like the other records.
@@ -31,7 +35,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -39,6 +43,7 @@ import pyarrow as pa
 
 from tenprof.core.inductor import inside_autotuning
 from tenprof.core.intervals import I64Array, IdIndex, coverage, nest, take
+from tenprof.core.units import duration
 from tenprof.importers.call_paths import CallPaths, OpLinks, join_call_paths, recorded_paths, sidecar_scope_rows
 from tenprof.importers.callsites import GPU_FLOAT_COLUMNS, SYNC_PREFIX, Callsites, clock_offset
 from tenprof.importers.timeline_columns import (
@@ -70,6 +75,8 @@ class BuildReport:
     clock_offset_ns: int | None = None
     clock_uncertainty_ns: int | None = None
     warnings: list[str] = field(default_factory=list)
+    # of the warnings, those saying what of the trace was left out or changed: the pass is then partial
+    changed: list[str] = field(default_factory=list)
     span_start_ns: int | None = None  # None when the trace has no ranges
     span_end_ns: int | None = None
     # generated Triton kernel name -> the launch metadata Inductor passes to the profiler (see
@@ -77,6 +84,7 @@ class BuildReport:
     triton_launches: dict[str, dict[str, Any]] = field(default_factory=dict)
     # what torch.profiler was asked to record, as the trace's top-level keys say (record_shapes, ...)
     recorded: list[str] = field(default_factory=list)
+    rank: int | None = None  # the rank the trace says it is (Kineto's distributedInfo), None when it says none
 
     @property
     def span_ns(self) -> int | None:
@@ -102,7 +110,10 @@ def build_timeline(
     report.base_time_ns = int(base_time_ns)
     clock = Clock(report.base_time_ns)
 
-    ann = _annotations(col.annotations, clock)
+    ann, cut = _cut_to_window(_annotations(col.annotations, clock), _window(col, clock))
+    if cut:
+        report.warnings.append(cut)
+        report.changed.append(cut)
     callsites, launched = _with_user_launch_ops(col, clock, ann, callsites)
     ops = _ops(col.ops, clock)
     paths = join_call_paths(ops.links(), ann.sync_starts, col.python, clock, callsites, sources_as_of)
@@ -206,6 +217,40 @@ def _annotations(cols: Cols, clock: Clock) -> _Annotations:
         is_scope=~(is_step | is_sync),
         sync_starts={names[i]: int(start[i]) for i in np.flatnonzero(is_sync)},
     )
+
+
+def _window(col: Collector, clock: Clock) -> tuple[int | None, int | None]:
+    """The profiler's recorded window on the trace clock, each end None where the trace does not say."""
+
+    def at(us: float | None) -> int | None:
+        return None if us is None else clock.base_ns + round(us * 1000.0)
+
+    return at(col.window_start), at(col.window_end)
+
+
+def _cut_to_window(ann: _Annotations, window: tuple[int | None, int | None]) -> tuple[_Annotations, str]:
+    """Steps and scopes cut to the recorded window (see the module), and a line saying what was cut ('' when
+    nothing was). Clock-sync markers are left as they are: they place tenprof's own records."""
+    lo, hi = window
+    if lo is None and hi is None:
+        return ann, ""
+    bounds = np.iinfo(np.int64)
+    ranges = ann.is_step | ann.is_scope
+    low, high = lo if lo is not None else bounds.min, hi if hi is not None else bounds.max
+    start = np.where(ranges, np.clip(ann.start, low, high), ann.start)
+    end = np.where(ranges, np.clip(ann.end, low, high), ann.end)
+    cut = (start != ann.start) | (end != ann.end)
+    if not cut.any():
+        return ann, ""
+    was = ann.end - ann.start
+    longest = int(np.flatnonzero(cut)[np.argmax(was[cut])])
+    span = f" ({duration(hi - lo)})" if lo is not None and hi is not None else ""
+    line = (
+        f"{int(cut.sum())} step or scope range(s) reached outside the profiler's recorded window{span} and "
+        f"were cut to it; the longest, {ann.names[longest]}, from {duration(int(was[longest]))} to "
+        f"{duration(int(end[longest] - start[longest]))}"
+    )
+    return replace(ann, start=start, end=end), line
 
 
 # ---- ops

@@ -2,17 +2,23 @@
 applies to them (tenprof.importers.timeline_builder).
 
 - `Collector.add_all` sorts the trace's events by kind into `Cols`: the only per-event Python code of an
-  import. It keeps each kind's events in trace order; nothing is joined or sorted here.
+  import. It keeps each kind's events in trace order; nothing is joined or sorted here. Older Kineto's
+  category names (`Kernel`, `Runtime`, `Operator`, ...) are read as the newer ones. It also keeps the
+  profiler's recorded window (Kineto's `Trace` ranges and its "Record Window End" mark).
+- `Collector.drop_bad_times` leaves out the events whose time or duration cannot be right (not a
+  number, negative, too large for the clock) and counts them by reason: the importer says so, and
+  never clamps or wraps a number silently.
 - `Clock` turns Kineto's float microseconds into int64 nanoseconds on the trace's absolute clock.
 - `ThreadNesting` nests ranges by time containment per thread and finds the innermost range at a time.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 from array import array
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeGuard
 
 import msgspec
 import numpy as np
@@ -23,6 +29,30 @@ from tenprof.core.intervals import I64Array, Nesting, nest
 from tenprof.importers.kineto_events import Event, EventArgs
 
 STEP_PREFIX = "ProfilerStep#"
+
+# Kineto's category names before torch 1.10 (as torch-tb-profiler reads them) -> today's
+OLD_CATEGORIES = {
+    "Operator": "cpu_op",
+    "Kernel": "kernel",
+    "Runtime": "cuda_runtime",
+    "Memcpy": "gpu_memcpy",
+    "Memset": "gpu_memset",
+    "Python": "python_function",
+}
+_WINDOW_CATEGORY = "Trace"  # Kineto's range for each profiling window: "PyTorch Profiler (0)"
+_WINDOW_END = "Record Window End"  # the instant Kineto marks the end of recording with
+
+# Bounds on an event's times (microseconds, Kineto's unit) beyond which it cannot be from a profile: a
+# duration of more than a week, or a time whose nanoseconds leave int64 once the base time is added
+MAX_DURATION_US = 7 * 24 * 3600 * 1e6
+MAX_TIME_US = 2.0**62 / 1000.0
+
+# Why an event was left out (`Collector.drop_bad_times`), worded to follow "N events with ..."
+BAD_TIME = "a time that is not a number"
+FAR_TIME = "a time out of any clock's range"
+BAD_DURATION = "a duration that is not a number"
+NEGATIVE_DURATION = "a negative duration"
+LONG_DURATION = "a duration of more than a week"
 
 
 class Cols:
@@ -43,6 +73,14 @@ class Cols:
 
     def floats(self, name: str) -> np.ndarray[Any, np.dtype[np.float64]]:
         return np.asarray(self.data[name], dtype=np.float64)
+
+    def keep(self, rows: np.ndarray[Any, np.dtype[np.bool_]]) -> None:
+        """Keep only the rows where `rows` is True, in every column."""
+        for name, values in self.data.items():
+            if isinstance(values, array):
+                self.data[name] = array(values.typecode, np.asarray(values)[rows].tobytes())
+            else:
+                self.data[name] = [v for v, kept in zip(values, rows.tolist(), strict=True) if kept]
 
 
 def in_order(values: list[str], order: I64Array) -> list[str]:
@@ -122,6 +160,9 @@ class Collector:
         self.memory = Cols(ts="d", tid="q", dtype="q", device="q", addr="q", bytes="q", alloc="q", reserved="q")
         self.triton_launches: dict[str, dict[str, Any]] = {}
         self.events = 0
+        # the profiler's recorded window, Kineto's microseconds (None: the trace does not say)
+        self.window_start: float | None = None
+        self.window_end: float | None = None
 
     def add_all(self, batches: Iterable[list[Event]]) -> None:
         for batch in batches:
@@ -141,6 +182,14 @@ class Collector:
             seen.update(launch)  # the last launch's values, as add_batch keeps them
             seen["launches"] = launch_count
         self.events += later.events
+        self._widen_window(later.window_start, later.window_end)
+
+    def _widen_window(self, start: float | None, end: float | None) -> None:
+        """Take in a range of the recorded window; a bound that cannot be a time is not one."""
+        if _usable_time(start):
+            self.window_start = start if self.window_start is None else min(self.window_start, start)
+        if _usable_time(end):
+            self.window_end = end if self.window_end is None else max(self.window_end, end)
 
     def add_batch(self, batch: list[Event]) -> None:
         """Sort one run of events (trace order) into the columns: grouped by kind in one pass, then each
@@ -155,17 +204,23 @@ class Collector:
         memory: list[Event] = []
         by_cat = {"kernel": kernels, "gpu_memcpy": transfers, "gpu_memset": transfers, "cuda_runtime": api}
         by_cat |= {"cuda_driver": api, "user_annotation": ranges, "python_function": python}
+        by_cat |= {old: by_cat[new] for old, new in OLD_CATEGORIES.items() if new in by_cat}
         for ev in batch:
             if ev.ph == "X":
                 cat = ev.cat
-                if cat == "cpu_op":
+                if cat == "cpu_op" or cat == "Operator":
                     (ranges if ev.name.startswith(STEP_PREFIX) else ops).append(ev)
                 else:
                     group = by_cat.get(cat)
                     if group is not None:
                         group.append(ev)
-            elif ev.ph == "i" and ev.name == "[memory]":
-                memory.append(ev)
+                    elif cat == _WINDOW_CATEGORY and 0 <= ev.dur <= MAX_DURATION_US:
+                        self._widen_window(ev.ts, ev.ts + ev.dur)
+            elif ev.ph == "i":
+                if ev.name == "[memory]":
+                    memory.append(ev)
+                elif ev.name == _WINDOW_END:
+                    self._widen_window(None, ev.ts)
         if ops:
             self._add_ops(ops)
         if kernels:
@@ -212,7 +267,7 @@ class Collector:
         data = self.transfers.data
         _add_common(data, transfers, with_tid=False)
         args = [e.args for e in transfers]
-        data["cat"] += [sys.intern(e.cat) for e in transfers]
+        data["cat"] += [sys.intern(OLD_CATEGORIES.get(e.cat, e.cat)) for e in transfers]
         data["bytes"].fromlist([a.bytes for a in args])
         data["device"].fromlist([_copy_device(e) for e in transfers])
         data["stream"].fromlist([_thread(e.tid) if e.args.stream is None else e.args.stream for e in transfers])
@@ -222,7 +277,7 @@ class Collector:
     def _add_api(self, api: list[Event]) -> None:
         data = self.api.data
         _add_common(data, api, with_tid=True)
-        data["cat"] += [sys.intern(e.cat) for e in api]
+        data["cat"] += [sys.intern(OLD_CATEGORIES.get(e.cat, e.cat)) for e in api]
         data["corr"].fromlist([e.args.correlation for e in api])
         data["ext"].fromlist([e.args.external_id for e in api])
 
@@ -238,6 +293,26 @@ class Collector:
         data["bytes"].fromlist([a.alloc_bytes for a in args])
         data["alloc"].fromlist([a.total_allocated for a in args])
         data["reserved"].fromlist([a.total_reserved for a in args])
+
+    @property
+    def timed_events(self) -> int:
+        """How many events were sorted into a kind that has times (ranges and memory samples)."""
+        return sum(len(cols) for cols in self._tables())
+
+    def drop_bad_times(self) -> dict[str, int]:
+        """Leave out every event whose start or duration cannot be right; how many, by reason (in the
+        order the reasons are checked: an event counts once, for the first)."""
+        left_out: dict[str, int] = {}
+        for cols in self._tables():
+            reason = _bad_times(cols)
+            if reason is None:
+                continue
+            counts = np.bincount(reason[reason >= 0], minlength=len(_REASONS))
+            for label, count in zip(_REASONS, counts.tolist(), strict=True):
+                if count:
+                    left_out[label] = left_out.get(label, 0) + count
+            cols.keep(reason < 0)
+        return left_out
 
     def _json_texts(self, raws: list[msgspec.Raw]) -> list[str]:
         """Compact JSON text of `args` values kept raw ("" when absent), one string per distinct text:
@@ -281,6 +356,34 @@ def forget_texts() -> None:
     _TEXTS[b""] = ""
 
 
+def _usable_time(value: float | None) -> TypeGuard[float]:
+    return value is not None and math.isfinite(value) and abs(value) <= MAX_TIME_US
+
+
+_REASONS = (BAD_TIME, FAR_TIME, BAD_DURATION, NEGATIVE_DURATION, LONG_DURATION)
+
+
+def _bad_times(cols: Cols) -> np.ndarray[Any, np.dtype[np.int64]] | None:
+    """Per row, the index in `_REASONS` of why its times cannot be right, -1 when they can; None when
+    every row is fine (the common case: nothing to copy)."""
+    if not len(cols):
+        return None
+    ts = cols.floats("ts")
+    dur = cols.floats("dur") if "dur" in cols.data else np.zeros(len(ts))
+    with np.errstate(invalid="ignore"):  # NaN compares False: each test below is written to catch it
+        checks = (
+            ~np.isfinite(ts),
+            np.abs(ts) > MAX_TIME_US,
+            ~np.isfinite(dur),
+            dur < 0,
+            dur > MAX_DURATION_US,
+        )
+    reason = np.full(len(ts), -1, dtype=np.int64)
+    for index in range(len(checks) - 1, -1, -1):  # the first reason that applies wins
+        reason[checks[index]] = index
+    return reason if (reason >= 0).any() else None
+
+
 def _thread(value: int | str) -> int:
     """A pid or tid as a number (Kineto writes numbers; some traces name a thread instead: 0)."""
     return value if isinstance(value, int) else as_int(value, 0)
@@ -310,6 +413,7 @@ class Clock:
 
     def span(self, cols: Cols) -> tuple[I64Array, I64Array]:
         start = self.base_ns + np.rint(cols.floats("ts") * 1000.0).astype(np.int64)
+        # negative durations were left out, and said, before (Collector.drop_bad_times): this changes none
         dur = np.maximum(np.rint(cols.floats("dur") * 1000.0).astype(np.int64), 0)
         return start, start + dur
 

@@ -1,4 +1,9 @@
-"""Build the timeline pass of a profile from a Kineto trace (+ sidecar), for `run` and `import` alike."""
+"""Build the timeline pass of a profile from a Kineto trace (+ sidecar), for `run` and `import` alike.
+
+An event whose time or duration cannot be right (not a number, negative, beyond any clock) is left
+out, counted, and said in one line of the pass's warnings (meta.json's timeline reason, which the
+report shows); a trace where such events are the majority is refused. An import stopped by Ctrl-C or
+an error leaves nothing behind (`import_output`); the rank a trace names is kept in meta.json."""
 
 from __future__ import annotations
 
@@ -15,8 +20,10 @@ from tenprof import __version__
 from tenprof.errors import TraceFormatError
 from tenprof.importers.callsites import read_callsites
 from tenprof.importers.compiled_import import write_compiled_kernels
-from tenprof.importers.kineto_reader import TraceStream, compression
+from tenprof.importers.interrupts import sigint_ignored
+from tenprof.importers.kineto_reader import TraceStream, compression, valid_rank
 from tenprof.importers.timeline_builder import BuildReport, build_timeline
+from tenprof.importers.timeline_columns import Collector
 from tenprof.store.directory import open_output_dir
 from tenprof.store.meta import GpuInfo, Meta, PassStatus, TimelineInfo, write_meta
 from tenprof.store.schema import Pass
@@ -73,11 +80,37 @@ def build_pass(writer: PassWriter, trace: Path, callsites: Path | None, max_work
     with _without_cycle_collection():
         workers = import_workers(trace)
         collector = stream.collect(workers if max_workers is None else min(workers, max_workers))
+        left_out = _drop_bad_times(collector, trace)
         report = build_timeline(collector, stream.header.base_time_ns, writer.write_table, sidecar, recorded)
+    if left_out:
+        problems.append(left_out)
+        report.changed.insert(0, left_out)
     report.warnings[:0] = problems
     report.device_properties = stream.header.device_properties
     report.recorded = [k for k in TRACE_RECORDING_KEYS if stream.header.other.get(k)]
+    info = stream.header.other.get("distributedInfo")  # before the events or, in older traces, after them
+    report.rank = valid_rank(info.get("rank")) if isinstance(info, dict) else None
     return report
+
+
+def _drop_bad_times(collector: Collector, trace: Path) -> str:
+    """Leave out the events whose times cannot be right (`Collector.drop_bad_times`); the line that says
+    so ('' when none were), or TraceFormatError when they are the majority: then it is no trace to judge."""
+    timed = collector.timed_events
+    left_out = collector.drop_bad_times()
+    bad = sum(left_out.values())
+    if not bad:
+        return ""
+    reasons = ", ".join(f"{n} with {why}" for why, n in sorted(left_out.items(), key=lambda item: -item[1]))
+    if 2 * bad > timed:
+        raise TraceFormatError(
+            f"{trace}: {bad} of its {timed} events have times that cannot be right ({reasons}); not a trace "
+            "tenprof can judge"
+        )
+    if len(left_out) > 1:
+        return f"{bad} events were left out: {reasons}"
+    (why,) = left_out
+    return f"{bad} event{'s' if bad > 1 else ''} with {why} {'were' if bad > 1 else 'was'} left out"
 
 
 # Top-level keys torch.profiler writes into its trace for the options it was given: what the capture
@@ -115,12 +148,14 @@ def import_output(
     write meta.json with the pass running, and yield (where to write, meta).
 
     When the block raises, everything this import made is removed, so the output directory is as it was
-    and a retry is not blocked; when it ends, the new profile is put in place (`OutputDirectory.commit`)."""
+    and a retry is not blocked (a Ctrl-C included); when it ends, the new profile is put in place
+    (`OutputDirectory.commit`). Making, committing and removing are not stopped half-way by a Ctrl-C."""
     if not source_file.exists():
         raise TraceFormatError(f"{source_file}: no such file")
     if source_file.is_dir():
         raise TraceFormatError(f"{source_file} is a directory; give the trace (or report) file itself")
-    output = open_output_dir(out_dir, force)
+    with sigint_ignored():
+        output = open_output_dir(out_dir, force)
     meta = Meta(
         tenprof_version=__version__,
         created_at=now_iso(),
@@ -133,14 +168,19 @@ def import_output(
         write_meta(output.path, meta)
         yield output.path, meta
     except BaseException:
-        output.discard()
+        with sigint_ignored():
+            output.discard()
         raise
-    output.commit()
+    with sigint_ignored():
+        output.commit()
 
 
-def import_trace(trace: Path, out_dir: Path, force: bool, max_workers: int | None = None) -> Meta:
+def import_trace(
+    trace: Path, out_dir: Path, force: bool, max_workers: int | None = None, rank: int | None = None
+) -> Meta:
     """`tenprof import`: a torch.profiler / Kineto trace the user already has -> a profile directory.
-    `max_workers`: at most so many processes read the trace (see `build_pass`)."""
+    `max_workers`: at most so many processes read the trace (see `build_pass`); `rank`: the rank it is
+    imported as (a folder's), else the one the trace names, if any."""
     with import_output(trace, out_dir, force, "import", Pass.TIMELINE) as (path, meta):
         started = time.perf_counter()
         writer = PassWriter(path, Pass.TIMELINE)
@@ -148,8 +188,11 @@ def import_trace(trace: Path, out_dir: Path, force: bool, max_workers: int | Non
         write_compiled_kernels(writer, None, report.triton_launches)
         writer.commit()
         meta.gpus = gpus_from_device_properties(report.device_properties)
+        named = rank if rank is not None else report.rank
+        meta.rank = named if named is not None else -1
         meta.passes[Pass.TIMELINE] = PassStatus(
-            state="complete",
+            # what the build left out of the trace or changed in it makes the pass partial: the report says why
+            state="partial" if report.changed else "complete",
             reason="; ".join(report.warnings),
             started_at=meta.created_at,
             duration_s=time.perf_counter() - started,
