@@ -9,6 +9,7 @@ import numpy as np
 from tenprof.analyses.overhead import Overhead, in_unrecorded_steps, kernel_launch_ns, measure, recorded_steps
 from tenprof.core.intervals import coverage, take, union_length
 from tenprof.core.kernel_names import USER_KERNEL_PREFIX
+from tenprof.store.meta import GpuInfo
 from tenprof.store.profile import Profile
 
 
@@ -151,7 +152,7 @@ def memory_peak(profile: Profile) -> MemoryPeak | None:
             line = f"{f.column('file')[frame].as_py()}:{f.column('line')[frame].as_py()}"
             if frame in stack_frames(profile):
                 line = f"{f.column('function')[frame].as_py()}() starting at {line}"
-    start, _ = profiled_span(profile, ("ops", "kernels", "transfers"))
+    start = recording_start(profile)
     return MemoryPeak(
         device=f"{m.column('device_type')[i].as_py()}:{int(m.column('device')[i].as_py())}",
         allocated_bytes=int(m.column("total_allocated_bytes")[i].as_py()),
@@ -160,6 +161,12 @@ def memory_peak(profile: Profile) -> MemoryPeak | None:
         op=name,
         line=line,
     )
+
+
+def recording_start(profile: Profile) -> int:
+    """Where times "into the recording" count from: the first op, kernel or copy. The memory peak's time and
+    the report page's memory chart both count from here, so the page marks the peak where the text says."""
+    return profiled_span(profile, ("ops", "kernels", "transfers"))[0]
 
 
 def stack_frames(profile: Profile) -> set[int]:
@@ -195,6 +202,17 @@ def step_stats(profile: Profile, starts: np.ndarray, ends: np.ndarray) -> StepSt
     return StepStats(len(d), int(np.median(d)), int(d.min()), int(d.max()), int(d.sum()), busy)
 
 
+def device_labels(gpus: list[GpuInfo], kernel_devices: np.ndarray, transfer_devices: np.ndarray) -> list[str]:
+    """The devices of the summary: the GPUs the profile names; where it names none (a trace without
+    Kineto's deviceProperties) but GPU work was recorded, the devices that work ran on; else CPU only."""
+    if gpus:
+        return [f"GPU {g.index}: {g.name}" for g in gpus]
+    ran_on = sorted({int(d) for d in np.concatenate([kernel_devices, transfer_devices]).tolist()})
+    if not ran_on:
+        return ["CPU only (no CUDA device recorded)"]
+    return [f"GPU {d} (the trace does not name it)" for d in ran_on]
+
+
 def summarize(profile: Profile) -> Summary:
     meta = profile.meta
     k = profile.table("kernels")
@@ -207,7 +225,7 @@ def summarize(profile: Profile) -> Summary:
         window = hi - lo
     busy = union_length(starts, ends)
     steps = step_stats(profile, starts, ends)
-    devices = [f"GPU {g.index}: {g.name}" for g in meta.gpus] or ["CPU only (no CUDA device recorded)"]
+    devices = device_labels(meta.gpus, k.column("device").to_numpy(), t.column("device").to_numpy())
     versions = ", ".join(
         part
         for part in (

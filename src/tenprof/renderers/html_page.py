@@ -3,16 +3,17 @@
 The page holds the JSON report (`sections.report_data`: every section of the registry, as `--json` gives
 it) and the data only pictures need: the call tree (pruned to the nodes holding at least 0.05% of the
 GPU or CPU time, so that a large run's page stays small), the allocated memory over time (at most 2000
-points: the peaks of each bucket kept), and the tensor and blame forests as SVG when Graphviz's `dot`
-is installed (else the forest's text). Its script and style are inlined from `html_assets/`: nothing is
-fetched, so the page opens from a scratch disk or a CI artifact. The script draws every section from
-the data; a section it has no drawing for is shown as its JSON, so a section added to the
-registry appears in the page too.
+points: the peaks of each bucket kept; the peak marked is the summary's, the one the text report prints),
+and the tensor and blame forests as SVG when Graphviz's `dot` is installed (else the forest's text). Its
+script and style are inlined from `html_assets/`: nothing is fetched, so the page opens from a scratch
+disk or a CI artifact. The script draws every section from the data; a section it has no drawing for is
+shown as its JSON, so a section added to the registry appears in the page too.
 """
 
 from __future__ import annotations
 
 from importlib import resources
+from itertools import pairwise
 from pathlib import Path
 from typing import IO, Any
 
@@ -20,6 +21,7 @@ import numpy as np
 import orjson
 
 from tenprof.analyses.calltree import Node, build_tree
+from tenprof.analyses.summary import recording_start
 from tenprof.errors import UsageError
 from tenprof.renderers.sections import ReportOptions, report_data
 from tenprof.store.profile import Profile
@@ -39,7 +41,8 @@ def page_data(
     data["profile"] = str(profile.directory)
     has_timeline = profile.has_pass(Pass.TIMELINE)
     data["calltree"] = _tree(build_tree(profile)) if has_timeline else None
-    data["memory_timeline"] = _memory_timeline(profile) if has_timeline else None
+    summary = data.get("summary") or {}
+    data["memory_timeline"] = _memory_timeline(profile, summary.get("memory_peak")) if has_timeline else None
     data["drawings"] = _drawings(profile.directory)
     data.update(extra or {})
     return data
@@ -107,35 +110,35 @@ def _tree(root: Node) -> dict[str, Any]:
     return {"nodes": nodes, "min_share": TREE_MIN_SHARE}
 
 
-def _memory_timeline(profile: Profile) -> dict[str, Any] | None:
-    """Allocated bytes on the first GPU (else the CPU) over the run: each bucket's highest value."""
+def _memory_timeline(profile: Profile, peak: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Allocated bytes over the run on the device of the summary's memory peak (`peak`, the JSON report's
+    `summary.memory_peak`): each bucket's highest value, at the time it was reached. The times count from
+    the same start as the peak's (`recording_start`) and the peak is the summary's, not found again here:
+    the page's peak is the text report's to the nanosecond, and the line's highest point sits under it."""
     memory = profile.table("memory")
-    if not memory.num_rows:
+    if not memory.num_rows or peak is None:
         return None
-    kinds = memory.column("device_type").to_pylist()
-    indexes = memory.column("device").to_numpy()
-    device = "cuda" if "cuda" in kinds else kinds[0]
-    of_kind = np.array([k == device for k in kinds])
-    first = int(indexes[of_kind].min())  # each GPU has its own total: one of them, not their interleaving
-    chosen = of_kind & (indexes == first)
-    if device == "cuda":
-        device = f"cuda:{first}"
+    kind, index = str(peak["device"]).rsplit(":", 1)
+    kinds = np.array(memory.column("device_type").to_pylist())
+    # one device: each GPU has its own total, so their events interleaved would draw neither
+    chosen = (kinds == kind) & (memory.column("device").to_numpy() == int(index))
     ts = memory.column("ts_ns").to_numpy()[chosen]
     allocated = memory.column("total_allocated_bytes").to_numpy()[chosen]
     order = np.argsort(ts, kind="stable")
     ts, allocated = ts[order], allocated[order]
-    start = int(ts[0])
     if len(ts) > MEMORY_POINTS:
         edges = np.linspace(0, len(ts), MEMORY_POINTS + 1).astype(np.int64)
-        peaks = np.maximum.reduceat(allocated, edges[:-1])
-        ts, allocated = ts[edges[:-1]], peaks
-    peak = int(np.argmax(allocated))
+        # each bucket's highest value at the time it was reached (not at the bucket's first event, which
+        # drew the peak up to a bucket's width early)
+        highest = [int(a + np.argmax(allocated[a:b])) for a, b in pairwise(edges)]
+        ts, allocated = ts[highest], allocated[highest]
+    start = recording_start(profile)
     return {
-        "device": device,
+        "device": str(peak["device"]),
         "t_ns": (ts - start).tolist(),
         "allocated": allocated.tolist(),
-        "peak_bytes": int(allocated[peak]),
-        "peak_t_ns": int(ts[peak] - start),
+        "peak_bytes": int(peak["allocated_bytes"]),
+        "peak_t_ns": int(peak["at_ns"]),
     }
 
 

@@ -25,6 +25,22 @@
   }
   function pct(x, digits) { return x === null || x === undefined ? "" : (x * 100).toFixed(digits === undefined ? 1 : digits) + "%"; }
   function num(x) { return x === null || x === undefined ? "" : (Number.isInteger(x) ? x.toLocaleString("en") : x.toFixed(2)); }
+  // A finding's numbers are named by their unit (first_step_ns, launch_cpu_us, share_of_gpu, power_w): the
+  // value is written in a unit of its own size (11.52 s, not 11516825068 ns), so the unit is taken off
+  // the label and the value alone says it; a key naming no unit is a plain number.
+  const UNITS = [
+    [/_ns$/, (v) => dur(v)], [/_us$/, (v) => dur(v * 1e3)], [/_ms$/, (v) => dur(v * 1e6)],
+    [/_(pct|percent)$/, (v) => v.toFixed(1) + "%"], [/(^share_|_share$)/, (v) => pct(v)],
+    [/_gbps$/, (v) => num(v) + " GB/s"], [/_mhz$/, (v) => num(v) + " MHz"], [/_w$/, (v) => num(v) + " W"],
+    [/_c$/, (v) => num(v) + " °C"], [/(^|_)bytes(_|$)/, (v) => bytes(v)],
+  ];
+  const UNIT_SUFFIX = /_(ns|us|ms|pct|percent|gbps|mhz|w|c)$/;
+  function quantity(key, v) {
+    const label = key.replace(UNIT_SUFFIX, "").replace(/_/g, " ");
+    if (typeof v !== "number") return [label, String(v)];
+    const unit = UNITS.find(([pattern]) => pattern.test(key));
+    return [label, unit ? unit[1](v) : num(v)];
+  }
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs || {})) {
@@ -39,12 +55,19 @@
     return node;
   }
   function titled(node, text) { const t = svg("title"); t.textContent = text; node.append(t); return node; }
+  // The analyses write -1 for "none" or "not recorded" in integer fields that cannot be negative: an id
+  // (a load pattern's tensor_id), a position in the op sequence (free_op_seq: alive at the end;
+  // next_use_op_seq: no use after the peak) or a size (allocator_peak_bytes, reserved_bytes). Shown as
+  // JSON, such a -1 reads as a value: the field is left out instead, as a null is.
+  const SENTINEL_KEY = /(^|_)(id|seq|index|bytes)$/;
+  function withoutSentinels(key, value) { return value === -1 && SENTINEL_KEY.test(key) ? undefined : value; }
+  function asJson(value) { return JSON.stringify(value, withoutSentinels, 1); }
   // the fields of a section's data that its drawing does not show, as JSON under "more data"
   function leftovers(parent, obj, shown) {
     if (!obj || typeof obj !== "object" || Array.isArray(obj)) return;
     const rest = Object.fromEntries(Object.entries(obj).filter(([k, v]) => !shown.includes(k) && v !== null && !(Array.isArray(v) && !v.length)));
     if (!Object.keys(rest).length) return;
-    const text = JSON.stringify(rest, null, 1);
+    const text = asJson(rest);
     parent.append(el("details", { class: "more" }, el("summary", { text: "more data: " + Object.keys(rest).join(", ") }),
       el("pre", { text: text.length > 50000 ? text.slice(0, 50000) + "\n…" : text })));
   }
@@ -142,8 +165,10 @@
       if (f.why) d.append(el("h4", { text: "Why" }), el("p", { text: f.why }));
       if (f.fix) d.append(el("h4", { text: "Fix" }), el("p", { text: f.fix }));
       if (f.numbers && Object.keys(f.numbers).length) {
-        d.append(el("h4", { text: "Numbers" }), el("table", { class: "grid numbers" }, ...Object.entries(f.numbers).map(([k, v]) =>
-          el("tr", {}, el("td", { class: "text", text: k.replace(/_/g, " ") }), el("td", { text: typeof v === "number" ? (k.endsWith("_ns") ? dur(v) : num(v)) : String(v) })))));
+        d.append(el("h4", { text: "Numbers" }), el("table", { class: "grid numbers" }, ...Object.entries(f.numbers).map(([k, v]) => {
+          const [label, text] = quantity(k, v);
+          return el("tr", { "data-key": k }, el("td", { class: "text", text: label }), el("td", { text: text }));
+        })));
       }
       sec.append(d);
     });
@@ -303,19 +328,24 @@
     const sec = section("memory", "Memory");
     if (m) {
       const W = 960, H = 200, L = 70, B = 24, T = 10;
-      const tmax = m.t_ns[m.t_ns.length - 1] || 1, ymax = m.peak_bytes || 1;
+      // times count from the recording's start, as the peak's; the axis spans the memory events (they may
+      // begin seconds in: the first op can come long before the first allocation), both ends labelled
+      const tmin = m.t_ns[0], tmax = m.t_ns[m.t_ns.length - 1], ymax = m.peak_bytes || 1;
       const chart = svg("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, class: "memory-chart" });
-      const X = (t) => L + (t / tmax) * (W - L - 10), Y = (b) => H - B - (b / ymax) * (H - B - T);
+      const X = (t) => L + ((t - tmin) / (tmax - tmin || 1)) * (W - L - 10), Y = (b) => H - B - (b / ymax) * (H - B - T);
       chart.append(svg("line", { x1: L, y1: H - B, x2: W, y2: H - B, class: "axis" }), svg("line", { x1: L, y1: T, x2: L, y2: H - B, class: "axis" }));
       // a step line: the allocated total holds from one allocator event to the next
       const points = m.t_ns.map((t, i) => (i ? `${X(t).toFixed(1)},${Y(m.allocated[i - 1]).toFixed(1)} ` : "") + `${X(t).toFixed(1)},${Y(m.allocated[i]).toFixed(1)}`).join(" ");
       chart.append(svg("polyline", { points: points, fill: "none", stroke: "var(--compute)", "stroke-width": 1.5 }));
-      chart.append(titled(svg("circle", { cx: X(m.peak_t_ns), cy: Y(m.peak_bytes), r: 4, fill: "var(--bad)" }), `peak ${bytes(m.peak_bytes)} at ${dur(m.peak_t_ns)}`));
+      const into = `${dur(m.peak_t_ns)} into the recording`;  // the text report's words for the same number
+      chart.append(titled(svg("circle", { cx: X(m.peak_t_ns), cy: Y(m.peak_bytes), r: 4, fill: "var(--bad)", class: "peak", "data-t-ns": m.peak_t_ns }), `peak ${bytes(m.peak_bytes)}, ${into}`));
       for (const [v, y] of [[ymax, T + 4], [0, H - B]]) {
         const t = svg("text", { x: L - 6, y: y + 4, "text-anchor": "end" }); t.textContent = bytes(v); chart.append(t);
       }
-      const end = svg("text", { x: W - 10, y: H - 6, "text-anchor": "end" }); end.textContent = dur(tmax); chart.append(end);
-      sec.append(el("p", { class: "note", text: `Allocated on ${m.device} over the run; peak ${bytes(m.peak_bytes)} at ${dur(m.peak_t_ns)}.` }), chart);
+      const begin = svg("text", { x: L, y: H - 6, "text-anchor": "start" }); begin.textContent = dur(tmin);
+      const end = svg("text", { x: W - 10, y: H - 6, "text-anchor": "end" }); end.textContent = dur(tmax);
+      chart.append(begin, end);
+      sec.append(el("p", { class: "note", text: `Allocated on ${m.device} over the run; peak ${bytes(m.peak_bytes)}, ${into}.` }), chart);
     }
     if (holders) {
       sec.append(el("h3", { text: `At the peak (${bytes(holders.peak_bytes)}, ${holders.peak_op || ""} ${holders.peak_line || ""})` }));
@@ -546,7 +576,7 @@
     for (const [key, value] of Object.entries(data)) {
       if (drawn.has(key) || value === null || (Array.isArray(value) && !value.length)) continue;
       const sec = section(key, key.replace(/_/g, " "));
-      const text = JSON.stringify(value, null, 1);
+      const text = asJson(value);
       sec.append(el("pre", { text: text.length > 20000 ? text.slice(0, 20000) + "\n…" : text }));
     }
   }
@@ -555,5 +585,11 @@
     drawAccessPatterns, drawPerfModel, drawCounters, drawStalls, drawOthers]) {
     try { draw(); } catch (err) { console.error(`tenprof page: ${draw.name} failed:`, err); }
   }
+  // The bar of links sticks to the top and wraps to more lines on a narrow window: its height, kept in
+  // --toc-height, is how far below the top a linked section lands (scroll-margin-top) and where the
+  // tables' headers stick, so neither hides under it.
+  const tocHeight = () => document.documentElement.style.setProperty("--toc-height", toc.getBoundingClientRect().height + "px");
+  tocHeight();
+  new ResizeObserver(tocHeight).observe(toc);
   document.body.dataset.ready = "1";
 })();
