@@ -161,6 +161,22 @@ def test_a_user_triton_gather_reads_its_table_at_random(patterns: LoadPatterns) 
     assert gather == {"float32[67108864]": "gather", "float32[4194304]": "coalesced", "int32[4194304]": "coalesced"}
 
 
+def test_a_view_read_coalesced_is_not_told_its_loads_are_strided() -> None:
+    # tests/data/tensor_cost/user_kernels' `a.t() + b`: the add walks a.t()'s order, so the view is read
+    # coalesced (4 sectors per request, the ideal) and b strided. The view's row said so and then advised
+    # "the kernel's loads are strided; call .contiguous()": advice must agree with the measurement beside it.
+    profile = load_profile(DATA / "tensor_cost" / "user_kernels")
+    forest, found = Forest(profile), load_patterns(profile)
+    views = [c for c in tensor_stall_cost(profile) if c.tensor_id >= 0 and forest.columns["view_op"][c.tensor_id]]
+    view = next(c for c in views if forest.columns["view_op"][c.tensor_id] == "aten::t")
+    read = found.telling_read(view.tensor_id, view.kernels)
+    assert read is not None and read.kind == "coalesced"
+    said = advice(view, forest, found)
+    assert said.startswith("read coalesced") and "loads are strided" not in said, said
+    strided = next(q for q in found.peers(read) if q.kind == "strided")
+    assert f"walks this view's order (aten::t), which makes it read T{strided.tensor_id} strided" in said
+
+
 def test_recordings_made_before_the_lanes_were_compared_have_no_pattern() -> None:
     old = load_profile(DATA / "tensor_cost" / "transposed")
     assert not load_patterns(old).recorded and load_patterns(old).patterns == []

@@ -36,8 +36,12 @@ def _one_error_line(err: str, *names: str) -> str:
 # 1. export: missing folders are made; an output that cannot be written is one line
 
 
-def test_export_makes_the_missing_folders_of_the_output(tmp_path: Path) -> None:
-    out = tmp_path / "no" / "such" / "dir" / "t.json"
+def test_export_into_a_missing_folder_is_refused_as_cp_does(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "no" / "such" / "dir" / "t.json"  # a typo in -o makes no folders
+    assert main(["export", str(MATMUL), "--format", "perfetto", "-o", str(out)]) == 2
+    _one_error_line(capsys.readouterr().err, str(out), "does not exist (make it first: mkdir -p")
+    assert not (tmp_path / "no").exists()
+    (tmp_path / "no" / "such" / "dir").mkdir(parents=True)
     assert main(["export", str(MATMUL), "--format", "perfetto", "-o", str(out)]) == 0
     assert orjson.loads(out.read_bytes())["traceEvents"]
 
@@ -113,8 +117,14 @@ def test_generated_code_refuses_a_file_for_its_folder(
     assert (tmp_path / "existing").read_text() == "mine"
 
 
-def test_generated_code_makes_its_folder(compiled: Path, tmp_path: Path) -> None:
-    out = tmp_path / "a" / "code"
+def test_generated_code_makes_its_folder_but_not_the_folders_above(
+    compiled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    above = tmp_path / "a" / "code"
+    assert main(["export", str(compiled), "--format", "generated-code", "-o", str(above)]) == 2
+    _one_error_line(capsys.readouterr().err, str(above), "does not exist")
+    assert not (tmp_path / "a").exists()
+    out = tmp_path / "code"
     assert main(["export", str(compiled), "--format", "generated-code", "-o", str(out)]) == 0
     assert list(out.glob("*.py"))
 
@@ -139,7 +149,7 @@ def test_import_of_a_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     folder = tmp_path / "traces"
     folder.mkdir()
     assert main(["import", str(folder), "-o", str(tmp_path / "out")]) == 4
-    _one_error_line(capsys.readouterr().err, str(folder), "is a directory")
+    _one_error_line(capsys.readouterr().err, str(folder), "holds no trace")
 
 
 def test_reading_a_folder_names_a_trace_in_it(tmp_path: Path) -> None:
@@ -275,13 +285,12 @@ def test_run_of_a_missing_module_is_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    assert main(["run", "--quiet", "-o", "prof", "-m", "no_such_module"]) == 1
+    assert main(["run", "--quiet", "-o", "prof", "-m", "no_such_module"]) == 2
     err = capfd.readouterr().err
     assert "Traceback" not in err and "runpy" not in err, err
-    # --quiet: the error is all there is (no progress, no "profile written", no profiler log lines)
-    _one_error_line(err, "No module named no_such_module")
-    run = load_profile(tmp_path / "prof").meta.run
-    assert run.cut_short and "cannot run -m no_such_module" in run.cut_short_reason
+    # the error is all there is, said before anything runs: no report, no profile to block the next run
+    _one_error_line(err, "no module named no_such_module")
+    assert not (tmp_path / "prof").exists()
 
 
 def test_traceback_of_the_script_starts_at_the_script(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:

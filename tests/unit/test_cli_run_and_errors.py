@@ -73,6 +73,7 @@ def test_script_that_raises_keeps_what_was_recorded(tmp_path: Path, capsys: pyte
     assert "aten::mul" in profile.table("ops").column("name").to_pylist()
     printed = capsys.readouterr().out
     assert "cut short" in printed and "ValueError: boom" in printed and f"{job}:3" in printed
+    assert printed.splitlines()[0].startswith("The run was cut short: the script raised ValueError")  # first
 
 
 def test_ctrl_c_stops_the_script_and_saves_the_profile(tmp_path: Path) -> None:
@@ -145,7 +146,9 @@ def test_existing_output_directory_is_not_overwritten(tmp_path: Path, capsys: py
     out.mkdir()
     (out / "keep.txt").write_text("mine")
     assert main(["run", "-o", str(out), str(EXAMPLE)]) == 2
-    assert "already exists; pass --force" in capsys.readouterr().err
+    said = capsys.readouterr().err
+    # not a profile: --force would not help, so it is not offered; a folder inside it would
+    assert "is not a tenprof profile" in said and "pass --force" not in said and f"-o {out / 'tenprof-out'}" in said
     assert main(["run", "--force", "-o", str(out), str(EXAMPLE)]) == 2  # --force only replaces a profile
     assert (out / "keep.txt").read_text() == "mine"
 

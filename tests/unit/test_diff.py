@@ -65,7 +65,7 @@ def test_a_gpu_bound_change_is_explained_by_its_line() -> None:
     # float32 GEMMs without tensor cores, then with TF32: the step is the GPU's; the matmul line's GPU
     # change is the step change but for a small remainder
     d = _pair("finding_fp32_gemm")
-    assert d.step.beyond_noise and "do not overlap" in d.step.test  # 4 steps a side: p = 0.059 alone
+    assert d.step.beyond_noise and d.step.p_value < 0.05  # 4 steps a side that do not overlap: p = 0.029
     top = d.lines[0]
     assert top.delta_ns < 0 and abs(d.remainder_ns) < 0.05 * abs(d.step.delta_ns)
     assert abs(top.delta_ns) > 0.9 * abs(d.step.delta_ns)
@@ -261,14 +261,20 @@ def test_an_older_profile_reads_its_lines_only_from_a_file_not_changed_since(tmp
     ]
 
 
-def test_steps_apart_count_as_evidence_only_where_chance_could_not_do_it() -> None:
+def test_one_rule_decides_and_its_p_value_is_the_one_shown() -> None:
     two = _step_change([10, 11], [20, 21])  # all apart, but by chance once in three orderings
-    assert not two.beyond_noise and "(by chance: 0.333)" in two.test
-    four = _step_change([10, 11, 12, 10], [20, 21, 22, 20])  # 2 / C(8, 4) = 0.029
-    assert four.beyond_noise and four.p_value > 0.05 and "(by chance: 0.029)" in four.test
+    assert not two.beyond_noise and two.p_value == pytest.approx(1 / 3) and "too few steps to tell" in two.test
+    four = _step_change([10, 11, 12, 10], [20, 21, 22, 20])  # apart: 2 / C(8, 4) = 0.029, all 70 splits
+    assert four.beyond_noise and four.p_value == pytest.approx(2 / 70) and "all 70 splits" in four.test
+    mixed = _step_change([10, 21, 12, 20], [11, 22, 13, 21])  # interleaved: no evidence
+    assert not mixed.beyond_noise and mixed.p_value > 0.05
     many = np.random.default_rng(1)
-    b, a = many.normal(100, 5, 1000), many.normal(102, 5, 1000)  # many steps: relabeled in 10 batches
-    assert _step_change(b.tolist(), a.tolist()).p_value < 0.01
+    b, a = many.normal(100, 5, 1000), many.normal(102, 5, 1000)  # many steps: a sample of the splits
+    large = _step_change(b.tolist(), a.tolist())
+    assert large.p_value < 0.01 and large.beyond_noise and "a sample of" in large.test
+    # whatever the case, "beyond the noise" is said exactly when the p-value shown is under 0.05
+    for case in (two, four, mixed, large):
+        assert case.beyond_noise == (case.p_value < 0.05)
 
 
 def test_an_op_and_its_out_variant_are_one_row_whatever_the_names_hold() -> None:

@@ -140,3 +140,37 @@ def test_the_steps_run_with_the_capture_off_are_rebuilt_from_the_raw_recording(t
     assert set(rebuilt["tokens"].to_pylist()) == {-1}
     off = [n for n, on in zip(rebuilt["step"].to_pylist(), rebuilt["capture_on"].to_pylist(), strict=True) if not on]
     assert off == [3, 7, 11]
+
+
+def test_the_overhead_verdict_follows_the_one_significance_rule() -> None:
+    from tenprof.analyses.overhead import _verdict
+
+    ms = 1_000_000
+    recorded = np.array([10, 11, 10, 12, 11, 10], dtype=np.int64) * ms
+    faster = _verdict(np.array([5, 5, 6]) * ms, recorded, cold_only=False)
+    assert faster[0] == "overhead" and faster[2] == pytest.approx(1 / 84)  # every off step below every recorded
+    alike = _verdict(np.array([10, 12, 11]) * ms, recorded, cold_only=False)
+    assert alike[0] == "within noise" and alike[2] is not None and alike[2] >= 0.05
+    few = _verdict(np.array([5]) * ms, np.array([10]) * ms, cold_only=False)  # 1 vs 1: p >= 0.5 whatever
+    assert few[0] == "too few steps" and few[2] is None and "1 step run with the capture off" in few[1]
+    cold = _verdict(np.array([1]) * ms, np.array([400, 3, 3]) * ms, cold_only=True)  # a pool's start-up
+    assert cold[0] == "too few steps" and "first 3" in cold[1]
+
+
+def test_the_overhead_line_shows_the_timed_step_unclamped_and_says_when_nothing_is_measurable() -> None:
+    from tenprof.analyses.overhead import Overhead
+    from tenprof.renderers.text import overhead_line
+
+    noisy = Overhead("measured", "", 517_520.0, 517_520.0, 1, 6, None, None, 590_000.0, "within noise", "test", 0.6)
+    line = overhead_line(noisy)
+    assert "no measurable overhead" in line and "590.00us a step un-profiled, 517.52us recorded" in line
+    assert "From 1 step run" in line and "1.00x" not in line
+    few = Overhead("measured", "", 489e6, 1.38e6, 1, 3, None, None, 1.38e6, "too few steps", "every ...", None)
+    line = overhead_line(few)
+    assert "too few steps to tell" in line and "355" not in line and "% of a recorded step" not in line
+
+
+def test_a_recorded_gpu_run_that_the_profiler_slows_is_measured_as_overhead() -> None:
+    o = measure(load_profile(OVERHEAD / "gpt2_fp32"))
+    assert o.verdict == "overhead" and o.p_value is not None and o.p_value < 0.05
+    assert o.timed_unprofiled_step_ns == o.unprofiled_step_ns  # faster than recorded: nothing capped

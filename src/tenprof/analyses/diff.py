@@ -21,11 +21,9 @@ ended. Per run:
   begin with the other's: compiled code calls the `out=` variants, one tensor more), when there is one
   such line, else stays at the line that called the compiled function;
 - per op (name and input shapes) and per kernel name: GPU time and launches per step.
-The step change is tested against each run's step-to-step spread: a permutation test on the difference
-of the medians (20000 relabelings, fixed seed, in batches that bound its memory), beyond noise when
-p < 0.05, or when no step of one run is as slow as any step of the other and that could happen by chance
-with probability 2 / C(n + m, n) < 0.05 (four steps a side: 0.029; with few steps the medians' test is
-coarse and ties raise it, so the ranges are then the stronger evidence; the report says which held).
+The step change is tested against each run's step-to-step spread by the one rule of
+`analyses.significance`: a rank-sum test, beyond noise when p < 0.05 (four steps a side that do not
+overlap: p = 0.029; two a side can never be, and the report says there are too few steps to tell).
 
 The per-line rows are ranked by the larger of their GPU and CPU deltas. They add up to the step change
 on one basis, with a remainder that is shown: by GPU time (the lines' kernel time; kernels with no line
@@ -42,7 +40,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -53,14 +50,11 @@ from tenprof.analyses.compiled import in_compiled_region
 from tenprof.analyses.findings import Thresholds, find_all
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.line_keys import LineKey, LineKeys, Place
+from tenprof.analyses.significance import can_tell, rank_sum_test, smallest_p
 from tenprof.core.intervals import coverage, take
 from tenprof.store.profile import Profile
 
 Signature = tuple[str, str]  # an op: its name and its input shapes as JSON
-
-PERMUTATIONS = 20000
-SIGNIFICANT = 0.05
-SHUFFLED_VALUES = 4_000_000  # per batch of relabelings: bounds the test's memory (32 MB)
 
 
 @dataclass(frozen=True)
@@ -467,21 +461,8 @@ def _step_change(before: list[int], after: list[int]) -> StepChange:
     after_ns = float(np.median(a)) if len(a) else 0.0
     if len(b) < 2 or len(a) < 2:
         return StepChange(before_ns, after_ns, float("nan"), False, "not tested: fewer than two steps in a run")
-    observed = abs(after_ns - before_ns)
-    pooled = np.concatenate([b, a])
-    rng = np.random.default_rng(0)
-    batch = max(1, SHUFFLED_VALUES // len(pooled))
-    as_large = 0
-    for done in range(0, PERMUTATIONS, batch):
-        shuffled = rng.permuted(np.broadcast_to(pooled, (min(batch, PERMUTATIONS - done), len(pooled))), axis=1)
-        differences = np.abs(np.median(shuffled[:, len(b) :], axis=1) - np.median(shuffled[:, : len(b)], axis=1))
-        as_large += int(np.count_nonzero(differences >= observed - 1e-9))
-    p = float((as_large + 1) / (PERMUTATIONS + 1))
-    test = f"permutation test on the medians ({len(b)} vs {len(a)} steady steps, {PERMUTATIONS} relabelings)"
-    # no step of one run as slow as any of the other: by chance with probability 2 / C(n + m, n) at most
-    # (every step of one run below every step of the other, either way), evidence only when that is small
-    apart = bool(a.max() < b.min() or a.min() > b.max())
-    chance = 2 / math.comb(len(a) + len(b), len(b))
-    if apart:
-        test += f"; the two runs' steps do not overlap (by chance: {chance:.3f})"
-    return StepChange(before_ns, after_ns, p, p < SIGNIFICANT or (apart and chance < SIGNIFICANT), test)
+    tested = rank_sum_test(b, a)
+    test = tested.describe((len(b), len(a)))
+    if not can_tell(len(b), len(a)):
+        test += f"; too few steps to tell (the smallest p they can give is {smallest_p(len(b), len(a)):.3f})"
+    return StepChange(before_ns, after_ns, tested.p_value, tested.beyond_noise, test)

@@ -4,8 +4,12 @@ A run of `tenprof run` with steps times a few of them with the capture off (`cap
 steps table; see `tenprof.capture.overhead_plan`), so each profile says, measured:
 - the un-profiled step time U (median of the steps run with the capture off) and the profiled one P
   (median of the recorded steady steps), both between tenprof's own clock reads at the boundaries;
-  means instead where the recorded steps' mean and median differ by a quarter (steps of two kinds), and
-  U no more than P (off steps that took longer met the program's own variation);
+  means instead where the recorded steps' mean and median differ by a quarter (steps of two kinds); U as
+  timed is kept, and capped at P for the findings judged on it (off steps that took longer met the
+  program's own variation, not a profiler that sped it up);
+- whether the off steps were faster than the recorded ones beyond the steps' own variation, by the one
+  rule of `analyses.significance` (one-sided rank-sum test, p < 0.05): "overhead", "within noise", or
+  "too few steps" where no outcome could be significant, or where every recorded step is a cold one;
 - the profiler's share of each recorded step, (P - U) / P: CPU time that would not be there un-profiled;
 - the GPU work per step B (kernels and copies, overlaps counted once; GPU time is not slowed by the
   profiler), and the GPU's busy share un-profiled, taken from the steps run with the capture off
@@ -23,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from tenprof.analyses.significance import can_tell, rank_sum_test
 from tenprof.core.intervals import merged, take
 from tenprof.store.profile import Profile
 
@@ -49,6 +54,12 @@ class Overhead:
     recorded_steps: int  # recorded steady steps the profiled time is the median of
     gpu_busy_per_step_ns: float | None  # GPU work per recorded step: not slowed by profiling
     unprofiled_gpu_busy_share: float | None
+    # measured only: the un-profiled step as timed (unprofiled_step_ns is capped at the recorded step, for
+    # the findings judged on it), and whether it tells the profiler's cost from the steps' own variation
+    timed_unprofiled_step_ns: float | None = None
+    verdict: str = ""  # overhead | within noise | too few steps ('' when estimated or not measured)
+    verdict_note: str = ""  # the test behind the verdict, or why there are too few steps
+    p_value: float | None = None  # of the rank-sum test (analyses.significance), where there was one
 
     @property
     def ratio(self) -> float | None:
@@ -160,7 +171,8 @@ def measure(profile: Profile) -> Overhead:
             None,
         )
     complete = np.asarray(steps.column("complete").to_numpy(zero_copy_only=False), dtype=bool)
-    on_rows = _steady(profile, complete & capture_on(profile))
+    recorded = complete & capture_on(profile)
+    on_rows = _steady(profile, recorded)
     off_rows = complete & ~capture_on(profile)
     profiled = _own_durations(profile, on_rows)
     unprofiled = _own_durations(profile, off_rows)
@@ -173,9 +185,12 @@ def measure(profile: Profile) -> Overhead:
         p = max(_typical(profiled, profiled), busy or 0.0)
         # Un-profiled no slower than recorded: off steps that took longer met the program's own variation
         # (or a slower kind of step), not a profiler that sped it up.
-        u = min(max(_typical(unprofiled, profiled), gpu_off), p)
+        timed = max(_typical(unprofiled, profiled), gpu_off)
+        u = min(timed, p)
         share = gpu_off / u if profile.has_gpu and u else None
         spread = f"{_ms(unprofiled.min())} to {_ms(unprofiled.max())}"
+        cold_only = not (on_rows & ~_cold(profile)).any()
+        verdict, why, p_value = _verdict(unprofiled, profiled, cold_only)
         return Overhead(
             "measured",
             f"{len(unprofiled)} step(s) run with the capture off ({spread}) against {len(profiled)} recorded",
@@ -185,8 +200,44 @@ def measure(profile: Profile) -> Overhead:
             len(profiled),
             busy,
             min(share, 1.0) if share is not None else None,
+            timed,
+            verdict,
+            why,
+            p_value,
         )
     return _estimate(profile, on_rows, busy)
+
+
+def _cold(profile: Profile) -> npt.NDArray[np.bool_]:
+    return np.asarray(profile.table("steps").column("step").to_numpy() < COLD_STEPS, dtype=bool)
+
+
+def _verdict(
+    unprofiled: npt.NDArray[np.int64], profiled: npt.NDArray[np.int64], cold_only: bool
+) -> tuple[str, str, float | None]:
+    """Whether the steps run with the capture off were faster than the recorded ones beyond the steps' own
+    variation (the one rule of analyses.significance, one-sided: profiling only adds time)."""
+    if cold_only:
+        return (
+            "too few steps",
+            f"every recorded step is one of the first {COLD_STEPS} (start-up, compilation, tuning), which no step "
+            "run with the capture off can be compared with; run more steps",
+            None,
+        )
+    if not can_tell(len(unprofiled), len(profiled), "less"):
+        return (
+            "too few steps",
+            f"{_steps(len(unprofiled))} run with the capture off against {_steps(len(profiled))} recorded (past the "
+            f"first {COLD_STEPS}) cannot be told from the steps' own variation; run more steps",
+            None,
+        )
+    test = rank_sum_test(unprofiled, profiled, "less")
+    how = test.describe((len(unprofiled), len(profiled)))
+    return ("overhead" if test.beyond_noise else "within noise"), how, test.p_value
+
+
+def _steps(count: int) -> str:
+    return f"{count} step{'s' if count != 1 else ''}"
 
 
 def _typical(durations: npt.NDArray[np.int64], recorded: npt.NDArray[np.int64]) -> float:

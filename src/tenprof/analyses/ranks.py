@@ -9,7 +9,9 @@ read.
 
 Per rank and per complete step (medians over steps): step time, compute (a non-collective kernel runs),
 communication (a collective kernel runs: NCCL), exposed communication (communication while no compute
-kernel runs, HTA's definition), transfers, idle; overlap = 1 - exposed / communication.
+kernel runs, HTA's definition), transfers, idle; overlap = 1 - exposed / communication; and the host's
+time inside torch ops (top-level ops, overlaps once). Without marked steps the whole profiled span is one
+step: from the first GPU work to the last, or, with no GPU work (a CPU run), from the first op to the last.
 
 Stragglers. With collectives every step all ranks' steps take the same time, and the rank the others
 wait for is the one that waits least inside collectives. A rank is named a straggler when its collective
@@ -63,9 +65,16 @@ class RankSummary:
     exposed_ns: float
     transfers_ns: float
     idle_ns: float
+    cpu_ops_ns: float = 0.0  # the host inside torch ops (top-level ops of any thread, overlaps once)
+    marked: bool = True  # steps were marked (else `steps` is 1: the whole profiled span)
     collective_ends: list[int] = field(default_factory=list)  # end of every collective kernel, in order
     windows: tuple[list[int], list[int]] = ([], [])  # the steps' [start, end) on this rank's clock
     clock_offset_ns: int = 0
+
+    @property
+    def outside_ops_ns(self) -> float:
+        """The step's time the host spent outside torch ops (its own Python, waiting, the profiler)."""
+        return max(0.0, self.step_ns - self.cpu_ops_ns)
 
     @property
     def overlap(self) -> float:
@@ -100,8 +109,14 @@ def rank_summary(profile: Profile, rank: int) -> RankSummary:
     complete = steps.column("complete").to_numpy(zero_copy_only=False) if steps.num_rows else np.zeros(0, bool)
     lo = steps.column("start_ns").to_numpy()[complete] if steps.num_rows else np.zeros(0, np.int64)
     hi = steps.column("end_ns").to_numpy()[complete] if steps.num_rows else np.zeros(0, np.int64)
+    ops = profile.table("ops")
+    top = ops.column("depth").to_numpy() == 0
+    os_, oe = ops.column("start_ns").to_numpy()[top], ops.column("end_ns").to_numpy()[top]
+    marked = bool(len(lo))
     if not len(lo) and len(ks):  # no steps marked: the whole profiled span is one step
         lo, hi = np.array([min(ks.min(), ts.min() if len(ts) else ks.min())]), np.array([ke.max()])
+    elif not len(lo) and len(os_):  # nor any GPU work: the span of its ops (a CPU run)
+        lo, hi = np.array([os_.min()]), np.array([oe.max()])
     compute = coverage(ks[~comm], ke[~comm], lo, hi)
     communication = coverage(ks[comm], ke[comm], lo, hi)
     with_comm = coverage(ks, ke, lo, hi)
@@ -128,6 +143,8 @@ def rank_summary(profile: Profile, rank: int) -> RankSummary:
         exposed_ns=med(with_comm - compute),
         transfers_ns=med(busy - with_comm),
         idle_ns=med((hi - lo) - busy),
+        cpu_ops_ns=med(coverage(os_, oe, lo, hi)),
+        marked=marked,
         collective_ends=ends,
         windows=(lo.tolist(), hi.tolist()),
     )

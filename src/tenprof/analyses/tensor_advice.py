@@ -11,9 +11,12 @@ Rules, first match wins (each states the evidence it uses):
 2b. read by a gather/index/embedding kernel (no pattern measured): the addresses come from an index
    tensor; sort or group the indices so neighbouring threads read neighbouring rows, or keep the hot
    rows in a smaller table;
+2c. a non-contiguous view its kernel was measured reading coalesced while reading another operand
+   strided: the kernel walks the view's order, so the view's layout makes the other read strided;
 3. the tensor is a non-contiguous view (strides not row-major) made by a layout op (t, transpose,
-   permute, expand, ...): the kernel reads it with strided loads; make it contiguous once where it is
-   made when several ops read it, or produce it in the layout its readers want;
+   permute, expand, ...) and no read of it was measured coalesced: the kernel reads it with strided
+   loads; make it contiguous once where it is made when several ops read it, or produce it in the
+   layout its readers want;
 4. its storage was written by an op of the program (the base tensor's creator is not a factory or a
    copy of a parameter): written to memory by one op and read back by the next; fusing them
    (torch.compile) keeps it out of memory;
@@ -70,8 +73,12 @@ def advice(cost: TensorCost, forest: Forest, patterns: LoadPatterns | None = Non
             "read by a gather through an index tensor: sort or group the indices so neighbouring threads read "
             "neighbouring rows, or keep the hot rows in a smaller table"
         )
+    coalesced = read and read[0].kind == "coalesced"
+    if coalesced and patterns is not None and (said := _walked_view_advice(read[0], patterns, forest)):
+        return said
     view_op = str(forest.columns["view_op"][t])
-    if int(forest.columns["parent_tensor_id"][t]) >= 0 and not forest.is_contiguous(t):
+    # a view read coalesced (measured) is not read with strided loads, whatever its strides
+    if not coalesced and int(forest.columns["parent_tensor_id"][t]) >= 0 and not forest.is_contiguous(t):
         return (
             f"read through a non-contiguous view ({view_op or 'view'}): the kernel's loads are strided; call "
             ".contiguous() once where it is made if several ops read it, or produce it in the layout its readers want"
@@ -87,6 +94,26 @@ def advice(cost: TensorCost, forest: Forest, patterns: LoadPatterns | None = Non
     if read:
         return f"memory-bound reads of this tensor, measured {describe(read[0])}: the layout is not the problem"
     return "memory-bound reads of this tensor: check that each kernel reads it once and coalesced"
+
+
+def _walked_view_advice(p: AccessPattern, patterns: LoadPatterns, forest: Forest) -> str | None:
+    """A non-contiguous view the kernel read coalesced while it read another operand strided: the kernel
+    walks this view's order (TensorIterator follows its inputs' layouts), so the view's layout is what
+    makes the other read strided. None where that is not what was measured."""
+    t = p.tensor_id
+    if forest.is_contiguous(t):
+        return None
+    strided = next((q for q in patterns.peers(p) if q.kind == "strided"), None)
+    if strided is None:
+        return None
+    view = str(forest.columns["view_op"][t]) or "a view"
+    measured = describe(p).removeprefix("coalesced, ")
+    return (
+        f"read coalesced ({measured}), but the kernel walks this view's order ({view}), which makes it read "
+        f"T{strided.tensor_id} strided ({strided.sectors_per_request:.1f} sectors per request where "
+        f"{strided.ideal_per_request:.1f} would do); give both the same layout (T{t}.contiguous() where it is "
+        f"made, or T{strided.tensor_id} in this layout)"
+    )
 
 
 def pattern_advice(p: AccessPattern, patterns: LoadPatterns, forest: Forest) -> str | None:

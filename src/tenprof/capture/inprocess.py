@@ -47,6 +47,7 @@ class InProcessProfile:
             memory=memory,
             schedule=Schedule.parse(schedule) if schedule else None,
             overhead_steps=overhead_steps,
+            keep_profiler_lines_out=True,  # no launcher here to filter them
         )
         self._session: TimelineSession | None = None
         self._writer: PassWriter | None = None

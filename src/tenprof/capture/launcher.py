@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -27,6 +28,7 @@ from tenprof.capture.access_build import (
     find_toolkit,
 )
 from tenprof.capture.log_filter import LogFilter, ProfilerLog, StderrRelay
+from tenprof.capture.module_lookup import module_problem
 from tenprof.capture.ncu_runner import Progress, find_ncu, ncu_command
 from tenprof.capture.overhead_plan import DEFAULT_COUNT as DEFAULT_OVERHEAD_STEPS
 from tenprof.capture.pass_builders import (
@@ -51,21 +53,41 @@ PASSES = tuple(Pass)  # in the order they run
 NCU_PASSES = (Pass.COUNTERS, Pass.STALLS)
 
 
-def all_passes(ncu: str = "") -> tuple[str, ...]:
-    """`--passes all`: the timeline and tensors passes, the ncu passes (counters, stalls) where ncu is
-    found, and the accesses pass where the CUDA toolkit (nvcc, compute-sanitizer) is."""
+def all_passes(ncu: str = "") -> tuple[tuple[str, ...], dict[str, str]]:
+    """`--passes all`: the passes that can run here, and why each of the others cannot. The timeline and
+    tensors passes always; the ncu passes (counters, stalls) where ncu and a GPU are found, and the
+    accesses pass where the CUDA toolkit (nvcc, compute-sanitizer) and a GPU are."""
     passes: list[str] = [Pass.TIMELINE, Pass.TENSORS]
-    try:
-        find_ncu(ncu)
-        passes += NCU_PASSES
-    except UsageError:
-        pass
+    left_out: dict[str, str] = {}
+    if not gpu_present():
+        return tuple(passes), dict.fromkeys((*NCU_PASSES, Pass.ACCESSES), "no NVIDIA GPU here")
+    for name in NCU_PASSES:
+        try:
+            find_ncu(ncu, name)
+            passes.append(name)
+        except UsageError:
+            left_out[name] = "ncu (Nsight Compute) was not found; --ncu PATH names it"
     try:
         find_toolkit()
         passes.append(Pass.ACCESSES)
-    except AccessToolUnavailable:
-        pass
-    return tuple(passes)
+    except AccessToolUnavailable as exc:
+        left_out[Pass.ACCESSES] = str(exc)
+    return tuple(passes), left_out
+
+
+def gpu_present() -> bool:
+    """An NVIDIA GPU on this machine, seen without CUDA (the launcher never initialises it): a device
+    node of the driver, or a GPU that nvidia-smi lists."""
+    if Path("/dev/nvidia0").exists():
+        return True
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return False
+    try:
+        listed = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "GPU" in listed
 
 
 @dataclass
@@ -107,10 +129,14 @@ def _check_request(req: RunRequest) -> None:
         raise UsageError(f"pass {repeated[0]!r} given twice in --passes")
     if not req.module and not Path(req.target).is_file():
         raise UsageError(f"{req.target}: no such script")
+    if req.module and req.python == sys.executable:  # another Python has its own modules: it will say
+        problem = module_problem(req.target, [os.getcwd(), *sys.path])
+        if problem:
+            raise UsageError(f"cannot run -m {req.target}: {problem}")
     if req.schedule:
         Schedule.parse(req.schedule)
-    if any(p in NCU_PASSES for p in req.passes):
-        find_ncu(req.ncu)  # fail before any pass runs, naming the fix
+    for name in (p for p in req.passes if p in NCU_PASSES):
+        find_ncu(req.ncu, name)  # fail before any pass runs, naming the fix
     if req.access_every < 1:
         raise UsageError("--access-every must be at least 1")
     if Pass.ACCESSES in req.passes and Pass.TENSORS not in req.passes:

@@ -7,9 +7,14 @@ script's nor tenprof's, so `tenprof run` takes them out of what it shows and kee
 folder.
 
 The filter runs in the launcher (the parent), on the bytes it reads from the child's stderr, so nothing is
-lost if the child crashes. Everything that is not a known line passes at once and unchanged, partial
-lines included (a progress bar's '\\r' updates). A line is held back only while it already matches a known
-pattern in full and waits for its newline (Kineto writes the text and then the newline).
+lost if the child crashes. In a process that profiles itself (`with tenprof.profile(...)`), there is no
+parent: `profiler_lines_kept_out` holds the process's stderr in a file around each call into torch's
+profiler that prints (start, step, toggle, stop), and passes what is not a known line on; a line c10
+prints while the script's own code runs (the CPU allocator's) still shows there.
+
+Everything that is not a known line passes at once and unchanged, partial lines included (a progress
+bar's '\\r' updates). A line is held back only while it already matches a known pattern in full and waits
+for its newline (Kineto writes the text and then the newline).
 """
 
 from __future__ import annotations
@@ -21,8 +26,10 @@ import os
 import re
 import select
 import subprocess
+import sys
+import tempfile
 import termios
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -149,6 +156,31 @@ def write_fd(fd: int) -> Callable[[bytes], None]:
                 return
 
     return write
+
+
+@contextlib.contextmanager
+def profiler_lines_kept_out(log_path: Path) -> Iterator[None]:
+    """Around a call into torch's profiler in the profiled process itself: its stderr (file descriptor 2,
+    where the C++ side writes) goes to a temporary file while the call runs; then the known lines go to
+    `log_path` and everything else to the real stderr, in order."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            held.seek(0)
+            data = held.read()
+            if data:
+                log = ProfilerLog(log_path)
+                lines = LogFilter(write_fd(2), log.write)
+                lines.feed(data)
+                lines.close()
+                log.close()
 
 
 class StderrRelay:

@@ -20,8 +20,9 @@ _PROFILING = re.compile(r"==PROF== Profiling \"([^\"]*)\"")
 _PERMISSION = ("ERR_NVGPUCTRPERM", "does not have permission")
 
 
-def find_ncu(explicit: str = "") -> str:
-    """The ncu executable: `--ncu PATH`, else ncu on PATH, else the usual install folders."""
+def find_ncu(explicit: str = "", needed_by: str = "counters") -> str:
+    """The ncu executable: `--ncu PATH`, else ncu on PATH, else the usual install folders; not found, a
+    UsageError naming the pass that needs it (`needed_by`)."""
     if explicit:
         if not (Path(explicit).is_file() and os.access(explicit, os.X_OK)):
             raise UsageError(f"--ncu {explicit}: not an executable")
@@ -32,8 +33,9 @@ def find_ncu(explicit: str = "") -> str:
     for candidate in [*sorted(Path("/opt/nvidia").glob("nsight-compute/*/ncu")), Path("/usr/local/cuda/bin/ncu")]:
         if candidate.is_file():
             return str(candidate)
+    what = {"counters": "its hardware metrics", "stalls": "its warp stall samples"}.get(needed_by, "its replays")
     raise UsageError(
-        "the counters pass needs Nsight Compute: ncu was not found on PATH "
+        f"the {needed_by} pass needs Nsight Compute for {what}: ncu was not found on PATH "
         "(install Nsight Compute, or pass --ncu /path/to/ncu)"
     )
 

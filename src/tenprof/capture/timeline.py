@@ -26,7 +26,7 @@ import threading
 import time
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from types import CodeType
@@ -40,10 +40,11 @@ from tenprof.capture import runtime, worker_sampler
 from tenprof.capture.callsites import CallsiteLog
 from tenprof.capture.gpu_clocks import GpuClockSampler
 from tenprof.capture.host_sampler import DEFAULT_INTERVAL_NS, HostSampler
+from tenprof.capture.log_filter import profiler_lines_kept_out
 from tenprof.capture.overhead_plan import DEFAULT_COUNT, OverheadPlan
 from tenprof.capture.own_launches import OwnLaunches
 from tenprof.capture.schedule import Schedule
-from tenprof.core.rawfiles import CALLSITES_FILE, CHECKS_FILE, TRACE_FILE, WORKER_SAMPLES_DIR
+from tenprof.core.rawfiles import CALLSITES_FILE, CHECKS_FILE, PROFILER_LOG_FILE, TRACE_FILE, WORKER_SAMPLES_DIR
 from tenprof.importers.callsites import SYNC_PREFIX
 
 
@@ -56,6 +57,9 @@ class TimelineOptions:
     verify: bool = False
     overhead_steps: int = DEFAULT_COUNT  # steps run with the capture off to time the un-profiled program
     sample_interval_ns: int = DEFAULT_INTERVAL_NS  # the host sampler's period (0: no sampling)
+    # the profiler library's own lines kept out of this process's stderr (into raw/profiler.log): for a
+    # process that profiles itself; under `tenprof run` the launcher filters the child's stderr
+    keep_profiler_lines_out: bool = False
 
 
 def _sample_interval_ns(default: int) -> int:
@@ -118,7 +122,7 @@ class TimelineSession:
         # torch warns that a schedule drops events between cycles; tenprof records one cycle.
         warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle.*")
         self._cpu_activity = [torch.profiler.ProfilerActivity.CPU]
-        with _without_importing_inductor():
+        with _without_importing_inductor(), self._profiler_lines_kept_out():
             self._prof.start()
         self._sync()
         if self.log.recorder is not None:
@@ -152,7 +156,8 @@ class TimelineSession:
         self._sync()
         if torch.cuda.is_available():
             torch.cuda.synchronize()
-        self._prof.stop()
+        with self._profiler_lines_kept_out():
+            self._prof.stop()
         self.log.extra = self._extra_keys()
         self.log.to_file(self.raw_dir / CALLSITES_FILE)
         if self.options.verify and self.trace_written:
@@ -167,7 +172,7 @@ class TimelineSession:
         if sampler is not None:  # tenprof's own work at the boundary is not the script's
             sampler.paused = True
         self._sync()
-        with _without_importing_inductor():
+        with _without_importing_inductor(), self._profiler_lines_kept_out():
             self._prof.step()
         self.log.step_calls += 1
         self._sync()
@@ -233,7 +238,8 @@ class TimelineSession:
         the GPU timeline has no holes and a kernel already running is never cut off its step."""
         self._capture_on = on
         if self.options.schedule is None:  # under a schedule the measured steps are outside torch's window
-            self._prof.toggle_collection_dynamic(on, self._cpu_activity)
+            with self._profiler_lines_kept_out():
+                self._prof.toggle_collection_dynamic(on, self._cpu_activity)
             # torch.compile's generated code adds records of its own (one per Triton launch, built in
             # Python, and around each compiled graph) whenever torch's profiler flag is up; the program
             # un-profiled runs without them. Dynamo does not guard on the flag, so nothing recompiles.
@@ -251,6 +257,11 @@ class TimelineSession:
             self.log.sampler.paused = not on
         if self.log.own_launches is not None:
             self.log.own_launches.paused = not on
+
+    def _profiler_lines_kept_out(self) -> Any:
+        if not self.options.keep_profiler_lines_out:
+            return nullcontext()
+        return profiler_lines_kept_out(self.raw_dir / PROFILER_LOG_FILE)
 
     def _sync(self) -> None:
         """A named range whose trace start is bracketed on the perf clock, to align the two clocks."""

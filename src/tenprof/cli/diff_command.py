@@ -14,11 +14,10 @@ from typing import Any
 import orjson
 
 from tenprof.analyses.diff import Diff, diff, read_side
-from tenprof.cli.common import console, non_negative_int
+from tenprof.cli.common import console, non_negative_int, rank_profile
 from tenprof.core.quantities import format_quantities
 from tenprof.errors import UsageError
 from tenprof.renderers.diff_text import render_diff
-from tenprof.store.directory import rank_dirs
 from tenprof.store.meta import META_FILE
 from tenprof.store.profile import Profile, load_profile
 from tenprof.store.schema import Pass
@@ -85,12 +84,7 @@ def _write_page(after: Profile, target: Path, data: dict[str, Any], force: bool)
 def _open(path: Path, scratch: Path) -> Profile:
     """A profile directory as it is; a trace file imported into `scratch`."""
     if path.is_dir():
-        ranks = rank_dirs(path)
-        if ranks and not (path / META_FILE).exists():
-            raise UsageError(
-                f"{path} holds one profile per rank: diff one rank's, e.g. {ranks[0]} (ranks: "
-                f"{', '.join(r.name for r in ranks)})"
-            )
+        rank_profile(path, None, "diff")  # a directory of ranks: refused, naming them
         if not (path / META_FILE).exists():
             raise UsageError(f"{path} is not a tenprof profile (no {META_FILE}); give a profile or a trace file")
         profile = load_profile(path)

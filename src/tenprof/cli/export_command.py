@@ -54,13 +54,13 @@ class ExportCommand:
         )
 
     def run(self, args: argparse.Namespace) -> int:
-        from tenprof.cli.common import open_profile
+        from tenprof.cli.common import holds_ranks, open_profile
 
         fmt = BY_NAME[args.format] if args.format else format_from_name(args.output)
         if fmt.folder:
             _check_code_folder(args.output or fmt.default_name, args.force)
-        if fmt.name == "html" and _holds_ranks(Path(args.profile)):
-            return _ranks_page(Path(args.profile), args.output or fmt.default_name, args.force)
+        if fmt.name in ("html", "json") and holds_ranks(Path(args.profile)) and args.rank is None:
+            return _merged_ranks(fmt.name, Path(args.profile), args.output or fmt.default_name, args.force)
         profile = open_profile(args)
         fmt.check(profile)
         if (args.window or args.max_events) and fmt.name != "perfetto":
@@ -93,44 +93,56 @@ def _umask() -> int:
     return current
 
 
-def _holds_ranks(path: Path) -> bool:
-    from tenprof.store.directory import rank_dirs
-    from tenprof.store.meta import META_FILE
-
-    return bool(rank_dirs(path)) and not (path / META_FILE).exists()
-
-
-def _ranks_page(top: Path, output: str, force: bool) -> int:
-    """The page of a directory of ranks: the merged report (per-rank breakdown side by side, stragglers)
-    on top of the first rank's own report."""
-    from tenprof.cli.ranks_report import ranks_data
+def _merged_ranks(name: str, top: Path, output: str, force: bool) -> int:
+    """The formats that have a merged view of a directory of ranks: the JSON report (`tenprof report
+    --json`'s merged one) and the page (the per-rank breakdown side by side, stragglers, on top of the
+    first rank's own report)."""
+    from tenprof.cli.ranks_report import ranks_data, ranks_json
     from tenprof.renderers.html_page import write_html
     from tenprof.store.directory import rank_dirs
     from tenprof.store.profile import load_profile
 
-    first = load_profile(rank_dirs(top)[0])
-    first.check()
-    extra = {"ranks": ranks_data(top), "title": f"{top} ({len(rank_dirs(top))} ranks)"}
-    if output == "-":
-        write_html(first, sys.stdout.buffer, extra=extra)
+    count = len(rank_dirs(top))
+    if name == "json":
+
+        def write(out: IO[bytes]) -> None:
+            out.write((ranks_json(top) + "\n").encode())
+
     else:
-        write_output(Path(output), force, lambda out: write_html(first, out, extra=extra))
-    if output != "-":
-        print(f"wrote {output} (html, {len(rank_dirs(top))} ranks)", file=sys.stderr)
+        first = load_profile(rank_dirs(top)[0])
+        first.check()
+        extra = {"ranks": ranks_data(top), "title": f"{top} ({count} ranks)"}
+
+        def write(out: IO[bytes]) -> None:
+            write_html(first, out, extra=extra)
+
+    if output == "-":
+        write(sys.stdout.buffer)
+        return 0
+    write_output(Path(output), force, write)
+    print(f"wrote {output} ({name}, {count} ranks merged)", file=sys.stderr)
     return 0
 
 
 def check_output(path: Path, force: bool) -> None:
     """UsageError, in one line, when `path` cannot be written: it exists and `force` was not given
-    (tenprof overwrites nothing unasked), it is a folder, or its folder cannot be made."""
+    (tenprof overwrites nothing unasked), it is a folder, or its folder is not there."""
     if path.is_file() and not force:
         raise UsageError(f"{path} exists; pass --force to replace it, or choose another -o")
     if path.is_dir():
         raise UsageError(f"-o {path} is a folder; give a file name (e.g. -o {path / BY_NAME['perfetto'].default_name})")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"cannot make the folder {path.parent} for -o {path}: {reason(exc)}") from exc
+    if not path.parent.is_dir():  # as cp and tar: the folder must be there (a typo makes none)
+        raise UsageError(f"cannot write -o {path}: {_missing_folder(path.parent)}")
+
+
+def _missing_folder(folder: Path) -> str:
+    """Why `folder` cannot hold an output, and what to do: a part of it is a file, or it is not there."""
+    above = folder
+    while not above.exists() and above != above.parent:
+        above = above.parent
+    if above.exists() and not above.is_dir():
+        return f"a part of the path is a file ({above})"
+    return f"{folder} does not exist (make it first: mkdir -p {folder})"
 
 
 def write_output(path: Path, force: bool, write: Callable[[IO[bytes]], None]) -> None:
@@ -167,5 +179,7 @@ def _check_code_folder(output: str, force: bool) -> None:
         raise UsageError(f"-o {out_dir} is a file; {hint}")
     if not out_dir.exists() and out_dir.suffix[1:].isalpha():
         raise UsageError(f"-o {out_dir} looks like a file name; {hint}")
+    if not out_dir.exists() and not out_dir.absolute().parent.is_dir():
+        raise UsageError(f"cannot make -o {out_dir}: {_missing_folder(out_dir.absolute().parent)}")
     if out_dir.is_dir() and any(out_dir.iterdir()) and not force:
         raise UsageError(f"{out_dir} is not empty; pass --force to write into it, or choose another -o")

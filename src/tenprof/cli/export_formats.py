@@ -98,7 +98,24 @@ def _csv(profile: Profile, out: IO[bytes], options: ExportOptions) -> None:
     table = profile.table(options.table)
     if options.table == "kernel_metrics":
         table = _with_verdicts(profile, table)
-    pacsv.write_csv(table, out)
+    if table.num_rows == 0:
+        why = " (this profile recorded no GPU work)" if options.table == "kernels" and not profile.has_gpu else ""
+        print(
+            f"tenprof: note: the {options.table} table has no rows{why}: the CSV holds its header only", file=sys.stderr
+        )
+    pacsv.write_csv(_flat_columns(table), out)
+
+
+def _flat_columns(table: Any) -> Any:
+    """`table` with each list, struct or map column (shapes, strides, a tensor's uses) as JSON text: CSV
+    has no nested values, and a JSON list reads back in any language."""
+    import pyarrow as pa
+
+    for index, field in enumerate(table.schema):
+        if pa.types.is_nested(field.type):
+            text = [None if v is None else orjson.dumps(v).decode() for v in table.column(index).to_pylist()]
+            table = table.set_column(index, pa.field(field.name, pa.string()), pa.array(text, pa.string()))
+    return table
 
 
 def _with_verdicts(profile: Profile, table: Any) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
 from typing import Any
 
@@ -67,8 +68,12 @@ def _return_freed_memory() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
-    _return_freed_memory()
-    parser = build_parser(given)
+    try:
+        _return_freed_memory()
+        parser = build_parser(given)
+    except KeyboardInterrupt:  # Ctrl-C while tenprof's modules load: nothing has started yet
+        print("tenprof: error: interrupted; nothing was written", file=sys.stderr)
+        return 130
     args = parser.parse_args(given)
     args.argv = given  # `run -l` hands them on to each rank
     try:
@@ -76,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     except TenprofError as exc:
         print(f"tenprof: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except KeyboardInterrupt:  # Ctrl-C in a command with nothing of its own to clean up (a report, a view)
+        print("tenprof: error: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # `tenprof report ... | head` stopped reading: not an error
         _silence_stdout()
         return 0
@@ -93,4 +101,7 @@ def _silence_stdout() -> None:
 
 
 def entry_point() -> None:
-    sys.exit(main())
+    code = main()
+    if code == 130:  # interrupted, cleaned up and said so: a further Ctrl-C must not end the exit in a traceback
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.exit(code)

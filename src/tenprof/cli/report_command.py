@@ -9,12 +9,10 @@ from pathlib import Path
 from rich.console import Console
 
 from tenprof.analyses.findings import Thresholds
-from tenprof.cli.common import console, non_negative_int, open_profile, threshold_override
+from tenprof.cli.common import console, holds_ranks, non_negative_int, open_profile, threshold_override
 from tenprof.cli.ranks_report import print_ranks_report, ranks_json
 from tenprof.errors import UsageError
 from tenprof.renderers.sections import ReportOptions, render_text, report_json
-from tenprof.store.directory import rank_dir, rank_dirs
-from tenprof.store.meta import META_FILE
 from tenprof.store.profile import Profile
 
 
@@ -54,18 +52,12 @@ class ReportCommand:
             raise UsageError("give a profile directory (tenprof report tenprof-out)")
         thresholds = Thresholds().with_overrides(args.threshold)
         top = Path(args.profile)
-        if rank_dirs(top) and not (top / META_FILE).exists():
-            if args.rank is None:
-                if args.json:
-                    sys.stdout.write(ranks_json(top) + "\n")
-                else:
-                    print_ranks_report(top, console(), args.limit or None)
-                return 0
-            args.profile = str(rank_dir(top, args.rank))
-            if not (Path(args.profile) / META_FILE).exists():
-                raise UsageError(f"{top} has no rank {args.rank}; ranks: {', '.join(p.name for p in rank_dirs(top))}")
-        elif args.rank is not None:
-            raise UsageError(f"{top} is a single-process profile; --rank is for a directory of ranks")
+        if holds_ranks(top) and args.rank is None:  # merged; --rank N: that rank's own report
+            if args.json:
+                sys.stdout.write(ranks_json(top) + "\n")
+            else:
+                print_ranks_report(top, console(), args.limit or None)
+            return 0
         profile = open_profile(args)
         if args.json:
             sys.stdout.write(report_json(profile, ReportOptions(thresholds=thresholds)))

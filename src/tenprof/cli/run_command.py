@@ -108,6 +108,15 @@ class RunCommand:
         target, *script_args = args.target
         rank = rank_from_env()
         out_dir = rank_dir(Path(args.output), rank.rank) if rank is not None else Path(args.output)
+        passes = tuple(p.strip() for p in args.passes.split(",") if p.strip())
+        if args.passes.strip() == "all":
+            passes, left_out = all_passes(args.ncu)
+            if left_out and not args.quiet:
+                by_reason: dict[str, list[str]] = {}
+                for name, reason in left_out.items():
+                    by_reason.setdefault(reason, []).append(name)
+                why = "; ".join(f"{', '.join(names)} ({reason})" for reason, names in by_reason.items())
+                print(f"tenprof: --passes all runs {','.join(passes)} here, without {why}", file=sys.stderr)
         request = RunRequest(
             target=target,
             args=script_args,
@@ -115,9 +124,7 @@ class RunCommand:
             out_dir=out_dir,
             rank=rank,
             force=args.force,
-            passes=all_passes(args.ncu)
-            if args.passes.strip() == "all"
-            else tuple(p.strip() for p in args.passes.split(",") if p.strip()),
+            passes=passes,
             lines=not args.no_lines,
             shapes=not args.no_shapes,
             memory=not args.no_memory,

@@ -22,6 +22,13 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 )
 
 
+CPU_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("Step", "step_ns"),
+    ("In torch ops", "cpu_ops_ns"),
+    ("Outside ops", "outside_ops_ns"),
+)
+
+
 def _ms(ns: float) -> str:
     return f"{ns / 1e6:.2f}ms"
 
@@ -39,24 +46,35 @@ def render_ranks(report: RanksReport, kernels: list[dict[str, object]], console:
         f"[bold]tenprof[/bold] · {len(ranks)} ranks: {len(report.hosts)} host(s) ({escape(', '.join(report.hosts))}), "
         f"{len({(r.host, r.pid) for r in ranks})} processes, {len(report.devices)} devices"
     )
-    table = Table(title="Per rank, median per step", title_justify="left")
-    for name in ("Rank", "Host", "Device", "Steps", *(c for c, _ in COLUMNS), "Overlap"):
+    gpu = any(r.device != "CPU" for r in ranks)
+    columns = COLUMNS if gpu else CPU_COLUMNS  # a CPU run has no kernels: its GPU columns would all read 0
+    marked = any(r.marked for r in ranks)
+    if not marked:
+        columns = (("Span", columns[0][1]), *columns[1:])
+    title = "Per rank, median per step" if marked else "Per rank, the whole profiled span (no steps were marked)"
+    table = Table(title=title, title_justify="left")
+    names = ("Rank", "Host", "Device", "Steps", *(c for c, _ in columns), *(("Overlap",) if gpu else ()))
+    for name in names:
         table.add_column(name, justify="left" if name in ("Host", "Device") else "right")
     for r in ranks:
         table.add_row(
-            str(r.rank), escape(r.host), escape(r.device), str(r.steps),
-            *(_ms(getattr(r, key)) for _, key in COLUMNS), _overlap(r.overlap),
+            str(r.rank), escape(r.host), escape(r.device), str(r.steps) if r.marked else "none",
+            *(_ms(getattr(r, key)) for _, key in columns), *((_overlap(r.overlap),) if gpu else ()),
         )  # fmt: skip
     for label, pick in (("min", np.min), ("median", np.median), ("max", np.max)):
+        overlap = float(pick([r.overlap for r in ranks])) if not any(math.isnan(r.overlap) for r in ranks) else math.nan
         table.add_row(
-            label, "", "", "", *(_ms(float(pick([getattr(r, key) for r in ranks]))) for _, key in COLUMNS),
-            _overlap(float(pick([r.overlap for r in ranks]))) if not any(math.isnan(r.overlap) for r in ranks) else "",
+            label, "", "", "", *(_ms(float(pick([getattr(r, key) for r in ranks]))) for _, key in columns),
+            *((_overlap(overlap),) if gpu else ()),
         )  # fmt: skip
     console.print(table)
-    console.print(
-        "  Exposed communication: a collective runs while no compute kernel does; "
-        "overlap = 1 - exposed / communication."
-    )
+    if gpu:
+        console.print(
+            "  Exposed communication: a collective runs while no compute kernel does; "
+            "overlap = 1 - exposed / communication."
+        )
+    else:
+        console.print("  No GPU work was recorded: the host's time in torch ops and outside them.")
     if report.stragglers:
         for s in report.stragglers:
             op = f" ({escape(s.op)} most)" if s.op else ""

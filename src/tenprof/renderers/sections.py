@@ -396,6 +396,10 @@ def section_values(profile: Profile, options: ReportOptions) -> list[Any]:
 
 def render_text(profile: Profile, out: Console, options: ReportOptions, values: list[Any] | None = None) -> None:
     """Every section the profile supports, in order (from `values`, `section_values`'s, when given)."""
+    if profile.meta.run.cut_short:  # first: every section after it stands on a partial run
+        from tenprof.renderers.text import render_cut_short
+
+        render_cut_short(profile.meta.run.cut_short_reason, out)
     if not profile.has_pass(Pass.TIMELINE):
         out.print(f"[bold]tenprof[/bold] · {' '.join(profile.meta.command)}: no timeline pass in this profile")
         for line in profile.missing():

@@ -20,10 +20,13 @@ from tenprof.core.units import duration, size
 from tenprof.renderers.finding_text import rendered
 
 
+def render_cut_short(reason: str, console: Console) -> None:
+    """The first line of a report whose run was cut short: what the rest stands on is partial."""
+    console.print(f"[bold red]The run was cut short:[/bold red] {escape(reason)}")
+
+
 def render_summary(summary: Summary, console: Console) -> None:
     console.print(f"[bold]tenprof[/bold] · {summary.source}: {escape(summary.command)}")
-    if summary.cut_short:
-        console.print(f"[bold red]The run was cut short:[/bold red] {escape(summary.cut_short)}")
     for note in summary.notes:
         console.print(f"[yellow]Incomplete:[/yellow] {escape(note)}")
     grid = Table.grid(padding=(0, 2))
@@ -89,16 +92,23 @@ def overhead_line(o: Overhead) -> str:
     """What profiling cost, measured or estimated, and which numbers it inflates; or why it is unknown."""
     if not o.known or o.profiled_step_ns is None or o.unprofiled_step_ns is None:
         return f"not measured: {o.note}"
-    text = (
-        f"{o.method}: {duration(int(o.unprofiled_step_ns))} a step un-profiled, {duration(int(o.profiled_step_ns))} "
-        f"recorded ({o.ratio or 0:.2f}x, {100 * (o.profiler_share or 0):.0f}% of a recorded step is the profiler's)"
-    )
-    if (o.ratio or 0) < 1:  # the un-profiled steps were no faster: within the steps' own noise
-        text += ", no measurable overhead"
+    timed = o.timed_unprofiled_step_ns if o.timed_unprofiled_step_ns is not None else o.unprofiled_step_ns
+    steps = f"{duration(int(timed))} a step un-profiled, {duration(int(o.profiled_step_ns))} recorded"
+    if o.verdict == "within noise":
+        text = f"{o.method}: no measurable overhead: {steps} (within the steps' own variation: {o.verdict_note}"
+        text += f", p = {o.p_value:.2f})" if o.p_value is not None else ")"
+    elif o.verdict == "too few steps":
+        text = f"{o.method}: {steps}; too few steps to tell the profiler's cost: {o.verdict_note}"
+    else:
+        text = (
+            f"{o.method}: {steps} ({o.ratio or 0:.2f}x, {100 * (o.profiler_share or 0):.0f}% of a recorded step is "
+            "the profiler's)"
+        )
     if o.unprofiled_gpu_busy_share is not None:
         text += f"; un-profiled the GPU is busy {100 * o.unprofiled_gpu_busy_share:.0f}%"
-    how = f"{o.measured_steps} steps run with the capture off" if o.method == "measured" else "a cost model"
-    return f"{text}. Inflated by it: CPU times and gaps; not: GPU times and counts. From {how}."
+    count = o.measured_steps
+    how = f"{count} step{'s' if count != 1 else ''} run with the capture off" if o.method == "measured" else None
+    return f"{text}. Inflated by it: CPU times and gaps; not: GPU times and counts. From {how or 'a cost model'}."
 
 
 def render_tally(tally: Tally, console: Console, limit: int | None = 15) -> None:

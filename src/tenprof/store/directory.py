@@ -86,15 +86,21 @@ def _refuse_reason(path: Path, force: bool) -> str:
         return f"{path} exists and is not a directory; choose another with -o"
     if not any(path.iterdir()):
         return ""
-    if not force:
-        return f"{path} already exists; pass --force to replace it or -o DIR to choose another"
+    # Said before --force is suggested: --force replaces only a profile, so it would not help here.
+    inside = path / "tenprof-out"
     if not is_profile_dir(path):
         if (path / META_FILE).exists():
             return (
                 f"{path} has a {META_FILE} but no {MARKER_FILE} marker (not a profile, or one written by an older "
-                "tenprof): --force replaces only what tenprof can tell is its own; remove it yourself or use -o"
+                "tenprof): tenprof replaces only what it can tell is its own; remove it yourself or choose "
+                f"another -o (e.g. -o {inside})"
             )
-        return f"{path} is not empty and is not a tenprof profile; refusing to replace it (choose another with -o)"
+        return (
+            f"{path} is not empty and is not a tenprof profile, so tenprof will not write into it (--force "
+            f"replaces only a profile); choose another -o (e.g. -o {inside})"
+        )
+    if not force:
+        return f"{path} already exists; pass --force to replace it or -o DIR to choose another"
     return ""
 
 

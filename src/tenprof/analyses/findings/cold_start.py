@@ -61,14 +61,26 @@ def check(ctx: Context) -> list[Finding]:
             cost_ns=int(first - median_rest),
             seen=seen,
             where=ctx.where(slow.astype(np.int64)),
-            why="The first step pays one-time costs (CUDA module loading, library handles and autotuning, "
-            "allocator growth). Averages and tallies that include it describe start-up, not the steady state.",
+            why=_why(ctx.profile.has_gpu),
             fix="Warm up before measuring: record with `tenprof run --schedule wait=1,warmup=1,active=N`, or read "
             "an existing profile with `tenprof report --steps 1:`.",
             numbers={"first_step_ns": float(first), "median_step_ns": median_rest, "ratio": first / median_rest},
             once=True,
         )
     ]
+
+
+def _why(gpu: bool) -> str:
+    """The one-time costs a first step pays, of the device the run used."""
+    costs = (
+        "CUDA module loading, library handles and autotuning, allocator growth"
+        if gpu
+        else "imports and lazy initialisation, first-touch memory, thread pools starting, caches filling"
+    )
+    return (
+        f"The first step pays one-time costs ({costs}). Averages and tallies that include it describe start-up, "
+        "not the steady state."
+    )
 
 
 def _slowest_scope_start(ctx: Context, lo: int, hi: int, op_start: np.ndarray, op_thread: np.ndarray) -> str:

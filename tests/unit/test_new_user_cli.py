@@ -1,0 +1,213 @@
+"""What a new user meets on the command line (issue 35): every command works or says in one line why,
+and what it prints agrees with itself. One CPU run is shared by the tests that need a recorded profile: a
+loop of four steps whose first sleeps (a cold start on the CPU), no GPU work."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tenprof.cli.main import main
+from tests.conftest import DATA, shared_recording
+
+SCRIPT = textwrap.dedent(
+    """
+    import time, torch, tenprof
+    x = torch.ones(64, 64)
+    for step in range(6):
+        if step == 0:
+            time.sleep(0.3)  # start-up: a pool, a cache, a file opened
+        for _ in range(5):
+            x = torch.tanh(x @ x)
+        tenprof.step()
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def cpu_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    def record(folder: Path) -> None:
+        (folder / "loop.py").write_text(SCRIPT)
+        assert main(["run", "--quiet", "-o", str(folder / "prof"), str(folder / "loop.py")]) == 0
+
+    return shared_recording(tmp_path_factory, "new-user-cpu-run", record) / "prof"
+
+
+def _one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "tenprof" in err[0] and "error" in err[0] and "Traceback" not in err[0], err
+    return err[0]
+
+
+def test_a_bad_regex_is_one_line_not_a_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(["view", str(DATA / "mlp"), "--exclude", "("])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "not a regular expression" in err and "Traceback" not in err
+
+
+def test_list_columns_go_to_csv_as_json_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import csv
+    import json
+
+    out = tmp_path / "tensors.csv"
+    assert (
+        main(["export", str(DATA / "tensors" / "conv"), "--format", "csv", "--table", "tensors", "-o", str(out)]) == 0
+    )
+    rows = list(csv.DictReader(out.open()))
+    assert rows and all(isinstance(json.loads(r["shape"]), list) for r in rows)
+    assert json.loads(rows[0]["shape"]) == [64, 64, 3, 3]
+
+
+def test_module_that_is_not_there_is_one_line_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("raise SystemExit('a package imported by the check')\n")
+    (tmp_path / "pkg" / "job.py").write_text("print('ran')\n")
+    for module, said in (
+        ("no_such_module", "no module named no_such_module"),
+        ("pkg.nope", "no module named pkg.nope"),
+        ("pkg", "package without a __main__ module"),  # pkg's own code is not run to tell
+        ("not-a-name", "not a module name"),
+    ):
+        assert main(["run", "-m", module]) == 2
+        line = _one_error_line(capsys)
+        assert said in line, line
+        assert not (tmp_path / "tenprof-out").exists()
+    from tenprof.capture.module_lookup import module_problem
+
+    assert module_problem("pkg.job", [str(tmp_path)]) == ""  # there: left for the run
+    assert module_problem("os.path", [str(tmp_path)]) == ""  # a module that makes another when imported
+
+
+def test_a_directory_of_ranks_names_its_ranks_in_view_export_and_diff(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ranks = DATA / "ranks" / "balanced"
+    for argv in (["view", str(ranks)], ["export", str(ranks), "-o", str(tmp_path / "t.json")]):
+        assert main(argv) == 2
+        line = _one_error_line(capsys)
+        assert "rank00000, rank00001" in line and "--rank 0" in line and f"tenprof report {ranks}" in line
+    assert main(["diff", str(ranks), str(DATA / "ranks" / "slowed")]) == 2
+    assert f"e.g. {ranks / 'rank00000'}" in _one_error_line(capsys)
+    assert main(["view", str(ranks), "--rank", "1", "--depth", "1"]) == 0
+    assert "all" in capsys.readouterr().out
+    # the formats with a merged view write it, as report does
+    assert main(["export", str(ranks), "-o", str(tmp_path / "report.json")]) == 0
+    import json
+
+    assert len(json.loads((tmp_path / "report.json").read_text())["ranks"]) == 2
+    assert "2 ranks merged" in capsys.readouterr().err
+    assert main(["view", str(DATA / "mlp"), "--rank", "1"]) == 2
+    assert "single-process profile" in _one_error_line(capsys)
+
+
+def test_exports_do_not_make_missing_folders(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "typo" / "trace.json"
+    assert main(["export", str(DATA / "matmul64"), "-o", str(target)]) == 2
+    assert "does not exist" in _one_error_line(capsys) and not target.parent.exists()
+
+
+def test_passes_all_says_what_it_leaves_out(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tenprof.capture import launcher
+    from tenprof.cli import run_command
+
+    monkeypatch.setattr(launcher, "gpu_present", lambda: False)
+    passes, left_out = launcher.all_passes()
+    assert passes == ("timeline", "tensors") and set(left_out) == {"counters", "stalls", "accesses"}
+    asked: list[tuple[str, ...]] = []
+
+    def no_run(request: launcher.RunRequest) -> None:
+        asked.append(request.passes)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(run_command, "run_profile", no_run)
+    with pytest.raises(SystemExit):
+        main(["run", "--passes", "all", str(DATA.parent.parent / "examples" / "matmul_add.py")])
+    assert asked == [("timeline", "tensors")]
+    said = capsys.readouterr().err
+    assert "--passes all runs timeline,tensors here, without counters, stalls, accesses (no NVIDIA GPU here)" in said
+
+
+def test_a_missing_ncu_names_the_pass_that_needs_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from tenprof.capture import ncu_runner
+    from tenprof.errors import UsageError
+
+    monkeypatch.setattr(ncu_runner.shutil, "which", lambda name: None)
+    monkeypatch.setattr(ncu_runner, "Path", lambda p: tmp_path / "nowhere" / p.lstrip("/"))
+    with pytest.raises(UsageError, match="the stalls pass needs Nsight Compute for its warp stall samples"):
+        ncu_runner.find_ncu("", "stalls")
+
+
+def test_a_cpu_run_reads_as_one(cpu_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tenprof.analyses.findings import find_all
+    from tenprof.store.profile import load_profile
+
+    cold = next(f for f in find_all(load_profile(cpu_run)) if f.id == "cold-start")
+    assert "CUDA" not in cold.why and "imports" in cold.why  # a CPU run's one-time costs
+    assert main(["report", str(cpu_run)]) == 0
+    printed = capsys.readouterr().out
+    assert not [line for line in printed.splitlines() if line.endswith(" ")]  # no padding to 160 columns
+    assert "From 1 step run with the capture off" in printed  # not "1 steps"
+    assert main(["view", str(cpu_run), "-m", "gpu_time"]) == 2
+    assert "no GPU work" in _one_error_line(capsys)
+    assert main(["export", str(cpu_run), "--format", "csv", "-o", str(tmp_path / "kernels.csv")]) == 0
+    assert "no rows (this profile recorded no GPU work): the CSV holds its header only" in capsys.readouterr().err
+
+
+def test_profiling_in_process_keeps_the_profilers_own_lines_out_of_stderr(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    import sys
+
+    import torch
+
+    import tenprof
+
+    x = torch.ones(32, 32)
+    with tenprof.profile(str(tmp_path / "p")) as p:
+        for i in range(6):  # step 3 runs with the capture off: the profiler toggles twice
+            x = torch.tanh(x @ x)
+            print(f"the script's own line {i}", file=sys.stderr)
+            p.step()
+    err = capfd.readouterr().err
+    assert "USDT" not in err and "profiler_start" not in err and "Toggling" not in err, err
+    assert all(f"the script's own line {i}" in err for i in range(6))
+    kept = (tmp_path / "p" / "timeline" / "raw" / "profiler.log").read_text()
+    assert "profiler_start" in kept and "profiler_stop" in kept
+
+
+def test_the_merged_report_of_cpu_traces_without_steps_shows_what_they_hold(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    for rank in (0, 1):
+        x = torch.ones(64, 64)
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            for _ in range(5 * (rank + 1)):
+                x = torch.tanh(x @ x)
+        trace = traces / f"rank{rank}.json"
+        prof.export_chrome_trace(str(trace))
+        data = json.loads(trace.read_text())
+        data["distributedInfo"] = {"rank": rank, "world_size": 2, "backend": "gloo"}
+        trace.write_text(json.dumps(data))
+    assert main(["import", "--quiet", str(traces), "-o", str(tmp_path / "out")]) == 0
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out
+    assert "no steps were marked" in printed and "In torch ops" in printed and "Comm." not in printed
+    rows = [line for line in printed.splitlines() if line.startswith("│") and "CPU" in line]
+    assert len(rows) == 2 and all("0.00ms │" not in row.split("CPU", 1)[1][:40] for row in rows), rows
