@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # then runs end-to-end checks of the command line and writes their logs under $OUT.
-#   usage: bash scripts/gpu_check.sh TASK...   (cli toggle calibrate honest compiled components allpasses gputests; see the cases below)
+#   usage: bash scripts/gpu_check.sh TASK...   (cli toggle calibrate honest compiled components allpasses gputests newuser; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-check}
 mkdir -p "$OUT"
@@ -114,6 +114,35 @@ gputests() {  # GPUTESTS: a pytest selection (default: all of tests/gpu); the wh
 
 overhead() {  # issue 16: benchmarks/overhead.py; OVERHEAD_ARGS picks workloads, configs, repeats
   python3 benchmarks/overhead.py ${OVERHEAD_ARGS:-} --json "$OUT/" 2>&1 | tail -n 40
+}
+
+newuser() {  # issue 35 where there is a GPU: what a new user meets on the command line
+  cd "$WORK" || return
+  step "--passes all: what runs here, and what is left out"
+  python3 -c "from tenprof.capture.launcher import all_passes; print(all_passes())"
+  step "in-process profile: the profiler's own lines kept out of stderr"
+  printf 'import sys, torch, tenprof\nx = torch.ones(1024, 1024, device="cuda")\nwith tenprof.profile("ip") as p:\n    for i in range(6):\n        x = torch.tanh(x @ x)\n        print(f"user line {i}", file=sys.stderr)\n        p.step()\ntorch.cuda.synchronize()\n' > inproc.py
+  python3 inproc.py 2> inproc.err; echo "exit=$?"; echo "--- stderr:"; cat inproc.err; echo "--- profiler.log:"; cat ip/timeline/raw/profiler.log
+  step "run -m: a missing module, a package without __main__, a module that is there"
+  tenprof run -m no_such_module; echo "exit=$? (want 2)"; ls
+  mkdir -p pk; touch pk/__init__.py
+  printf 'import torch\nx = torch.ones(8, device="cuda") * 2\nprint("ran", x.sum().item())\n' > pk/job.py
+  tenprof run -m pk; echo "exit=$? (want 2)"
+  tenprof run --quiet -o modrun -m pk.job; echo "exit=$? (want 0)"
+  step "overhead verdict: small MLP, 14 steps (3, 8, 13 run with the capture off)"
+  tenprof run -o mlp14 "$REPO/examples/small_mlp.py" --steps 14 --warmup 0 > mlp14.txt 2> /dev/null
+  grep -A2 "^Overhead" mlp14.txt; echo "lines ending in a space: $(grep -c ' $' mlp14.txt)"
+  step "overhead verdict: 4096 matmuls, GPU-bound, 14 steps"
+  tenprof run -o mm14 "$REPO/examples/matmul_add.py" --size 4096 --steps 14 > mm14.txt 2> /dev/null
+  grep -A2 "^Overhead" mm14.txt
+  step "the steps behind the verdicts (ms; * = run with the capture off)"
+  for prof in mlp14 mm14; do
+    python3 -c "import sys; from tenprof.store.profile import load_profile; s = load_profile(sys.argv[1]).table('steps').to_pydict(); print(sys.argv[1], ' '.join(f\"{d / 1e6:.2f}{'' if on else '*'}\" for d, on in zip(s['own_duration_ns'], s['capture_on'])))" $prof
+  done
+  step "bad input on a GPU profile"
+  tenprof view mlp14 --exclude '(' 2>&1 | tail -n 1; tenprof export mlp14 -o nope/trace.json; echo "exit=$?"
+  tenprof export mlp14 --format csv --table ops -o ops.csv; head -c 300 ops.csv; echo
+  cd "$REPO" || return
 }
 
 for task in "$@"; do

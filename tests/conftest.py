@@ -19,7 +19,8 @@ from tenprof.store.profile import Profile, load_profile
 from tenprof.store.writer import PassWriter
 
 DATA = Path(__file__).parent / "data"
-CASES = sorted(p.name for p in DATA.iterdir() if (p / "meta.json").exists())
+# (a GPU machine that is sent tests/gpu alone has no recordings: its tests need none)
+CASES = sorted(p.name for p in DATA.iterdir() if (p / "meta.json").exists()) if DATA.is_dir() else []
 
 
 def rebuild(case: str, into: Path) -> Profile:
@@ -102,3 +103,33 @@ def shared_recording(tmp_path_factory: pytest.TempPathFactory, name: str, record
             record(folder)
             (folder / ".recorded").touch()
     return folder
+
+
+CPU_STEPS_SCRIPT = """\
+import sys, time, torch, tenprof
+x = torch.ones(64, 64)
+flags = []
+for step in range(9):
+    if step == 0:
+        time.sleep(0.3)  # start-up in the first step: a pool, a cache, a file opened
+    for _ in range(20):
+        x = torch.tanh(x @ x)
+    flags.append(int(torch.autograd.profiler._is_profiler_enabled))
+    tenprof.step()
+open(sys.argv[1], "w").write("".join(map(str, flags)))
+"""
+
+
+@pytest.fixture(scope="session")
+def cpu_steps_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One `tenprof run` on the CPU of a loop of nine marked steps whose first sleeps (steps 3 and 8 run
+    with the capture off), shared by every test that needs such a run: its folder holds the script
+    (`loop.py`), the profile (`prof`) and the profiler flag the script saw in each step (`flags.txt`)."""
+    from tenprof.cli.main import main
+
+    def record(folder: Path) -> None:
+        (folder / "loop.py").write_text(CPU_STEPS_SCRIPT)
+        argv = ["run", "--quiet", "-o", str(folder / "prof"), str(folder / "loop.py"), str(folder / "flags.txt")]
+        assert main(argv) == 0
+
+    return shared_recording(tmp_path_factory, "cpu-steps-run", record)

@@ -1,38 +1,15 @@
 """What a new user meets on the command line (issue 35): every command works or says in one line why,
-and what it prints agrees with itself. One CPU run is shared by the tests that need a recorded profile: a
-loop of four steps whose first sleeps (a cold start on the CPU), no GPU work."""
+and what it prints agrees with itself. The tests that need a recorded profile of a CPU run share one
+(conftest's `cpu_steps_run`: nine steps whose first sleeps, a cold start on the CPU, no GPU work)."""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from tenprof.cli.main import main
-from tests.conftest import DATA, shared_recording
-
-SCRIPT = textwrap.dedent(
-    """
-    import time, torch, tenprof
-    x = torch.ones(64, 64)
-    for step in range(6):
-        if step == 0:
-            time.sleep(0.3)  # start-up: a pool, a cache, a file opened
-        for _ in range(5):
-            x = torch.tanh(x @ x)
-        tenprof.step()
-    """
-)
-
-
-@pytest.fixture(scope="module")
-def cpu_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    def record(folder: Path) -> None:
-        (folder / "loop.py").write_text(SCRIPT)
-        assert main(["run", "--quiet", "-o", str(folder / "prof"), str(folder / "loop.py")]) == 0
-
-    return shared_recording(tmp_path_factory, "new-user-cpu-run", record) / "prof"
+from tests.conftest import DATA
 
 
 def _one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
@@ -146,16 +123,18 @@ def test_a_missing_ncu_names_the_pass_that_needs_it(monkeypatch: pytest.MonkeyPa
         ncu_runner.find_ncu("", "stalls")
 
 
-def test_a_cpu_run_reads_as_one(cpu_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_cpu_run_reads_as_one(cpu_steps_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from tenprof.analyses.findings import find_all
     from tenprof.store.profile import load_profile
+
+    cpu_run = cpu_steps_run / "prof"
 
     cold = next(f for f in find_all(load_profile(cpu_run)) if f.id == "cold-start")
     assert "CUDA" not in cold.why and "imports" in cold.why  # a CPU run's one-time costs
     assert main(["report", str(cpu_run)]) == 0
     printed = capsys.readouterr().out
     assert not [line for line in printed.splitlines() if line.endswith(" ")]  # no padding to 160 columns
-    assert "From 1 step run with the capture off" in printed  # not "1 steps"
+    assert "From 2 steps run with the capture off" in printed
     assert main(["view", str(cpu_run), "-m", "gpu_time"]) == 2
     assert "no GPU work" in _one_error_line(capsys)
     assert main(["export", str(cpu_run), "--format", "csv", "-o", str(tmp_path / "kernels.csv")]) == 0

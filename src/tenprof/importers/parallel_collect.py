@@ -12,7 +12,7 @@ than the array's, which Kineto never writes) is found by the worker that cannot 
 cut is checked as it is made. Workers are forked, and only where that is safe (`can_fork_workers`).
 
 Ctrl-C: workers ignore SIGINT (importers.interrupts); the parent gets KeyboardInterrupt where it waits
-for a run, and leaving the pool terminates them, so only the parent reports the interrupt.
+for a run, lets the runs in flight come back and ends the pool, so only the parent reports the interrupt.
 """
 
 from __future__ import annotations
@@ -21,17 +21,20 @@ import multiprocessing
 import os
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack
-from multiprocessing.pool import AsyncResult
+from multiprocessing.pool import AsyncResult, Pool
+from typing import Any
 
 import msgspec
 
 from tenprof.importers.event_chunks import Span, as_array
-from tenprof.importers.interrupts import ignore_sigint_in_worker, sigint_held
+from tenprof.importers.interrupts import ignore_sigint_in_worker, sigint_held, sigint_ignored
 from tenprof.importers.kineto_events import decode_events
 from tenprof.importers.timeline_columns import Collector
+
+CLOSE_WAIT_S = 60.0  # how long the runs already sent may take to come back once the read stops
 
 
 def _collect_run(run: bytes | tuple[str, Span]) -> tuple[Collector, frozenset[str]] | None:
@@ -66,23 +69,39 @@ def collect_in_processes(
     `seen` is called with each run's categories as it is merged, in order (it may raise to stop)."""
     collector = Collector()
     categories: set[str] = set()
-    with ExitStack() as stack:
-        # the workers start with SIGINT blocked, until they ignore it; a Ctrl-C held meanwhile is raised
-        # as the block ends, with the pool already on the stack that terminates it
-        with sigint_held():
-            pool = stack.enter_context(
-                multiprocessing.get_context("fork").Pool(workers, initializer=ignore_sigint_in_worker)
-            )
-        pending: deque[AsyncResult[tuple[Collector, frozenset[str]] | None]] = deque()
+    with sigint_held():  # the workers start with SIGINT blocked, until they ignore it
+        pool = multiprocessing.get_context("fork").Pool(workers, initializer=ignore_sigint_in_worker)
+    pending: deque[AsyncResult[tuple[Collector, frozenset[str]] | None]] = deque()
+    try:
+        decoded = True
         for run in runs:
             pending.append(pool.apply_async(_collect_run, (run,)))
-            while len(pending) > 2 * workers:
-                if not _merge(collector, categories, pending.popleft().get(), seen):
-                    return None
-        while pending:
-            if not _merge(collector, categories, pending.popleft().get(), seen):
-                return None
-    return collector, categories
+            while decoded and len(pending) > 2 * workers:
+                decoded = _merge(collector, categories, pending.popleft().get(), seen)
+            if not decoded:
+                break
+        while decoded and pending:
+            decoded = _merge(collector, categories, pending.popleft().get(), seen)
+        return (collector, categories) if decoded else None
+    finally:
+        _close(pool, pending)
+
+
+def _close(pool: Pool, pending: deque[AsyncResult[Any]]) -> None:
+    """End the pool as at a normal end, whatever stopped the read (a run that did not decode, a Ctrl-C,
+    an error): wait for the runs already sent (at most two a worker, each a fraction of a second), then
+    close and join. Pool.terminate() with runs still queued can hang for good: its task thread may be
+    blocked writing a run to workers it has just killed (seen in a test of cut runs). Only if a run
+    never comes back (a worker killed from outside) is the pool terminated."""
+    with sigint_ignored():
+        deadline = time.monotonic() + CLOSE_WAIT_S
+        for result in pending:
+            result.wait(max(0.0, deadline - time.monotonic()))
+        if all(result.ready() for result in pending):
+            pool.close()
+            pool.join()
+        else:
+            pool.terminate()
 
 
 def _merge(

@@ -95,7 +95,7 @@ def overhead_line(o: Overhead) -> str:
     timed = o.timed_unprofiled_step_ns if o.timed_unprofiled_step_ns is not None else o.unprofiled_step_ns
     steps = f"{duration(int(timed))} a step un-profiled, {duration(int(o.profiled_step_ns))} recorded"
     if o.verdict == "within noise":
-        text = f"{o.method}: no measurable overhead: {steps} (within the steps' own variation: {o.verdict_note}"
+        text = f"{o.method}: no overhead measurable beyond the steps' own variation: {steps} ({o.verdict_note}"
         text += f", p = {o.p_value:.2f})" if o.p_value is not None else ")"
     elif o.verdict == "too few steps":
         text = f"{o.method}: {steps}; too few steps to tell the profiler's cost: {o.verdict_note}"
