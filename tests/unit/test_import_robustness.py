@@ -164,6 +164,13 @@ def test_a_profile_given_to_import_is_sent_to_report(tmp_path: Path, capsys: pyt
         assert main(["import", str(given)]) == 2
         (line,) = _error_lines(capsys.readouterr().err)
         assert f"{given} is a tenprof profile" in line and f"tenprof report {given}" in line, line
+    # a profile of a tenprof from before the marker (tests/data's oldest recordings): its meta.json is not
+    # read as a trace
+    older = ROOT / "tests" / "data" / "mlp"
+    assert not (older / ".tenprof-profile").exists()
+    assert main(["import", str(older)]) == 2
+    (line,) = _error_lines(capsys.readouterr().err)
+    assert "looks like a tenprof profile" in line and f"tenprof report {older}" in line, line
 
 
 def test_a_folder_whose_traces_all_fail_leaves_nothing_and_names_each_once(

@@ -80,9 +80,12 @@ def folder_traces(folder: Path) -> list[Path]:
     report = f"tenprof report {folder}"
     if is_profile_dir(folder) or rank_dirs(folder):
         raise UsageError(f"{folder} is a tenprof profile, not a trace; to see it: {report}")
-    traces = trace_files(folder)
+    if (folder / META_FILE).is_file() and any(p.is_dir() for p in folder.iterdir()):
+        # a meta.json beside pass folders: a profile of a tenprof from before the marker (its meta.json is
+        # no trace either, and is not read as one)
+        raise UsageError(f"{folder} looks like a tenprof profile (its {META_FILE}), not a trace; to see it: {report}")
+    traces = [t for t in trace_files(folder) if t.name != META_FILE]
     if not traces:
-        # a meta.json alone does not make a profile (store.directory), but may be one of an older tenprof
         older = f" (if it is a profile: {report})" if (folder / META_FILE).is_file() else ""
         raise TraceFormatError(
             f"{folder} holds no trace ({', '.join(TRACE_SUFFIXES)} files){older}; give a torch.profiler trace, "
