@@ -135,10 +135,16 @@ def test_a_cpu_run_reads_as_one(cpu_steps_run: Path, tmp_path: Path, capsys: pyt
     printed = capsys.readouterr().out
     assert not [line for line in printed.splitlines() if line.endswith(" ")]  # no padding to 160 columns
     assert "From 2 steps run with the capture off" in printed
+    assert "allocated on cpu (" in printed and "cpu:-1" not in printed  # the CPU has no device index
     assert main(["view", str(cpu_run), "-m", "gpu_time"]) == 2
     assert "no GPU work" in _one_error_line(capsys)
     assert main(["export", str(cpu_run), "--format", "csv", "-o", str(tmp_path / "kernels.csv")]) == 0
     assert "no rows (this profile recorded no GPU work): the CSV holds its header only" in capsys.readouterr().err
+    from tenprof.renderers.html_page import embedded_data
+
+    assert main(["export", str(cpu_run), "-o", str(tmp_path / "report.html")]) == 0  # its memory chart too
+    page = embedded_data((tmp_path / "report.html").read_text())
+    assert page["memory_timeline"]["device"] == "cpu" and page["memory_timeline"]["allocated"]
 
 
 def test_profiling_in_process_keeps_the_profilers_own_lines_out_of_stderr(

@@ -154,13 +154,18 @@ def memory_peak(profile: Profile) -> MemoryPeak | None:
                 line = f"{f.column('function')[frame].as_py()}() starting at {line}"
     start = recording_start(profile)
     return MemoryPeak(
-        device=f"{m.column('device_type')[i].as_py()}:{int(m.column('device')[i].as_py())}",
+        device=_device_name(str(m.column("device_type")[i].as_py()), int(m.column("device")[i].as_py())),
         allocated_bytes=int(m.column("total_allocated_bytes")[i].as_py()),
         reserved_bytes=int(m.column("total_reserved_bytes")[i].as_py()),
         at_ns=int(m.column("ts_ns")[i].as_py()) - start,
         op=name,
         line=line,
     )
+
+
+def _device_name(kind: str, index: int) -> str:
+    """'cuda:0'; the CPU as 'cpu' (Kineto gives it the index -1)."""
+    return f"{kind}:{index}" if index >= 0 else kind
 
 
 def recording_start(profile: Profile) -> int:

@@ -118,10 +118,10 @@ def _memory_timeline(profile: Profile, peak: dict[str, Any] | None) -> dict[str,
     memory = profile.table("memory")
     if not memory.num_rows or peak is None:
         return None
-    kind, index = str(peak["device"]).rsplit(":", 1)
+    kind, _, index = str(peak["device"]).partition(":")  # 'cuda:0'; the CPU is 'cpu' (index -1)
     kinds = np.array(memory.column("device_type").to_pylist())
     # one device: each GPU has its own total, so their events interleaved would draw neither
-    chosen = (kinds == kind) & (memory.column("device").to_numpy() == int(index))
+    chosen = (kinds == kind) & (memory.column("device").to_numpy() == (int(index) if index else -1))
     ts = memory.column("ts_ns").to_numpy()[chosen]
     allocated = memory.column("total_allocated_bytes").to_numpy()[chosen]
     order = np.argsort(ts, kind="stable")
