@@ -220,7 +220,21 @@ def test_the_gpt2_page_draws_every_section_and_its_tree_zooms(browser: Any, gpt2
     # a bound that holds on a loaded 2-core machine: it catches a page that hangs, not a slow one (the
     # open time is measured in docs/REPORT_PAGE.md)
     assert not errors and opened < OPEN_LIMIT_S, (errors, opened)
-    assert _sections(page) == ["findings", "summary", "steps", "calltree", "tallies", "memory", "perf_model"]
+    assert _sections(page) == [
+        "findings",
+        "summary",
+        "step_time",
+        "steps",
+        "calltree",
+        "tallies",
+        "memory",
+        "perf_model",
+    ]
+    # where each step went: one bar of the median step's parts, which add up to it
+    parts = page.locator(".step-time-bar rect")
+    assert parts.count() >= 3
+    widths = [float(parts.nth(i).get_attribute("width") or 0) for i in range(parts.count())]
+    assert abs(sum(widths) - 960) < 5, widths
     # the speed of light of GPT-2's top ops: the output layer's GEMMs (vocabulary 50257) far below it
     assert page.locator(".sol-chart .sol-bar").count() >= 10
     assert "MFU" in page.locator("#perf_model .note").first.inner_text()
@@ -289,7 +303,16 @@ def test_gpt2_with_every_pass_draws_in_under_two_seconds(browser: Any, tmp_path:
     assert html.stat().st_size < 5_000_000
     page, errors, opened = _open(browser, html, tmp_path / "shots")
     assert not errors and opened < OPEN_LIMIT_S, (errors, opened)
-    expected = {"findings", "summary", "steps", "calltree", "tallies", "memory", "forests", "tensor_stall_cost"}
+    expected = {
+        "findings",
+        "summary",
+        "steps",
+        "calltree",
+        "tallies",
+        "memory",
+        "forests",
+        "tensor_stall_cost",
+    }
     assert expected | {"access_patterns", "counters", "stalls"} <= set(_sections(page))
     assert page.locator("#counters circle.op-point").count() > 50
 

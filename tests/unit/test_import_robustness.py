@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -83,9 +84,8 @@ def _wait_for_workers(proc: subprocess.Popen[bytes], out: Path) -> None:
         time.sleep(0.01)
 
 
-def test_ctrl_c_during_an_import_says_interrupted_and_leaves_nothing(tmp_path: Path) -> None:
-    trace = _big_trace(tmp_path / "big.json", 150_000)  # 20 MB: about a second to import, in two workers
-    out = tmp_path / "out"
+def _interrupt_an_import(trace: Path, out: Path) -> tuple[int, str]:
+    """`tenprof import` of `trace` in a session of its own, Ctrl-C'd once its workers run: (exit, stderr)."""
     env = dict(os.environ, TENPROF_IMPORT_WORKERS="2")
     command = [sys.executable, "-m", "tenprof", "import", "--quiet", str(trace), "-o", str(out)]
     # a session of its own: the SIGINT goes to the whole group, importer and workers, as a terminal's does
@@ -93,18 +93,33 @@ def test_ctrl_c_during_an_import_says_interrupted_and_leaves_nothing(tmp_path: P
         command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
     ) as proc:
         _wait_for_workers(proc, out)
-        assert proc.poll() is None, "the import ended before it could be interrupted"
         # Ctrl-C until it stops: one pressed while the import creates or finishes its output is dropped
-        # on purpose (those steps must not stop half-way), and on a loaded machine the first may land there
+        # on purpose (those steps must not stop half-way)
         for _ in range(300):
             if proc.poll() is not None:
                 break
             os.killpg(proc.pid, signal.SIGINT)
             time.sleep(0.1)
         _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err.decode()
-    assert _error_lines(err.decode()) == ["tenprof: error: interrupted; nothing was written"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.json"]  # no output, no staging folder
+    return proc.returncode, err.decode()
+
+
+def test_ctrl_c_during_an_import_says_interrupted_and_leaves_nothing(tmp_path: Path) -> None:
+    trace = _big_trace(tmp_path / "big.json", 150_000)  # 20 MB: about a second to import, in two workers
+    out = tmp_path / "out"
+    # On a loaded machine this process may get to its first Ctrl-C only as the import finishes, which then
+    # rightly completes: that attempt tells nothing, and the import is interrupted again from the start.
+    for _ in range(3):
+        code, err = _interrupt_an_import(trace, out)
+        if code == 0 and "tenprof" not in err:
+            assert load_profile(out).meta.passes["timeline"].state in ("complete", "partial")
+            shutil.rmtree(out)
+            continue
+        assert code == 130, err
+        assert _error_lines(err) == ["tenprof: error: interrupted; nothing was written"]
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["big.json"]  # no output, no staging folder
+        return
+    pytest.fail("three imports finished before a Ctrl-C reached them")
 
 
 def test_ctrl_c_during_a_folder_import_removes_the_ranks_it_wrote(

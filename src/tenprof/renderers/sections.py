@@ -100,6 +100,29 @@ def _steps_text(rows: Any, out: Console, options: ReportOptions) -> None:
     render_breakdown(rows, out)
 
 
+def _step_time(profile: Profile, options: ReportOptions) -> Any:
+    from tenprof.analyses.step_time import step_time
+
+    return step_time(profile)
+
+
+def _step_time_text(result: Any, out: Console, options: ReportOptions) -> None:
+    from tenprof.renderers.step_time_text import render_step_time
+
+    render_step_time(result, out)
+
+
+def _step_time_json(result: Any) -> dict[str, Any]:
+    from tenprof.analyses.step_time import PARTS
+
+    mean = {
+        "steps": [s.step for s in result.steady],
+        "wall_ns": result.mean_wall_ns,
+        "parts": {part: result.mean(part) for part in PARTS},
+    }
+    return {"step_time": {**dataclasses.asdict(result), "mean_step": mean}}
+
+
 def all_tallies(profile: Profile) -> list[tallies.Tally]:
     """The tallies a profile supports: kernels, GPU time per op, copies and CUDA calls when it has GPU
     work, and CPU time per op always."""
@@ -349,6 +372,15 @@ SECTIONS: tuple[Section, ...] = (
         spaced=False,
     ),
     Section("summary", (Pass.TIMELINE,), _summary, _summary_text, _summary_json, ("summary",), spaced=False),
+    Section(
+        "step_time",
+        (Pass.TIMELINE,),
+        _step_time,
+        _step_time_text,
+        _step_time_json,
+        ("step_time",),
+        has_content=lambda d: bool(d.steps),
+    ),
     Section("steps", (Pass.TIMELINE,), _steps, _steps_text, _as_dicts("steps"), ("steps",)),
     Section("tallies", (Pass.TIMELINE,), _tallies, _tallies_text, _as_dicts("tallies"), ("tallies",)),
     Section("compiled", (Pass.TIMELINE,), _compiled, _compiled_text, _compiled_json, ("compiled",)),

@@ -197,6 +197,45 @@
     for (const n of s.notes || []) sec.append(el("p", { class: "note", text: n }));
   }
 
+  // ---- where each step went: its wall time in parts that add up to it (analyses/step_time.py) ----
+  const STEP_PARTS = [
+    ["gpu", "GPU running", "#4c78a8"], ["queued", "GPU waiting for launched work", "#9ecae9"],
+    ["sync", "host in a sync, GPU idle", "#e45756"], ["allocator", "host allocating or freeing", "#f58518"],
+    ["cuda_api", "host in other CUDA calls", "#ffbf79"], ["data_loading", "host in the DataLoader", "#54a24b"],
+    ["compile", "host compiling or checking guards", "#b279a2"], ["dispatch", "host in torch ops", "#eeca3b"],
+    ["python", "host in Python outside torch ops", "#bab0ac"],
+  ];
+  function drawStepTime() {
+    const st = data.step_time;
+    if (!st || !st.steps || !st.steps.length) return;
+    const sec = section("step_time", "Where each step went");
+    const med = st.mean_step, wall = med.wall_ns || 1;
+    const W = 960, H = 34;
+    const bar = svg("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, class: "step-time-bar", role: "img" });
+    const shown = STEP_PARTS.filter(([key]) => (med.parts[key] || 0) > 0);
+    let x = 0;
+    for (const [key, label, colour] of shown) {
+      const v = med.parts[key], w = v / wall * W;
+      const r = svg("rect", { x: x, y: 4, width: Math.max(w, 0.5), height: H - 8, fill: colour, "data-part": key });
+      titled(r, `${label}: ${dur(v)} (${pct(v / wall)})`);
+      bar.append(r);
+      x += w;
+    }
+    const what = st.marked ? `the mean of ${med.steps.length} steady steps (${dur(wall)})` : `the profiled span, ${dur(wall)} (no steps were marked)`;
+    sec.append(el("p", { class: "note", text: `Each instant of ${what}, in one part: the GPU running, else what the host's main thread was doing while the GPU waited. The parts add up to the step.` }));
+    sec.append(el("div", { class: "legend" }, ...shown.map(([, label, colour]) => el("span", {}, el("i", { style: `background: ${colour}` }), label))), bar);
+    table(sec, [
+      { key: "label", label: "part", text: true }, { key: "ns", label: "per step", fmt: dur }, { key: "share", label: "share", fmt: (v) => pct(v) },
+    ], shown.map(([key, label]) => ({ label: label, ns: med.parts[key], share: med.parts[key] / wall })));
+    if (st.steps.length > 1) {
+      const used = STEP_PARTS.filter(([key]) => st.steps.some((s) => s.parts[key] > 0));
+      table(sec, [
+        { key: "step", label: "step" }, { key: "wall_ns", label: "wall", fmt: dur },
+        ...used.map(([key]) => ({ key: key, label: key.replace(/_/g, " "), fmt: dur })),
+      ], st.steps.map((s) => ({ step: s.step, wall_ns: s.wall_ns, ...s.parts })));
+    }
+  }
+
   // ---- per-step stacked bars ----
   const PARTS = ["compute", "communication", "transfers", "idle"];
   function drawSteps() {
@@ -570,7 +609,7 @@
     ], r.ranks);
   }
 
-  const drawn = new Set(["schema_version", "title", "profile", "findings", "not_judged", "summary", "steps", "calltree", "tallies",
+  const drawn = new Set(["schema_version", "title", "profile", "findings", "not_judged", "summary", "step_time", "steps", "calltree", "tallies",
     "memory_timeline", "memory", "drawings", "tensor_stall_cost", "access_patterns", "counters", "stalls", "diff", "ranks", "perf_model"]);
   function drawOthers() {
     for (const [key, value] of Object.entries(data)) {
@@ -581,7 +620,7 @@
     }
   }
 
-  for (const draw of [drawDiff, drawRanks, drawFindings, drawSummary, drawSteps, drawTree, drawTallies, drawMemory, drawForests, drawStallCost,
+  for (const draw of [drawDiff, drawRanks, drawFindings, drawSummary, drawStepTime, drawSteps, drawTree, drawTallies, drawMemory, drawForests, drawStallCost,
     drawAccessPatterns, drawPerfModel, drawCounters, drawStalls, drawOthers]) {
     try { draw(); } catch (err) { console.error(`tenprof page: ${draw.name} failed:`, err); }
   }

@@ -1,0 +1,53 @@
+"""'Where each step went' as text: each part of the mean steady step (time, share, a bar), then the parts of
+each step when there are few enough to read."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from tenprof.analyses.step_time import PARTS, StepTime
+from tenprof.core.units import duration
+
+LABELS = {
+    "gpu": "GPU running",
+    "queued": "GPU waiting for launched work",
+    "sync": "host in a sync, GPU idle",
+    "allocator": "host allocating or freeing (cudaMalloc/cudaFree)",
+    "cuda_api": "host in other CUDA calls",
+    "data_loading": "host in the DataLoader",
+    "compile": "host compiling or checking guards",
+    "dispatch": "host in torch ops (dispatch, launch)",
+    "python": "host in Python outside torch ops",
+}
+BAR_WIDTH = 30
+STEPS_SHOWN = 12  # a table of every step's parts for runs of up to this many analysed steps
+
+
+def render_step_time(result: StepTime, console: Console) -> None:
+    if not result.steps:
+        return
+    wall = result.mean_wall_ns
+    count = len(result.steady)
+    what = f"the mean of {count} step{'s' if count != 1 else ''}" if result.marked else "the profiled span"
+    console.print(f"[bold]Where each step went[/bold] ({what}: {duration(int(wall))}; the parts add up to it)")
+    grid = Table.grid(padding=(0, 2))
+    for justify in ("left", "right", "right", "left"):
+        grid.add_column(justify=justify)
+    for part in PARTS:
+        ns = result.mean(part)
+        if ns <= 0:
+            continue
+        share = ns / wall if wall else 0.0
+        grid.add_row(LABELS[part], duration(int(ns)), f"{share:.0%}", "#" * max(1, round(share * BAR_WIDTH)))
+    console.print(grid)
+    if result.marked and 1 < len(result.steps) <= STEPS_SHOWN:
+        used = [p for p in PARTS if any(s.parts[p] for s in result.steps)]
+        table = Table(title="Per step", title_justify="left")
+        table.add_column("Step", justify="right")
+        table.add_column("Wall", justify="right")
+        for part in used:
+            table.add_column(part, justify="right")
+        for s in result.steps:
+            table.add_row(str(s.step), duration(s.wall_ns), *(duration(s.parts[p]) for p in used))
+        console.print(table)
