@@ -348,6 +348,17 @@ def test_strided_elementwise_names_the_operand_and_costs_what_matching_layouts_s
     assert _one(rebuilt["finding_hidden_copies"], "hidden-copies") is not None
 
 
+def test_fused_library_kernels_are_not_judged_for_strided_reads(tmp_path: Path) -> None:
+    # fp32 GPT-2 (H100): aten::_efficient_attention_backward takes its inputs strided by design, and its
+    # bandwidth says nothing against elementwise ops'; it was this check's second finding (20 ms "lost")
+    from tests.conftest import rebuild
+
+    profile = rebuild("overhead/gpt2_fp32", tmp_path)  # with the input strides today's importer keeps
+    names = set(profile.table("ops").column("name").to_pylist())
+    assert "aten::_efficient_attention_backward" in names
+    assert _one(profile, "strided-elementwise") is None
+
+
 # Each sync example: 8 bf16 4096x4096 matmuls, a synchronization, then 1 ms of host work (H100).
 SYNC_CAUSES = {
     "finding_sync_in_loop": (".item()", "logged.append(loss.item())"),
@@ -439,3 +450,54 @@ def test_the_cost_is_what_the_fix_saved(rebuilt: dict[str, Profile], finding_id:
     saved = unprofiled[case] - unprofiled[case + "_fixed"]  # type: ignore[operator]
     assert saved > 0
     assert abs(f.cost_ns / ctx[case].step_count - saved) <= 0.1 * saved, (f.cost_ns / ctx[case].step_count, saved)
+
+
+def test_tensor_core_advice_is_for_the_recorded_card(tmp_path: Path) -> None:
+    # the same fp32 GEMMs, recorded on an H100, read as if from a V100 (compute capability 7.0): no TF32 or
+    # bf16 there, fp16 autocast is its tensor-core path
+    import shutil
+
+    from tenprof.store.meta import read_meta, write_meta
+
+    h100 = _one(load_profile(DATA / "finding_fp32_gemm"), "gemm-without-tensor-cores")
+    assert h100 is not None and "TF32" in h100.fix
+    volta = tmp_path / "volta"
+    shutil.copytree(DATA / "finding_fp32_gemm", volta)
+    meta = read_meta(volta)
+    meta.gpus[0].name, meta.gpus[0].compute_capability = "Tesla V100-SXM2-16GB", "7.0"
+    write_meta(volta, meta)
+    found = _one(load_profile(volta), "gemm-without-tensor-cores")
+    assert found is not None and "float16" in found.fix and "compute capability 7.0" in found.fix
+    assert "TF32" not in found.fix.replace("neither TF32 nor", "") and "bfloat16" not in found.fix
+    assert not any("TF32" in line for line in found.seen)
+
+
+def _kernels_trace(name: str, durations: list[float]) -> bytes:
+    """A trace of one kernel launched with one grid and block, without ops or shapes, at these durations."""
+    events = [
+        {
+            "ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": 1000.0 + 100.0 * i, "dur": d,
+            "args": {"device": 0, "stream": 7, "correlation": i + 1, "grid": [4, 1, 1], "block": [512, 1, 1]},
+        }
+        for i, d in enumerate(durations)
+    ]  # fmt: skip
+    return orjson.dumps({"schemaVersion": 1, "traceEvents": events, "baseTimeNanoseconds": 0})
+
+
+def test_variance_claims_one_shape_only_where_shapes_say_so(tmp_path: Path) -> None:
+    # five message sizes of an all-reduce share one grid: without recorded shapes their times differ by
+    # design, so a collective is not judged; another kernel is, and the finding says the shapes are unknown
+    from tenprof.cli.main import main
+
+    times = [10.0, 20.0, 40.0, 80.0, 160.0] * 3
+    for name, expected in (("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", None),
+                           ("void my_kernel<float>(float*)", "input shapes not recorded")):  # fmt: skip
+        trace = tmp_path / "t.json"
+        trace.write_bytes(_kernels_trace(name, times))
+        out = tmp_path / name[:4]
+        assert main(["import", "--quiet", str(trace), "-o", str(out)]) == 0
+        found = _one(load_profile(out), "variance")
+        if expected is None:
+            assert found is None
+        else:
+            assert found is not None and expected in found.seen[0] and "same input shapes" not in found.seen[0]

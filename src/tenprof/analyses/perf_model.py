@@ -395,7 +395,8 @@ class _Model:
         sig_bytes[sig], sig_ideal[sig] = nbytes[ops], ideal[ops]  # the same for every op of a signature
         # the line holding the most of each signature's kernel time, and its kernels by time
         best_line = _heaviest_per_group(sig, lines.frame_of(ops), op_gpu[ops])
-        charged = (k_owner >= 0) & known[np.maximum(k_owner, 0)]
+        # (a trace of kernels without ops has no owner: `known` is empty)
+        charged = (k_owner >= 0) & (known[np.maximum(k_owner, 0)] if len(known) else False)
         k_sig = self.sig[k_owner[charged]]
         kernel_times = _sums_per_pair(k_sig, self.k_names.codes[charged], self.k_dur[charged])
         rows = []

@@ -59,15 +59,12 @@ def check(ctx: Context) -> list[Finding]:
                 seen=[
                     f"{int(fp32.sum())} launches, {duration(fp32_ns)}, of {len(kinds)} GEMM kernel(s) on the FMA pipes "
                     f"(sgemm / f32 with ffma in the name, e.g. {kinds[0][:40]})",
-                    f"TF32 would leave about 1/{TF32_SPEEDUP:g} of that time (its tensor-core peak over FP32's on "
-                    "A100 and H100): the cost is the rest",
+                    _saving_basis(ctx),
                 ],
                 where=ctx.where(ops[fp32], duration_ns[fp32]),
                 why="A float32 GEMM without TF32 runs on the FMA pipes, at a fraction of the tensor cores' "
                 "throughput (on an H100 a 4096x4096 fp32 matmul took 7.8x as long as with TF32, measured).",
-                fix="Allow TF32 (torch.set_float32_matmul_precision('high'), or torch.backends.cuda.matmul."
-                "allow_tf32 = True), which keeps float32 storage and rounds the multiply inputs to 10 mantissa "
-                "bits, or run the model under torch.autocast(dtype=torch.bfloat16).",
+                fix=_tensor_core_fix(ctx),
                 numbers={"fp32_gemm_ns": float(fp32_ns), "share_of_gpu": fp32_ns / gpu_ns},
             )
         )
@@ -90,6 +87,50 @@ def check(ctx: Context) -> list[Finding]:
             )
         )
     return found
+
+
+def _compute_capability(ctx: Context) -> tuple[int, int] | None:
+    """The recorded GPU's compute capability (the first GPU the profile names), None where unknown."""
+    for gpu in ctx.profile.meta.gpus:
+        major, _, minor = gpu.compute_capability.partition(".")
+        if major.isdigit() and minor.isdigit():
+            return int(major), int(minor)
+    return None
+
+
+def _before_tf32(ctx: Context) -> bool:
+    """A card with fp16 tensor cores but neither TF32 nor bf16 (Volta, Turing: compute capability 7.x)."""
+    capability = _compute_capability(ctx)
+    return capability is not None and capability[0] == 7
+
+
+def _saving_basis(ctx: Context) -> str:
+    if _before_tf32(ctx):
+        return (
+            f"fp16 on the tensor cores would leave about 1/{TF32_SPEEDUP:g} of that time (V100: 125 against "
+            "15.7 TFLOP/s): the cost is the rest"
+        )
+    return (
+        f"TF32 would leave about 1/{TF32_SPEEDUP:g} of that time (its tensor-core peak over FP32's on A100 and "
+        "H100): the cost is the rest"
+    )
+
+
+def _tensor_core_fix(ctx: Context) -> str:
+    """What this GPU can run the GEMMs on instead: TF32 or bf16 from Ampere on; before it (compute
+    capability 7.x) neither exists, and fp16 autocast is the tensor-core path."""
+    if _before_tf32(ctx):
+        major, minor = _compute_capability(ctx) or (7, 0)
+        return (
+            f"Run the model under torch.autocast('cuda', dtype=torch.float16) with a torch.amp.GradScaler for "
+            f"training: this GPU (compute capability {major}.{minor}) has fp16 tensor cores but neither TF32 nor "
+            "bf16."
+        )
+    return (
+        "Allow TF32 (torch.set_float32_matmul_precision('high'), or torch.backends.cuda.matmul.allow_tf32 = "
+        "True), which keeps float32 storage and rounds the multiply inputs to 10 mantissa bits, or run the model "
+        "under torch.autocast(dtype=torch.bfloat16)."
+    )
 
 
 def _short(name: str) -> str:

@@ -1,5 +1,7 @@
-"""strided-elementwise: an op whose tensor inputs of one shape lie in memory in different orders (`a.t() +
-b`), read from the input strides a trace records with its shapes.
+"""strided-elementwise: an elementwise or reduction op (one TensorIterator kernel) whose tensor inputs of one
+shape lie in memory in different orders (`a.t() + b`), read from the input strides a trace records with its
+shapes. Fused library kernels (attention, GEMMs, convolutions) take strided operands by design and are not
+judged.
 
 TensorIterator walks the output in the memory order of the first input (the output takes its layout), so
 an input whose order differs is read across it: every access strided, far below the bandwidth the same op
@@ -66,6 +68,13 @@ def _layout(shapes: str, strides: str, dtypes: str) -> tuple[int, float] | None:
     return (odd[0] if odd else 0), moved
 
 
+def _iterates_tensors(kernel: str) -> bool:
+    """TensorIterator's kernels (elementwise and reductions: `at::native::vectorized_elementwise_kernel`,
+    `elementwise_kernel`, `unrolled_elementwise_kernel`, `reduce_kernel`), the ones that walk the output
+    in the first input's memory order."""
+    return "at::native::" in kernel and ("elementwise_kernel" in kernel or "reduce_kernel" in kernel)
+
+
 def _ints(value: object) -> bool:
     return isinstance(value, list) and bool(value) and all(isinstance(x, int) for x in value)
 
@@ -82,11 +91,15 @@ def check(ctx: Context) -> list[Finding]:
     inside = ctx.kernels_in_steps & (k_op >= 0)
     time_of = np.bincount(k_op[inside], weights=k_dur[inside], minlength=ops.num_rows)
     launches = np.bincount(k_op[inside], minlength=ops.num_rows)
+    iterated = ctx.profile.strings("kernels", "name").where(_iterates_tensors)
+    # only ops whose one kernel is TensorIterator's: a library kernel (attention, GEMM, convolution) reads
+    # its operands in the order it is written for, whatever their strides
+    launches_iterated = np.bincount(k_op[inside & iterated], minlength=ops.num_rows)
     shapes, dtypes = ctx.profile.strings("ops", "input_shapes"), ctx.profile.strings("ops", "input_dtypes")
     matching_bw: list[float] = []
     mismatched: list[tuple[int, int, float]] = []  # op, the operand read across, bytes
     in_a_copy = ctx.named_ancestors(frozenset(COPIES)) >= 0
-    candidates = np.flatnonzero((time_of >= MIN_KERNEL_NS) & (launches == 1) & ~in_a_copy)
+    candidates = np.flatnonzero((time_of >= MIN_KERNEL_NS) & (launches == 1) & (launches_iterated == 1) & ~in_a_copy)
     signatures = np.stack([shapes.codes[candidates], strides.codes[candidates], dtypes.codes[candidates]], axis=1)
     for op, (shape, stride, dtype) in zip(candidates.tolist(), signatures.tolist(), strict=True):
         layout = _layout(shapes.values[shape], strides.values[stride], dtypes.values[dtype])

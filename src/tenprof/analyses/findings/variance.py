@@ -1,5 +1,8 @@
 """variance: the same kernel with the same launch shape timing differently from step to step (clocks,
-thermals, contention, data-dependent work), reported with its distribution so a lone mean is not trusted."""
+thermals, contention, data-dependent work), reported with its distribution so a lone mean is not trusted.
+"The same launch" is the kernel, its grid and block, and its op's input shapes where they were recorded; a
+collective (NCCL) launched without recorded shapes is not judged: its grid is the same whatever the size
+of the message, so its launches need not be the same work."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ import numpy as np
 
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.model import Finding
+from tenprof.analyses.ranks import is_collective
 from tenprof.core.quantities import duration
 
 
@@ -46,6 +50,8 @@ def check(ctx: Context) -> list[Finding]:
         members = by_group[bounds[g] : bounds[g + 1]]
         code = launch_key[members[0]]
         key = (names.values[code[0]], *code[1:7].tolist(), op_shapes.values[code[7]] if code[7] >= 0 else "")
+        if not key[7] and is_collective(str(key[0])):
+            continue  # a collective's grid is the same for any message size: without shapes, no one launch
         d = dur[members].astype(np.float64)
         cv = float(d.std() / d.mean()) if d.mean() > 0 else 0.0
         if cv > ctx.t.variance_max_cv and d.sum() >= ctx.t.variance_min_share * total:
@@ -64,7 +70,8 @@ def check(ctx: Context) -> list[Finding]:
             title=f"{short} varies {100 * cv:.0f}% (coefficient of variation) across {len(d)} launches of one shape",
             cost_ns=int(sum(n[0] for n in noisy)),
             seen=[
-                f"grid {key[1:4]}, block {key[4:7]}, same input shapes: p10 {duration(p10)}, median {duration(p50)}, "
+                f"grid {key[1:4]}, block {key[4:7]}, {'same input shapes' if key[7] else 'input shapes not recorded'}: "
+                f"p10 {duration(p10)}, median {duration(p50)}, "
                 f"p90 {duration(p90)}, max {duration(d.max())}",
                 f"{len(noisy)} kernel shape(s) vary more than {100 * ctx.t.variance_max_cv:.0f}%",
             ],
