@@ -87,7 +87,12 @@ def _wait_for_workers(proc: subprocess.Popen[bytes], out: Path) -> None:
 def _interrupt_an_import(trace: Path, out: Path) -> tuple[int, str]:
     """`tenprof import` of `trace` in a session of its own, Ctrl-C'd once its workers run: (exit, stderr)."""
     env = dict(os.environ, TENPROF_IMPORT_WORKERS="2")
-    command = [sys.executable, "-m", "tenprof", "import", "--quiet", str(trace), "-o", str(out)]
+    # Python keeps SIGINT ignored when it starts with it ignored, as every command a non-interactive shell
+    # runs in the background does (a CI runner may run the tests so): the import is started as a terminal
+    # would, with Ctrl-C's handler in place
+    start = "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    start += "sys.argv = ['tenprof', *sys.argv[1:]]; runpy.run_module('tenprof', run_name='__main__')"
+    command = [sys.executable, "-c", start, "import", "--quiet", str(trace), "-o", str(out)]
     # a session of its own: the SIGINT goes to the whole group, importer and workers, as a terminal's does
     with subprocess.Popen(
         command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
@@ -109,6 +114,8 @@ def test_ctrl_c_during_an_import_says_interrupted_and_leaves_nothing(tmp_path: P
     out = tmp_path / "out"
     # On a loaded machine this process may get to its first Ctrl-C only as the import finishes, which then
     # rightly completes: that attempt tells nothing, and the import is interrupted again from the start.
+    # (Each attempt sends Ctrl-C only once the import's workers run: an import that never starts them, or
+    # ends before, is not interrupted and fails the three attempts.)
     for _ in range(3):
         code, err = _interrupt_an_import(trace, out)
         if code == 0 and "tenprof" not in err:
