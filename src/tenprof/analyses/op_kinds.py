@@ -17,3 +17,6 @@ GEMM_OPS = frozenset(
         "aten::mv",
     }
 )
+
+# CUDA calls in which the host waits for the GPU.
+SYNC_CALLS = frozenset({"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy"})

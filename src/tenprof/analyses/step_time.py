@@ -34,14 +34,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tenprof.analyses.op_kinds import SYNC_CALLS
 from tenprof.analyses.overhead import COLD_STEPS, kernel_launch_ns, recorded_steps
+from tenprof.analyses.summary import profiled_span
 from tenprof.core.intervals import I64Array, coverage, merged, uncovered
 from tenprof.store.profile import Profile
 
 PARTS = ("gpu", "queued", "sync", "allocator", "cuda_api", "data_loading", "compile", "dispatch", "python")
 IDLE_PARTS = PARTS[1:]
 
-SYNC_CALLS = frozenset({"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy"})
 ALLOCATOR_CALLS = frozenset(
     {"cudaMalloc", "cudaFree", "cudaMallocHost", "cudaFreeHost", "cudaHostAlloc", "cudaMallocAsync", "cudaFreeAsync"}
     | {"cuMemAlloc_v2", "cuMemFree_v2", "cuMemCreate", "cuMemRelease", "cuMemMap", "cuMemUnmap"}
@@ -94,8 +95,8 @@ def step_time(profile: Profile) -> StepTime:
     numbers = steps.column("step").to_numpy()[recorded] if steps.num_rows else np.zeros(0, np.int64)
     marked = bool(len(lo))
     if not marked:
-        span = _profiled_span(profile)
-        if span is None:
+        span = profiled_span(profile, ("ops", "kernels", "transfers"))
+        if span == (0, 0):  # nothing recorded
             return StepTime([], False)
         lo, hi, numbers = np.array([span[0]]), np.array([span[1]]), np.array([-1])
     lo, hi = np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64)
@@ -125,16 +126,6 @@ def _gpu_busy(profile: Profile) -> Intervals:
     starts = np.concatenate([k.column("start_ns").to_numpy(), t.column("start_ns").to_numpy()])
     ends = np.concatenate([k.column("end_ns").to_numpy(), t.column("end_ns").to_numpy()])
     return merged(starts.astype(np.int64), ends.astype(np.int64))
-
-
-def _profiled_span(profile: Profile) -> tuple[int, int] | None:
-    starts, ends = [], []
-    for table in ("ops", "kernels", "transfers"):
-        t = profile.table(table)
-        if t.num_rows:
-            starts.append(int(t.column("start_ns").to_numpy().min()))
-            ends.append(int(t.column("end_ns").to_numpy().max()))
-    return (min(starts), max(ends)) if starts else None
 
 
 def _idle_causes(profile: Profile) -> dict[str, Intervals]:

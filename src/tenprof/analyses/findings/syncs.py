@@ -10,12 +10,12 @@ import numpy as np
 from tenprof.analyses.findings.context import I64, Context, per_step
 from tenprof.analyses.findings.model import Finding
 from tenprof.analyses.host import host_lines, main_thread, sampled
+from tenprof.analyses.op_kinds import SYNC_CALLS
 from tenprof.core.intervals import coverage, uncovered
 from tenprof.core.quantities import count, duration
 
 # Calls that block the host until the GPU has drained (cudaMemcpy without Async is synchronous too, and
 # so is any copy into pageable host memory: see _copies_to_pageable_host).
-SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy")
 # The aten ops users reach these through, to name the cause in words.
 CAUSES = {
     "aten::_local_scalar_dense": ".item() / float(tensor) / if tensor:",
