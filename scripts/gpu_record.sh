@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -415,6 +415,30 @@ while [ $# -gt 0 ]; do
     ;;
   gputests)
     python3 -m pytest -q -m gpu tests/gpu -p no:cacheprovider 2>&1 | tee "$OUT/gputests.txt" | tail -n 15
+    ;;
+  corpus36rec)  # issue 36: the corpus pairs new in this issue (and two made larger), recorded with tenprof run
+    record finding_slow_transform examples/findings/slow_transform.py --steps 10
+    record finding_slow_transform_fixed examples/findings/slow_transform.py --steps 10 --fixed
+    record finding_few_workers examples/findings/slow_transform.py --steps 10 --workers 1
+    for f in python_elements foreach_off empty_cache channels_last graph_break; do
+      record "finding_${f}" examples/findings/$f.py
+      record "finding_${f}_fixed" examples/findings/$f.py --fixed
+    done
+    for d in "$WORK"/prof/finding_*; do tenprof report "$d" --limit 3 2>&1 | grep -E "^[0-9]+\. " | sed "s|^|$(basename "$d"): |"; done | tee "$OUT/corpus36rec.txt"
+    tar -C "$WORK" -czf "$OUT/corpus36rec.tgz" prof logs
+    ;;
+  generate36)  # issue 36: GPT-2 generate() without steps, with tenprof run and with plain torch.profiler (with_stack)
+    ( cd "$REPO" && tenprof run --quiet -o "$WORK/prof/gpt2_generate" examples/gpt2_generate.py --tokens 48 ) > "$WORK/logs/gpt2_generate.log" 2>&1
+    echo "exit=$?" >> "$WORK/logs/gpt2_generate.log"
+    tenprof report "$WORK/prof/gpt2_generate" --limit 4 2>&1 | head -n 60 | tee "$OUT/gpt2_generate.txt"
+    mkdir -p "$WORK/prof/torch_traces"
+    ( cd "$REPO" && python3 benchmarks/torch_profiler_run.py --stack "$WORK/prof/torch_traces/gpt2_generate_stack.json" examples/gpt2_generate.py --tokens 48 ) > "$WORK/logs/tp_gpt2_generate.log" 2>&1
+    gzip -f "$WORK"/prof/torch_traces/*.json
+    tar -C "$WORK" -czf "$OUT/generate36.tgz" prof/gpt2_generate prof/torch_traces logs
+    ;;
+  corpus36)  # issue 36: every corpus pair timed un-profiled and recorded with plain torch.profiler (CORPUS_ONLY, CORPUS_MODES, CORPUS_DEADLINE_S)
+    python3 benchmarks/corpus_record.py "$WORK/corpus" --only "${CORPUS_ONLY:-}" --modes "${CORPUS_MODES:-time,traces}" --deadline-s "${CORPUS_DEADLINE_S:-400}" 2>&1 | tee -a "$OUT/corpus36.txt"
+    tar -C "$WORK" -czf "$OUT/corpus36-$(date +%s).tgz" corpus  # one file: a call brings back only so many
     ;;
   esac
   # after every task, so a call cut off by its time limit still brings back what was recorded

@@ -16,7 +16,7 @@ from tenprof.analyses.findings import Finding, Thresholds, find_all, not_judged
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.temporal import temporal_breakdown
 from tenprof.cli.main import main
-from tenprof.renderers.text import render_findings
+from tenprof.renderers.text import SEEN_SHOWN, render_findings
 from tenprof.store.profile import Profile, load_profile
 from tests.conftest import DATA
 
@@ -275,7 +275,12 @@ def test_terminal_layout_and_json(rebuilt: dict[str, Profile], capsys: pytest.Ca
         blocks = buffer.getvalue().rstrip("\n").split("\n")[1:]
         starts = [i for i, line in enumerate(blocks) if line[:1].isdigit()]
         for a, b in zip(starts, [*starts[1:], len(blocks)], strict=True):
-            assert b - a <= 10, blocks[a:b]
+            # title, up to SEEN_SHOWN lines of evidence (and one saying how many more --json has), where,
+            # why and fix: a screenful at most
+            seen = [line for line in blocks[a:b] if line.startswith("   seen: ")]
+            assert len(seen) <= SEEN_SHOWN + 1 and b - a <= 15, blocks[a:b]
+            more = len(findings[starts.index(a)].seen) - SEEN_SHOWN
+            assert (more > 0) == (seen[-1].endswith("more (tenprof report --json)") if seen else False)
     assert main(["report", str(DATA / "finding_pageable_copy"), "--json"]) == 0
     data = orjson.loads(capsys.readouterr().out)
     assert data["findings"][0].keys() >= {"id", "title", "cost_ns", "seen", "where", "why", "fix", "numbers"}
@@ -417,14 +422,14 @@ def test_a_one_off_stall_in_a_later_step_is_one_finding(rebuilt: dict[str, Profi
 
 
 def test_gpu_time_findings_say_when_the_host_bounds_the_step(rebuilt: dict[str, Profile]) -> None:
-    # channels_last.py (H100): the NCHW block is launch-bound (GPU busy 49% un-profiled), and un-profiled
-    # its channels_last fix is no faster (1.18 -> 1.45 ms a step): the conversions' GPU time is real, but
-    # saving it shortens no step until the host is faster. The finding says so and ranks below.
-    found = find_all(rebuilt["finding_channels_last"])
+    # launch_bound.py (H200): the 64-row MLP is launch-bound, and its fp32 GEMMs run without tensor cores:
+    # their GPU time is real, but saving it shortens no step until the host is faster. The GEMM finding
+    # says so and ranks below.
+    found = find_all(rebuilt["finding_launch_bound"])
     ids = [f.id for f in found]
-    assert ids.index("launch-bound") < ids.index("layout-conversions")
-    layout = found[ids.index("layout-conversions")]
-    assert any("shortens the step only once the host" in s for s in layout.seen)
+    assert ids.index("launch-bound") < ids.index("gemm-without-tensor-cores")
+    gemm_bound = found[ids.index("gemm-without-tensor-cores")]
+    assert any("shortens the step only once the host" in s for s in gemm_bound.seen)
     gemm = _one(rebuilt["finding_fp32_gemm"], "gemm-without-tensor-cores")  # GPU-bound: no such caveat
     assert gemm is not None and not any("shortens the step only" in s for s in gemm.seen)
 

@@ -196,7 +196,8 @@ def _line_of(path: str, text: str) -> int:
 def test_a_slow_collate_is_named_with_its_time() -> None:
     # examples/findings/slow_loader.py on an H100 (tests/data/finding_slow_collate): the DataLoader runs in
     # the script's process and its collate function spins 8 ms per batch; the GPU waits. The first finding
-    # is idle-gaps at the collate's loop, and the sampled time there per step is within 10% of 8 ms.
+    # is data-loading (num_workers=0) at the collate's loop, and the sampled time there per step is within
+    # 10% of 8 ms.
     from tenprof.analyses.findings import find_all
     from tenprof.analyses.findings.context import Context
     from tenprof.analyses.findings.thresholds import Thresholds
@@ -206,13 +207,16 @@ def test_a_slow_collate_is_named_with_its_time() -> None:
     first = find_all(profile)[0]
     example = "examples/findings/slow_loader.py"
     line = f"{example}:{_line_of(example, 'the planted slow collate')}"
-    assert first.id == "idle-gaps" and first.where[0] == line
+    assert first.id == "data-loading" and first.where[0] == line
+    assert first.numbers["single_process"] == 1 and "num_workers" in first.fix and line in first.fix
     ctx = Context(profile, Thresholds())
     at = {h.line: h for h in host_lines(profile, ctx.step_start, ctx.step_end, main_thread(profile))}
     assert at[line].function == "slow_collate" and not at[line].in_torch_op and not at[line].waiting_for
     assert abs(at[line].ns / ctx.step_count - 8e6) <= 0.1 * 8e6, at[line].ns / ctx.step_count
-    # the control (no delay, the loading done ahead in two workers) raises no idle-gaps
-    assert "idle-gaps" not in {f.id for f in find_all(load_profile(DATA / "finding_slow_loader_fixed"))}
+    # the control (no delay, the loading done ahead in two workers) raises neither
+    assert {"idle-gaps", "data-loading"}.isdisjoint(
+        f.id for f in find_all(load_profile(DATA / "finding_slow_loader_fixed"))
+    )
 
 
 def test_slow_dataloader_workers_are_named_with_their_time() -> None:
@@ -230,7 +234,8 @@ def test_slow_dataloader_workers_are_named_with_their_time() -> None:
     example = "examples/findings/slow_loader.py"
     sleep = f"{example}:{_line_of(example, 'the planted slow read')}"
     wait = f"{example}:{_line_of(example, 'next(batches)')}"
-    assert first.id == "idle-gaps" and first.where[:2] == [sleep, wait]
+    assert first.id == "data-loading" and first.where[:2] == [sleep, wait]
+    assert first.numbers["single_process"] == 0
     assert any(f"at {wait}" in s and WORKERS in s for s in first.seen)
     workers_said = "the DataLoader's 2 worker process(es) were meanwhile in __getitem__()"
     assert any(s.startswith(workers_said) for s in first.seen)
@@ -298,3 +303,28 @@ def test_launch_bound_names_the_python_outside_torch_ops() -> None:
     said = _python_outside_ops(ctx, cpu_in_ops_per_step=1e6)
     assert said[1] == line and f"slow_collate() at {line}" in format_quantities(said[0])
     assert _python_outside_ops(ctx, cpu_in_ops_per_step=1e9) == []  # under a tenth of 1 s a step in ops
+
+
+def test_while_sampling_a_waiting_thread_asks_for_the_lock_after_a_tenth_of_a_period() -> None:
+    # Asking for the interpreter's lock only after a whole period, the sampler got it at the next release
+    # (a torch op, a sleep(0)), never inside a shorter stretch of pure Python: every sample landed on the
+    # release's line (issue 36: a Dataset's transform charged to the line before it). What that changes is
+    # measured by benchmarks/sampler_attribution.py (a timing, so not asserted here); this checks the
+    # setting, and that the program's own comes back when sampling pauses and stops.
+    import sys
+
+    from tenprof.capture.callsites import FrameInterner
+    from tenprof.capture.host_sampler import SWITCHES_PER_PERIOD, HostSampler
+
+    before = sys.getswitchinterval()
+    sampler = HostSampler(FrameInterner(None, set()))
+    sampler.start()
+    try:
+        assert sys.getswitchinterval() == pytest.approx(min(before, 1e-3 / SWITCHES_PER_PERIOD))
+        sampler.paused = True
+        assert sys.getswitchinterval() == before
+        sampler.paused = False
+        assert sys.getswitchinterval() < before
+    finally:
+        sampler.stop()
+    assert sys.getswitchinterval() == before

@@ -4,18 +4,22 @@ torchrun, balanced and with rank 1 slowed at a planted line)."""
 
 from __future__ import annotations
 
+import io
 import math
 import shutil
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from tenprof.analyses.ranks import ranks_report
 from tenprof.capture.ranks import rank_from_env
 from tenprof.cli.launch import rank_command
 from tenprof.cli.main import main
 from tenprof.cli.ranks_report import kernels_across_ranks
+from tenprof.renderers.ranks_text import render_ranks
 from tenprof.store.directory import rank_dirs
+from tenprof.store.profile import load_profile
 from tests.conftest import DATA
 
 ROOT = DATA.parents[1]
@@ -219,3 +223,20 @@ def test_empty_output_and_ranks_without_a_timeline(tmp_path: Path, capsys: pytes
     (failed / "meta.json").write_text(json.dumps(meta))
     report = ranks_report(out)
     assert len(report.ranks) == 3 and not report.stragglers  # a rank with no timeline is not a straggler
+
+
+def test_each_ranks_step_is_split_into_parts_and_the_waiting_rank_waits_in_collectives() -> None:
+    # tests/data/ranks/slow_loader: rank 1 sleeps in its loader each step (Python outside torch ops) while
+    # rank 0, done with its compute, waits in the all-reduce for it (the GPU in collectives only).
+    from tenprof.analyses.step_time import step_time
+
+    report = ranks_report(RANKS / "slow_loader")
+    by_rank = {r.rank: r for r in report.ranks}
+    for r in report.ranks:
+        steps = step_time(load_profile(RANKS / "slow_loader" / f"rank{r.rank:05d}"))
+        assert sum(r.parts.values()) == pytest.approx(steps.mean_wall_ns)
+    assert by_rank[0].parts["collective"] > 10 * by_rank[1].parts["collective"]
+    assert by_rank[1].parts["python"] > 20 * by_rank[0].parts["python"]
+    text = io.StringIO()
+    render_ranks(report, [], Console(file=text, width=200), None)
+    assert "Where each rank's step went" in text.getvalue()

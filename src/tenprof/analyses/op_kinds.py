@@ -1,4 +1,4 @@
-"""Names of aten ops by what they do, shared by the analyses that judge them."""
+"""Names of aten ops, CUDA calls and kernels by what they do, shared by the analyses that judge them."""
 
 from __future__ import annotations
 
@@ -20,3 +20,11 @@ GEMM_OPS = frozenset(
 
 # CUDA calls in which the host waits for the GPU.
 SYNC_CALLS = frozenset({"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy"})
+
+# Collective (communication) kernels: NCCL's, by the words in their names.
+COLLECTIVE_WORDS = ("nccl", "allreduce", "all_reduce", "allgather", "reducescatter", "broadcast")
+
+
+def is_collective(kernel_name: str) -> bool:
+    name = kernel_name.lower()
+    return any(w in name for w in COLLECTIVE_WORDS)

@@ -36,20 +36,16 @@ from pathlib import Path
 
 import numpy as np
 
+from tenprof.analyses.op_kinds import is_collective
+from tenprof.analyses.step_time import PARTS, step_time
 from tenprof.analyses.summary import user_frame_of
 from tenprof.core.intervals import coverage
 from tenprof.store.directory import rank_dirs
 from tenprof.store.profile import Profile, load_profile
 
-COLLECTIVE_WORDS = ("nccl", "allreduce", "all_reduce", "allgather", "reducescatter", "broadcast")
 STRAGGLER_WAIT_RATIO = 0.5
 STRAGGLER_MIN_STEP_SHARE = 0.1
 STRAGGLER_STEP_RATIO = 1.2
-
-
-def is_collective(kernel_name: str) -> bool:
-    name = kernel_name.lower()
-    return any(w in name for w in COLLECTIVE_WORDS)
 
 
 @dataclass
@@ -70,6 +66,7 @@ class RankSummary:
     collective_ends: list[int] = field(default_factory=list)  # end of every collective kernel, in order
     windows: tuple[list[int], list[int]] = ([], [])  # the steps' [start, end) on this rank's clock
     clock_offset_ns: int = 0
+    parts: dict[str, float] = field(default_factory=dict)  # where its mean steady step went (analyses.step_time)
 
     @property
     def outside_ops_ns(self) -> float:
@@ -147,7 +144,14 @@ def rank_summary(profile: Profile, rank: int) -> RankSummary:
         marked=marked,
         collective_ends=ends,
         windows=(lo.tolist(), hi.tolist()),
+        parts=_step_parts(profile),
     )
+
+
+def _step_parts(profile: Profile) -> dict[str, float]:
+    """Each part of the rank's mean steady step (the step decomposition), in nanoseconds."""
+    result = step_time(profile)
+    return {part: result.mean(part) for part in PARTS} if result.steps else {}
 
 
 def line_times(profile: Profile, windows: tuple[list[int], list[int]]) -> dict[tuple[str, str], float]:

@@ -3,10 +3,14 @@ that add up to the step exactly (pure; no I/O).
 
 Each recorded, complete step [start, end) (or, where no step was marked, the profiled span as one) is cut
 into instants, and each instant goes to one part:
-- `gpu`: the GPU runs something (a kernel or a copy, any stream). The step waits on the GPU then,
-  whatever the host does meanwhile: shortening it means less or faster GPU work.
-Of the instants the GPU is idle, each goes to the first of these that holds then, from the main thread's
-state (the thread that ran the most top-level ops; scopes and CUDA calls of that thread):
+- `gpu`: the GPU computes or copies (a kernel other than a collective, or a copy, on any stream). The
+  step waits on the GPU then, whatever the host does meanwhile: shortening it means less or faster GPU
+  work;
+- `collective`: the GPU runs collectives only (NCCL's kernels) and nothing else: communication not
+  overlapped with compute, or this rank waiting in a collective for the others to reach it.
+Of the instants the GPU is idle, each goes to the first of these that holds then, from the host's state:
+its ops and CUDA calls on the main thread (the one that ran the most top-level ops) and on every thread
+whose ops launched kernels (autograd's backward thread), its DataLoader ranges on the main thread:
 - `queued`: work was launched and has not started yet (launch latency, a stream waiting on an event or on
   another stream): the GPU's wait, not the host's;
 - `sync`: the host is inside a synchronizing CUDA call (`cudaDeviceSynchronize`, `cudaStreamSynchronize`,
@@ -20,7 +24,10 @@ state (the thread that ran the most top-level ops; scopes and CUDA calls of that
 - `compile`: the host is compiling (`entire_frame_compile`) or checking compiled code's guards
   (`TorchDynamo Cache Lookup`);
 - `dispatch`: the host is inside a top-level torch op (dispatching it, launching its kernels);
-- `python`: anywhere else: the script's own Python between ops (the host sampler's lines say which).
+- `python`: anywhere else: the script's own Python between ops (the host sampler's lines say which);
+- `capture`: the profiler's own work, in the mean steady step only: where the profiler's overhead was
+  measured (steps run with the capture off) or estimated (analyses.overhead), that share of the step is
+  taken out of `dispatch` and `python`, where the profiler's CPU work lands.
 The order puts the most specific cause first: a cudaMalloc runs inside an op, an op inside a DataLoader's
 `__next__`. Every idle instant lands in exactly one part and `python` takes what is left, so the parts sum
 to the step's wall time; `Step.parts` are in nanoseconds. The summary is the mean steady step (past the
@@ -34,14 +41,28 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tenprof.analyses.op_kinds import SYNC_CALLS
-from tenprof.analyses.overhead import COLD_STEPS, kernel_launch_ns, recorded_steps
+from tenprof.analyses.op_kinds import SYNC_CALLS, is_collective
+from tenprof.analyses.overhead import COLD_STEPS, kernel_launch_ns, measure, recorded_steps
 from tenprof.analyses.summary import profiled_span
 from tenprof.core.intervals import I64Array, coverage, merged, uncovered
 from tenprof.store.profile import Profile
 
-PARTS = ("gpu", "queued", "sync", "allocator", "cuda_api", "data_loading", "compile", "dispatch", "python")
-IDLE_PARTS = PARTS[1:]
+PARTS = (
+    "gpu",
+    "collective",
+    "queued",
+    "sync",
+    "allocator",
+    "cuda_api",
+    "data_loading",
+    "compile",
+    "dispatch",
+    "python",
+    "capture",
+)
+IDLE_PARTS = PARTS[2:-1]
+# the host's parts the profiler's own CPU work lands in (its records around each op, its Python per call)
+CAPTURE_INFLATES = ("dispatch", "python")
 
 ALLOCATOR_CALLS = frozenset(
     {"cudaMalloc", "cudaFree", "cudaMallocHost", "cudaFreeHost", "cudaHostAlloc", "cudaMallocAsync", "cudaFreeAsync"}
@@ -57,13 +78,16 @@ COMPILE_OPS = frozenset({"entire_frame_compile", "TorchDynamo Cache Lookup"})
 class Step:
     step: int  # the step's number, -1 for the profiled span of a run without steps
     wall_ns: int
-    parts: dict[str, int] = field(default_factory=dict)  # PARTS -> ns; they sum to wall_ns
+    parts: dict[str, int] = field(default_factory=dict)  # PARTS -> ns, as recorded (capture 0); sum: wall_ns
 
 
 @dataclass(frozen=True)
 class StepTime:
     steps: list[Step]
-    marked: bool  # False: no step was marked, the one "step" is the profiled span
+    marked: bool  # False: no step was marked, the one "step" is the profiled span from the first GPU work
+    setup_ns: int = 0  # unmarked: the profiled time before the first kernel's launch, left out of the step
+    capture_share: float = 0.0  # of the mean steady step, the profiler's own work (analyses.overhead)
+    capture_method: str = ""  # how that was had: measured (steps run with the capture off), estimated
 
     @property
     def steady(self) -> list[Step]:
@@ -74,9 +98,26 @@ class StepTime:
     def mean(self, part: str) -> float:
         """The part in the mean steady step: its time over the steady steps, per step. The means add up
         to the mean step, and a run whose steps are of two kinds (every other one waits for its data)
-        keeps both kinds in them, where a median step would show one."""
+        keeps both kinds in them, where a median step would show one. The profiler's own work (`capture`)
+        is taken out of the host's parts it lands in, in proportion to them: what is left of those is the
+        program's, as far as the overhead is known."""
+        if part == "capture":
+            return self._capture_ns
+        raw = self._recorded(part)
+        if part in CAPTURE_INFLATES and self._capture_ns:
+            host = sum(self._recorded(p) for p in CAPTURE_INFLATES)
+            return raw - self._capture_ns * raw / host
+        return raw
+
+    def _recorded(self, part: str) -> float:
         steady = self.steady
         return sum(s.parts[part] for s in steady) / len(steady) if steady else 0.0
+
+    @property
+    def _capture_ns(self) -> float:
+        """The profiler's own work in the mean steady step, no more than the host's parts it lands in."""
+        host = sum(self._recorded(p) for p in CAPTURE_INFLATES)
+        return min(self.capture_share * self.mean_wall_ns, host)
 
     @property
     def mean_wall_ns(self) -> float:
@@ -94,59 +135,98 @@ def step_time(profile: Profile) -> StepTime:
     hi = steps.column("end_ns").to_numpy()[recorded] if steps.num_rows else np.zeros(0, np.int64)
     numbers = steps.column("step").to_numpy()[recorded] if steps.num_rows else np.zeros(0, np.int64)
     marked = bool(len(lo))
+    setup = 0
     if not marked:
-        span = profiled_span(profile, ("ops", "kernels", "transfers"))
-        if span == (0, 0):  # nothing recorded
+        first, start, end = unmarked_span(profile)
+        if end == 0:  # nothing recorded
             return StepTime([], False)
-        lo, hi, numbers = np.array([span[0]]), np.array([span[1]]), np.array([-1])
+        lo, hi, numbers, setup = np.array([start]), np.array([end]), np.array([-1]), start - first
     lo, hi = np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64)
-    gpu = _gpu_busy(profile)
-    parts = {"gpu": coverage(*gpu, lo, hi)}
-    idle = uncovered((lo, hi), gpu)
-    for name, intervals in _idle_causes(profile).items():
-        inside = _length_per_step(idle, lo, hi)
-        idle = uncovered(idle, intervals)
-        parts[name] = inside - _length_per_step(idle, lo, hi)
-    parts["python"] = _length_per_step(idle, lo, hi)
+    blocks = part_blocks(profile, lo, hi)
+    parts = {name: coverage(*blocks[name], lo, hi) for name in PARTS[:-1]}
+    parts["capture"] = np.zeros(len(lo), dtype=np.int64)  # known per mean step only (see StepTime.mean)
+    overhead = measure(profile)
     return StepTime(
         [
             Step(int(n), int(b - a), {name: int(parts[name][i]) for name in PARTS})
             for i, (n, a, b) in enumerate(zip(numbers, lo, hi, strict=True))
         ],
         marked,
+        setup,
+        overhead.profiler_share or 0.0,
+        overhead.method if overhead.profiler_share else "",
     )
 
 
-def _length_per_step(blocks: Intervals, lo: I64Array, hi: I64Array) -> I64Array:
-    return coverage(*blocks, lo, hi)
+def unmarked_span(profile: Profile) -> tuple[int, int, int]:
+    """A run without marked steps: (first event, start of its work, last event). Its work starts at the
+    first kernel's launch: before it lies set-up (imports, building the model, copying its weights to the
+    GPU, CUDA's own start), a one-off that is no part of the loop and is kept out of what is judged as
+    its step. Without kernels (a CPU run) the work is the whole span. (0, 0, 0) when nothing was recorded."""
+    first, last = profiled_span(profile, ("ops", "kernels", "transfers"))
+    if (first, last) == (0, 0):
+        return 0, 0, 0
+    launches = kernel_launch_ns(profile)
+    start = int(launches.min()) if len(launches) else first
+    return first, min(max(start, first), last), last
 
 
-def _gpu_busy(profile: Profile) -> Intervals:
+def part_blocks(profile: Profile, lo: I64Array, hi: I64Array) -> dict[str, Intervals]:
+    """Each part's time inside the windows [lo, hi) (disjoint ones: steps), as sorted, disjoint blocks;
+    the parts' blocks do not overlap and together cover the windows. The findings read the blocks to ask
+    what else went on then (the host sampler's lines during the data loading, say)."""
+    windows = (np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64))
+    computing, communicating = _gpu_busy(profile)
+    not_computing = uncovered(windows, computing)
+    idle = uncovered(not_computing, communicating)
+    blocks = {"gpu": uncovered(windows, not_computing), "collective": uncovered(not_computing, idle)}
+    for name, intervals in idle_causes(profile).items():
+        left = uncovered(idle, intervals)
+        blocks[name] = uncovered(idle, left)
+        idle = left
+    blocks["python"] = idle
+    return blocks
+
+
+def length(blocks: Intervals) -> int:
+    """The time disjoint blocks cover."""
+    return int((blocks[1] - blocks[0]).sum())
+
+
+def _gpu_busy(profile: Profile) -> tuple[Intervals, Intervals]:
+    """The GPU's compute and copies, and its collectives, each as merged blocks."""
     k, t = profile.table("kernels"), profile.table("transfers")
-    starts = np.concatenate([k.column("start_ns").to_numpy(), t.column("start_ns").to_numpy()])
-    ends = np.concatenate([k.column("end_ns").to_numpy(), t.column("end_ns").to_numpy()])
-    return merged(starts.astype(np.int64), ends.astype(np.int64))
+    collective = profile.strings("kernels", "name").where(is_collective)
+    k_start, k_end = k.column("start_ns").to_numpy(), k.column("end_ns").to_numpy()
+    starts = np.concatenate([k_start[~collective], t.column("start_ns").to_numpy()])
+    ends = np.concatenate([k_end[~collective], t.column("end_ns").to_numpy()])
+    return (
+        merged(starts.astype(np.int64), ends.astype(np.int64)),
+        merged(k_start[collective].astype(np.int64), k_end[collective].astype(np.int64)),
+    )
 
 
-def _idle_causes(profile: Profile) -> dict[str, Intervals]:
-    """Each idle part's intervals (the main thread's, where the part is the host's), in the order they
-    claim the GPU's idle time."""
-    thread = _main_thread(profile)
+def idle_causes(profile: Profile) -> dict[str, Intervals]:
+    """Each idle part's intervals (the host's, where the part is the host's), in the order they claim the
+    GPU's idle time. The host is the main thread and every thread whose ops launched GPU work (autograd's
+    backward thread runs the backward ops while the main thread waits in `backward()`)."""
+    main = _main_thread(profile)
+    threads = _launching_threads(profile) | {main}
     api = profile.table("api_calls")
-    api_thread = api.column("thread_id").to_numpy() == thread
+    api_host = np.isin(api.column("thread_id").to_numpy(), list(threads))
     api_names = profile.strings("api_calls", "name")
     a_start, a_end = api.column("start_ns").to_numpy(), api.column("end_ns").to_numpy()
 
     def calls(test: Callable[[str], bool]) -> Intervals:
-        chosen = api_names.where(test) & api_thread
+        chosen = api_names.where(test) & api_host
         return a_start[chosen], a_end[chosen]
 
     scopes = profile.table("scopes")
-    on_main = scopes.column("thread_id").to_numpy() == thread
+    on_main = scopes.column("thread_id").to_numpy() == main
     loading = np.array([str(n).startswith(DATA_LOADER_MARK) for n in scopes.column("name").to_pylist()], dtype=bool)
     loading &= on_main
     ops = profile.table("ops")
-    top = (ops.column("depth").to_numpy() == 0) & (ops.column("thread_id").to_numpy() == thread)
+    top = (ops.column("depth").to_numpy() == 0) & np.isin(ops.column("thread_id").to_numpy(), list(threads))
     compiling = profile.strings("ops", "name").where(lambda n: n in COMPILE_OPS)
     o_start, o_end = ops.column("start_ns").to_numpy(), ops.column("end_ns").to_numpy()
     return {
@@ -158,6 +238,13 @@ def _idle_causes(profile: Profile) -> dict[str, Intervals]:
         "compile": (o_start[compiling], o_end[compiling]),
         "dispatch": (o_start[top], o_end[top]),
     }
+
+
+def _launching_threads(profile: Profile) -> set[int]:
+    """The threads whose ops launched kernels."""
+    op = profile.column("kernels", "op_id")
+    op = op[op >= 0]
+    return set(np.unique(profile.column("ops", "thread_id")[op]).tolist()) if len(op) else set()
 
 
 def _hands_work(name: str) -> bool:

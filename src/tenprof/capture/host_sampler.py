@@ -22,6 +22,11 @@ from array import array
 from tenprof.capture.callsites import FrameInterner
 
 DEFAULT_INTERVAL_NS = 1_000_000  # 1 kHz
+# While sampling, a thread waiting for the interpreter's lock asks for it after a tenth of a period: the
+# sampler, waking, takes its sample within that of when it was due. At a whole period, a stretch of pure
+# Python shorter than a period between two calls that let the lock go (a torch op, a sleep(0)) was never
+# sampled inside: every sample landed at the call after it, with the stretch's time.
+SWITCHES_PER_PERIOD = 10
 
 
 class HostSampler:
@@ -40,15 +45,15 @@ class HostSampler:
 
     @paused.setter
     def paused(self, value: bool) -> None:
-        # While sampling, the interpreter hands the lock to a waiting thread after one period rather than
-        # the default 5 ms: a round that waits for the script's Python code to let go lands within about a
-        # period of when it was due, so a stretch of pure-Python work is sampled about as often as a sleep
-        # (at 5 ms, an 8 ms loop got 4.8 ms). Paused, the program runs with its own setting again.
+        # While sampling, the interpreter hands the lock to a waiting thread after a tenth of a period rather
+        # than the default 5 ms (SWITCHES_PER_PERIOD): a round that waits for the script's Python code to let
+        # go lands close to when it was due, so a stretch of pure-Python work is sampled where it runs (at
+        # 5 ms, an 8 ms loop got 4.8 ms). Paused, the program runs with its own setting again.
         if value:
             self._running.clear()
             sys.setswitchinterval(self._switch_interval)
         else:
-            sys.setswitchinterval(min(self._switch_interval, self.interval_ns / 1e9))
+            sys.setswitchinterval(min(self._switch_interval, self.interval_ns / 1e9 / SWITCHES_PER_PERIOD))
             self._running.set()
 
     def start(self) -> None:

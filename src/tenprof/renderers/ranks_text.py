@@ -10,7 +10,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from tenprof.analyses.ranks import RanksReport
+from tenprof.analyses.ranks import RanksReport, RankSummary
+from tenprof.analyses.step_time import PARTS
 
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("Step", "step_ns"),
@@ -75,6 +76,7 @@ def render_ranks(report: RanksReport, kernels: list[dict[str, object]], console:
         )
     else:
         console.print("  No GPU work was recorded: the host's time in torch ops and outside them.")
+    _render_parts(ranks, console)
     if report.stragglers:
         for s in report.stragglers:
             op = f" ({escape(s.op)} most)" if s.op else ""
@@ -87,6 +89,24 @@ def render_ranks(report: RanksReport, kernels: list[dict[str, object]], console:
         shifts = ", ".join(f"rank {r.rank} {r.clock_offset_ns / 1e6:+.3f}ms" for r in ranks)
         console.print(f"  Clock shifts: {shifts}")
     _render_kernels(kernels, console, limit)
+
+
+def _render_parts(ranks: list[RankSummary], console: Console) -> None:
+    """Where each rank's mean steady step went: the parts that take a share anywhere, per rank."""
+    shown = [p for p in PARTS if any(r.parts.get(p, 0.0) > 0 for r in ranks)]
+    if not shown:
+        return
+    table = Table(title="Where each rank's step went (mean steady step; the parts add up to it)", title_justify="left")
+    table.add_column("Rank", justify="right")
+    for part in shown:
+        table.add_column(part, justify="right")
+    for r in ranks:
+        wall = sum(r.parts.values())
+        table.add_row(
+            str(r.rank),
+            *(f"{_ms(r.parts.get(p, 0.0))} ({r.parts.get(p, 0.0) / wall:.0%})" if wall else "" for p in shown),
+        )
+    console.print(table)
 
 
 def _render_kernels(rows: list[dict[str, object]], console: Console, limit: int | None) -> None:

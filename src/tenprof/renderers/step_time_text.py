@@ -11,6 +11,7 @@ from tenprof.core.units import duration
 
 LABELS = {
     "gpu": "GPU running",
+    "collective": "GPU in collectives only (communication, waiting for ranks)",
     "queued": "GPU waiting for launched work",
     "sync": "host in a sync, GPU idle",
     "allocator": "host allocating or freeing (cudaMalloc/cudaFree)",
@@ -19,6 +20,7 @@ LABELS = {
     "compile": "host compiling or checking guards",
     "dispatch": "host in torch ops (dispatch, launch)",
     "python": "host in Python outside torch ops",
+    "capture": "the profiler's own work",
 }
 BAR_WIDTH = 30
 STEPS_SHOWN = 12  # a table of every step's parts for runs of up to this many analysed steps
@@ -31,6 +33,11 @@ def render_step_time(result: StepTime, console: Console) -> None:
     count = len(result.steady)
     what = f"the mean of {count} step{'s' if count != 1 else ''}" if result.marked else "the profiled span"
     console.print(f"[bold]Where each step went[/bold] ({what}: {duration(int(wall))}; the parts add up to it)")
+    if result.setup_ns:
+        console.print(
+            f"  set-up before the first GPU work ({duration(result.setup_ns)}: imports, building the model, copying "
+            "it to the GPU) is left out: no steps were marked"
+        )
     grid = Table.grid(padding=(0, 2))
     for justify in ("left", "right", "right", "left"):
         grid.add_column(justify=justify)
@@ -39,10 +46,11 @@ def render_step_time(result: StepTime, console: Console) -> None:
         if ns <= 0:
             continue
         share = ns / wall if wall else 0.0
-        grid.add_row(LABELS[part], duration(int(ns)), f"{share:.0%}", "#" * max(1, round(share * BAR_WIDTH)))
+        label = LABELS[part] + (f" ({result.capture_method})" if part == "capture" else "")
+        grid.add_row(label, duration(int(ns)), f"{share:.0%}", "#" * max(1, round(share * BAR_WIDTH)))
     console.print(grid)
     if result.marked and 1 < len(result.steps) <= STEPS_SHOWN:
-        used = [p for p in PARTS if any(s.parts[p] for s in result.steps)]
+        used = [p for p in PARTS if any(s.parts[p] for s in result.steps)]  # as recorded: no capture part
         table = Table(title="Per step", title_justify="left")
         table.add_column("Step", justify="right")
         table.add_column("Wall", justify="right")

@@ -168,8 +168,12 @@ def render_flat(rows: list[FlatRow], console: Console, metric: str, limit: int =
     console.print(table)
 
 
+SEEN_SHOWN = 5  # evidence lines per finding in the text report; --json and the page have all of them
+
+
 def render_findings(findings: list[Finding], console: Console, not_judged: list[str] | None = None) -> None:
-    """Most costly first; each finding in under ten lines: title, three of evidence, lines, why, fix."""
+    """Most costly first; each finding: title, up to SEEN_SHOWN lines of evidence (a line says how many more
+    `--json` has), lines, why, fix."""
     for note in not_judged or []:
         console.print(f"[yellow]Not judged:[/yellow] {escape(note)}")
     if not findings:
@@ -178,8 +182,10 @@ def render_findings(findings: list[Finding], console: Console, not_judged: list[
     console.print(f"[bold]Findings[/bold] ({len(findings)}, most costly first)")
     for number, f in enumerate(map(rendered, findings), 1):
         console.print(f"[bold]{number}. {escape(f.title)}[/bold]  [dim]{f.id}, costs {duration(f.cost_ns)}[/dim]")
-        for line in f.seen[:3]:
+        for line in f.seen[:SEEN_SHOWN]:
             console.print(f"   seen: {escape(line)}")
+        if len(f.seen) > SEEN_SHOWN:
+            console.print(f"   seen: [dim]{len(f.seen) - SEEN_SHOWN} more (tenprof report --json)[/dim]")
         if f.where:
             console.print(f"   where: {escape('; '.join(f.where[:3]))}")
         console.print(f"   why: {escape(f.why)}", overflow="fold")

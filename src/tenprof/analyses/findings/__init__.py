@@ -17,10 +17,12 @@ from tenprof.store.profile import Profile
 def find_all(profile: Profile, thresholds: Thresholds | None = None, ctx: Context | None = None) -> list[Finding]:
     """Every finding the profile supports, most costly first (judged in `ctx` when given: see `judging`)."""
     from tenprof.analyses.findings import (
+        allocator,
         clocks,
         cold_start,
         compiled,
         copies,
+        data_loading,
         hardware,
         idle,
         kernel_names,
@@ -36,6 +38,8 @@ def find_all(profile: Profile, thresholds: Thresholds | None = None, ctx: Contex
     ctx = ctx or judging(profile, thresholds)
     found: list[Finding] = []
     for module in (
+        data_loading,
+        allocator,
         launch_bound,
         idle,
         syncs,

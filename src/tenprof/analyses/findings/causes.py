@@ -4,7 +4,8 @@ the more specific one, and a finding left with no cost is dropped.
 The overlaps, each settled once here:
 - idle-gaps splits the GPU's idle time by what it waited on. The waits on a synchronization belong to
   sync-in-loop, the waits on a copy to pageable-transfer, and the host not launching work to
-  launch-bound, when those fired; the host's gaps in a synchronization's wake (up to its cost) are
+  launch-bound, or (up to their cost) to data-loading and allocator-churn, which say why the host
+  launched nothing, when those fired; the host's gaps in a synchronization's wake (up to its cost) are
   sync-in-loop's too; idle-gaps keeps only the rest, and is dropped when that falls below
   its threshold (`idle.min_share` of the window it was judged on).
 - sync-in-loop counts the waits of blocking copies to the GPU; when pageable-transfer fired, those are
@@ -12,9 +13,10 @@ The overlaps, each settled once here:
   synchronizations (or goes, when there are none).
 - The GPU's idle time in the analysed steps is one budget (un-profiled where the overhead is known,
   else as recorded): the findings that charge idle time take from it in order, the specific causes
-  first (sync-in-loop, pageable-transfer, torch-compile, graph-break), then launch-bound and idle-gaps,
-  which name no more than what is left. A graph break's measurable cost is its extra dispatch on the
-  CPU, which costs the program time only where the GPU then waits: in a GPU-bound loop it is hidden.
+  first (data-loading, allocator-churn, sync-in-loop, pageable-transfer, torch-compile, graph-break),
+  then launch-bound and idle-gaps, which name no more than what is left. A graph break's measurable
+  cost is its extra dispatch on the CPU, which costs the program time only where the GPU then waits:
+  in a GPU-bound loop it is hidden.
   So the costs of these findings never add up to more idle time than the steps had.
 - Any finding whose cost is zero says nothing worth acting on, and is dropped.
 - A finding whose cost is GPU kernel time (no tensor cores, layout conversions, ...) saves nothing of
@@ -32,7 +34,19 @@ from tenprof.core.intervals import coverage
 from tenprof.core.quantities import duration
 
 # The findings whose cost is GPU idle time, most specific first: they are charged in this order.
-IDLE_CHARGERS = ("sync-in-loop", "pageable-transfer", "torch-compile", "graph-break", "launch-bound", "idle-gaps")
+IDLE_CHARGERS = (
+    "data-loading",
+    "allocator-churn",
+    "sync-in-loop",
+    "pageable-transfer",
+    "torch-compile",
+    "graph-break",
+    "launch-bound",
+    "idle-gaps",
+)
+# the findings that name why the host launched nothing (from the step decomposition's parts): idle-gaps'
+# "host not launching work" is theirs, up to their cost
+_HOST_CAUSES = ("data-loading", "allocator-churn")
 
 # The findings whose cost is GPU kernel time: in a step the host bounds, saving it shortens no step.
 GPU_TIME_FINDINGS = (
@@ -79,6 +93,11 @@ def one_cause_one_finding(found: list[Finding], ctx: Context) -> list[Finding]:
     if idle is not None:
         charged = {key: owner for key, owner in _IDLE_OWNERS.items() if owner in by_id and key in idle.numbers}
         moved = sum(int(idle.numbers[key]) for key in charged)
+        host = "host_not_launching_work_ns"
+        named = [by_id[cause] for cause in _HOST_CAUSES if cause in by_id]
+        if named and host in idle.numbers and host not in charged:
+            moved += int(min(idle.numbers[host], sum(f.cost_ns for f in named)))
+            charged[host] = " and ".join(f.id for f in named)
         wake = _sync_wake_among_host_gaps(idle, syncs, charged)
         if wake:
             charged["host_not_launching_work_ns"] = "sync-in-loop"

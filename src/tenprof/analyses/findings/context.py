@@ -11,8 +11,9 @@ import numpy.typing as npt
 from tenprof.analyses.findings.thresholds import Thresholds
 from tenprof.analyses.inferred_steps import InferredSteps, infer_steps
 from tenprof.analyses.overhead import Overhead, kernel_launch_ns, measure, recorded_steps
-from tenprof.analyses.summary import profiled_span, stack_frames, user_frame_of
-from tenprof.core.intervals import take
+from tenprof.analyses.step_time import Intervals, idle_causes, length, part_blocks, unmarked_span
+from tenprof.analyses.summary import stack_frames, user_frame_of
+from tenprof.core.intervals import coverage, take
 from tenprof.store.profile import Profile
 
 I64 = npt.NDArray[np.int64]
@@ -48,8 +49,8 @@ class Context:
             if self.inferred is not None:
                 self.step_start, self.step_end = self.inferred.starts, self.inferred.ends
                 self.step_numbers = np.arange(len(self.step_start), dtype=np.int64)
-        if len(self.step_start) == 0:
-            lo, hi = profiled_span(profile, ("ops", "kernels", "transfers"))
+        if len(self.step_start) == 0:  # judged as one step, from the first GPU work (set-up left out)
+            _, lo, hi = unmarked_span(profile)
             self.step_numbers = np.array([-1], dtype=np.int64)
             self.step_start = np.array([lo], dtype=np.int64)
             self.step_end = np.array([hi], dtype=np.int64)
@@ -127,6 +128,25 @@ class Context:
     def overhead(self) -> Overhead:
         """The profiler's cost and the un-profiled step time, measured or estimated (see analyses.overhead)."""
         return measure(self.profile)
+
+    @cached_property
+    def parts(self) -> dict[str, Intervals]:
+        """Where the analysed steps' time went (analyses.step_time): each part's blocks of time."""
+        return part_blocks(self.profile, self.step_start, self.step_end)
+
+    def part_ns(self, part: str) -> int:
+        """A part's time over the analysed steps."""
+        return length(self.parts[part])
+
+    @cached_property
+    def _host_causes(self) -> dict[str, Intervals]:
+        return idle_causes(self.profile)
+
+    def host_ns(self, part: str) -> int:
+        """The host's time in a part's cause over the analysed steps (in the DataLoader, in allocator calls),
+        whether the GPU was idle then or not: in a loop the host bounds, all of it delays the GPU's work."""
+        starts, ends = self._host_causes[part]
+        return int(coverage(starts, ends, self.step_start, self.step_end).sum())
 
     @property
     def analysed_end(self) -> int:
@@ -258,6 +278,16 @@ class Context:
                     found[level] = np.where(found[level] >= 0, found[level], above)
             self._named_ancestors[key] = found
         return self._named_ancestors[key]
+
+
+def host_cost(ctx: Context, gpu_idle_ns: int, host_ns: int) -> int:
+    """What removing some of the host's time would save: at least the GPU's idle time seen while the host
+    was in it, and up to all of that host time, as far as the steps' GPU idle time goes (un-profiled where
+    known): a host-bound step is shortened by every microsecond the host stops spending, a GPU-bound one
+    only by the GPU's idle time."""
+    from tenprof.analyses.findings.causes import idle_budget_ns
+
+    return max(gpu_idle_ns, min(host_ns, idle_budget_ns(ctx)))
 
 
 def per_step(total: float, ctx: Context) -> float:

@@ -1,20 +1,21 @@
 """idle-gaps: per GPU, the gaps when no kernel runs on any stream inside the steps, and what was going on
-meanwhile: a copy, the host blocked in a synchronization, or the host simply not launching work."""
+meanwhile: a copy, the host blocked in a synchronization, work already launched that waits (on an event,
+another stream: the step decomposition's queued part), or the host simply not launching work."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
 
 import numpy as np
 
 from tenprof.analyses.findings.context import Context
+from tenprof.analyses.findings.meanwhile import Meanwhile, host_meanwhile
 from tenprof.analyses.findings.model import Finding
-from tenprof.analyses.host import WORKERS, host_lines, main_thread, sampled, worker_processes
 from tenprof.core.intervals import I64Array, coverage, merged
 from tenprof.core.quantities import duration
 
 SYNC_MARK = "Synchronize"
+QUEUED = "work launched, waiting to start"
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -48,6 +49,7 @@ def check(ctx: Context) -> list[Finding]:
         real = np.flatnonzero(in_steps >= min_gap)
         transfer_time = coverage(t_start, t_end, gap_lo[real], gap_hi[real])
         synced = _drained_by_a_sync(sync_start, sync_end, gap_lo[real], gap_hi[real])
+        queued = coverage(*ctx.parts["queued"], gap_lo[real], gap_hi[real])
         by_kind: dict[str, int] = defaultdict(int)
         gaps: list[tuple[int, str, int, int, int, int]] = []
         for j, g in enumerate(real.tolist()):
@@ -56,6 +58,8 @@ def check(ctx: Context) -> list[Finding]:
                 kind = "waiting on a transfer"
             elif synced[j]:
                 kind = "waiting on a synchronization"
+            elif 2 * queued[j] >= gap_hi[g] - gap_lo[g]:
+                kind = QUEUED
             else:
                 kind = "host not launching work"
             by_kind[kind] += int(in_steps[g])
@@ -79,6 +83,7 @@ def check(ctx: Context) -> list[Finding]:
     ]
     host = _host_meanwhile(ctx, gaps)
     seen += host.seen
+    seen += _host_parts(ctx, gaps)
     seen += [f"{duration(v)} {kind}" for kind, v in sorted(by_kind.items(), key=lambda kv: -kv[1]) if v > 0]
     seen += [
         f"gap of {duration(d)} ({kind}) after {ctx.line_of_op(before)}, before {ctx.line_of_op(after)}"
@@ -116,59 +121,38 @@ def _drained_by_a_sync(sync_start: I64Array, sync_end: I64Array, gap_lo: I64Arra
     )
 
 
-@dataclass(frozen=True)
-class _Meanwhile:
-    """What the host sampler saw during the gaps the host launched nothing in."""
-
-    seen: list[str]  # evidence lines
-    where: list[str]  # the lines to look at, the one to fix first
-    fix: str = ""  # advice that replaces the generic one, when the samples say more
-
-
-def _host_meanwhile(ctx: Context, gaps: list[tuple[int, str, int, int, int, int]]) -> _Meanwhile:
-    """From the host sampler: what the script's main thread was doing during the gaps in which the host
-    launched nothing, most time first, and, where it waited for DataLoader workers, what they were doing
-    meanwhile (sampled in their own processes). Nothing without samples."""
+def _host_meanwhile(ctx: Context, gaps: list[tuple[int, str, int, int, int, int]]) -> Meanwhile:
+    """What the host was doing during the gaps in which it launched nothing (see `findings.meanwhile`)."""
     host_gaps = [(lo, hi) for _, kind, _, _, lo, hi in gaps if kind == "host not launching work"]
-    if not host_gaps or not sampled(ctx.profile):
-        return _Meanwhile([], [])
     lo = np.array([g[0] for g in host_gaps], dtype=np.int64)
     hi = np.array([g[1] for g in host_gaps], dtype=np.int64)
-    found = [h for h in host_lines(ctx.profile, lo, hi, main_thread(ctx.profile)) if h.line != "(no line of yours)"]
-    if not found:
-        return _Meanwhile([], [])
-    steps = max(ctx.step_count, 1)
-    said = ", ".join(
-        f"{h.function}() at {h.line} {duration(h.ns / steps)} per step"
-        + (f", waiting for {h.waiting_for}" if h.waiting_for else "")
-        + (" (in a torch op)" if h.in_torch_op else "")
-        for h in found[:3]
-    )
-    seen = [f"meanwhile the host was in {said} (sampled)"]
-    where = [h.line for h in found[:3]]
-    if found[0].waiting_for != WORKERS:
-        return _Meanwhile(seen, where)
-    workers = worker_processes(ctx.profile, lo, hi)
-    busy = [h for h in host_lines(ctx.profile, lo, hi, workers=True) if h.line != "(no line of yours)"]
-    if not busy:
-        seen.append(
-            f"the DataLoader's {workers} worker processes were sampled but ran none of your lines then"
-            if workers
-            else "the DataLoader's worker processes were not sampled"
-        )
-        return _Meanwhile(seen, where)
-    top = busy[0]
-    seen.append(
-        f"the DataLoader's {workers} worker process(es) were meanwhile in "
-        + ", ".join(f"{h.function}() at {h.line} {duration(h.ns / steps)} per step" for h in busy[:3])
-        + " (worker time, sampled in the workers)"
-    )
-    fix = (
-        f"The GPU waits for the DataLoader, whose workers spend their time in {top.function}() at {top.line}: "
-        "make that faster (decode or transform less per item, cache), or start more workers (num_workers) "
-        "so batches are ready ahead of the step; pin_memory=True and non_blocking copies for the transfer."
-    )
-    return _Meanwhile(seen, [top.line, *where], fix)
+    return host_meanwhile(ctx, lo, hi)
+
+
+# the step decomposition's host parts, as idle-gaps names them
+_HOST_PARTS = {
+    "allocator": "allocating or freeing device memory",
+    "cuda_api": "in other CUDA calls",
+    "data_loading": "in the DataLoader",
+    "compile": "compiling or checking guards",
+    "dispatch": "in torch ops",
+    "python": "in Python outside torch ops",
+}
+
+
+def _host_parts(ctx: Context, gaps: list[tuple[int, str, int, int, int, int]]) -> list[str]:
+    """Where the host was during the gaps it launched nothing in (the step decomposition's parts)."""
+    host_gaps = [(lo, hi) for _, kind, _, _, lo, hi in gaps if kind == "host not launching work"]
+    if not host_gaps:
+        return []
+    lo = np.array([g[0] for g in host_gaps], dtype=np.int64)
+    hi = np.array([g[1] for g in host_gaps], dtype=np.int64)
+    spent = {part: int(coverage(*ctx.parts[part], lo, hi).sum()) for part in _HOST_PARTS}
+    total = sum(spent.values())
+    if not total:
+        return []
+    said = [f"{what} {100 * spent[p] / total:.0f}%" for p, what in _HOST_PARTS.items() if spent[p] >= 0.05 * total]
+    return ["while the host launched nothing, it was " + ", ".join(said)]
 
 
 def _unprofiled(ctx: Context, total: int, by_kind: dict[str, int], window: int) -> tuple[int, dict[str, int], int, str]:
@@ -216,6 +200,9 @@ _FIXES = {
     "with GPU work by launching the GPU work first.",
     "waiting on a synchronization": "Remove the synchronization (see the sync-in-loop finding): keep values on "
     "the GPU and read them once, after the loop.",
+    QUEUED: "The next kernel was launched before the gap and waited: on an event, another stream, or a graph's "
+    "dependencies. Look at what it waits for (cudaStreamWaitEvent, a collective on another stream) and overlap "
+    "independent work with it; the host is not the cause.",
     "waiting on a transfer": "Copy from pinned memory with non_blocking=True, on a side stream, ahead of use, "
     "so the copy overlaps compute.",
 }

@@ -1,4 +1,9 @@
-"""launch-bound: the GPU waits on the CPU because each kernel is shorter than it takes to launch it."""
+"""launch-bound: the GPU waits on the CPU because each kernel is shorter than it takes to launch it.
+
+Judged on the step decomposition (analyses.step_time) too: the host's time while the GPU idles must be
+mostly op dispatch (`launch_bound.min_dispatch_share`), and dispatch the largest of its named causes. A
+host that spends the GPU's idle time loading data, in the allocator, in synchronizations or compiling
+has another finding, and fewer launches would not help it."""
 
 from __future__ import annotations
 
@@ -30,6 +35,8 @@ def check(ctx: Context) -> list[Finding]:
     o = ctx.overhead
     judged = o.unprofiled_gpu_busy_share if o.unprofiled_gpu_busy_share is not None else busy_share
     if judged >= ctx.t.launch_bound_max_gpu_busy or median_us >= ctx.t.launch_bound_max_median_kernel_us:
+        return []
+    if per_step(len(dur), ctx) < ctx.t.launch_bound_min_kernels_per_step or not _dispatch_leads(ctx):
         return []
     api = ctx.profile.table("api_calls")
     launches = ctx.profile.strings("api_calls", "name").where(lambda n: "Launch" in n)
@@ -85,6 +92,21 @@ def check(ctx: Context) -> list[Finding]:
             },
         )
     ]
+
+
+_OTHER_HOST_CAUSES = ("queued", "sync", "allocator", "cuda_api", "data_loading", "compile")
+
+
+def _dispatch_leads(ctx: Context) -> bool:
+    """Whether the GPU's idle time is mostly the host dispatching ops: dispatch is at least the threshold's
+    share of the idle time and more than any other named cause of it."""
+    dispatch = ctx.part_ns("dispatch")
+    idle = dispatch + ctx.part_ns("python") + sum(ctx.part_ns(p) for p in _OTHER_HOST_CAUSES)
+    if not idle:
+        return False
+    return dispatch >= ctx.t.launch_bound_min_dispatch_share * idle and all(
+        dispatch >= ctx.part_ns(p) for p in _OTHER_HOST_CAUSES
+    )
 
 
 def _python_outside_ops(ctx: Context, cpu_in_ops_per_step: float) -> list[str]:

@@ -15,6 +15,18 @@ class Thresholds:
     """launch-bound: fires when the GPU is busy less than this share of the steps ..."""
     launch_bound_max_median_kernel_us: float = 20.0
     """... and the median kernel is shorter than this (tiny kernels, so launches dominate)."""
+    launch_bound_min_kernels_per_step: float = 8.0
+    """... with at least this many kernels launched per step (a step of one or two kernels has nothing to
+    fuse or to batch into a graph: its time is the loop's own) ..."""
+    launch_bound_min_dispatch_share: float = 0.3
+    """... and the host's time while the GPU idles is at least this share op dispatch (in torch ops), the
+    largest of its named causes (not data loading, allocator calls, synchronizations, compiling): a host
+    busy in its own Python or waiting for batches is not helped by fewer launches."""
+    data_loading_min_share: float = 0.1
+    """data-loading: fires when the steps wait this share of their time for a DataLoader's batches."""
+    allocator_min_share: float = 0.05
+    """allocator-churn: fires when the GPU idles this share of the steps while the host is in cudaMalloc,
+    cudaFree and the like."""
     idle_min_gap_us: float = 100.0
     """idle-gaps: a gap on a GPU stream shorter than this is ignored."""
     idle_min_share: float = 0.2
@@ -97,6 +109,8 @@ def _public(field_name: str) -> str:
     """launch_bound_max_gpu_busy -> launch_bound.max_gpu_busy (check name, then the threshold)."""
     for check in (
         "launch_bound",
+        "data_loading",
+        "allocator",
         "idle",
         "sync",
         "transfers",

@@ -10,7 +10,7 @@ import numpy as np
 
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.model import Finding
-from tenprof.analyses.ranks import is_collective
+from tenprof.analyses.op_kinds import is_collective
 from tenprof.core.quantities import duration
 
 

@@ -199,11 +199,12 @@
 
   // ---- where each step went: its wall time in parts that add up to it (analyses/step_time.py) ----
   const STEP_PARTS = [
-    ["gpu", "GPU running", "#4c78a8"], ["queued", "GPU waiting for launched work", "#9ecae9"],
+    ["gpu", "GPU running", "#4c78a8"], ["collective", "GPU in collectives only", "#72b7b2"],
+    ["queued", "GPU waiting for launched work", "#9ecae9"],
     ["sync", "host in a sync, GPU idle", "#e45756"], ["allocator", "host allocating or freeing", "#f58518"],
     ["cuda_api", "host in other CUDA calls", "#ffbf79"], ["data_loading", "host in the DataLoader", "#54a24b"],
     ["compile", "host compiling or checking guards", "#b279a2"], ["dispatch", "host in torch ops", "#eeca3b"],
-    ["python", "host in Python outside torch ops", "#bab0ac"],
+    ["python", "host in Python outside torch ops", "#bab0ac"], ["capture", "the profiler's own work", "#d8d8d8"],
   ];
   function drawStepTime() {
     const st = data.step_time;

@@ -1,0 +1,111 @@
+"""Record the corpus of planted mistakes (examples/findings/corpus.json) the ways tenprof itself is not
+needed for: each script and its fixed twin timed un-profiled, and recorded under plain torch.profiler
+without and with with_stack (see examples/findings/_common.py for how the script's loop does each).
+
+    python benchmarks/corpus_record.py OUT_DIR [--only NAME,...] [--modes time,traces] [--deadline-s S]
+
+Writes OUT_DIR/timings.jsonl (one line per script run: pair, twin, step_ms, the card) and
+OUT_DIR/traces/<pair>[_fixed][_stack].json.gz. `traces` records both traces in one process (the script
+run twice, the second time with with_stack: a process start costs seconds on the GPU machine). Runs one
+process at a time (timings on a shared GPU would mean nothing); stops starting runs once --deadline-s
+has passed, so a call of limited length returns what it finished.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+CORPUS = Path(__file__).resolve().parent.parent / "examples" / "findings"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--only", default="", help="comma-separated pair names (default: all)")
+    parser.add_argument("--modes", default="time,traces")
+    parser.add_argument("--deadline-s", type=float, default=1e9)
+    parser.add_argument("--timeout-s", type=float, default=120)
+    args = parser.parse_args()
+    began = time.monotonic()
+    pairs = json.loads((CORPUS / "corpus.json").read_text())["pairs"]
+    only = {n for n in args.only.split(",") if n}
+    (args.out / "traces").mkdir(parents=True, exist_ok=True)
+    card = _card()
+    for pair in pairs:
+        if only and pair["name"] not in only:
+            continue
+        for fixed in (False, True):
+            for mode in args.modes.split(","):
+                if time.monotonic() - began > args.deadline_s:
+                    print(f"deadline: stopped before {pair['name']} {mode}", flush=True)
+                    return
+                _one(args, pair, fixed, mode, card)
+
+
+# runs the script twice in one process: a plain torch.profiler trace, then one with with_stack
+_BOTH_TRACES = """
+import os, runpy, sys
+trace = sys.argv.pop(1)
+sys.argv = sys.argv[1:]  # as the script sees them: its path, then its arguments
+for suffix in ("", "_stack"):
+    os.environ["TENPROF_CORPUS_TRACE"] = trace + suffix + ".json"
+    if suffix:
+        os.environ["TENPROF_CORPUS_STACK"] = "1"
+    runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def _one(args: argparse.Namespace, pair: dict, fixed: bool, mode: str, card: str) -> None:
+    name = pair["name"] + ("_fixed" if fixed else "")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(CORPUS), os.environ.get("PYTHONPATH", "")]))
+    trace = args.out / "traces" / name
+    script = [pair["script"], *pair["args"], *(["--fixed"] if fixed else [])]
+    if mode == "time":
+        env["TENPROF_CORPUS_TIME"] = "1"
+        command = [sys.executable, *script]
+    else:
+        command = [sys.executable, "-c", _BOTH_TRACES, str(trace), *script]
+    start = time.monotonic()
+    try:
+        done = subprocess.run(command, cwd=CORPUS, env=env, capture_output=True, text=True, timeout=args.timeout_s)
+        rc, out = done.returncode, done.stdout + done.stderr
+    except subprocess.TimeoutExpired:
+        rc, out = 124, "timed out"
+    wall = time.monotonic() - start
+    print(f"{name:28s} {mode:6s} rc={rc} {wall:5.1f}s", flush=True)
+    if rc != 0:
+        print(out[-2000:], flush=True)
+        return
+    if mode == "time":
+        step_ms = next(float(w.split("=", 1)[1]) for w in out.split() if w.startswith("corpus_step_ms="))
+        line = {"pair": pair["name"], "fixed": fixed, "step_ms": step_ms, "card": card, "args": script[1:]}
+        with (args.out / "timings.jsonl").open("a") as f:
+            f.write(json.dumps(line) + "\n")
+        return
+    for suffix in ("", "_stack"):
+        written = Path(f"{trace}{suffix}.json")
+        if written.exists():
+            with written.open("rb") as src, gzip.open(f"{written}.gz", "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            written.unlink()
+
+
+def _card() -> str:
+    try:
+        return subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=30
+        ).stdout.splitlines()[0]
+    except (OSError, IndexError, subprocess.SubprocessError):
+        return "cpu"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+"""allocator-churn: the GPU idles while the host is in cudaMalloc, cudaFree or another allocating call:
+the step decomposition's allocator part (analyses.step_time), judged over the analysed steps. It fires
+on that part (the GPU seen idle meanwhile); its cost is the host's whole time in those calls, as far as
+the GPU has idle time to give (`host_cost`): in a loop the host bounds, every such call delays the
+launches after it, also while the GPU still runs earlier work.
+
+In a steady loop PyTorch's caching allocator reuses the blocks it freed, so device memory is taken from
+the driver only in the first steps. Steady calls mean the cache was emptied (`torch.cuda.empty_cache()`,
+which gives every free block back, so the next step takes them again), or the cache cannot hold the
+step (memory near the card's limit: the allocator frees what it cached and retries), or pinned host
+buffers are made anew every step (cudaHostAlloc). cudaFree called outside any torch op is the first;
+the lines come from the host sampler (empty_cache is no op) and from the ops the calls ran in. Judged only
+where most steps wait in the allocator (a few steps' allocations are first uses, not churn), and over
+two steps or more: a run judged as one step (nothing marked, no iterations told) allocates its
+memory for the first time in it, which is no churn."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from tenprof.analyses.findings.context import Context, host_cost, per_step
+from tenprof.analyses.findings.model import Finding
+from tenprof.analyses.host import host_lines, main_thread, sampled
+from tenprof.analyses.step_time import ALLOCATOR_CALLS, length
+from tenprof.core.intervals import coverage
+from tenprof.core.quantities import duration
+
+_GIVING_BACK = frozenset({"cudaFree", "cuMemFree_v2", "cuMemRelease", "cuMemUnmap", "cudaFreeHost"})
+
+
+MIN_STEPS = 2  # judged on steady steps only: in a run judged as one step, every allocation may be a first
+
+
+def check(ctx: Context) -> list[Finding]:
+    if ctx.step_count < MIN_STEPS:
+        return []
+    blocks = ctx.parts["allocator"]
+    idle = length(blocks)
+    if not ctx.analysed_ns or idle < ctx.t.allocator_min_share * ctx.analysed_ns:
+        return []
+    each_step = coverage(*blocks, ctx.step_start, ctx.step_end)
+    if (each_step >= ctx.t.allocator_min_share * (ctx.step_end - ctx.step_start)).sum() < 0.5 * ctx.step_count:
+        return []  # a few steps' allocations (the first use of a size, a one-off), not churn
+    host = ctx.host_ns("allocator")
+    waited = host_cost(ctx, idle, host)
+    api = ctx.profile.table("api_calls")
+    names = ctx.profile.strings("api_calls", "name")
+    chosen = names.where(lambda n: n in ALLOCATOR_CALLS) & ctx.in_steps(api.column("start_ns").to_numpy())
+    took = api.column("duration_ns").to_numpy()
+    op = api.column("op_id").to_numpy()
+    counts: Counter[str] = Counter()
+    spent: Counter[str] = Counter()
+    rows = np.flatnonzero(chosen)
+    for name, ns in zip([names.values[c] for c in names.codes[rows].tolist()], took[rows].tolist(), strict=True):
+        counts[name] += 1
+        spent[name] += int(ns)
+    freed_outside = int((chosen & names.where(lambda n: n in _GIVING_BACK) & (op < 0)).sum())
+    sampled_lines = []
+    if sampled(ctx.profile):
+        sampled_lines = [
+            h for h in host_lines(ctx.profile, *blocks, main_thread(ctx.profile)) if h.line != "(no line of yours)"
+        ]
+    share = idle / ctx.analysed_ns
+    seen = [
+        f"the host spends {duration(per_step(host, ctx))} per step in the allocator's CUDA calls, "
+        f"{duration(per_step(idle, ctx))} of it with the GPU idle ({100 * share:.0f}% of the {ctx.step_count} "
+        "analysed step(s))",
+        "per step: "
+        + ", ".join(
+            f"{name} {per_step(counts[name], ctx):.0f} calls, {duration(per_step(spent[name], ctx))}"
+            for name, _ in spent.most_common(4)
+        ),
+    ]
+    if freed_outside:
+        seen.append(
+            f"{per_step(freed_outside, ctx):.0f} memory releases per step outside any torch op: the cache is emptied "
+            "(torch.cuda.empty_cache()) and refilled every step"
+        )
+    if sampled_lines:
+        seen.append(
+            "meanwhile the host was at "
+            + ", ".join(
+                f"{h.function}() at {h.line} {duration(per_step(h.ns, ctx))} per step" for h in sampled_lines[:3]
+            )
+            + " (sampled)"
+        )
+    where = [h.line for h in sampled_lines[:2]] + ctx.where(op[chosen & (op >= 0)], took[chosen & (op >= 0)])
+    return [
+        Finding(
+            id="allocator-churn",
+            title=f"Allocator churn: the GPU idles {100 * share:.0f}% of the steps while the host allocates or frees "
+            "device memory",
+            cost_ns=waited,
+            seen=seen,
+            where=list(dict.fromkeys(where))[:3],
+            why="cudaMalloc and cudaFree are slow and synchronize with the device; PyTorch's caching allocator avoids "
+            "them after the first steps, so steady calls mean its cache is being emptied or is too small.",
+            fix=_fix(bool(freed_outside), counts),
+            numbers={
+                "waited_ns": float(waited),
+                "host_ns": float(host),
+                "gpu_idle_ns": float(idle),
+                "share": share,
+                "calls_per_step": per_step(sum(counts.values()), ctx),
+                "releases_outside_ops_per_step": per_step(freed_outside, ctx),
+            },
+        )
+    ]
+
+
+def _fix(emptied: bool, counts: Counter[str]) -> str:
+    if emptied:
+        return (
+            "Remove torch.cuda.empty_cache() from the loop: the allocator keeps freed blocks to reuse them, and "
+            "emptying its cache makes every step take them from the driver again. If memory is tight, lower the "
+            "peak (smaller batch, activation checkpointing) or set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True."
+        )
+    if counts["cudaHostAlloc"] + counts["cudaMallocHost"] >= counts["cudaMalloc"]:
+        return (
+            "Pinned host buffers are allocated every step: allocate them once and reuse them (or let the DataLoader "
+            "pin with pin_memory=True, which reuses its buffers)."
+        )
+    return (
+        "The cache cannot keep the step's memory: near the card's limit the allocator frees its cache and retries, "
+        "or allocation sizes change every step. Lower the peak memory (smaller batch, activation checkpointing, "
+        "freeing tensors you keep), keep shapes fixed, or set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True."
+    )

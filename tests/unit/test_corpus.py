@@ -1,0 +1,131 @@
+"""The corpus of planted mistakes (examples/findings/corpus.json, issue 36): on each pair's GPU recording
+the first finding paid every step is the planted cause, and the fixed twin does not raise it.
+
+Checked on what tenprof recorded (`tenprof run`, tests/data/finding_*, rebuilt from their raw files by
+this tenprof) and on the same scripts recorded with plain torch.profiler, without and with with_stack
+(tests/data/corpus_traces/, imported as a user would). docs/FINDINGS.md keeps the table
+(benchmarks/corpus_table.py), with each first finding's cost against the time its fix saved.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tenprof.analyses.findings import Finding, find_all, not_judged
+from tenprof.cli.main import main
+from tenprof.store.profile import Profile, load_profile
+from tests.conftest import DATA
+
+CORPUS = Path(__file__).resolve().parents[2] / "examples" / "findings" / "corpus.json"
+PAIRS: list[dict[str, Any]] = json.loads(CORPUS.read_text())["pairs"]
+TRACES = DATA / "corpus_traces"
+TRACED = [p for p in PAIRS if (TRACES / f"{p['name']}.json.gz").exists()]
+
+
+def _ranked(profile: Profile) -> list[Finding]:
+    """The findings in the order a user reads them: those paid every step, then the one-offs other than
+    cold start (which every recording's first step has, planted or not)."""
+    return [f for f in find_all(profile) if not f.once or f.id != "cold-start"]
+
+
+def _twin(pair: dict[str, Any]) -> str:
+    return str(pair.get("twin", pair["recording"] + "_fixed"))
+
+
+def _check(pair: dict[str, Any], bad: Profile, twin: Profile) -> None:
+    found = _ranked(bad)
+    assert found, "no finding"
+    assert found[0].id == pair["finding"], [(f.id, f.cost_ns) for f in found[:3]]
+    assert pair["finding"] not in {f.id for f in find_all(twin)}
+
+
+def _marked(pairs: list[dict[str, Any]]) -> list[Any]:
+    """A pair the corpus records as a known miss (`known_miss`: why) is expected to fail, strictly: once
+    it passes, the test says so and the mark must go."""
+    return [
+        pytest.param(p, id=p["name"], marks=pytest.mark.xfail(strict=True, reason=p["known_miss"]))
+        if p.get("known_miss")
+        else pytest.param(p, id=p["name"])
+        for p in pairs
+    ]
+
+
+@pytest.mark.parametrize("pair", _marked(PAIRS))
+def test_the_first_finding_is_the_planted_cause_and_the_twin_is_silent(
+    rebuilt: dict[str, Profile], pair: dict[str, Any]
+) -> None:
+    _check(pair, rebuilt[pair["recording"]], rebuilt[_twin(pair)])
+
+
+@pytest.mark.parametrize("pair", _marked(TRACED))
+def test_the_same_on_plain_torch_profiler_traces(tmp_path: Path, pair: dict[str, Any]) -> None:
+    for stack in ("", "_stack"):
+        profiles = []
+        for twin in ("", "_fixed"):
+            name = f"{pair['name']}{twin}{stack}"
+            assert main(["import", "--quiet", str(TRACES / f"{name}.json.gz"), "-o", str(tmp_path / name)]) == 0
+            profiles.append(load_profile(tmp_path / name))
+        if pair.get("needs_shapes") and not stack:  # recorded without record_shapes: nothing to judge it by
+            assert pair["finding"] not in {f.id for f in find_all(profiles[0])}
+            assert any("no input shapes were recorded" in note for note in not_judged(profiles[0]))
+            continue
+        _check(pair, *profiles)
+
+
+def test_the_corpus_is_the_issue_s_size() -> None:
+    # at least 15 mistakes, each with a recorded twin; at least a third of them also as torch.profiler traces
+    assert len(PAIRS) >= 15 and len(TRACED) >= len(PAIRS) // 3
+    for pair in PAIRS:
+        assert (DATA / pair["recording"] / "meta.json").exists() and (DATA / _twin(pair) / "meta.json").exists()
+
+
+def _line_of(script: str, text: str) -> str:
+    lines = (CORPUS.parent / script).read_text().splitlines()
+    return f"examples/findings/{script}:{next(i + 1 for i, t in enumerate(lines) if text in t)}"
+
+
+def test_allocator_churn_names_the_empty_cache_line_and_the_host_time_in_the_allocator(
+    rebuilt: dict[str, Profile],
+) -> None:
+    # ResNet-18 calling torch.cuda.empty_cache() every step (H100): the releases happen outside any op, the
+    # line is the call's (sampled), and the cost is the host's time in the allocator's CUDA calls in the
+    # analysed steps, which the GPU's idle time covers here.
+    import numpy as np
+
+    from tenprof.analyses.findings.context import Context
+    from tenprof.analyses.findings.thresholds import Thresholds
+    from tenprof.analyses.step_time import ALLOCATOR_CALLS
+
+    profile = rebuilt["finding_empty_cache"]
+    found = {f.id: f for f in find_all(profile)}
+    churn = found["allocator-churn"]
+    assert churn.where[0] == _line_of("empty_cache.py", "torch.cuda.empty_cache()  # the planted")
+    assert "empty_cache()" in churn.fix and churn.numbers["releases_outside_ops_per_step"] >= 1
+    ctx = Context(profile, Thresholds())
+    api = profile.table("api_calls")
+    names = api.column("name").to_pylist()
+    starts, ends = api.column("start_ns").to_numpy(), api.column("end_ns").to_numpy()
+    chosen = np.array([n in ALLOCATOR_CALLS for n in names]) & ctx.in_steps(starts)
+    # the calls do not overlap on a thread; summed over the host's threads they may, so the union is no more
+    assert churn.numbers["host_ns"] <= int((ends - starts)[chosen].sum())
+    assert churn.numbers["host_ns"] >= 0.9 * int((ends - starts)[chosen].sum())
+    assert churn.cost_ns == churn.numbers["host_ns"]
+    assert "allocator-churn" not in {f.id for f in find_all(rebuilt["finding_empty_cache_fixed"])}
+
+
+def test_data_loading_says_where_the_loading_runs(rebuilt: dict[str, Profile]) -> None:
+    # the same per-sample transform in the script's process (num_workers=0) and in one worker: the advice
+    # differs (workers; faster or more workers), and each names the transform's line, sampled
+    single = {f.id: f for f in find_all(rebuilt["finding_slow_transform"])}["data-loading"]
+    worker = {f.id: f for f in find_all(rebuilt["finding_few_workers"])}["data-loading"]
+    assert single.numbers["single_process"] == 1 and "num_workers=N" in single.fix
+    assert worker.numbers["single_process"] == 0 and "more workers" in worker.fix
+    # sampled in the worker process, in the Dataset's __getitem__ (this recording predates the sampler's
+    # shorter switch interval, so its samples sit at the torch.full before the transform: see
+    # benchmarks/sampler_attribution.py)
+    getitem = {_line_of("slow_transform.py", "sample = torch.full"), _line_of("slow_transform.py", "spin(TRANSFORM_S)")}
+    assert worker.where[0] in getitem and single.where[0] in getitem
