@@ -223,7 +223,7 @@
       x += w;
     }
     const what = st.marked ? `the mean of ${med.steps.length} steady steps (${dur(wall)})` : `the profiled span, ${dur(wall)} (no steps were marked)`;
-    sec.append(el("p", { class: "note", text: `Each instant of ${what}, in one part: the GPU running, else what the host's main thread was doing while the GPU waited. The parts add up to the step.` }));
+    sec.append(el("p", { class: "note", text: `Each instant of ${what}, in one part: the GPU running, else what the host was doing while the GPU waited. The parts add up to the step. The profiler's own work (${st.capture_method || "not known"}) is taken out of the host's parts in the mean step; the table per step is as recorded.` }));
     sec.append(el("div", { class: "legend" }, ...shown.map(([, label, colour]) => el("span", {}, el("i", { style: `background: ${colour}` }), label))), bar);
     table(sec, [
       { key: "label", label: "part", text: true }, { key: "ns", label: "per step", fmt: dur }, { key: "share", label: "share", fmt: (v) => pct(v) },
