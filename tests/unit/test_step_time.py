@@ -158,3 +158,38 @@ def test_work_launched_and_waiting_is_the_gpus_wait_not_the_hosts(tmp_path: Path
         "waiting to start" in s for s in found["idle-gaps"].seen
     )
     assert "host is not the cause" in found["idle-gaps"].fix
+
+
+def test_a_set_up_loop_before_the_first_kernel_is_not_the_loop(tmp_path: Path) -> None:
+    # No steps marked: ten weight initialisations on the CPU (one call per parameter, 2 ms each) before any
+    # GPU work, then five iterations of the loop (a matmul and its kernel, 0.5 ms apart). The set-up loop
+    # spans more time; read from the first kernel's launch on, the loop is the five iterations.
+    import orjson
+
+    from tenprof.analyses.findings.context import Context
+    from tenprof.analyses.findings.thresholds import Thresholds
+    from tenprof.cli.main import main
+
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::normal_", "pid": 1, "tid": 1, "ts": 2000.0 * i, "dur": 1900.0}
+        for i in range(10)
+    ]
+    for i in range(5):
+        base = 30_000.0 + 500.0 * i
+        events += [
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": base, "dur": 30.0,
+             "args": {"External id": i + 1}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": base + 5,
+             "dur": 10.0, "args": {"correlation": i + 1, "External id": i + 1}},
+            {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": base + 20, "dur": 100.0,
+             "args": {"correlation": i + 1, "device": 0, "stream": 7, "External id": i + 1}},
+            {"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 1, "tid": 1, "ts": base + 40, "dur": 5.0},
+        ]  # fmt: skip
+    trace = tmp_path / "setup.json"
+    trace.write_bytes(orjson.dumps({"schemaVersion": 1, "traceEvents": events, "baseTimeNanoseconds": 0}))
+    assert main(["import", "--quiet", str(trace), "-o", str(tmp_path / "out")]) == 0
+    profile = load_profile(tmp_path / "out")
+    inferred = Context(profile, Thresholds()).inferred
+    assert inferred is not None and len(inferred.starts) == 5 and inferred.marker.startswith("aten::mm")
+    result = step_time(profile)
+    assert result.setup_ns == 30_005_000  # from the first op to the first kernel's launch

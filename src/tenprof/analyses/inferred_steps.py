@@ -14,7 +14,9 @@ groups are the iterations (without this, a loop whose only once-per-iteration ca
 read in k-th parts, its first part swelled by the first, cold, call). Each iteration starts at an
 occurrence of the marker (the first of its group); the last ends with the last call of the body after
 it. Only the thread that runs the most top-level ops is read (the main thread; autograd runs the
-backward ops elsewhere, inside the calls that launch them). Torch-free.
+backward ops elsewhere, inside the calls that launch them), and, where the GPU ran anything, only from
+the first kernel's launch on: before it lies set-up (initialising the weights, one `.to()` per parameter),
+whose loops can span more time than the work's own. Torch-free.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tenprof.analyses.overhead import kernel_launch_ns
 from tenprof.store.profile import Profile
 
 MIN_ITERATIONS = 3
@@ -64,6 +67,11 @@ def _infer(profile: Profile) -> InferredSteps | None:
         return None
     main = Counter(thread[top].tolist()).most_common(1)[0][0]
     top = top[thread[top] == main]
+    launches = kernel_launch_ns(profile)
+    if len(launches):  # set-up before the GPU's first work is no iteration of the loop
+        top = top[ops.column("end_ns").to_numpy()[top] > int(launches.min())]
+        if len(top) == 0:
+            return None
     names = ops.column("name").to_pylist()
     frames = ops.column("frame_id").to_numpy()
     starts = ops.column("start_ns").to_numpy()[top]
