@@ -1,8 +1,9 @@
 """Where each step went: its wall time split into exclusive parts along the host/GPU critical path, parts
 that add up to the step exactly (pure; no I/O).
 
-Each recorded, complete step [start, end) (or, where no step was marked, the profiled span as one) is cut
-into instants, and each instant goes to one part:
+Each recorded, complete step [start, end) (or, where no step was marked, the profiled span from the first
+kernel's launch as one, set-up before it left out: `unmarked_span`) is cut into instants, and each instant
+goes to one part:
 - `gpu`: the GPU computes or copies (a kernel other than a collective, or a copy, on any stream). The
   step waits on the GPU then, whatever the host does meanwhile: shortening it means less or faster GPU
   work;

@@ -69,13 +69,13 @@ def check(ctx: Context) -> list[Finding]:
         "analysed step(s))",
         "per step: "
         + ", ".join(
-            f"{name} {per_step(counts[name], ctx):.0f} calls, {duration(per_step(spent[name], ctx))}"
+            f"{name} {per_step(counts[name], ctx):.3g} calls, {duration(per_step(spent[name], ctx))}"
             for name, _ in spent.most_common(4)
         ),
     ]
     if freed_outside:
         seen.append(
-            f"{per_step(freed_outside, ctx):.0f} memory releases per step outside any torch op: the cache is emptied "
+            f"{per_step(freed_outside, ctx):.3g} memory releases per step outside any torch op: the cache is emptied "
             "(torch.cuda.empty_cache()) and refilled every step"
         )
     if sampled_lines:
