@@ -40,6 +40,7 @@ def _check(pair: dict[str, Any], bad: Profile, twin: Profile) -> None:
     found = _ranked(bad)
     assert found, "no finding"
     assert found[0].id == pair["finding"], [(f.id, f.cost_ns) for f in found[:3]]
+    assert found[0].where, found[0]  # and says where to look
     assert pair["finding"] not in {f.id for f in find_all(twin)}
 
 

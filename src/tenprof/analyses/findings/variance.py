@@ -56,11 +56,11 @@ def check(ctx: Context) -> list[Finding]:
         cv = float(d.std() / d.mean()) if d.mean() > 0 else 0.0
         if cv > ctx.t.variance_max_cv and d.sum() >= ctx.t.variance_min_share * total:
             excess = float(np.clip(d - np.median(d), 0, None).sum())
-            noisy.append((excess, cv, key, d))
+            noisy.append((excess, cv, key, d, k_op[members]))
     if not noisy:
         return []
     noisy.sort(key=lambda x: -x[0])
-    excess, cv, key, d = noisy[0]
+    excess, cv, key, d, ops = noisy[0]
     p10, p50, p90 = np.percentile(d, [10, 50, 90])
     name = str(key[0])
     short = name if len(name) <= 70 else name[:67] + "..."
@@ -75,7 +75,7 @@ def check(ctx: Context) -> list[Finding]:
                 f"p90 {duration(p90)}, max {duration(d.max())}",
                 f"{len(noisy)} kernel shape(s) vary more than {100 * ctx.t.variance_max_cv:.0f}%",
             ],
-            where=[],
+            where=ctx.where(ops, d.astype(np.int64)),  # the lines launching it, most kernel time first
             why="When identical launches take different times, a mean or a single measurement misleads; the cause "
             "is outside the kernel (clocks, temperature, other work on the GPU, data-dependent work or caching).",
             fix="Compare medians and percentiles over several steps, not one run's mean; check clocks and other "
