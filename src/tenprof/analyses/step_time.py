@@ -27,8 +27,9 @@ whose ops launched kernels (autograd's backward thread), its DataLoader ranges o
 - `dispatch`: the host is inside a top-level torch op (dispatching it, launching its kernels);
 - `python`: anywhere else: the script's own Python between ops (the host sampler's lines say which);
 - `capture`: the profiler's own work, in the mean steady step only: where the profiler's overhead was
-  measured (steps run with the capture off) or estimated (analyses.overhead), that share of the step is
-  taken out of `dispatch` and `python`, where the profiler's CPU work lands.
+  measured (steps run with the capture off, told from the steps' own variation) or estimated
+  (analyses.overhead), that share of the step is taken out of `dispatch` and `python`, where the
+  profiler's CPU work lands.
 The order puts the most specific cause first: a cudaMalloc runs inside an op, an op inside a DataLoader's
 `__next__`. Every idle instant lands in exactly one part and `python` takes what is left, so the parts sum
 to the step's wall time; `Step.parts` are in nanoseconds. The summary is the mean steady step (past the
@@ -146,7 +147,7 @@ def step_time(profile: Profile) -> StepTime:
     blocks = part_blocks(profile, lo, hi)
     parts = {name: coverage(*blocks[name], lo, hi) for name in PARTS[:-1]}
     parts["capture"] = np.zeros(len(lo), dtype=np.int64)  # known per mean step only (see StepTime.mean)
-    overhead = measure(profile)
+    share, method = _capture_share(profile)
     return StepTime(
         [
             Step(int(n), int(b - a), {name: int(parts[name][i]) for name in PARTS})
@@ -154,9 +155,21 @@ def step_time(profile: Profile) -> StepTime:
         ],
         marked,
         setup,
-        overhead.profiler_share or 0.0,
-        overhead.method if overhead.profiler_share else "",
+        share,
+        method,
     )
+
+
+def _capture_share(profile: Profile) -> tuple[float, str]:
+    """The profiler's share of each recorded step, and how it was had: estimated (an imported trace), or
+    measured where the steps run with the capture off tell it from the steps' own variation (a measured
+    difference within the noise, or from too few steps, is no overhead to take out: the step stays as
+    recorded)."""
+    overhead = measure(profile)
+    share = overhead.profiler_share or 0.0
+    if not share or (overhead.method == "measured" and overhead.verdict != "overhead"):
+        return 0.0, ""
+    return share, overhead.method
 
 
 def unmarked_span(profile: Profile) -> tuple[int, int, int]:

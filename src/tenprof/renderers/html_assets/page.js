@@ -608,6 +608,14 @@
       { key: "communication_ns", label: "communication", fmt: dur }, { key: "exposed_ns", label: "not overlapped", fmt: dur },
       { key: "idle_ns", label: "idle", fmt: dur }, { key: "overlap", label: "overlap", fmt: (v) => pct(v) },
     ], r.ranks);
+    // where each rank's mean steady step went (analyses/step_time.py), the parts any rank has
+    const shown = STEP_PARTS.filter(([key]) => r.ranks.some((x) => (x.parts || {})[key] > 0));
+    if (shown.length) {
+      sec.append(el("h3", { text: "Where each rank's step went" }));
+      sec.append(el("p", { class: "note", text: "The mean steady step of each rank, in parts that add up to it (see the step section of a single rank's page)." }));
+      const rows = r.ranks.map((x) => ({ rank: x.rank, ...Object.fromEntries(shown.map(([key]) => [key, (x.parts || {})[key] || 0])) }));
+      table(sec, [{ key: "rank", label: "rank" }, ...shown.map(([key]) => ({ key, label: key.replace("_", " "), fmt: dur }))], rows);
+    }
   }
 
   const drawn = new Set(["schema_version", "title", "profile", "findings", "not_judged", "summary", "step_time", "steps", "calltree", "tallies",
