@@ -342,6 +342,10 @@ def test_pages_of_every_pass_ranks_and_a_diff(browser: Any, tmp_path: Path) -> N
     assert (
         page.locator(".rank-bar").count() == 2 and page.locator(".rank-bar.straggler").get_attribute("data-rank") == "1"
     )
+    # where each rank's step went: a row per rank, a column per part some rank has (GPU running first)
+    parts_table = page.locator("#ranks table").last
+    assert "Where each rank's step went" in page.locator("#ranks").inner_text()
+    assert parts_table.locator("tbody tr").count() == 2 and "gpu" in parts_table.locator("thead").inner_text()
     changed = tmp_path / "diff.html"
     argv = ["diff", str(DATA / "finding_fp32_gemm"), str(DATA / "finding_fp32_gemm_fixed"), "--html", str(changed)]
     assert main(argv) == 0
