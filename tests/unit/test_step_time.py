@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tenprof.analyses.step_time import PARTS, StepTime, step_time
-from tenprof.store.profile import load_profile
+from tenprof.store.profile import Profile, load_profile
 from tests.conftest import CASES, DATA
 
 
@@ -72,14 +72,22 @@ def test_workers_too_slow_for_the_loop_show_in_every_other_step() -> None:
     assert sum(result.mean(p) for p in PARTS) == pytest.approx(result.mean_wall_ns)
 
 
-def test_a_run_without_steps_is_one_span(tmp_path: Path) -> None:
+def test_a_run_without_steps_is_read_per_iteration_else_as_one_span(tmp_path: Path) -> None:
+    from tenprof.analyses.findings.context import Context
+    from tenprof.analyses.findings.thresholds import Thresholds
     from tenprof.cli.main import main
 
-    out = tmp_path / "imported"  # a plain torch.profiler trace: no step marked
+    out = tmp_path / "imported"  # a plain torch.profiler trace: no step marked, a loop to tell
     assert main(["import", "--quiet", str(DATA / "torch_traces" / "slow_step.json.gz"), "-o", str(out)]) == 0
-    result = step_time(load_profile(out))
-    assert not result.marked and len(result.steps) == 1 and result.steps[0].step == -1
-    assert sum(result.steps[0].parts.values()) == result.steps[0].wall_ns > 0
+    profile = load_profile(out)
+    result = step_time(profile)
+    inferred = Context(profile, Thresholds()).inferred
+    assert inferred is not None and not result.marked and result.inferred
+    assert [s.wall_ns for s in result.steps] == (inferred.ends - inferred.starts).tolist()
+    assert all(sum(s.parts.values()) == s.wall_ns for s in result.steps)
+    # a tenprof run that never called tenprof.step() (one incomplete step 0) and has no loop: one span
+    single = step_time(load_profile(DATA / "stalls" / "planted"))
+    assert not single.marked and not single.inferred and [s.step for s in single.steps] == [-1]
 
 
 def test_the_profilers_own_work_is_taken_out_of_the_hosts_parts() -> None:
@@ -102,10 +110,18 @@ def test_the_profilers_own_work_is_taken_out_of_the_hosts_parts() -> None:
     assert result.mean("gpu") > 0.9 * program  # un-profiled, GPU-bound
 
 
+def step_starts(profile: Profile) -> list[int]:
+    from tenprof.analyses.findings.context import Context
+    from tenprof.analyses.findings.thresholds import Thresholds
+
+    inferred = Context(profile, Thresholds()).inferred
+    assert inferred is not None
+    return inferred.starts.tolist()
+
+
 def test_a_run_without_steps_leaves_its_set_up_out(tmp_path: Path) -> None:
     # a plain torch.profiler trace of slow_step.py, no step marked: building the tensors and everything
-    # before the first kernel's launch is set-up, kept out of the span judged as the step
-    from tenprof.analyses.overhead import kernel_launch_ns
+    # before the loop's first iteration (read from the first kernel's launch on) is set-up, kept out
     from tenprof.analyses.summary import profiled_span
     from tenprof.cli.main import main
 
@@ -113,9 +129,10 @@ def test_a_run_without_steps_leaves_its_set_up_out(tmp_path: Path) -> None:
     assert main(["import", "--quiet", str(DATA / "torch_traces" / "slow_step.json.gz"), "-o", str(out)]) == 0
     profile = load_profile(out)
     result = step_time(profile)
-    first, last = profiled_span(profile, ("ops", "kernels", "transfers"))
-    start = int(kernel_launch_ns(profile).min())
-    assert result.setup_ns == start - first > 0 and result.steps[0].wall_ns == last - start
+    first, _ = profiled_span(profile, ("ops", "kernels", "transfers"))
+    # its first iteration starts at or after the first kernel's launch: the set-up is what comes before it
+    start = step_starts(profile)[0]
+    assert result.setup_ns == start - first > 0
 
 
 def test_work_launched_and_waiting_is_the_gpus_wait_not_the_hosts(tmp_path: Path) -> None:
@@ -192,4 +209,40 @@ def test_a_set_up_loop_before_the_first_kernel_is_not_the_loop(tmp_path: Path) -
     inferred = Context(profile, Thresholds()).inferred
     assert inferred is not None and len(inferred.starts) == 5 and inferred.marker.startswith("aten::mm")
     result = step_time(profile)
-    assert result.setup_ns == 30_005_000  # from the first op to the first kernel's launch
+    assert result.setup_ns == 30_000_000  # from the first op to the loop's first iteration
+
+
+UNMARKED_LOOP = """\
+import time
+
+import torch
+
+w = torch.randn(64, 64)
+for i in range(6):
+    x = torch.randn(8, 64)
+    y = (x @ w).relu()
+    y.sum().item()
+    time.sleep(0.002)
+"""
+
+
+def test_a_tenprof_run_without_tenprof_step_is_read_per_iteration(tmp_path: Path) -> None:
+    # `tenprof run` of a loop that never calls tenprof.step(): its steps table holds one incomplete step 0
+    # (the whole run), which read as "steps marked" and judged the run as one step, set-up included (GPT-2's
+    # generate(): its weights' upload read as a per-step copy). Its six iterations are told instead.
+    from tenprof.analyses.findings.context import Context
+    from tenprof.analyses.findings.thresholds import Thresholds
+    from tenprof.analyses.overhead import steps_marked
+    from tenprof.analyses.summary import summarize
+    from tenprof.cli.main import main
+
+    (tmp_path / "loop.py").write_text(UNMARKED_LOOP)
+    assert main(["run", "--quiet", "-o", str(tmp_path / "prof"), str(tmp_path / "loop.py")]) == 0
+    profile = load_profile(tmp_path / "prof")
+    steps = profile.table("steps").to_pylist()
+    assert len(steps) == 1 and not steps[0]["complete"] and not steps_marked(profile)
+    inferred = Context(profile, Thresholds()).inferred
+    assert inferred is not None and len(inferred.starts) == 6 and inferred.marker.startswith("aten::randn")
+    result = step_time(profile)
+    assert result.inferred and len(result.steps) == 6 and result.setup_ns > 0
+    assert summarize(profile).inferred_steps == 6

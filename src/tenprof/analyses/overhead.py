@@ -99,6 +99,15 @@ def recorded_steps(profile: Profile) -> npt.NDArray[np.bool_]:
     return np.asarray(complete, dtype=bool) & capture_on(profile)
 
 
+def steps_marked(profile: Profile) -> bool:
+    """Whether the script marked steps (tenprof.step(), a torch.profiler schedule). `tenprof run` of a
+    script that never calls tenprof.step() records one incomplete step 0, the whole run: none marked."""
+    steps = profile.table("steps")
+    if steps.num_rows == 0:
+        return False
+    return not (steps.num_rows == 1 and not steps.column("complete").to_numpy(zero_copy_only=False)[0])
+
+
 def kernel_launch_ns(profile: Profile) -> npt.NDArray[np.int64]:
     """When each kernel was launched (its API call's start), else its own start."""
     k = profile.table("kernels")

@@ -1,9 +1,10 @@
 """Where each step went: its wall time split into exclusive parts along the host/GPU critical path, parts
 that add up to the step exactly (pure; no I/O).
 
-Each recorded, complete step [start, end) (or, where no step was marked, the profiled span from the first
-kernel's launch as one, set-up before it left out: `unmarked_span`) is cut into instants, and each instant
-goes to one part:
+Each recorded, complete step [start, end) (or, where no step was marked, each iteration of the loop told
+from its repeated calls (analyses.inferred_steps), else the profiled span from the first kernel's launch
+as one; set-up before either is left out: `unmarked_span`) is cut into instants, and each instant goes to
+one part:
 - `gpu`: the GPU computes or copies (a kernel other than a collective, or a copy, on any stream). The
   step waits on the GPU then, whatever the host does meanwhile: shortening it means less or faster GPU
   work;
@@ -43,8 +44,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tenprof.analyses.inferred_steps import infer_steps
 from tenprof.analyses.op_kinds import SYNC_CALLS, is_collective
-from tenprof.analyses.overhead import COLD_STEPS, kernel_launch_ns, measure, recorded_steps
+from tenprof.analyses.overhead import COLD_STEPS, kernel_launch_ns, measure, recorded_steps, steps_marked
 from tenprof.analyses.summary import profiled_span
 from tenprof.core.intervals import I64Array, coverage, merged, uncovered
 from tenprof.store.profile import Profile
@@ -87,9 +89,11 @@ class Step:
 class StepTime:
     steps: list[Step]
     marked: bool  # False: no step was marked, the one "step" is the profiled span from the first GPU work
-    setup_ns: int = 0  # unmarked: the profiled time before the first kernel's launch, left out of the step
+    setup_ns: int = 0  # unmarked: the profiled time before the loop (its first iteration, else the first
+    # kernel's launch), left out
     capture_share: float = 0.0  # of the mean steady step, the profiler's own work (analyses.overhead)
     capture_method: str = ""  # how that was had: measured (steps run with the capture off), estimated
+    inferred: bool = False  # unmarked: the steps are the loop's iterations told from its repeated calls
 
     @property
     def steady(self) -> list[Step]:
@@ -138,11 +142,17 @@ def step_time(profile: Profile) -> StepTime:
     numbers = steps.column("step").to_numpy()[recorded] if steps.num_rows else np.zeros(0, np.int64)
     marked = bool(len(lo))
     setup = 0
+    inferred = None
     if not marked:
         first, start, end = unmarked_span(profile)
         if end == 0:  # nothing recorded
             return StepTime([], False)
-        lo, hi, numbers, setup = np.array([start]), np.array([end]), np.array([-1]), start - first
+        inferred = infer_steps(profile) if not steps_marked(profile) else None
+        if inferred is not None:  # the loop's iterations, told from its repeated calls
+            lo, hi = inferred.starts, inferred.ends
+            numbers, setup = np.arange(len(lo)), int(lo[0]) - first
+        else:
+            lo, hi, numbers, setup = np.array([start]), np.array([end]), np.array([-1]), start - first
     lo, hi = np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64)
     blocks = part_blocks(profile, lo, hi)
     parts = {name: coverage(*blocks[name], lo, hi) for name in PARTS[:-1]}
@@ -157,6 +167,7 @@ def step_time(profile: Profile) -> StepTime:
         setup,
         share,
         method,
+        inferred is not None,
     )
 
 

@@ -6,7 +6,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tenprof.analyses.overhead import Overhead, in_unrecorded_steps, kernel_launch_ns, measure, recorded_steps
+from tenprof.analyses.overhead import (
+    Overhead,
+    in_unrecorded_steps,
+    kernel_launch_ns,
+    measure,
+    recorded_steps,
+    steps_marked,
+)
 from tenprof.core.intervals import coverage, take, union_length
 from tenprof.core.kernel_names import USER_KERNEL_PREFIX
 from tenprof.store.meta import GpuInfo
@@ -265,7 +272,7 @@ def summarize(profile: Profile) -> Summary:
         cut_short=meta.run.cut_short_reason if meta.run.cut_short else "",
         overhead=measure(profile),
         memory_peak=memory_peak(profile),
-        inferred_steps=_inferred_count(profile) if not profile.table("steps").num_rows else 0,
+        inferred_steps=_inferred_count(profile) if not steps_marked(profile) else 0,
         notes=notes,
     )
 

@@ -32,11 +32,13 @@ def render_step_time(result: StepTime, console: Console) -> None:
     wall = result.mean_wall_ns
     count = len(result.steady)
     what = f"the mean of {count} step{'s' if count != 1 else ''}" if result.marked else "the profiled span"
+    if result.inferred:
+        what = f"the mean of {count} of {len(result.steps)} iterations told from the loop's repeated calls"
     console.print(f"[bold]Where each step went[/bold] ({what}: {duration(int(wall))}; the parts add up to it)")
     if result.setup_ns:
         console.print(
-            f"  set-up before the first GPU work ({duration(result.setup_ns)}: imports, building the model, copying "
-            "it to the GPU) is left out: no steps were marked"
+            f"  set-up before the loop ({duration(result.setup_ns)}: imports, building the model, copying it to the "
+            "GPU) is left out: no steps were marked"
         )
     grid = Table.grid(padding=(0, 2))
     for justify in ("left", "right", "right", "left"):
@@ -49,7 +51,7 @@ def render_step_time(result: StepTime, console: Console) -> None:
         label = LABELS[part] + (f" ({result.capture_method})" if part == "capture" else "")
         grid.add_row(label, duration(int(ns)), f"{share:.0%}", "#" * max(1, round(share * BAR_WIDTH)))
     console.print(grid)
-    if result.marked and 1 < len(result.steps) <= STEPS_SHOWN:
+    if (result.marked or result.inferred) and 1 < len(result.steps) <= STEPS_SHOWN:
         used = [p for p in PARTS if any(s.parts[p] for s in result.steps)]  # as recorded: no capture part
         table = Table(title="Per step", title_justify="left")
         table.add_column("Step", justify="right")

@@ -10,7 +10,7 @@ import numpy.typing as npt
 
 from tenprof.analyses.findings.thresholds import Thresholds
 from tenprof.analyses.inferred_steps import InferredSteps, infer_steps
-from tenprof.analyses.overhead import Overhead, kernel_launch_ns, measure, recorded_steps
+from tenprof.analyses.overhead import Overhead, kernel_launch_ns, measure, recorded_steps, steps_marked
 from tenprof.analyses.step_time import Intervals, idle_causes, length, part_blocks, unmarked_span
 from tenprof.analyses.summary import stack_frames, user_frame_of
 from tenprof.core.intervals import coverage, take
@@ -43,7 +43,7 @@ class Context:
         self.step_start = steps.column("start_ns").to_numpy()[complete]
         self.step_end = steps.column("end_ns").to_numpy()[complete]
         self.inferred: InferredSteps | None = None
-        if len(self.step_start) == 0 and not len(profile.table("steps")):
+        if len(self.step_start) == 0 and not steps_marked(profile):
             # No steps marked: the loop's iterations, when they can be told (see analyses.inferred_steps).
             self.inferred = infer_steps(profile)
             if self.inferred is not None:
