@@ -5,8 +5,9 @@
 op and where that came from (`FRAME_SOURCES`). Nested ops inherit their top-level op's path. A top-level op's
 path comes from, in order:
 - tenprof's call-site records, once their perf clock is mapped onto the trace clock with the clock-sync
-  markers: the record (a torch API call on the op's thread) covering the op's midpoint, else, for the
-  native recorder's records, the nearest within the mapping's uncertainty; an op no record covers takes
+  markers: the native recorder's records (one per top-level op) in order, on a thread with as many of
+  them as ops; else the record (a torch API call on the op's thread) covering the op's midpoint, else, for
+  the native recorder's records, the nearest within the mapping's uncertainty; an op no record covers takes
   the record covering its earliest covered descendant;
 - without records, the trace's with_stack python_function ranges, nested into call paths;
 - for backward ops, their forward op's path, else the record running on the main Python thread.
@@ -31,6 +32,10 @@ from tenprof.sourcefiles import is_user_file, line_text
 from tenprof.store.schema import TABLES
 
 _PY_FUNCTION = re.compile(r"^(.*)\((\d+)\): (.*)$")
+
+# matching the native recorder's records to ops in order: at most this share of the pairs may stray from
+# their common offset by more than the clock mapping's error
+ORDER_MAX_OFF = 0.1
 
 # where a top-level op's frame came from; an op's source is an index into this
 FRAME_SOURCES = ("none", "callsite", "forward", "stack", "containment")
@@ -152,7 +157,10 @@ def _from_callsites(paths: _TopPaths, shifted: Callsites, uncertainty_ns: int, n
     # from a recorded call.
     tolerance = min(int(uncertainty_ns) + 1_000, 50_000) if native else 0
     forward_top = paths.is_top & ~ops.is_backward
-    _join_callsites(shifted, ops.tid, paths.mid, forward_top, paths.frame, paths.source, tolerance_ns=tolerance)
+    if native:
+        _join_in_order(shifted, ops.tid, ops.start, forward_top, paths.frame, paths.source, int(uncertainty_ns))
+    unjoined = forward_top & (paths.frame < 0)
+    _join_callsites(shifted, ops.tid, paths.mid, unjoined, paths.frame, paths.source, tolerance_ns=tolerance)
     # A top-level op no call covers (Dynamo's `dynamo` range around a compilation, say) takes the
     # call covering its earliest covered descendant.
     unresolved = ~ops.is_backward & (paths.frame[top] < 0) & ~paths.is_top
@@ -163,6 +171,35 @@ def _from_callsites(paths: _TopPaths, shifted: Callsites, uncertainty_ns: int, n
         if paths.frame[top[i]] < 0:
             paths.frame[top[i]] = inner_frame[i]
             paths.source[top[i]] = 1
+
+
+def _join_in_order(
+    calls: Callsites,
+    op_tid: I64Array,
+    op_start: I64Array,
+    wanted: np.ndarray[Any, np.dtype[np.bool_]],
+    top_frame: I64Array,
+    top_source: np.ndarray[Any, np.dtype[np.int8]],
+    uncertainty_ns: int,
+) -> None:
+    """The native recorder makes one record per top-level op: on a thread with as many records as ops
+    wanted, the n-th op takes the n-th record's frame. Matched by time instead, back-to-back ops of a few
+    microseconds took their neighbours' lines wherever the clock mapping's error (tens of microseconds on
+    a busy CPU) exceeded their spacing. Used only where nearly all pairs (ORDER_MAX_OFF) keep one offset,
+    within that error of the mapping (a record missing here and one extra there would shift all after it)."""
+    for tid in np.unique(op_tid[wanted]).tolist():
+        sel = np.flatnonzero(wanted & (op_tid == tid))  # op ids: in start order
+        mine = np.flatnonzero(calls.call_thread == tid)
+        if len(mine) != len(sel) or len(sel) == 0:
+            continue
+        mine = mine[np.argsort(calls.call_start[mine], kind="stable")]
+        offset = op_start[sel] - calls.call_start[mine]
+        # a few pairs off (a first call's lazy set-up inside its record) are no shift; a record missing
+        # and one extra would move every pair between them
+        if np.mean(np.abs(offset - np.median(offset)) > uncertainty_ns + 1_000) > ORDER_MAX_OFF:
+            continue
+        top_frame[sel] = calls.call_frame[mine]
+        top_source[sel] = 1
 
 
 def _for_backward(paths: _TopPaths, shifted: Callsites | None) -> None:
