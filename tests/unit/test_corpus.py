@@ -130,3 +130,11 @@ def test_data_loading_says_where_the_loading_runs(rebuilt: dict[str, Profile]) -
     # benchmarks/sampler_attribution.py)
     getitem = {_line_of("slow_transform.py", "sample = torch.full"), _line_of("slow_transform.py", "spin(TRANSFORM_S)")}
     assert worker.where[0] in getitem and single.where[0] in getitem
+
+
+@pytest.mark.parametrize(
+    "case", ["tensor_cost/embedding_random", "stalls/user_kernels", "finding_slow_transform_fixed"]
+)
+def test_allocator_churn_is_silent_on_one_steps_first_allocation(case: str) -> None:
+    # two analysed steps, the first of which takes one block from the driver (the cache warming up): no churn
+    assert "allocator-churn" not in {f.id for f in find_all(load_profile(DATA / case))}

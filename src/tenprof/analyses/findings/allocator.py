@@ -10,9 +10,10 @@ which gives every free block back, so the next step takes them again), or the ca
 step (memory near the card's limit: the allocator frees what it cached and retries), or pinned host
 buffers are made anew every step (cudaHostAlloc). cudaFree called outside any torch op is the first;
 the lines come from the host sampler (empty_cache is no op) and from the ops the calls ran in. Judged only
-where most steps wait in the allocator (a few steps' allocations are first uses, not churn), and over
-two steps or more: a run judged as one step (nothing marked, no iterations told) allocates its
-memory for the first time in it, which is no churn."""
+where more than half the steps, and two at least, wait in the allocator (a few steps' allocations are
+first uses, not churn: the first steady step's one cudaMalloc), and over two steps or more: a run
+judged as one step (nothing marked, no iterations told) allocates its memory for the first time in it,
+which is no churn."""
 
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ def check(ctx: Context) -> list[Finding]:
     if not ctx.analysed_ns or idle < ctx.t.allocator_min_share * ctx.analysed_ns:
         return []
     each_step = coverage(*blocks, ctx.step_start, ctx.step_end)
-    if (each_step >= ctx.t.allocator_min_share * (ctx.step_end - ctx.step_start)).sum() < 0.5 * ctx.step_count:
+    waiting = int((each_step >= ctx.t.allocator_min_share * (ctx.step_end - ctx.step_start)).sum())
+    if waiting < MIN_STEPS or waiting <= 0.5 * ctx.step_count:
         return []  # a few steps' allocations (the first use of a size, a one-off), not churn
     host = ctx.host_ns("allocator")
     waited = host_cost(ctx, idle, host)
