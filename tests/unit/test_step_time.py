@@ -246,3 +246,15 @@ def test_a_tenprof_run_without_tenprof_step_is_read_per_iteration(tmp_path: Path
     result = step_time(profile)
     assert result.inferred and len(result.steps) == 6 and result.setup_ns > 0
     assert summarize(profile).inferred_steps == 6
+
+
+def test_the_profilers_own_work_not_told_from_noise_is_null_not_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    # one step run with the capture off against two recorded: too few to tell the overhead from the steps'
+    # variation, so the mean step has no number for it: JSON null, not 0
+    import orjson
+
+    from tenprof.cli.main import main
+
+    assert main(["report", str(DATA / "finding_empty_cache"), "--json"]) == 0
+    parts = orjson.loads(capsys.readouterr().out)["step_time"]["mean_step"]["parts"]
+    assert parts["capture"] is None and parts["gpu"] > 0

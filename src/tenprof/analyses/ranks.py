@@ -66,7 +66,8 @@ class RankSummary:
     collective_ends: list[int] = field(default_factory=list)  # end of every collective kernel, in order
     windows: tuple[list[int], list[int]] = ([], [])  # the steps' [start, end) on this rank's clock
     clock_offset_ns: int = 0
-    parts: dict[str, float] = field(default_factory=dict)  # where its mean steady step went (analyses.step_time)
+    # where its mean steady step went (analyses.step_time); "capture" only where that was known
+    parts: dict[str, float] = field(default_factory=dict)
 
     @property
     def outside_ops_ns(self) -> float:
@@ -151,7 +152,10 @@ def rank_summary(profile: Profile, rank: int) -> RankSummary:
 def _step_parts(profile: Profile) -> dict[str, float]:
     """Each part of the rank's mean steady step (the step decomposition), in nanoseconds."""
     result = step_time(profile)
-    return {part: result.mean(part) for part in PARTS} if result.steps else {}
+    if not result.steps:
+        return {}
+    # the profiler's own work only where it was measured or estimated: left out, not 0, where it was not
+    return {part: result.mean(part) for part in PARTS if part != "capture" or result.capture_method}
 
 
 def line_times(profile: Profile, windows: tuple[list[int], list[int]]) -> dict[tuple[str, str], float]:

@@ -104,9 +104,15 @@ def _render_parts(ranks: list[RankSummary], console: Console) -> None:
         wall = sum(r.parts.values())
         table.add_row(
             str(r.rank),
-            *(f"{_ms(r.parts.get(p, 0.0))} ({r.parts.get(p, 0.0) / wall:.0%})" if wall else "" for p in shown),
+            *(_share_of(r.parts.get(p), wall) for p in shown),
         )
     console.print(table)
+
+
+def _share_of(ns: float | None, wall: float) -> str:
+    if ns is None:
+        return "not measured"  # the profiler's own work, where its overhead was not told from noise
+    return f"{_ms(ns)} ({ns / wall:.0%})" if wall else ""
 
 
 def _render_kernels(rows: list[dict[str, object]], console: Console, limit: int | None) -> None:

@@ -118,7 +118,10 @@ def _step_time_json(result: Any) -> dict[str, Any]:
     mean = {
         "steps": [s.step for s in result.steady],
         "wall_ns": result.mean_wall_ns,
-        "parts": {part: result.mean(part) for part in PARTS},
+        # the profiler's own work where it was measured or estimated; not known is null, not 0
+        "parts": {
+            part: (None if part == "capture" and not result.capture_method else result.mean(part)) for part in PARTS
+        },
     }
     return {"step_time": {**dataclasses.asdict(result), "mean_step": mean}}
 

@@ -613,8 +613,10 @@
     if (shown.length) {
       sec.append(el("h3", { text: "Where each rank's step went" }));
       sec.append(el("p", { class: "note", text: "The mean steady step of each rank, in parts that add up to it (see the step section of a single rank's page)." }));
-      const rows = r.ranks.map((x) => ({ rank: x.rank, ...Object.fromEntries(shown.map(([key]) => [key, (x.parts || {})[key] || 0])) }));
-      table(sec, [{ key: "rank", label: "rank" }, ...shown.map(([key]) => ({ key, label: key.replace("_", " "), fmt: dur }))], rows);
+      // a part a rank has no number for (the profiler's own work, not measured there) reads so, never 0
+      const rows = r.ranks.map((x) => ({ rank: x.rank, ...Object.fromEntries(shown.map(([key]) => [key, (x.parts || {})[key] ?? null])) }));
+      const measured = (v) => (v === null ? "not measured" : dur(v));
+      table(sec, [{ key: "rank", label: "rank" }, ...shown.map(([key]) => ({ key, label: key.replace("_", " "), fmt: measured }))], rows);
     }
   }
 
