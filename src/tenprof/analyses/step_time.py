@@ -64,7 +64,6 @@ PARTS = (
     "python",
     "capture",
 )
-IDLE_PARTS = PARTS[2:-1]
 # the host's parts the profiler's own CPU work lands in (its records around each op, its Python per call)
 CAPTURE_INFLATES = ("dispatch", "python")
 

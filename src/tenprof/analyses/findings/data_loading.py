@@ -56,8 +56,7 @@ def check(ctx: Context) -> list[Finding]:
 
 
 def _single_process(ctx: Context) -> bool:
-    names = ctx.profile.strings("scopes", "name").rows()
-    loaders = [n for n in names if n.startswith(DATA_LOADER_MARK)]
+    loaders = [n for n in ctx.profile.strings("scopes", "name").values if n.startswith(DATA_LOADER_MARK)]
     return bool(loaders) and all(SINGLE_PROCESS in n for n in loaders)
 
 
