@@ -95,6 +95,34 @@ def test_the_sampler_reads_each_gpu_at_start_stop_and_between(monkeypatch: pytes
     assert set(columns["memory_clock_mhz"]) == {2619.0}
 
 
+def _wait_for(sampler: GpuClockSampler, rows: int) -> None:
+    """Until the sampler holds `rows` rows (a stalled thread fails the test, after a minute)."""
+    for _ in range(6000):
+        if len(sampler.ts_ns) >= rows:
+            return
+        threading.Event().wait(0.01)
+    raise AssertionError(f"the sampler took {len(sampler.ts_ns)} rows, not {rows}")
+
+
+def test_a_paused_sampler_reads_nothing_until_resumed_and_stops_while_paused(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The steps timed un-profiled run with the reader paused. It may finish the round it is in when the
+    # pause comes (2 rows, one per GPU), never more: at 5 ms a round, the 0.1 s paused would hold ~40.
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    sampler = GpuClockSampler(interval_s=0.005, nvml=_fake_nvml())
+    sampler.start()
+    _wait_for(sampler, 6)
+    sampler.paused = True
+    paused_at = len(sampler.ts_ns)
+    threading.Event().wait(0.1)
+    assert sampler.paused and len(sampler.ts_ns) - paused_at <= 2
+    held = len(sampler.ts_ns)
+    sampler.paused = False
+    _wait_for(sampler, held + 4)  # resumed, it reads again
+    sampler.paused = True
+    sampler.stop(cuda_index=lambda devices: {0: 0, 1: 1})  # returns although paused
+    assert not any(t.name == "tenprof-gpu-clocks" for t in threading.enumerate())
+
+
 def test_what_nvml_cannot_read_is_nan_and_gpus_cuda_does_not_see_are_left_out(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -106,6 +106,50 @@ def test_small_mlp_is_launch_bound_even_un_profiled_and_costs_what_it_would_un_p
     assert "un-profiled (measured)" in bound.seen[0]
 
 
+def test_where_the_gpu_activity_went_off_too_the_busy_share_comes_from_the_recorded_steps() -> None:
+    # tenprof's runs now turn CUPTI off in the timed steps: their kernels are not in the trace. Taken away
+    # from a run that kept them, the GPU's share un-profiled must then come from the recorded steps' work
+    # per step (B / U), not read as an idle GPU.
+    from tenprof.analyses.overhead import capture_on, in_unrecorded_steps, kernel_launch_ns
+    from tenprof.store.profile import with_tables
+
+    profile = load_profile(OVERHEAD / "gpt2_fp32")
+    kept = measure(profile)
+    kernels = profile.table("kernels").filter(~in_unrecorded_steps(profile, kernel_launch_ns(profile)))
+    assert kernels.num_rows < profile.table("kernels").num_rows and (~capture_on(profile)).sum() == 3
+    gone = with_tables(profile, {"kernels": kernels})
+    assert measure(gone).unprofiled_gpu_busy_share == 0.0  # as an older run would read it: wrong
+    gone.meta.timeline.timed_steps_gpu = False
+    o = measure(gone)
+    # the step is at least its GPU work: B here, the timed steps' own kernels there (0.03% apart)
+    assert o.unprofiled_step_ns == pytest.approx(kept.unprofiled_step_ns, rel=1e-3)
+    assert o.gpu_busy_per_step_ns == kept.gpu_busy_per_step_ns
+    assert o.unprofiled_gpu_busy_share is not None and o.unprofiled_step_ns is not None
+    assert o.gpu_busy_per_step_ns is not None
+    assert o.unprofiled_gpu_busy_share == pytest.approx(min(1.0, o.gpu_busy_per_step_ns / o.unprofiled_step_ns))
+    assert o.unprofiled_gpu_busy_share > 0.95  # GPU-bound, as measured with the kernels kept
+
+
+def test_a_run_that_turned_everything_off_in_its_timed_steps_measures_the_plain_loop() -> None:
+    # small MLP on an H100 (2026-11-27): CUPTI, the samplers and the op recorders all off in steps 3, 8, 13.
+    # Those steps took 3.50-3.59 ms, the plain loop 3.1-3.7 ms that day; recorded steps about 6 ms.
+    from tenprof.analyses.overhead import capture_on, in_unrecorded_steps, kernel_launch_ns
+    from tenprof.analyses.temporal import temporal_breakdown
+
+    profile = load_profile(OVERHEAD / "mlp_all_off")
+    assert profile.meta.timeline.timed_steps_gpu is False
+    off = profile.table("steps").column("step").to_numpy()[~capture_on(profile)].tolist()
+    assert off == [3, 8, 13]
+    assert not in_unrecorded_steps(profile, kernel_launch_ns(profile)).any()  # no kernel recorded in them
+    o = measure(profile)
+    assert o.method == "measured" and o.measured_steps == 3 and o.verdict == "overhead"
+    assert o.unprofiled_step_ns is not None and 3.0e6 < o.unprofiled_step_ns < 4.0e6
+    assert o.gpu_busy_per_step_ns is not None and o.unprofiled_gpu_busy_share is not None
+    assert o.unprofiled_gpu_busy_share == pytest.approx(o.gpu_busy_per_step_ns / o.unprofiled_step_ns)
+    # the GPU view per step leaves the timed steps out, rather than calling them idle
+    assert {r.step for r in temporal_breakdown(profile)}.isdisjoint(off)
+
+
 def test_gpu_bound_conv_costs_nothing_to_profile() -> None:
     o = measure(load_profile(OVERHEAD / "conv"))
     assert o.method == "measured" and o.ratio is not None and o.ratio < 1.1

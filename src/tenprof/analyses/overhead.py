@@ -12,8 +12,9 @@ steps table; see `tenprof.capture.overhead_plan`), so each profile says, measure
   "too few steps" where no outcome could be significant, or where every recorded step is a cold one;
 - the profiler's share of each recorded step, (P - U) / P: CPU time that would not be there un-profiled;
 - the GPU work per step B (kernels and copies, overlaps counted once; GPU time is not slowed by the
-  profiler), and the GPU's busy share un-profiled, taken from the steps run with the capture off
-  (their kernels are still recorded), else B / U.
+  profiler), and the GPU's busy share un-profiled: B / U where the capture's GPU activity went off with
+  the rest in those steps (`meta.timeline.timed_steps_gpu` False, tenprof's runs now), else their own
+  recorded kernels' busy time over U (older runs, which kept it on).
 Where no step ran with the capture off (no steps, too few, `--overhead-steps 0`, or an imported trace),
 the overhead is estimated from a per-op cost model of the capture that recorded the trace
 (what it recorded is visible in it: shapes, memory, Python stacks) and labelled as an estimate; without
@@ -187,7 +188,7 @@ def measure(profile: Profile) -> Overhead:
     unprofiled = _own_durations(profile, off_rows)
     busy = _gpu_busy_per_step(profile, on_rows)
     if len(unprofiled) and len(profiled):
-        busy_off = _gpu_busy_per_step(profile, off_rows)
+        busy_off = _gpu_busy_per_step(profile, off_rows) if profile.meta.timeline.timed_steps_gpu is not False else None
         gpu_off = busy_off if busy_off is not None else busy or 0.0
         # A step cannot be shorter than its GPU work: where the host runs ahead of a busy queue, the GPU's
         # time is the step's.

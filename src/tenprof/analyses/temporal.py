@@ -1,7 +1,8 @@
 """Per-step temporal breakdown (HTA's view): each step's time split into compute, communication,
 transfers and idle. The parts do not overlap: time when a compute kernel runs is compute; of the rest,
 time when a collective (NCCL) kernel runs is communication; of the rest, time with a copy is
-transfers; what remains is idle. They sum to the step's duration."""
+transfers; what remains is idle. They sum to the step's duration. Steps run with the capture off are
+left out where their GPU activity went off too (they would read as idle)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ def temporal_breakdown(profile: Profile) -> list[StepBreakdown]:
     ks, ke = k.column("start_ns").to_numpy(), k.column("end_ns").to_numpy()
     ts, te = t.column("start_ns").to_numpy(), t.column("end_ns").to_numpy()
     complete = steps.column("complete").to_numpy(zero_copy_only=False)
+    if profile.meta.timeline.timed_steps_gpu is False:  # the steps timed un-profiled recorded no GPU work
+        complete = complete & steps.column("capture_on").to_numpy(zero_copy_only=False)
     number = steps.column("step").to_numpy()[complete]
     lo, hi = steps.column("start_ns").to_numpy()[complete], steps.column("end_ns").to_numpy()[complete]
     compute = coverage(ks[~is_comm], ke[~is_comm], lo, hi)

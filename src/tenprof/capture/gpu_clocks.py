@@ -5,7 +5,8 @@ clock, the board's power draw and enforced power limit, the temperature and the 
 reason bits: once when sampling starts, every `interval_s` (50 ms) and once when it stops. Times are on
 the perf clock (time.perf_counter_ns) like every other record of the call-site log; the importer moves
 them onto the trace's clock (tenprof.importers.callsites). The thread sleeps between reads and NVML's
-calls let go of the interpreter lock, so the script does not pay for it.
+calls let go of the interpreter lock. Paused (`paused`, in the steps the timeline pass times
+un-profiled), it blocks and reads nothing.
 
 NVML comes from the optional `nvidia-ml-py` package (module `pynvml`). When it is missing, or NVML
 cannot start (no driver), nothing is recorded and `warning` says why, in one line; sampling never fails
@@ -55,6 +56,8 @@ class GpuClockSampler:
         self._devices: list[NvmlDevice] = []
         self._reasons: Callable[[Any], int] | None = None
         self._stop = threading.Event()
+        self._running = threading.Event()  # clear while paused: the thread then blocks, it does not poll
+        self._running.set()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self.ts_ns = array("q")
@@ -62,6 +65,18 @@ class GpuClockSampler:
         self.clock_reasons = array("q")
         self.values: dict[str, array[float]] = {name: array("d") for name in FLOAT_COLUMNS}
         self.cuda_index: dict[int, int] = {}  # NVML index -> CUDA index, set by `stop`
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
+
+    @paused.setter
+    def paused(self, value: bool) -> None:
+        """Paused (in the steps timed un-profiled), the thread reads nothing until resumed, then reads at once."""
+        if value:
+            self._running.clear()
+        else:
+            self._running.set()
 
     def start(self) -> None:
         """Start the thread. It finds the GPUs and reads them: NVML's start-up takes milliseconds, which on
@@ -74,6 +89,7 @@ class GpuClockSampler:
         devices -> {NVML index: CUDA index}; default: by PCI bus id through torch, see the docstring)."""
         if self._thread is not None:
             self._stop.set()
+            self._running.set()  # wake a paused thread so that it sees the stop
             self._thread.join()
             self._thread = None
         if self._devices:
@@ -128,6 +144,10 @@ class GpuClockSampler:
         try:
             self.sample()  # at the start, then every interval, then at the stop
             while not self._stop.wait(self.interval_s):
+                if not self._running.is_set():
+                    self._running.wait()
+                    if self._stop.is_set():
+                        break
                 try:
                     self.sample()
                 except Exception:  # a read failing now and then (the driver resetting): the next one may do

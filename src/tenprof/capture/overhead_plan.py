@@ -2,8 +2,8 @@
 
 A profiler slows the host: every op and launch it records costs CPU time, so a CPU-bound step looks
 slower, and the GPU idler, than it is. To say by how much, the timeline pass runs a few steps with
-collection off (ops and Python lines; the GPU activity stays on so the GPU timeline stays whole) and
-times them with a clock read at each `tenprof.step()`; the report compares them with the recorded ones.
+everything of its own off (ops, GPU activity, Python lines, the samplers; see TimelineSession._set_capture)
+and times them with a clock read at each `tenprof.step()`; the report compares them with the recorded ones.
 
 Without a schedule: up to `count` steps, the fourth (index 3) and every fifth after it (3, 8, 13).
 Steps 0 to 2 are left alone because they are cold (step 0 builds and compiles, the next ones may still

@@ -197,6 +197,7 @@ def finish_timeline(writer: PassWriter, raw_dir: Path, meta: Meta, child_error: 
             meta.timeline.trace_span_ns = report.span_ns
             meta.timeline.clock_offset_ns = report.clock_offset_ns
             meta.timeline.clock_uncertainty_ns = report.clock_uncertainty_ns
+            meta.timeline.timed_steps_gpu = report.timed_steps_gpu
             _compress(trace)
         except TenprofError as exc:
             pass_status.reason = f"the trace could not be imported: {exc}"

@@ -94,7 +94,9 @@ class TimelineSession:
         self._prof: Any = None
         self._plan = OverheadPlan.for_run(options.overhead_steps, options.schedule)
         self._capture_on = True
-        self._cpu_activity: list[Any] = []
+        self._toggled_activities: list[Any] = []
+        # CUPTI's activity goes off with the ops in the steps timed un-profiled (see `_set_capture`)
+        self._gpu_activity = torch.cuda.is_available() and options.schedule is None
         # one per tenprof.step(): the tokens the step it ended held, -1 when not given
         self.step_tokens: list[int] = []
         self._tokens = -1
@@ -121,7 +123,8 @@ class TimelineSession:
         )
         # torch warns that a schedule drops events between cycles; tenprof records one cycle.
         warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle.*")
-        self._cpu_activity = [torch.profiler.ProfilerActivity.CPU]
+        # toggled off in the steps timed un-profiled: ops, and the GPU's activity where it is recorded
+        self._toggled_activities = activities
         with _without_importing_inductor(), self._profiler_lines_kept_out():
             self._prof.start()
         self._sync()
@@ -223,6 +226,8 @@ class TimelineSession:
             "launch_metrics_error": own.hook.error if own is not None else "",
             "gpu_samples": clocks.columns() if clocks is not None else {},
             "gpu_samples_warning": clocks.warning if clocks is not None else "",
+            # whether the kernels and copies of the steps run with the capture off are in the trace
+            "timed_steps_gpu": not self._gpu_activity,
         }
         return data
 
@@ -234,12 +239,20 @@ class TimelineSession:
         shutil.rmtree(directory, ignore_errors=True)
 
     def _set_capture(self, on: bool) -> None:
-        """Collection of ops (and tenprof's Python lines) on or off; GPU activity stays on throughout, so
-        the GPU timeline has no holes and a kernel already running is never cut off its step."""
+        """Everything tenprof records on or off: ops, GPU activity (CUPTI), Python lines, the host sampler,
+        the GPU clock reader, the launch hooks. Off, the step runs as the program does un-profiled; the
+        GPU work of those steps is then not in the trace (the analyses take it from the recorded steps).
+        CUPTI records a kernel or copy when collection was on at its launch. Before collection comes back
+        on, the GPU is drained (inside the boundary's bracketed clock reads): the timed step's last kernels,
+        launched unrecorded, would otherwise run into the next recorded step and show there as idle GPU
+        time. Going off, nothing is drained: the timed step starts, as in the program, with the recorded
+        step's work still queued, which is recorded whole."""
         self._capture_on = on
         if self.options.schedule is None:  # under a schedule the measured steps are outside torch's window
+            if on and self._gpu_activity:
+                torch.cuda.synchronize()
             with self._profiler_lines_kept_out():
-                self._prof.toggle_collection_dynamic(on, self._cpu_activity)
+                self._prof.toggle_collection_dynamic(on, self._toggled_activities)
             # torch.compile's generated code adds records of its own (one per Triton launch, built in
             # Python, and around each compiled graph) whenever torch's profiler flag is up; the program
             # un-profiled runs without them. Dynamo does not guard on the flag, so nothing recompiles.
@@ -251,12 +264,14 @@ class TimelineSession:
             # Paused: the native recorder's callbacks go off; the Python recorder (a TorchFunctionMode) is
             # paused, not popped, because torch.compile guards on the mode stack and a change there would
             # run the measured steps through other (recompiled) code, so its dispatch (about 1 us a call)
-            # stays in them. CUPTI's GPU activity stays too: the un-profiled step time is an upper bound.
+            # stays in them.
             recorder.paused = not on
         if self.log.sampler is not None:
             self.log.sampler.paused = not on
         if self.log.own_launches is not None:
             self.log.own_launches.paused = not on
+        if self.gpu_clocks is not None:
+            self.gpu_clocks.paused = not on
 
     def _profiler_lines_kept_out(self) -> Any:
         if not self.options.keep_profiler_lines_out:

@@ -26,6 +26,8 @@ And these keys, which only the timeline pass records, each absent from older rec
              temperature_c, clock_reasons}  NVML's reads (tenprof.capture.gpu_clocks), one list per column,
              device the CUDA index, null where NVML could not read a value; gpu_samples_warning: why there
              are none ('' when sampled, or not tried: a run with no GPU)
+    timed_steps_gpu: whether the GPU activity (kernels, copies) of the steps run with the capture off is in
+             the trace (absent: it is, as in recordings from before it went off with the rest)
 The sync brackets are matched to the same-named ranges in the Kineto trace to map perf-clock times to
 trace times (`clock_offset`).
 """
@@ -96,6 +98,7 @@ class Callsites:
     gpu_values: dict[str, npt.NDArray[np.float64]] = field(default_factory=dict)
     gpu_reasons: I64Array = field(default_factory=_empty_i64)
     gpu_warning: str = ""
+    timed_steps_gpu: bool = True  # the steps run with the capture off have their GPU activity recorded
 
     def step_marks(self, steps: I64Array) -> tuple[npt.NDArray[np.bool_], I64Array]:
         """For each step number: whether it ran with the capture on, and its time between tenprof's clock
@@ -194,6 +197,7 @@ def read_callsites(path: Path) -> Callsites:
         gpu_values={name: np.array(gpu.get(name, []), dtype=np.float64) for name in GPU_FLOAT_COLUMNS},
         gpu_reasons=arr("clock_reasons", gpu),
         gpu_warning=str(data.get("gpu_samples_warning", "") or ""),
+        timed_steps_gpu=bool(data.get("timed_steps_gpu", True)),
     )
 
 

@@ -85,6 +85,8 @@ class BuildReport:
     # what torch.profiler was asked to record, as the trace's top-level keys say (record_shapes, ...)
     recorded: list[str] = field(default_factory=list)
     rank: int | None = None  # the rank the trace says it is (Kineto's distributedInfo), None when it says none
+    # whether the steps run with the capture off have their GPU activity in the trace (None: no sidecar)
+    timed_steps_gpu: bool | None = None
 
     @property
     def span_ns(self) -> int | None:
@@ -118,6 +120,7 @@ def build_timeline(
     ops = _ops(col.ops, clock)
     paths = join_call_paths(ops.links(), ann.sync_starts, col.python, clock, callsites, sources_as_of)
     report.clock_offset_ns, report.clock_uncertainty_ns = paths.clock_offset_ns, paths.clock_uncertainty_ns
+    report.timed_steps_gpu = callsites.timed_steps_gpu if callsites is not None else None
     report.warnings.extend(paths.warnings)
     report.warnings.extend(_sidecar_warnings(callsites))
     scopes = _scopes(ann, ops, paths.sidecar_scopes)

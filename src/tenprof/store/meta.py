@@ -58,6 +58,11 @@ class TimelineInfo(BaseModel):
         "None where tenprof made the trace",
     )
     lines: bool = Field(True, description="tenprof recorded the Python line of each torch call")
+    timed_steps_gpu: bool | None = Field(
+        None,
+        description="the GPU activity of the steps run with the capture off is in the trace (False: it went off "
+        "with the rest; None: not said, as for imports and older runs, where it is)",
+    )
 
 
 class Meta(BaseModel):
