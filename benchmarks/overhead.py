@@ -29,6 +29,9 @@ Configurations:
     tenprof-nolines  tenprof run --no-lines
     tenprof-light    tenprof run --no-lines --no-shapes --no-memory
     tenprof-tensors  tenprof run --passes tensors       (the tensors pass alone)
+    tenprof-timed    tenprof run --overhead-steps 6: the run times 6 of its steps with everything of its own
+                     off; their median (the report's un-profiled step, as timed) is set against the plain
+                     run's loop time per step in the same repeat (issue 36: within 10%)
     torch            torch.profiler(CPU+CUDA)                                  benchmarks/torch_profiler_run.py
     torch-stack      torch.profiler(CPU+CUDA, with_stack, record_shapes, profile_memory)
     torch-et         torch.profiler.ExecutionTraceObserver                     benchmarks/execution_trace_run.py
@@ -127,6 +130,7 @@ CONFIGS: dict[str, Config] = {
     "tenprof-nolines": Config("tenprof run --no-lines", ("tenprof",)),
     "tenprof-light": Config("tenprof run --no-lines --no-shapes --no-memory", ("tenprof",)),
     "tenprof-tensors": Config("tenprof run --passes tensors", ("tenprof",)),
+    "tenprof-timed": Config("tenprof run --overhead-steps 6 (its own un-profiled steps)", ("tenprof",)),
     "torch": Config("torch.profiler (CPU+CUDA)"),
     "torch-stack": Config("torch.profiler + with_stack, record_shapes, profile_memory"),
     "torch-et": Config("torch ExecutionTraceObserver"),
@@ -156,6 +160,7 @@ _EAGER_GPT2: dict[str, float] = {
     "tenprof-nolines": 22,
     "tenprof-light": 21,
     "tenprof-tensors": 18,
+    "tenprof-timed": 26,
     "torch": 17,
     "torch-stack": 83,  # torch's Python-stack post-processing of the whole script, at exit
     "torch-et": 16,
@@ -171,6 +176,7 @@ ESTIMATE_S: dict[str, dict[str, float]] = {
         "tenprof-nolines": 48,
         "tenprof-light": 45,
         "tenprof-tensors": 40,
+        "tenprof-timed": 52,
         "torch": 35,
         "torch-stack": 200,  # the Python tracer also records Dynamo and Inductor compiling
         "torch-et": 40,
@@ -184,6 +190,7 @@ ESTIMATE_S: dict[str, dict[str, float]] = {
         "tenprof-nolines": 12,
         "tenprof-light": 12,
         "tenprof-tensors": 10,
+        "tenprof-timed": 16,
     },
     "conv": {"plain": 4, "tenprof": 10, "tenprof-nolines": 10, "tenprof-light": 10, "tenprof-tensors": 9},
     "matmul": {"plain": 4, "tenprof": 9, "tenprof-nolines": 9, "tenprof-light": 10, "tenprof-tensors": 9},
@@ -204,6 +211,7 @@ def cold_s(workload: str, configs: list[str]) -> float:
 
 
 RUN_TIMEOUT_S = 480
+TIMED_STEPS = 6  # tenprof-timed: steps run with the capture off (3, 8, ..., 28 where the run has them)
 
 
 def estimate(workload: str, config: str) -> float:
@@ -374,7 +382,10 @@ def command(
             "tenprof-nolines": ["--no-lines"],
             "tenprof-light": ["--no-lines", "--no-shapes", "--no-memory"],
             "tenprof-tensors": ["--passes", "tensors"],
+            "tenprof-timed": ["--overhead-steps", str(TIMED_STEPS)],
         }[config]
+        if config == "tenprof-timed":  # this one times its steps un-profiled: not every step is recorded
+            tenprof_options = tuple(o for o in tenprof_options if o != "--overhead-steps" and o != "0")
         # --force replaces only a tenprof profile; the directory is new for every run anyway
         recorder = {
             "tenprof-python": ["env", "TENPROF_LINES_RECORDER=python"],
@@ -420,6 +431,11 @@ class Run:
     rc: int | None = None
     error: str = ""
     started: str = ""
+    steps: int | None = None  # the timed loop's steps, as the script printed them
+    # tenprof-timed: the run's own un-profiled step (median of the steps timed with the capture off) and
+    # recorded step, from its report
+    timed_step_s: float | None = None
+    recorded_step_s: float | None = None
 
 
 def _stop(proc: subprocess.Popen[str]) -> tuple[str, str]:
@@ -457,7 +473,11 @@ def run_once(
             out, err = _stop(proc)
             run.error = f"timed out after {timeout_s:.0f} s"
         run.wall_s = time.perf_counter() - started
+        if run.config == "tenprof-timed" and proc.returncode == 0:
+            _read_timed_steps(run, profile_dir)
     run.rc = proc.returncode
+    steps = re.findall(r"loop_s=\S+ steps=(\d+)", out or "")
+    run.steps = int(steps[-1]) if steps else None
     found = re.findall(r"loop_s=([0-9.eE+-]+)", out or "")
     if run.rc == 0 and found and not run.error:
         run.loop_s = float(found[-1])
@@ -467,6 +487,25 @@ def run_once(
         tail = ((out or "")[-1500:] + "\n" + (err or "")[-2500:]).strip()
         run.error = f"{why}\n{tail}".strip()
     return run
+
+
+def _read_timed_steps(run: Run, profile_dir: Path) -> None:
+    """The run's own measure of itself: its report's un-profiled step as timed, and its recorded step."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tenprof", "report", str(profile_dir), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    try:
+        overhead = json.loads(done.stdout)["summary"]["overhead"] or {}
+    except (json.JSONDecodeError, KeyError, TypeError):
+        run.error = f"tenprof report --json failed: {done.stderr[-500:]}"
+        return
+    timed, recorded = overhead.get("timed_unprofiled_step_ns"), overhead.get("profiled_step_ns")
+    run.timed_step_s = timed / 1e9 if timed else None
+    run.recorded_step_s = recorded / 1e9 if recorded else None
 
 
 # --- plan, results, table -------------------------------------------------------------------------------
@@ -514,6 +553,7 @@ def summarize(plan: Plan, runs: list[Run]) -> dict[str, dict[str, dict[str, Any]
     for workload in plan.workloads:
         mine = [r for r in runs if r.workload == workload]
         plain = {r.repeat: r.loop_s for r in mine if r.config == "plain" and r.loop_s is not None}
+        plain_step = {r.repeat: r.loop_s / r.steps for r in mine if r.config == "plain" and r.loop_s and r.steps}
         plain_median = _median(list(plain.values()))
         summary[workload] = {}
         for config in plan.configs:
@@ -537,7 +577,55 @@ def summarize(plan: Plan, runs: list[Run]) -> dict[str, dict[str, dict[str, Any]
                 "wall_s_median": _median(walls),
                 "errors": [r.error.splitlines()[0] for r in done if r.error],
             }
+            if config == "tenprof-timed":
+                summary[workload][config].update(_timed(done, plain_step))
     return summary
+
+
+def _timed(done: list[Run], plain_step: dict[int, float]) -> dict[str, Any]:
+    """tenprof-timed: the run's un-profiled step against the plain run's step of the same repeat."""
+    timed = [r.timed_step_s for r in done if r.timed_step_s is not None]
+    recorded = [r.recorded_step_s for r in done if r.recorded_step_s is not None]
+    return {
+        "plain_step_s_median": _median(list(plain_step.values())),
+        "timed_step_s_median": _median(timed),
+        "recorded_step_s_median": _median(recorded),
+        "timed_over_plain_step": [
+            r.timed_step_s / plain_step[r.repeat] if r.timed_step_s and plain_step.get(r.repeat) else None for r in done
+        ],
+    }
+
+
+def timed_markdown(plan: Plan, summary: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
+    """The table of the runs' own un-profiled steps against the plain loop's, where tenprof-timed ran."""
+    rows = []
+    for workload in plan.workloads:
+        entry = summary[workload].get("tenprof-timed") or {}
+        if not entry.get("timed_step_s_median"):
+            continue
+        each = [r for r in entry["timed_over_plain_step"] if r is not None]
+        plain, timed, recorded = (
+            entry.get(k) for k in ("plain_step_s_median", "timed_step_s_median", "recorded_step_s_median")
+        )
+        rows.append(
+            f"| {workload} | {_ms(plain)} | {_ms(timed)} | {_ms(recorded)} | "
+            f"{', '.join(f'{r:.2f}' for r in each) or '-'} |"
+        )
+    if not rows:
+        return []
+    return [
+        "",
+        "Steps timed un-profiled inside the run (tenprof-timed) against the plain loop's step, same repeat:",
+        "",
+        "| workload | plain step (median) | run's un-profiled step (median) | run's recorded step | each repeat's "
+        "ratio |",
+        "|---|---|---|---|---|",
+        *rows,
+    ]
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1e3:.2f} ms"
 
 
 def _loop(value: float) -> str:
@@ -594,7 +682,7 @@ def markdown(
                 )
                 + " |"
             )
-    return "\n".join(head + rows)
+    return "\n".join(head + rows + timed_markdown(plan, summary))
 
 
 def json_path(arg: str, info: dict[str, Any], suffix: str = "") -> Path:
@@ -716,6 +804,8 @@ def main() -> None:
         scale = min(max((elapsed - first) / spent_est, 0.5), 3.0)
         left = sum(estimate(r.workload, r.config) for r in runs[index + 1 :]) * scale
         result = f"loop {run.loop_s:.4f}s wall {run.wall_s:.1f}s" if run.loop_s is not None else "FAILED"
+        if run.timed_step_s is not None:
+            result += f" timed-off step {run.timed_step_s * 1e3:.2f} ms"
         print(
             f"[{index + 1}/{len(runs)}] r{run.repeat} {run.workload:14s} {run.config:16s} {result}"
             f"   ({elapsed / 60:.1f} min, ~{left / 60:.1f} min left)",

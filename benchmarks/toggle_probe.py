@@ -2,7 +2,8 @@
 
     python benchmarks/toggle_probe.py --workload mlp|gpt2 [--steps 10] [--rounds 3] [--record ops|shapes|all|stack]
 
-One process, one model. Phases of `--steps` steps each, in this order: plain (no profiler started),
+One process, one model (gpt2-compiled: bf16 autocast and torch.compile, as examples/compiled_train.py).
+Phases of `--steps` steps each, in this order: plain (no profiler started),
 then, under one torch.profiler session (CPU+CUDA; --record adds record_shapes, profile_memory, with_stack),
 `--rounds` times: collection on, collection off (`toggle_collection_dynamic(False, [CPU, CUDA])`).
 Prints the median step time of each phase kind and its ratio to plain. If "off" is within noise of
@@ -40,16 +41,22 @@ def mlp_step() -> Callable[[], None]:
     return step
 
 
-def gpt2_step() -> Callable[[], None]:
+def gpt2_step(compiled: bool = False) -> Callable[[], None]:
+    """GPT-2 small training; `compiled`: as examples/compiled_train.py runs it (torch.compile, bf16 autocast)."""
+    from contextlib import nullcontext
+
     from transformers import GPT2Config, GPT2LMHeadModel
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model = GPT2LMHeadModel(GPT2Config()).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     ids = torch.randint(0, 50257, (8, 256), device=device)
+    forward = torch.compile(model) if compiled else model
+    autocast = (lambda: torch.autocast(device, dtype=torch.bfloat16)) if compiled else nullcontext
 
     def step() -> None:
-        loss = model(ids, labels=ids).loss
+        with autocast():
+            loss = forward(ids, labels=ids).loss
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
@@ -73,12 +80,12 @@ def timed(step: Callable[[], None], n: int, after: Callable[[], None] = lambda: 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--workload", choices=("mlp", "gpt2"), default="mlp")
+    parser.add_argument("--workload", choices=("mlp", "gpt2", "gpt2-compiled"), default="mlp")
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--record", choices=("ops", "shapes", "all", "stack"), default="all")
     args = parser.parse_args()
-    step = mlp_step() if args.workload == "mlp" else gpt2_step()
+    step = mlp_step() if args.workload == "mlp" else gpt2_step(compiled=args.workload == "gpt2-compiled")
     timed(step, 5)  # warm-up
     phases: dict[str, list[float]] = {"plain": timed(step, args.steps), "on": [], "off": []}
     activities = [torch.profiler.ProfilerActivity.CPU]
@@ -94,7 +101,10 @@ def main() -> None:
         for _ in range(args.rounds):
             phases["on"] += timed(step, args.steps)
             prof.toggle_collection_dynamic(False, activities)
+            # as tenprof does: torch.compile's generated code records its launches while this flag is up
+            torch.autograd.profiler._set_is_profiler_enabled(False)
             phases["off"] += timed(step, args.steps)
+            torch.autograd.profiler._set_is_profiler_enabled(True)
             prof.toggle_collection_dynamic(True, activities)
     phases["plain"] += timed(step, args.steps)  # plain again, after: drift shows as a spread here
     plain = statistics.median(phases["plain"])

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (timed36 diag36 final36 last36 gb36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -435,6 +435,77 @@ while [ $# -gt 0 ]; do
     ( cd "$REPO" && python3 benchmarks/torch_profiler_run.py --stack "$WORK/prof/torch_traces/gpt2_generate_stack.json" examples/gpt2_generate.py --tokens 48 ) > "$WORK/logs/tp_gpt2_generate.log" 2>&1
     gzip -f "$WORK"/prof/torch_traces/*.json
     tar -C "$WORK" -czf "$OUT/generate36.tgz" prof/gpt2_generate prof/torch_traces logs
+    ;;
+  timed36)  # issue 36 section 3: the timed steps with everything off, against the plain loop (TIMED_WORKLOADS, TIMED_REPEATS, TIMED_DEADLINE_MIN)
+    ( cd "$REPO" && tenprof run --quiet -o "$WORK/prof/overhead36_mlp" examples/small_mlp.py --steps 20 --warmup 2 ) > "$WORK/logs/overhead36_mlp.log" 2>&1
+    tenprof report "$WORK/prof/overhead36_mlp" --limit 3 > "$OUT/overhead36_mlp.txt" 2>&1
+    for f in empty_cache; do
+      record "finding_${f}" examples/findings/$f.py
+      record "finding_${f}_fixed" examples/findings/$f.py --fixed
+      tenprof report "$WORK/prof/finding_${f}" --limit 3 > "$OUT/finding_${f}.txt" 2>&1
+      tenprof report "$WORK/prof/finding_${f}_fixed" --limit 3 > "$OUT/finding_${f}_fixed.txt" 2>&1
+    done
+    python3 benchmarks/overhead.py --workloads "${TIMED_WORKLOADS:-mlp,gpt2-fp32,gpt2-compiled}" --configs plain,tenprof-timed --repeats "${TIMED_REPEATS:-2}" --deadline-min "${TIMED_DEADLINE_MIN:-6.5}" --keep-profiles "$WORK/timed" --json "$OUT/" 2>&1 | tee "$OUT/timed36.txt"
+    for d in "$WORK"/timed/*/tenprof-timed-r*; do
+      [ -d "$d" ] && tenprof report "$d" --limit 4 > "$OUT/report-$(basename "$(dirname "$d")")-$(basename "$d").txt" 2>&1
+    done
+    tar -C "$WORK" -czf "$OUT/timed36.tgz" prof/overhead36_mlp prof/finding_empty_cache prof/finding_empty_cache_fixed logs
+    ;;
+  diag36)  # issue 36 section 3: where the timed steps' remaining cost is (torch.profiler toggled off alone; tenprof light), and new corpus recordings
+    steps_of() {  # a profile's steps: number, capture on, own duration (ms)
+      python3 -c "import sys; from tenprof.store.profile import load_profile as L; s=L(sys.argv[1]).table('steps').to_pydict(); print(sys.argv[1]); [print(' ', n, int(c), round(d/1e6, 3)) for n, c, d in zip(s['step'], s['capture_on'], s['own_duration_ns'])]" "$1"
+    }
+    D="$OUT/diag36.txt"  # appended as it goes: a call cut short still brings it back
+    { python3 benchmarks/toggle_probe.py --workload mlp --steps 50 --rounds 3; python3 benchmarks/toggle_probe.py --workload gpt2-compiled --steps 8 --rounds 3; } >> "$D" 2>&1
+    ( cd "$REPO" && tenprof run --quiet --overhead-steps 6 -o "$WORK/prof/mlp200" examples/small_mlp.py --steps 200 --warmup 10 ) > "$WORK/logs/mlp200.log" 2>&1
+    steps_of "$WORK/prof/mlp200" >> "$D" 2>&1
+    ( cd "$REPO" && TENPROF_HOST_SAMPLE_HZ=0 tenprof run --quiet --no-lines --no-shapes --no-memory --overhead-steps 6 -o "$WORK/prof/compiled_light" examples/compiled_train.py --model gpt2 --mode default --steps 20 --warmup 3 ) > "$WORK/logs/compiled_light.log" 2>&1
+    steps_of "$WORK/prof/compiled_light" >> "$D" 2>&1
+    ( cd "$REPO/examples/findings" && for f in "" --fixed; do TENPROF_CORPUS_TIME=1 python3 graph_break_host.py --steps 12 $f; done ) >> "$D" 2>&1
+    record finding_graph_break_host examples/findings/graph_break_host.py > /dev/null
+    record finding_graph_break_host_fixed examples/findings/graph_break_host.py --fixed > /dev/null
+    for d in "$WORK"/prof/finding_*; do tenprof report "$d" --limit 3 2>&1 | grep -E "^[0-9]+\. " | sed "s|^|$(basename "$d"): |"; done >> "$D"
+    tar -C "$WORK" -czf "$OUT/diag36.tgz" prof/finding_graph_break_host prof/finding_graph_break_host_fixed logs
+    ( cd "$REPO" && tenprof run --quiet --overhead-steps 6 -o "$WORK/prof/compiled_full" examples/compiled_train.py --model gpt2 --mode default --steps 20 --warmup 3 ) > "$WORK/logs/compiled_full.log" 2>&1
+    steps_of "$WORK/prof/compiled_full" >> "$D" 2>&1
+    tenprof report "$WORK/prof/compiled_full" --limit 3 2>&1 | head -n 60 >> "$D"
+    rm -rf "$WORK/prof/mlp200" "$WORK/prof/compiled_light" "$WORK/prof/compiled_full"
+    ;;
+  final36)  # issue 36: the host-bound graph-break pair, and the run's timed steps against the plain loop (TIMED_WORKLOADS, TIMED_REPEATS, TIMED_DEADLINE_MIN); all text in $OUT/final36.txt
+    F="$OUT/final36.txt"
+    ( cd "$REPO/examples/findings" && for f in "" --fixed; do TENPROF_CORPUS_TIME=1 python3 graph_break_host.py --steps 12 $f; done ) >> "$F" 2>&1
+    record finding_graph_break_host examples/findings/graph_break_host.py > /dev/null
+    record finding_graph_break_host_fixed examples/findings/graph_break_host.py --fixed > /dev/null
+    for d in "$WORK"/prof/finding_*; do tenprof report "$d" --limit 3 2>&1 | grep -E "^[0-9]+\. |   seen: " | sed "s|^|$(basename "$d"): |"; done >> "$F"
+    tar -C "$WORK" -czf "$OUT/final36.tgz" prof logs
+    python3 benchmarks/overhead.py --workloads "${TIMED_WORKLOADS:-gpt2-compiled}" --configs plain,tenprof-timed --repeats "${TIMED_REPEATS:-3}" --deadline-min "${TIMED_DEADLINE_MIN:-6.5}" --keep-profiles "$WORK/timed" --json "$OUT/" >> "$F" 2>&1
+    for d in "$WORK"/timed/*/tenprof-timed-r0; do
+      [ -d "$d" ] && { echo "== $d"; tenprof report "$d" --limit 2 2>&1 | sed -n '/^Overhead/,/^Per step: where/p'; } >> "$F"
+    done
+    rm -rf "$WORK/timed"
+    ;;
+  last36)  # issue 36: the timed steps of MLP and fp32 GPT-2 against the plain loop, torch.profiler toggled off without shapes and memory, and corpus traces; all text in $OUT/last36.txt
+    L="$OUT/last36.txt"
+    python3 benchmarks/toggle_probe.py --workload mlp --steps 50 --rounds 3 --record ops >> "$L" 2>&1
+    python3 benchmarks/overhead.py --workloads mlp,gpt2-fp32 --configs plain,tenprof-timed --repeats 3 --deadline-min 4 --json "$OUT/" >> "$L" 2>&1
+    python3 benchmarks/corpus_record.py "$WORK/corpus" --only graph_break --modes time,traces --deadline-s 200 >> "$L" 2>&1
+    tar -C "$WORK" -czf "$OUT/last36.tgz" corpus
+    python3 benchmarks/toggle_probe.py --workload gpt2-compiled --steps 8 --rounds 3 --record ops >> "$L" 2>&1
+    python3 benchmarks/corpus_record.py "$WORK/corpus" --only "${CORPUS_ONLY:-sync_tolist,sync_mask,sync_explicit,fp32_gemm,odd_gemm,hidden_copies}" --modes traces --deadline-s "${CORPUS_DEADLINE_S:-90}" >> "$L" 2>&1
+    tar -C "$WORK" -czf "$OUT/last36.tgz" corpus
+    ;;
+  gb36)  # issue 36: the graph-break pair at 8192 rows (timed, torch.profiler traces, tenprof run) and two launch-bound pairs re-recorded; text in $OUT/gb36.txt
+    G="$OUT/gb36.txt"
+    python3 benchmarks/corpus_record.py "$WORK/corpus" --only graph_break --modes time,traces >> "$G" 2>&1
+    cat "$WORK/corpus/timings.jsonl" >> "$G"
+    record finding_graph_break_host examples/findings/graph_break_host.py > /dev/null
+    record finding_graph_break_host_fixed examples/findings/graph_break_host.py --fixed > /dev/null
+    for f in python_elements foreach_off; do
+      record "finding_${f}" examples/findings/$f.py > /dev/null
+      record "finding_${f}_fixed" examples/findings/$f.py --fixed > /dev/null
+    done
+    for d in "$WORK"/prof/finding_*; do tenprof report "$d" --limit 3 2>&1 | grep -E "^[0-9]+\. |   seen: |^Overhead" | sed "s|^|$(basename "$d"): |"; done >> "$G"
+    tar -C "$WORK" -czf "$OUT/gb36.tgz" prof corpus
     ;;
   corpus36)  # issue 36: every corpus pair timed un-profiled and recorded with plain torch.profiler (CORPUS_ONLY, CORPUS_MODES, CORPUS_DEADLINE_S)
     python3 benchmarks/corpus_record.py "$WORK/corpus" --only "${CORPUS_ONLY:-}" --modes "${CORPUS_MODES:-time,traces}" --deadline-s "${CORPUS_DEADLINE_S:-400}" 2>&1 | tee -a "$OUT/corpus36.txt"
