@@ -4,7 +4,7 @@ imported), whether the fixed twin raises the planted finding, and the first find
 against the time the fix saved per step un-profiled (measured on the same card by
 benchmarks/corpus_record.py).
 
-    python benchmarks/corpus_table.py [--timings benchmarks/results/<file>.jsonl]
+    python benchmarks/corpus_table.py [--timings benchmarks/results/<file>.jsonl ...]
 
 Reads the recordings in tests/data (tenprof run: finding_<...>; torch.profiler: corpus_traces/); prints
 markdown. Nothing here is typed in: every cell is computed from a recording or a timing.
@@ -67,15 +67,24 @@ def imported(name: str, into: Path) -> Profile | None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--timings", type=Path, default=None)
+    parser.add_argument(
+        "--timings",
+        type=Path,
+        action="append",
+        default=[],
+        help="a timings file (repeatable): a pair timed in a later file is taken from it alone (its script changed)",
+    )
     args = parser.parse_args()
     steps_ms: dict[tuple[str, bool], list[float]] = {}
-    card = ""
-    if args.timings:
-        for line in args.timings.read_text().splitlines():
+    cards: set[str] = set()
+    for path in args.timings:
+        found: dict[tuple[str, bool], list[float]] = {}
+        for line in path.read_text().splitlines():
             row = json.loads(line)
-            steps_ms.setdefault((row["pair"], row["fixed"]), []).append(row["step_ms"])
-            card = row["card"]
+            found.setdefault((row["pair"], row["fixed"]), []).append(row["step_ms"])
+            cards.add(row["card"])
+        steps_ms.update(found)
+    card = ", ".join(sorted(cards))
     print(
         "| pair | planted | first: tenprof run | first: torch.profiler | first: + with_stack | twin raises it "
         "| cost / step | saved / step (un-profiled) | cost / saved |"

@@ -9,7 +9,9 @@ the driver only in the first steps. Steady calls mean the cache was emptied (`to
 which gives every free block back, so the next step takes them again), or the cache cannot hold the
 step (memory near the card's limit: the allocator frees what it cached and retries), or pinned host
 buffers are made anew every step (cudaHostAlloc). cudaFree called outside any torch op is the first;
-the lines come from the host sampler (empty_cache is no op) and from the ops the calls ran in. Judged only
+the lines come from the host sampler (empty_cache is no op): first the line sampled while memory was given
+back outside any op (the call that empties the cache), then the lines sampled in all the allocator's
+calls, then those of the ops the calls ran in. Judged only
 where more than half the steps, and two at least, wait in the allocator (a few steps' allocations are
 first uses, not churn: the first steady step's one cudaMalloc), and over two steps or more: a run
 judged as one step (nothing marked, no iterations told) allocates its memory for the first time in it,
@@ -58,12 +60,16 @@ def check(ctx: Context) -> list[Finding]:
     for name, ns in zip([names.values[c] for c in names.codes[rows].tolist()], took[rows].tolist(), strict=True):
         counts[name] += 1
         spent[name] += int(ns)
-    freed_outside = int((chosen & names.where(lambda n: n in _GIVING_BACK) & (op < 0)).sum())
+    released = chosen & names.where(lambda n: n in _GIVING_BACK) & (op < 0)
+    freed_outside = int(released.sum())
     sampled_lines = []
+    releasing_lines = []  # where the memory given back outside any op was given back: the churn's cause
     if sampled(ctx.profile):
-        sampled_lines = [
-            h for h in host_lines(ctx.profile, *blocks, main_thread(ctx.profile)) if h.line != "(no line of yours)"
-        ]
+        thread = main_thread(ctx.profile)
+        sampled_lines = [h for h in host_lines(ctx.profile, *blocks, thread) if h.line != "(no line of yours)"]
+        starts = api.column("start_ns").to_numpy()[released]
+        found = host_lines(ctx.profile, starts, starts + took[released], thread)
+        releasing_lines = [h for h in found if h.line != "(no line of yours)"]
     share = idle / ctx.analysed_ns
     seen = [
         f"the host spends {duration(per_step(host, ctx))} per step in the allocator's CUDA calls, "
@@ -88,7 +94,9 @@ def check(ctx: Context) -> list[Finding]:
             )
             + " (sampled)"
         )
-    where = [h.line for h in sampled_lines[:2]] + ctx.where(op[chosen & (op >= 0)], took[chosen & (op >= 0)])
+    where = [h.line for h in releasing_lines[:1] + sampled_lines[:2]] + ctx.where(
+        op[chosen & (op >= 0)], took[chosen & (op >= 0)]
+    )
     return [
         Finding(
             id="allocator-churn",

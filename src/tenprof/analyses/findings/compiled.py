@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tenprof.analyses.findings.context import Context, per_step
+from tenprof.analyses.findings.context import Context, host_cost, per_step
 from tenprof.analyses.findings.model import Finding
 from tenprof.core.quantities import count, duration
 
@@ -111,7 +111,10 @@ def _region_cost(ctx: Context, start: np.ndarray, duration_ns: np.ndarray, regio
         step_of = ctx.step_index(start)
         region_ops = [i for i in region_ops if int(step_of[i]) not in recorded]
     region_arr = np.asarray(region_ops, dtype=np.int64)
-    recorded_cpu = int(duration_ns[region_arr].sum()) if len(region_arr) else 0
+    # A graph break's extra regions cost their own dispatch (graph-break's finding): the regions are judged
+    # small or not on what they would cost without the breaks.
+    breaks_ns = int(_nested_region_self_ns(ctx, np.isin(root, region_arr) & (root != np.arange(len(root)))))
+    recorded_cpu = max(int(duration_ns[region_arr].sum()) - breaks_ns, 0) if len(region_arr) else 0
     scale = _unprofiled_scale(ctx)
     return _RegionCost(
         region_ops=region_arr,
@@ -122,6 +125,14 @@ def _region_cost(ctx: Context, start: np.ndarray, duration_ns: np.ndarray, regio
         kept_steps=max(ctx.step_count - len(recorded), 1),
         replays_graphs=replays_graphs,
     )
+
+
+def _nested_region_self_ns(ctx: Context, inside: np.ndarray) -> int:
+    """The self time of the compiled regions among the ops `inside` (bool per op): a region entered from
+    inside another one is a graph break's resume function, its self time that break's dispatch."""
+    is_region = ctx.profile.strings("ops", "name").where(lambda n: bool(_REGION.match(n)))
+    nested = inside & is_region
+    return int(ctx.profile.column("ops", "self_duration_ns")[nested].sum())
 
 
 def _kernel_ops(ctx: Context, api_op: np.ndarray) -> np.ndarray:
@@ -245,7 +256,9 @@ _RESUME = re.compile(r"^torch_dynamo_resume_in_(.+)_at_(\d+)$")
 def graph_breaks(ctx: Context) -> list[Finding]:
     """graph-break: Dynamo split a compiled function. The code after the break runs as a resume function
     (named torch_dynamo_resume_in_<function>_at_<line>, which names the break) whose compiled region is
-    entered from inside the first one, so each call pays a second region's dispatch."""
+    entered from inside the first one, so each call pays a second region's dispatch. A trace without
+    Python stacks (torch.profiler without with_stack) has no resume functions to name: the regions entered
+    from inside another still show the break, without its line."""
     ctx = ctx.keeping_compiling()
     ops = ctx.profile.table("ops")
     frames = ctx.profile.table("frames")
@@ -257,29 +270,46 @@ def graph_breaks(ctx: Context) -> list[Finding]:
         }
     )
     is_region = ctx.profile.strings("ops", "name").where(lambda n: bool(_REGION.match(n)))
-    if not breaks or not is_region.any():  # no resume function, or no compiled code: no break to judge
+    has_stacks = frames.num_rows > 0
+    if (has_stacks and not breaks) or not is_region.any():  # no resume function, or no compiled code
         return []
     inside = ctx.in_steps(ops.column("start_ns").to_numpy())
     parent = ctx.profile.column("ops", "parent_op_id")
     nested = np.flatnonzero(inside & is_region & _has_region_ancestor(is_region, parent))
     if len(nested) == 0:
         return []
+    if not breaks:  # no Python stacks: the nested regions' names stand for the breaks
+        names = sorted({ctx.op_name(int(i)) for i in nested[:1000]})
+        breaks = [f"{n} (entered from inside another region; record Python stacks for the line)" for n in names]
     # What a break costs is the extra region's own dispatch (guards, the wrapper, the Python in between),
-    # its self time: the ops inside it would run anyway, in one graph or two.
-    cost = int(ops.column("self_duration_ns").to_numpy()[nested].sum())
+    # its self time: the ops inside it would run anyway, in one graph or two. That is host time, scaled to
+    # the un-profiled program; it shortens the step as far as the GPU idles (a GPU-bound loop hides it).
+    recorded = int(ops.column("self_duration_ns").to_numpy()[nested].sum())
+    host = int(recorded * _unprofiled_scale(ctx))
+    cost = host_cost(ctx, 0, host)
     return [
         Finding(
             id="graph-break",
             title=f"torch.compile graph break: {count(per_step(len(nested), ctx))} extra compiled region(s) per step",
             cost_ns=cost,
             seen=[f"break in {b}" for b in breaks[:2]]
-            + [f"{len(nested)} regions entered from inside another, {duration(cost)} of CPU in their own dispatch"],
-            where=[b.split(" at ", 1)[1] for b in breaks[:3]],
+            + [f"{len(nested)} regions entered from inside another, {duration(host)} of CPU in their own dispatch"]
+            + (
+                [f"the GPU idles {duration(cost)} of the steps un-profiled: the break costs at most that"]
+                if cost < host
+                else []
+            ),
+            where=[b.split(" at ", 1)[1] for b in breaks[:3]] if has_stacks else ctx.where(nested),
             why="Dynamo could not trace through this line, so the function runs as two (or more) graphs with "
             "Python in between: more dispatch per call and no fusion across the break.",
             fix="Make the line traceable (no print, .item(), data-dependent Python control flow or unsupported "
             "calls inside the compiled function), or move it out; TORCH_LOGS=graph_breaks explains each break.",
-            numbers={"breaks": float(len(breaks)), "nested_regions": float(len(nested)), "cost_ns": float(cost)},
+            numbers={
+                "breaks": float(len(breaks)),
+                "nested_regions": float(len(nested)),
+                "dispatch_ns": float(host),
+                "cost_ns": float(cost),
+            },
         )
     ]
 
