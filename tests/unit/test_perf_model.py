@@ -122,7 +122,8 @@ def test_odd_vocabulary_gemms_are_far_below_their_speed_of_light(gpt2: Profile) 
     assert "aten::mm" in f.title and f.numbers["sol_percent"] < 40
     assert any("50257 not a multiple of 8" in line for line in f.seen)
     assert "multiples of 8" in f.fix
-    assert 0 < f.cost_ns < f.numbers["time_ns"]
+    # the recording is launch-bound: the GPU time the fix saves shortens no step until the host is faster
+    assert 0 < f.numbers["gpu_time_saved_ns"] < f.numbers["time_ns"] and f.cost_ns < f.numbers["gpu_time_saved_ns"]
 
 
 @pytest.mark.parametrize("case", ["finding_fp32_gemm", "finding_fp32_gemm_fixed", "mlp", "matmul64_warm"])

@@ -181,7 +181,11 @@ def render_findings(findings: list[Finding], console: Console, not_judged: list[
         return
     console.print(f"[bold]Findings[/bold] ({len(findings)}, most costly first)")
     for number, f in enumerate(map(rendered, findings), 1):
-        console.print(f"[bold]{number}. {escape(f.title)}[/bold]  [dim]{f.id}, costs {duration(f.cost_ns)}[/dim]")
+        cost = f"costs {duration(f.cost_ns)}"
+        saved = f.numbers.get("gpu_time_saved_ns")
+        if saved:  # GPU time whose saving the host's work hides in part: the step's cost, then the GPU's
+            cost += f" of the steps, {duration(int(saved))} of GPU time"
+        console.print(f"[bold]{number}. {escape(f.title)}[/bold]  [dim]{f.id}, {cost}[/dim]")
         for line in f.seen[:SEEN_SHOWN]:
             console.print(f"   seen: {escape(line)}")
         if len(f.seen) > SEEN_SHOWN:

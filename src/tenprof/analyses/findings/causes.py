@@ -48,7 +48,8 @@ IDLE_CHARGERS = (
 # "host not launching work" is theirs, up to their cost
 _HOST_CAUSES = ("data-loading", "allocator-churn")
 
-# The findings whose cost is GPU kernel time: in a step the host bounds, saving it shortens no step.
+# The findings whose cost is GPU kernel time: in a step the host bounds, saving it shortens no step
+# (`_gpu_time_on_the_critical_path`).
 GPU_TIME_FINDINGS = (
     "gemm-without-tensor-cores",
     "layout-conversions",
@@ -124,19 +125,46 @@ def one_cause_one_finding(found: list[Finding], ctx: Context) -> list[Finding]:
                 f.cost_ns = budget
             budget -= f.cost_ns
     found = _speed_of_light_left_to_counters(found)
+    _gpu_time_on_the_critical_path(found, ctx)
     bound = by_id.get("launch-bound")
     if bound is not None and bound.cost_ns > 0:
-        for f in (f for f in found if f.id in GPU_TIME_FINDINGS):
+        for f in (f for f in found if f.id in GPU_TIME_FINDINGS and "gpu_time_saved_ns" not in f.numbers):
             f.seen.append(
                 f"the GPU is busy {100 * bound.numbers['gpu_busy_share']:.0f}% of the step (launch-bound, above): "
                 "this saves GPU time, which shortens the step only once the host launches work faster"
             )
-    return [f for f in found if f.cost_ns > 0]
+    # a GPU-time finding off the critical path stays, last, for what it would save once the host is faster
+    return [f for f in found if f.cost_ns > 0 or f.numbers.get("gpu_time_saved_ns", 0) > 0]
 
 
 # the counters' findings on an op, measured by Nsight Compute: they say why it is slow, where the speed of
 # light only says that it is; each charges the op's kernel time
 _MEASURED_CAUSES = ("gemm-without-tensor-cores", "memory-bound-slow", "register-limited")
+
+
+# the step decomposition's parts in which the GPU idles while the host works: GPU time saved does not
+# shorten them (analyses.step_time)
+_HOST_PARTS = ("allocator", "cuda_api", "data_loading", "compile", "dispatch", "python")
+
+
+def _gpu_time_on_the_critical_path(found: list[Finding], ctx: Context) -> None:
+    """A finding that saves GPU kernel time shortens a step only by what it saves beyond the time the GPU
+    already idles while the host works (its slack): in a loop the host bounds, faster kernels leave the
+    host's work, and the step, as they were. The slack is the host's parts of the analysed steps, at most
+    the GPU's idle time un-profiled (`idle_budget_ns`); the GPU-time findings use it up most costly first,
+    as their savings add up on the one GPU. What each would save in GPU time stays in its numbers."""
+    slack = min(sum(ctx.part_ns(part) for part in _HOST_PARTS), idle_budget_ns(ctx))
+    for f in sorted((f for f in found if f.id in GPU_TIME_FINDINGS and not f.once), key=lambda f: -f.cost_ns):
+        if slack <= 0:
+            return
+        taken = min(slack, f.cost_ns)
+        f.seen.append(
+            f"the GPU already idles {duration(slack)} of the steps while the host works: faster kernels shorten "
+            f"the steps only by what they save beyond that, {duration(f.cost_ns - taken)} of {duration(f.cost_ns)}"
+        )
+        f.numbers["gpu_time_saved_ns"] = float(f.cost_ns)
+        f.cost_ns -= taken
+        slack -= taken
 
 
 def _speed_of_light_left_to_counters(found: list[Finding]) -> list[Finding]:

@@ -11,7 +11,7 @@ from tenprof.errors import UsageError
 
 @dataclass
 class Thresholds:
-    launch_bound_max_gpu_busy: float = 0.5
+    launch_bound_max_gpu_busy: float = 0.75
     """launch-bound: fires when the GPU is busy less than this share of the steps ..."""
     launch_bound_max_median_kernel_us: float = 20.0
     """... and the median kernel is shorter than this (tiny kernels, so launches dominate)."""
