@@ -517,3 +517,30 @@ def test_variance_claims_one_shape_only_where_shapes_say_so(tmp_path: Path) -> N
     # by the ranks report, not the kernel's variance
     rank0 = _one(load_profile(DATA / "ranks" / "slow_loader" / "rank00000"), "variance")
     assert rank0 is None or "nccl" not in rank0.title.lower()
+
+
+def test_idle_gaps_advice_follows_where_the_host_was_when_no_line_was_sampled() -> None:
+    # An imported trace has no host samples: the advice for gaps the host launched nothing in comes from the
+    # step decomposition's parts inside them (HolisticTraceAnalysis's AlexNet trace: allocator 48%, torch
+    # ops 51%, was told to use a DataLoader). Parts holding 30% or more are named, the larger first.
+    from types import SimpleNamespace
+    from typing import Any, cast
+
+    from tenprof.analyses.findings import idle
+
+    def blocks(*spans: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+        return np.array([a for a, _ in spans], dtype=np.int64), np.array([b for _, b in spans], dtype=np.int64)
+
+    none = blocks()
+    parts = {part: none for part in idle._HOST_PARTS}
+    parts |= {"allocator": blocks((0, 480)), "dispatch": blocks((480, 990)), "python": blocks((990, 1000))}
+    ctx = cast(Any, SimpleNamespace(parts=parts))
+    host_gap = (1000, "host not launching work", 0, 1, 0, 1000)
+    said, fix = idle._host_parts(ctx, [host_gap, (500, idle.QUEUED, 1, 2, 2000, 2500)])
+    assert said == ["while the host launched nothing, it was allocating or freeing device memory 48%, in torch ops 51%"]
+    assert fix == idle._PART_FIXES["dispatch"] + " " + idle._PART_FIXES["allocator"]
+    assert "DataLoader" not in fix and "empty_cache" in fix and "CUDA graph" in fix
+    assert idle._fix("host not launching work", "", fix) == fix
+    assert idle._fix("host not launching work", "the sampled lines' advice", fix) == "the sampled lines' advice"
+    assert idle._fix(idle.QUEUED, "", fix) == idle._FIXES[idle.QUEUED]
+    assert idle._host_parts(ctx, [(500, idle.QUEUED, 1, 2, 2000, 2500)]) == ([], "")

@@ -83,7 +83,8 @@ def check(ctx: Context) -> list[Finding]:
     ]
     host = _host_meanwhile(ctx, gaps)
     seen += host.seen
-    seen += _host_parts(ctx, gaps)
+    parts_said, host_fix = _host_parts(ctx, gaps)
+    seen += parts_said
     seen += [f"{duration(v)} {kind}" for kind, v in sorted(by_kind.items(), key=lambda kv: -kv[1]) if v > 0]
     seen += [
         f"gap of {duration(d)} ({kind}) after {ctx.line_of_op(before)}, before {ctx.line_of_op(after)}"
@@ -98,7 +99,7 @@ def check(ctx: Context) -> list[Finding]:
             seen=seen,
             where=list(dict.fromkeys([*host.where, *(ctx.line_of_op(after) for _, _, _, after, _, _ in gaps)]))[:3],
             why="While no kernel is queued, the GPU does nothing; the time shows up in every step.",
-            fix=host.fix if host.fix and main_kind == "host not launching work" else _FIXES[main_kind],
+            fix=_fix(main_kind, host.fix, host_fix),
             numbers={
                 "idle_ns": float(total),
                 "window_ns": float(window),
@@ -140,19 +141,49 @@ _HOST_PARTS = {
 }
 
 
-def _host_parts(ctx: Context, gaps: list[tuple[int, str, int, int, int, int]]) -> list[str]:
-    """Where the host was during the gaps it launched nothing in (the step decomposition's parts)."""
+# what to do about the host's time in each part, when the gaps' host time is mostly there
+_PART_FIXES = {
+    "allocator": "Keep the allocator's cache: no torch.cuda.empty_cache() in the loop, tensors of the same sizes "
+    "from step to step (or allocated once and reused), and PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
+    "where memory is tight.",
+    "cuda_api": "Move the CUDA calls the host makes between kernels (device queries, attribute lookups, module "
+    "loads) out of the loop.",
+    "data_loading": "Prepare the next batch in a DataLoader with workers and pin_memory, so it is ready when "
+    "the step starts.",
+    "compile": "Stop the recompilations and guard failures (TORCH_LOGS=recompiles says why); mark the sizes "
+    "that change as dynamic.",
+    "dispatch": "Launch fewer, larger ops: fuse the small ones (torch.compile), batch the work, or replay the "
+    "step as a CUDA graph.",
+    "python": "Move the Python work between GPU ops off the critical path, or overlap it with GPU work by "
+    "launching the GPU work first.",
+}
+# a part with at least this share of the gaps' host time is named in the fix
+_PART_FIX_SHARE = 0.3
+
+
+def _host_parts(ctx: Context, gaps: list[tuple[int, str, int, int, int, int]]) -> tuple[list[str], str]:
+    """Where the host was during the gaps it launched nothing in (the step decomposition's parts), and what
+    to do about the parts that hold most of that time ('' when none does)."""
     host_gaps = [(lo, hi) for _, kind, _, _, lo, hi in gaps if kind == "host not launching work"]
     if not host_gaps:
-        return []
+        return [], ""
     lo = np.array([g[0] for g in host_gaps], dtype=np.int64)
     hi = np.array([g[1] for g in host_gaps], dtype=np.int64)
     spent = {part: int(coverage(*ctx.parts[part], lo, hi).sum()) for part in _HOST_PARTS}
     total = sum(spent.values())
     if not total:
-        return []
+        return [], ""
     said = [f"{what} {100 * spent[p] / total:.0f}%" for p, what in _HOST_PARTS.items() if spent[p] >= 0.05 * total]
-    return ["while the host launched nothing, it was " + ", ".join(said)]
+    main = sorted((p for p in spent if spent[p] >= _PART_FIX_SHARE * total), key=lambda p: -spent[p])[:2]
+    return ["while the host launched nothing, it was " + ", ".join(said)], " ".join(_PART_FIXES[p] for p in main)
+
+
+def _fix(main_kind: str, sampled_fix: str, parts_fix: str) -> str:
+    """The advice for the gaps: for the host's, what the sampled lines say (tenprof's runs), else what the
+    host was doing by the step decomposition, else the general advice."""
+    if main_kind != "host not launching work":
+        return _FIXES[main_kind]
+    return sampled_fix or parts_fix or _FIXES[main_kind]
 
 
 def _unprofiled(ctx: Context, total: int, by_kind: dict[str, int], window: int) -> tuple[int, dict[str, int], int, str]:
