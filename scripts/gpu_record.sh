@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (timed36 diag36 final36 last36 gb36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -506,6 +506,14 @@ while [ $# -gt 0 ]; do
     done
     for d in "$WORK"/prof/finding_*; do tenprof report "$d" --limit 3 2>&1 | grep -E "^[0-9]+\. |   seen: |^Overhead" | sed "s|^|$(basename "$d"): |"; done >> "$G"
     tar -C "$WORK" -czf "$OUT/gb36.tgz" prof corpus
+    ;;
+  retime36)  # issue 36: the graph-break pair timed three times each, 40 steps, interleaved; torch.profiler traces for more pairs; text in $OUT/retime36.txt
+    R="$OUT/retime36.txt"
+    for r in 1 2 3; do for f in "" --fixed; do
+      ( cd "$REPO/examples/findings" && TENPROF_CORPUS_TIME=1 python3 graph_break_host.py --steps 40 $f ) 2>&1 | grep corpus_step_ms | sed "s|^|graph_break repeat=$r fixed=${f:-no} |" >> "$R"
+    done; done
+    python3 benchmarks/corpus_record.py "$WORK/corpus" --only "${CORPUS_ONLY:-hidden_copies,few_workers,host_gaps,launch_bound,variance}" --modes traces --deadline-s "${CORPUS_DEADLINE_S:-150}" >> "$R" 2>&1
+    tar -C "$WORK" -czf "$OUT/retime36.tgz" corpus
     ;;
   corpus36)  # issue 36: every corpus pair timed un-profiled and recorded with plain torch.profiler (CORPUS_ONLY, CORPUS_MODES, CORPUS_DEADLINE_S)
     python3 benchmarks/corpus_record.py "$WORK/corpus" --only "${CORPUS_ONLY:-}" --modes "${CORPUS_MODES:-time,traces}" --deadline-s "${CORPUS_DEADLINE_S:-400}" 2>&1 | tee -a "$OUT/corpus36.txt"
