@@ -154,7 +154,12 @@
     found.forEach((f, i) => {
       const d = el("details", { class: "finding", "data-id": f.id });
       if (i === 0) d.open = true;
-      const head = el("summary", {}, el("span", { class: "cost", text: f.cost_ns ? dur(f.cost_ns) : "" }), f.title);
+      // a GPU-time finding the host's work hides: no step time, the GPU time it would save once the host is faster
+      const saved = (f.numbers || {}).gpu_time_saved_ns;
+      const cost = f.cost_ns
+        ? el("span", { class: "cost", text: dur(f.cost_ns) })
+        : el("span", { class: "cost gpu-only", text: saved ? `0 of the step, ${dur(saved)} GPU` : "" });
+      const head = el("summary", {}, cost, f.title);
       d.append(head);
       const list = (title, items) => {
         if (!items || !items.length) return;
