@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from tenprof.capture.pause_gate import PauseGate
 from tenprof.importers.callsites import GPU_FLOAT_COLUMNS
 
 INTERVAL_S = 0.05
@@ -56,8 +57,7 @@ class GpuClockSampler:
         self._devices: list[NvmlDevice] = []
         self._reasons: Callable[[Any], int] | None = None
         self._stop = threading.Event()
-        self._running = threading.Event()  # clear while paused: the thread then blocks, it does not poll
-        self._running.set()
+        self._gate = PauseGate(paused=False)
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self.ts_ns = array("q")
@@ -68,15 +68,15 @@ class GpuClockSampler:
 
     @property
     def paused(self) -> bool:
-        return not self._running.is_set()
+        return self._gate.paused
 
     @paused.setter
     def paused(self, value: bool) -> None:
         """Paused (in the steps timed un-profiled), the thread reads nothing until resumed, then reads at once."""
         if value:
-            self._running.clear()
+            self._gate.close()
         else:
-            self._running.set()
+            self._gate.open()
 
     def start(self) -> None:
         """Start the thread. It finds the GPUs and reads them: NVML's start-up takes milliseconds, which on
@@ -89,7 +89,7 @@ class GpuClockSampler:
         devices -> {NVML index: CUDA index}; default: by PCI bus id through torch, see the docstring)."""
         if self._thread is not None:
             self._stop.set()
-            self._running.set()  # wake a paused thread so that it sees the stop
+            self._gate.open()  # wake a paused thread so that it sees the stop
             self._thread.join()
             self._thread = None
         if self._devices:
@@ -144,8 +144,8 @@ class GpuClockSampler:
         try:
             self.sample()  # at the start, then every interval, then at the stop
             while not self._stop.wait(self.interval_s):
-                if not self._running.is_set():
-                    self._running.wait()
+                if self._gate.paused:
+                    self._gate.wait_while_paused()
                     if self._stop.is_set():
                         break
                 try:

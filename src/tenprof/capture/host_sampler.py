@@ -20,6 +20,7 @@ import time
 from array import array
 
 from tenprof.capture.callsites import FrameInterner
+from tenprof.capture.pause_gate import PauseGate
 
 DEFAULT_INTERVAL_NS = 1_000_000  # 1 kHz
 # While sampling, a thread waiting for the interpreter's lock asks for it after a tenth of a period: the
@@ -34,14 +35,14 @@ class HostSampler:
         self.interner = interner
         self.interval_ns = interval_ns
         self.samples = array("q")
-        self._running = threading.Event()  # clear while paused: the thread then blocks, it does not poll
+        self._gate = PauseGate(paused=True)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._switch_interval = sys.getswitchinterval()
 
     @property
     def paused(self) -> bool:
-        return not self._running.is_set()
+        return self._gate.paused
 
     @paused.setter
     def paused(self, value: bool) -> None:
@@ -50,11 +51,11 @@ class HostSampler:
         # go lands close to when it was due, so a stretch of pure-Python work is sampled where it runs (at
         # 5 ms, an 8 ms loop got 4.8 ms). Paused, the program runs with its own setting again.
         if value:
-            self._running.clear()
+            self._gate.close()
             sys.setswitchinterval(self._switch_interval)
         else:
             sys.setswitchinterval(min(self._switch_interval, self.interval_ns / 1e9 / SWITCHES_PER_PERIOD))
-            self._running.set()
+            self._gate.open()
 
     def start(self) -> None:
         self._switch_interval = sys.getswitchinterval()
@@ -64,7 +65,7 @@ class HostSampler:
 
     def stop(self) -> None:
         self._stop.set()
-        self._running.set()  # wake a paused thread so that it sees the stop
+        self._gate.open()  # wake a paused thread so that it sees the stop
         if self._thread is not None:
             self._thread.join(timeout=1.0)
         sys.setswitchinterval(self._switch_interval)
@@ -77,7 +78,7 @@ class HostSampler:
         wait = self.interval_ns / 1e9
         while not self._stop.wait(wait):
             if self.paused:
-                self._running.wait()  # blocked, not polling: a paused sampler costs the program nothing
+                self._gate.wait_while_paused()  # blocked, not polling: a paused sampler costs the program nothing
                 if self._stop.is_set():
                     break
                 # resumed (a step begins): sample now, not a period late

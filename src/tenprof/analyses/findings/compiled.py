@@ -98,7 +98,8 @@ def _region_cost(ctx: Context, start: np.ndarray, duration_ns: np.ndarray, regio
     # Regions nest (a graph break's resume function runs its region inside the caller's): only the
     # outermost count, with the GPU work of everything inside them, so no time is counted twice.
     parent = ctx.profile.column("ops", "parent_op_id")
-    root = _outermost_region(ctx.profile.strings("ops", "name").where(lambda n: bool(_REGION.match(n))), parent)
+    is_region = ctx.profile.strings("ops", "name").where(lambda n: bool(_REGION.match(n)))
+    root = _outermost_region(is_region, parent)
     region_ops = [i for i in region_ops if root[i] == i]
     k_op = _kernel_ops(ctx, api_op)
     k_root = np.where(k_op >= 0, root[np.clip(k_op, 0, None)], -1)
@@ -111,9 +112,11 @@ def _region_cost(ctx: Context, start: np.ndarray, duration_ns: np.ndarray, regio
         step_of = ctx.step_index(start)
         region_ops = [i for i in region_ops if int(step_of[i]) not in recorded]
     region_arr = np.asarray(region_ops, dtype=np.int64)
-    # A graph break's extra regions cost their own dispatch (graph-break's finding): the regions are judged
-    # small or not on what they would cost without the breaks.
-    breaks_ns = int(_nested_region_self_ns(ctx, np.isin(root, region_arr) & (root != np.arange(len(root)))))
+    # A graph break's extra regions (entered from inside another: resume functions) cost their own
+    # dispatch, their self time, which is graph-break's finding: the regions are judged small or not on
+    # what they would cost without the breaks.
+    nested = is_region & np.isin(root, region_arr) & (root != np.arange(len(root)))
+    breaks_ns = int(ctx.profile.column("ops", "self_duration_ns")[nested].sum())
     recorded_cpu = max(int(duration_ns[region_arr].sum()) - breaks_ns, 0) if len(region_arr) else 0
     scale = _unprofiled_scale(ctx)
     return _RegionCost(
@@ -125,14 +128,6 @@ def _region_cost(ctx: Context, start: np.ndarray, duration_ns: np.ndarray, regio
         kept_steps=max(ctx.step_count - len(recorded), 1),
         replays_graphs=replays_graphs,
     )
-
-
-def _nested_region_self_ns(ctx: Context, inside: np.ndarray) -> int:
-    """The self time of the compiled regions among the ops `inside` (bool per op): a region entered from
-    inside another one is a graph break's resume function, its self time that break's dispatch."""
-    is_region = ctx.profile.strings("ops", "name").where(lambda n: bool(_REGION.match(n)))
-    nested = inside & is_region
-    return int(ctx.profile.column("ops", "self_duration_ns")[nested].sum())
 
 
 def _kernel_ops(ctx: Context, api_op: np.ndarray) -> np.ndarray:
