@@ -66,6 +66,8 @@ PARTS = (
 )
 # the host's parts the profiler's own CPU work lands in (its records around each op, its Python per call)
 CAPTURE_INFLATES = ("dispatch", "python")
+# the parts in which the GPU idles while the host works (not waiting on the GPU or on queued work)
+HOST_PARTS = ("allocator", "cuda_api", "data_loading", "compile", "dispatch", "python")
 
 ALLOCATOR_CALLS = frozenset(
     {"cudaMalloc", "cudaFree", "cudaMallocHost", "cudaFreeHost", "cudaHostAlloc", "cudaMallocAsync", "cudaFreeAsync"}

@@ -30,6 +30,7 @@ import numpy as np
 
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.model import Finding
+from tenprof.analyses.step_time import HOST_PARTS
 from tenprof.core.intervals import coverage
 from tenprof.core.quantities import duration
 
@@ -142,18 +143,14 @@ def one_cause_one_finding(found: list[Finding], ctx: Context) -> list[Finding]:
 _MEASURED_CAUSES = ("gemm-without-tensor-cores", "memory-bound-slow", "register-limited")
 
 
-# the step decomposition's parts in which the GPU idles while the host works: GPU time saved does not
-# shorten them (analyses.step_time)
-_HOST_PARTS = ("allocator", "cuda_api", "data_loading", "compile", "dispatch", "python")
-
-
 def _gpu_time_on_the_critical_path(found: list[Finding], ctx: Context) -> None:
     """A finding that saves GPU kernel time shortens a step only by what it saves beyond the time the GPU
     already idles while the host works (its slack): in a loop the host bounds, faster kernels leave the
     host's work, and the step, as they were. The slack is the host's parts of the analysed steps, at most
     the GPU's idle time un-profiled (`idle_budget_ns`); the GPU-time findings use it up most costly first,
     as their savings add up on the one GPU. What each would save in GPU time stays in its numbers."""
-    slack = min(sum(ctx.part_ns(part) for part in _HOST_PARTS), idle_budget_ns(ctx))
+    # GPU time saved does not shorten the host's parts of the step
+    slack = min(sum(ctx.part_ns(part) for part in HOST_PARTS), idle_budget_ns(ctx))
     for f in sorted((f for f in found if f.id in GPU_TIME_FINDINGS and not f.once), key=lambda f: -f.cost_ns):
         if slack <= 0:
             return

@@ -11,6 +11,7 @@ import numpy as np
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.meanwhile import Meanwhile, host_meanwhile
 from tenprof.analyses.findings.model import Finding
+from tenprof.analyses.step_time import HOST_PARTS
 from tenprof.core.intervals import I64Array, coverage, merged
 from tenprof.core.quantities import duration
 
@@ -130,7 +131,7 @@ def _host_meanwhile(ctx: Context, gaps: list[tuple[int, str, int, int, int, int]
     return host_meanwhile(ctx, lo, hi)
 
 
-# the step decomposition's host parts, as idle-gaps names them
+# the step decomposition's host parts (analyses.step_time.HOST_PARTS), as idle-gaps names them
 _HOST_PARTS = {
     "allocator": "allocating or freeing device memory",
     "cuda_api": "in other CUDA calls",
@@ -169,11 +170,11 @@ def _host_parts(ctx: Context, gaps: list[tuple[int, str, int, int, int, int]]) -
         return [], ""
     lo = np.array([g[0] for g in host_gaps], dtype=np.int64)
     hi = np.array([g[1] for g in host_gaps], dtype=np.int64)
-    spent = {part: int(coverage(*ctx.parts[part], lo, hi).sum()) for part in _HOST_PARTS}
+    spent = {part: int(coverage(*ctx.parts[part], lo, hi).sum()) for part in HOST_PARTS}
     total = sum(spent.values())
     if not total:
         return [], ""
-    said = [f"{what} {100 * spent[p] / total:.0f}%" for p, what in _HOST_PARTS.items() if spent[p] >= 0.05 * total]
+    said = [f"{_HOST_PARTS[p]} {100 * spent[p] / total:.0f}%" for p in HOST_PARTS if spent[p] >= 0.05 * total]
     main = sorted((p for p in spent if spent[p] >= _PART_FIX_SHARE * total), key=lambda p: -spent[p])[:2]
     return ["while the host launched nothing, it was " + ", ".join(said)], " ".join(_PART_FIXES[p] for p in main)
 
