@@ -5,8 +5,7 @@ without and with with_stack (see examples/findings/_common.py for how the script
     python benchmarks/corpus_record.py OUT_DIR [--only NAME,...] [--modes time,traces] [--deadline-s S]
 
 Writes OUT_DIR/timings.jsonl (one line per script run: pair, twin, step_ms, the card) and
-OUT_DIR/traces/<pair>[_fixed][_stack].json.gz. `traces` records both traces in one process (the script
-run twice, the second time with with_stack: a process start costs seconds on the GPU machine). Runs one
+OUT_DIR/traces/<pair>[_fixed][_stack].json.gz, each trace recorded in a process of its own. Runs one
 process at a time (timings on a shared GPU would mean nothing); stops starting runs once --deadline-s
 has passed, so a call of limited length returns what it finished.
 """
@@ -50,16 +49,15 @@ def main() -> None:
                 _one(args, pair, fixed, mode, card)
 
 
-# runs the script twice in one process: a plain torch.profiler trace, then one with with_stack
-_BOTH_TRACES = """
+# runs the script under a plain torch.profiler trace, or with with_stack when the first argument ends in _stack
+_ONE_TRACE = """
 import os, runpy, sys
 trace = sys.argv.pop(1)
 sys.argv = sys.argv[1:]  # as the script sees them: its path, then its arguments
-for suffix in ("", "_stack"):
-    os.environ["TENPROF_CORPUS_TRACE"] = trace + suffix + ".json"
-    if suffix:
-        os.environ["TENPROF_CORPUS_STACK"] = "1"
-    runpy.run_path(sys.argv[0], run_name="__main__")
+os.environ["TENPROF_CORPUS_TRACE"] = trace + ".json"
+if trace.endswith("_stack"):
+    os.environ["TENPROF_CORPUS_STACK"] = "1"
+runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
 
@@ -70,19 +68,16 @@ def _one(args: argparse.Namespace, pair: dict, fixed: bool, mode: str, card: str
     script = [pair["script"], *pair["args"], *(["--fixed"] if fixed else [])]
     if mode == "time":
         env["TENPROF_CORPUS_TIME"] = "1"
-        command = [sys.executable, *script]
+        rc, out = _run([sys.executable, *script], env, args.timeout_s, f"{name:28s} {mode:6s}")
     else:
-        command = [sys.executable, "-c", _BOTH_TRACES, str(trace), *script]
-    start = time.monotonic()
-    try:
-        done = subprocess.run(command, cwd=CORPUS, env=env, capture_output=True, text=True, timeout=args.timeout_s)
-        rc, out = done.returncode, done.stdout + done.stderr
-    except subprocess.TimeoutExpired:
-        rc, out = 124, "timed out"
-    wall = time.monotonic() - start
-    print(f"{name:28s} {mode:6s} rc={rc} {wall:5.1f}s", flush=True)
+        # each trace in a process of its own: a one-off cost (a library loaded on first use) is paid once
+        # per process, and a second run in the same one would not show it
+        for suffix in ("", "_stack"):
+            command = [sys.executable, "-c", _ONE_TRACE, f"{trace}{suffix}", *script]
+            rc, out = _run(command, env, args.timeout_s, f"{name + suffix:28s} {mode:6s}")
+            if rc != 0:
+                return
     if rc != 0:
-        print(out[-2000:], flush=True)
         return
     if mode == "time":
         step_ms = next(float(w.split("=", 1)[1]) for w in out.split() if w.startswith("corpus_step_ms="))
@@ -96,6 +91,20 @@ def _one(args: argparse.Namespace, pair: dict, fixed: bool, mode: str, card: str
             with written.open("rb") as src, gzip.open(f"{written}.gz", "wb") as dst:
                 shutil.copyfileobj(src, dst)
             written.unlink()
+
+
+def _run(command: list[str], env: dict[str, str], timeout_s: float, label: str) -> tuple[int, str]:
+    """Run one recording or timing in the corpus folder; print its outcome (the output's tail on failure)."""
+    start = time.monotonic()
+    try:
+        done = subprocess.run(command, cwd=CORPUS, env=env, capture_output=True, text=True, timeout=timeout_s)
+        rc, out = done.returncode, done.stdout + done.stderr
+    except subprocess.TimeoutExpired:
+        rc, out = 124, "timed out"
+    print(f"{label} rc={rc} {time.monotonic() - start:5.1f}s", flush=True)
+    if rc != 0:
+        print(out[-2000:], flush=True)
+    return rc, out
 
 
 def _card() -> str:

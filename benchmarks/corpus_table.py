@@ -100,7 +100,7 @@ def main() -> None:
             sources = [recorded, *(imported(pair["name"] + suffix, Path(tmp)) for suffix in ("", "_stack"))]
             for k, profile in enumerate(sources):
                 if profile is None:
-                    cells.append("not recorded")
+                    cells.append("not kept (size)" if k == 2 and pair.get("stack_trace_not_kept") else "not recorded")
                     continue
                 if k == 1 and pair.get("needs_shapes"):  # a plain trace has no shapes: said, and not judged
                     cells.append("not judged (no shapes)")

@@ -4,10 +4,13 @@
 
 One process, one model (gpt2-compiled: bf16 autocast and torch.compile, as examples/compiled_train.py).
 Phases of `--steps` steps each, in this order: plain (no profiler started),
-then, under one torch.profiler session (CPU+CUDA; --record adds record_shapes, profile_memory, with_stack),
-`--rounds` times: collection on, collection off (`toggle_collection_dynamic(False, [CPU, CUDA])`).
-Prints the median step time of each phase kind and its ratio to plain. If "off" is within noise of
-"plain", a run can measure its own un-profiled step time without a second run. It also prints the ops
+then `--rounds` times, under a torch.profiler session of its own (CPU+CUDA; --record adds record_shapes,
+profile_memory, with_stack): collection on, collection off (`toggle_collection_dynamic(False, [CPU, CUDA])`);
+then the session stopped (its trace exported) and steps run with no session at all ("stopped").
+Prints the median step time of each phase kind and its ratio to plain. If "off" (or "stopped")
+is within noise of "plain", a run can measure its own un-profiled step time without a second run, by
+toggling (or by stopping the session and starting a new one). The cost of a stop (with the export) and
+of a start is printed too. It also prints the ops
 and launches recorded per step and the cost per op they imply, (on - off) / ops: the cost model that
 tenprof's overhead estimate for imported traces uses (tenprof.analyses.overhead).
 """
@@ -15,7 +18,9 @@ tenprof's overhead estimate for imported traces uses (tenprof.analyses.overhead)
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import tempfile
 import time
 from collections.abc import Callable
 
@@ -97,22 +102,39 @@ def main() -> None:
         "all": {"record_shapes": True, "profile_memory": True},
         "stack": {"record_shapes": True, "profile_memory": True, "with_stack": True},
     }[args.record]
-    with torch.profiler.profile(activities=activities, **extra) as prof:
-        for _ in range(args.rounds):
-            phases["on"] += timed(step, args.steps)
-            prof.toggle_collection_dynamic(False, activities)
-            # as tenprof does: torch.compile's generated code records its launches while this flag is up
-            torch.autograd.profiler._set_is_profiler_enabled(False)
-            phases["off"] += timed(step, args.steps)
-            torch.autograd.profiler._set_is_profiler_enabled(True)
-            prof.toggle_collection_dynamic(True, activities)
+    phases["stopped"] = []
+    phases["1st stopped"] = []
+    stop_s: list[float] = []
+    start_s: list[float] = []
+    ops = launches = 0
+    for _ in range(args.rounds):
+        begin = time.perf_counter()
+        prof = torch.profiler.profile(activities=activities, **extra)
+        prof.start()
+        start_s.append(time.perf_counter() - begin)
+        phases["on"] += timed(step, args.steps)
+        prof.toggle_collection_dynamic(False, activities)
+        # as tenprof does: torch.compile's generated code records its launches while this flag is up
+        torch.autograd.profiler._set_is_profiler_enabled(False)
+        phases["off"] += timed(step, args.steps)
+        torch.autograd.profiler._set_is_profiler_enabled(True)
+        prof.toggle_collection_dynamic(True, activities)
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        begin = time.perf_counter()
+        prof.stop()
+        prof.export_chrome_trace(os.path.join(tempfile.gettempdir(), "toggle_probe_trace.json"))
+        stop_s.append(time.perf_counter() - begin)
+        events = prof.events()
+        ops += sum(1 for e in events if e.device_type == torch.autograd.DeviceType.CPU and "::" in e.name)
+        launches += sum(1 for e in events if "LaunchKernel" in e.name or e.name == "cudaLaunchKernelExC")
+        after_stop = timed(step, args.steps)
+        phases["stopped"] += after_stop[1:]
+        phases["1st stopped"].append(after_stop[0])  # the step right after the stop and the export
     phases["plain"] += timed(step, args.steps)  # plain again, after: drift shows as a spread here
     plain = statistics.median(phases["plain"])
     device = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
     recorded_steps = args.rounds * args.steps
-    events = prof.events()
-    ops = sum(1 for e in events if e.device_type == torch.autograd.DeviceType.CPU and "::" in e.name)
-    launches = sum(1 for e in events if "LaunchKernel" in e.name or e.name == "cudaLaunchKernelExC")
     per_step_ops, per_step_launches = ops / recorded_steps, launches / recorded_steps
     delta = statistics.median(phases["on"]) - statistics.median(phases["off"])
     print(f"workload={args.workload} record={args.record} device={device} torch={torch.__version__}")
@@ -120,10 +142,12 @@ def main() -> None:
         f"per step: {per_step_ops:.0f} ops, {per_step_launches:.0f} launches; on - off = {delta * 1e3:.3f} ms "
         f"= {delta * 1e9 / max(per_step_ops, 1):.0f} ns per op"
     )
+    start_ms, stop_ms = statistics.median(start_s) * 1e3, statistics.median(stop_s) * 1e3
+    print(f"session start {start_ms:.1f} ms, stop with export {stop_ms:.1f} ms")
     for name, values in phases.items():
         med = statistics.median(values)
         low = min(values) * 1e3
-        print(f"{name:6s} median {med * 1e3:8.3f} ms  x{med / plain:5.2f}  n={len(values)}  min {low:.3f}")
+        print(f"{name:11s} median {med * 1e3:8.3f} ms  x{med / plain:5.2f}  n={len(values)}  min {low:.3f}")
 
 
 if __name__ == "__main__":

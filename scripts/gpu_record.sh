@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -34,6 +34,10 @@ record_counters() {  # name, then the example and its arguments: timeline + coun
   ( cd "$REPO" && tenprof run --passes timeline,counters --limit 12 -o "$WORK/prof/counters_$name" "$@" ) > "$WORK/logs/counters_$name.log" 2>&1
   echo "exit=$?" >> "$WORK/logs/counters_$name.log"
   tail -n 45 "$WORK/logs/counters_$name.log"
+}
+
+steps_of() {  # a profile's steps: number, capture on, own duration (ms)
+  python3 -c "import sys; from tenprof.store.profile import load_profile as L; s=L(sys.argv[1]).table('steps').to_pydict(); print(sys.argv[1]); [print(' ', n, int(c), round(d/1e6, 3)) for n, c, d in zip(s['step'], s['capture_on'], s['own_duration_ns'])]" "$1"
 }
 
 passes() {  # each pass's state and note, from a profile's meta.json
@@ -452,9 +456,6 @@ while [ $# -gt 0 ]; do
     tar -C "$WORK" -czf "$OUT/timed36.tgz" prof/overhead36_mlp prof/finding_empty_cache prof/finding_empty_cache_fixed logs
     ;;
   diag36)  # issue 36 section 3: where the timed steps' remaining cost is (torch.profiler toggled off alone; tenprof light), and new corpus recordings
-    steps_of() {  # a profile's steps: number, capture on, own duration (ms)
-      python3 -c "import sys; from tenprof.store.profile import load_profile as L; s=L(sys.argv[1]).table('steps').to_pydict(); print(sys.argv[1]); [print(' ', n, int(c), round(d/1e6, 3)) for n, c, d in zip(s['step'], s['capture_on'], s['own_duration_ns'])]" "$1"
-    }
     D="$OUT/diag36.txt"  # appended as it goes: a call cut short still brings it back
     { python3 benchmarks/toggle_probe.py --workload mlp --steps 50 --rounds 3; python3 benchmarks/toggle_probe.py --workload gpt2-compiled --steps 8 --rounds 3; } >> "$D" 2>&1
     ( cd "$REPO" && tenprof run --quiet --overhead-steps 6 -o "$WORK/prof/mlp200" examples/small_mlp.py --steps 200 --warmup 10 ) > "$WORK/logs/mlp200.log" 2>&1
@@ -514,6 +515,65 @@ while [ $# -gt 0 ]; do
     done; done
     python3 benchmarks/corpus_record.py "$WORK/corpus" --only "${CORPUS_ONLY:-hidden_copies,few_workers,host_gaps,launch_bound,variance}" --modes traces --deadline-s "${CORPUS_DEADLINE_S:-150}" >> "$R" 2>&1
     tar -C "$WORK" -czf "$OUT/retime36.tgz" corpus
+    ;;
+  settle36)  # issue 36: the run's timed steps, each after an untimed one that settles the profiler's stop, against the plain loop (TIMED_WORKLOADS, TIMED_REPEATS, TIMED_DEADLINE_MIN); the small-MLP fixture re-recorded; text in $OUT/settle36.txt
+    S="$OUT/settle36.txt"
+    ( cd "$REPO" && tenprof run --quiet -o "$WORK/prof/mlp_stopped" examples/small_mlp.py --steps 20 --warmup 2 ) > "$WORK/logs/mlp_stopped.log" 2>&1
+    steps_of "$WORK/prof/mlp_stopped" >> "$S" 2>&1
+    tenprof report "$WORK/prof/mlp_stopped" --limit 1 2>&1 | sed -n '/^Overhead/,/^Per step/p' >> "$S"
+    tar -C "$WORK" -czf "$OUT/settle36.tgz" prof/mlp_stopped logs
+    python3 benchmarks/overhead.py --workloads "${TIMED_WORKLOADS:-mlp,gpt2-compiled}" --configs plain,tenprof-timed --repeats "${TIMED_REPEATS:-3}" --deadline-min "${TIMED_DEADLINE_MIN:-8}" --keep-profiles "$WORK/timed" --json "$OUT/" >> "$S" 2>&1
+    for d in "$WORK"/timed/*/tenprof-timed-r*; do
+      [ -d "$d" ] && { echo "== $d"; steps_of "$d" | awk 'NR == 1 || $1 < 20'; tenprof report "$d" --limit 1 2>&1 | sed -n '/^Overhead/,/^Per step/p'; } >> "$S" 2>&1
+    done
+    rm -rf "$WORK/timed"
+    ;;
+  diag36b)  # issue 36: why the run's timed steps are slower than the plain loop: the first step after a stopped session, Python's GC, steps long after the capture; then final36b; text in $OUT/diag36b.txt
+    D="$OUT/diag36b.txt"
+    python3 benchmarks/toggle_probe.py --workload mlp --steps 50 --rounds 3 2>&1 | grep -v "^\[W\|USDT" >> "$D"
+    for r in 1 2; do
+      for gc in "" examples/nogc.py; do
+        ( cd "$REPO" && python3 $gc examples/small_mlp.py --steps 200 --warmup 10 ) 2>&1 | sed "s|^|plain r$r gc=${gc:-on} |" >> "$D"
+        ( cd "$REPO" && tenprof run --quiet --overhead-steps 6 -o "$WORK/prof/mlp_r$r" $gc examples/small_mlp.py --steps 200 --warmup 10 ) > "$WORK/logs/mlp_r$r.log" 2>&1
+        echo "tenprof r$r gc=${gc:-on} off steps: $(steps_of "$WORK/prof/mlp_r$r" | awk '$2 == 0 {printf "%s ", $3}') recorded 4-30: $(steps_of "$WORK/prof/mlp_r$r" | awk '$2 == 1 && $1 > 3 && $1 < 30 {printf "%s ", $3}')" >> "$D"
+        rm -rf "$WORK/prof/mlp_r$r"
+      done
+    done
+    ( cd "$REPO" && tenprof run --quiet --schedule wait=1,warmup=1,active=10 --overhead-steps 40 -o "$WORK/prof/mlp_sched" examples/small_mlp.py --steps 200 --warmup 10 ) > "$WORK/logs/mlp_sched.log" 2>&1
+    echo "schedule run, steps 13-52 off: $(steps_of "$WORK/prof/mlp_sched" | awk '$2 == 0 {printf "%s ", $3}')" >> "$D"
+    rm -rf "$WORK/prof/mlp_sched"
+    ;;
+  final36b)  # issue 36: slow_step's torch.profiler traces each in its own process; fp32 GPT-2 and GPT-2 generate() recorded with the stopped-session capture (report text only); fp32 GPT-2 and the MLP timed against the plain loop; text in $OUT/final36b.txt
+    F="$OUT/final36b.txt"
+    python3 benchmarks/corpus_record.py "$WORK/corpus" --only slow_step --modes traces >> "$F" 2>&1
+    tar -C "$WORK" -czf "$OUT/final36b.tgz" corpus
+    ( cd "$REPO" && tenprof run --quiet -o "$WORK/prof/gpt2_fp32" examples/gpt2_fp32.py --steps 20 --warmup 3 ) > "$WORK/logs/gpt2_fp32.log" 2>&1
+    { echo "== gpt2_fp32"; steps_of "$WORK/prof/gpt2_fp32"; tenprof report "$WORK/prof/gpt2_fp32" --limit 3 2>&1 | head -n 75; } >> "$F" 2>&1
+    ( cd "$REPO" && tenprof run --quiet -o "$WORK/prof/gpt2_generate" examples/gpt2_generate.py --tokens 48 ) > "$WORK/logs/gpt2_generate.log" 2>&1
+    { echo "== gpt2_generate exit=$?"; tenprof report "$WORK/prof/gpt2_generate" --limit 4 2>&1 | head -n 70; } >> "$F" 2>&1
+    rm -rf "$WORK/prof/gpt2_fp32" "$WORK/prof/gpt2_generate"
+    [ "${TIMED_WORKLOADS:-}" = none ] || python3 benchmarks/overhead.py --workloads "${TIMED_WORKLOADS:-gpt2-fp32,mlp}" --configs plain,tenprof-timed --repeats "${TIMED_REPEATS:-2}" --deadline-min "${TIMED_DEADLINE_MIN:-4}" --json "$OUT/" >> "$F" 2>&1
+    ;;
+  stop36)  # issue 36: the run's timed steps with torch.profiler stopped for them, against the plain loop (TIMED_WORKLOADS, TIMED_REPEATS, TIMED_DEADLINE_MIN); a small-MLP fixture recorded that way; text in $OUT/stop36.txt
+    S="$OUT/stop36.txt"
+    ( cd "$REPO" && tenprof run --quiet -o "$WORK/prof/mlp_stopped" examples/small_mlp.py --steps 20 --warmup 2 ) > "$WORK/logs/mlp_stopped.log" 2>&1
+    steps_of "$WORK/prof/mlp_stopped" >> "$S" 2>&1
+    ls -la "$WORK/prof/mlp_stopped/timeline/raw" >> "$S" 2>&1
+    tenprof report "$WORK/prof/mlp_stopped" --limit 3 >> "$S" 2>&1
+    tar -C "$WORK" -czf "$OUT/stop36.tgz" prof/mlp_stopped logs
+    python3 benchmarks/overhead.py --workloads "${TIMED_WORKLOADS:-mlp,gpt2-compiled}" --configs plain,tenprof-timed --repeats "${TIMED_REPEATS:-3}" --deadline-min "${TIMED_DEADLINE_MIN:-7}" --keep-profiles "$WORK/timed" --json "$OUT/" >> "$S" 2>&1
+    for d in "$WORK"/timed/*/tenprof-timed-r*; do
+      [ -d "$d" ] && { echo "== $d"; steps_of "$d"; tenprof report "$d" --limit 2 2>&1 | sed -n '/^Overhead/,/^aten ops/p'; } >> "$S" 2>&1
+    done
+    rm -rf "$WORK/timed"
+    ;;
+  stopprobe36)  # issue 36: does a stopped torch.profiler session leave the loop as fast as plain (toggled off does not)? and torch.profiler traces of four more corpus pairs; text in $OUT/stopprobe36.txt
+    S="$OUT/stopprobe36.txt"
+    python3 benchmarks/toggle_probe.py --workload mlp --steps 50 --rounds 3 >> "$S" 2>&1
+    python3 benchmarks/toggle_probe.py --workload gpt2-compiled --steps 8 --rounds 3 >> "$S" 2>&1
+    python3 benchmarks/toggle_probe.py --workload mlp --steps 50 --rounds 3 >> "$S" 2>&1
+    python3 benchmarks/corpus_record.py "$WORK/corpus" --only "${CORPUS_ONLY:-slow_collate,recompile,compile_tiny,slow_step}" --modes traces --deadline-s "${CORPUS_DEADLINE_S:-150}" >> "$S" 2>&1
+    tar -C "$WORK" -czf "$OUT/stopprobe36.tgz" corpus
     ;;
   corpus36)  # issue 36: every corpus pair timed un-profiled and recorded with plain torch.profiler (CORPUS_ONLY, CORPUS_MODES, CORPUS_DEADLINE_S)
     python3 benchmarks/corpus_record.py "$WORK/corpus" --only "${CORPUS_ONLY:-}" --modes "${CORPUS_MODES:-time,traces}" --deadline-s "${CORPUS_DEADLINE_S:-400}" 2>&1 | tee -a "$OUT/corpus36.txt"

@@ -13,6 +13,7 @@ import orjson
 import pytest
 from filelock import FileLock
 
+from tenprof.core.rawfiles import later_trace_parts
 from tenprof.importers.trace_import import build_pass
 from tenprof.store.meta import read_meta, write_meta
 from tenprof.store.profile import Profile, load_profile
@@ -30,7 +31,9 @@ def rebuild(case: str, into: Path) -> Profile:
     rebuild_pass(
         target,
         "timeline",
-        lambda writer, raw: build_pass(writer, raw / "kineto_trace.json.gz", raw / "callsites.json.gz"),
+        lambda writer, raw: build_pass(
+            writer, raw / "kineto_trace.json.gz", raw / "callsites.json.gz", later_parts=later_trace_parts(raw)
+        ),
     )
     return load_profile(target)
 
@@ -109,7 +112,7 @@ CPU_STEPS_SCRIPT = """\
 import sys, time, torch, tenprof
 x = torch.ones(64, 64)
 flags = []
-for step in range(9):
+for step in range(11):
     if step == 0:
         time.sleep(0.3)  # start-up in the first step: a pool, a cache, a file opened
     for _ in range(20):
@@ -122,8 +125,8 @@ open(sys.argv[1], "w").write("".join(map(str, flags)))
 
 @pytest.fixture(scope="session")
 def cpu_steps_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One `tenprof run` on the CPU of a loop of nine marked steps whose first sleeps (steps 3 and 8 run
-    with the capture off), shared by every test that needs such a run: its folder holds the script
+    """One `tenprof run` on the CPU of a loop of eleven marked steps whose first sleeps (steps 3-4 and 8-9
+    run with the capture off, 4 and 9 timed), shared by every test that needs such a run: its folder holds the script
     (`loop.py`), the profile (`prof`) and the profiler flag the script saw in each step (`flags.txt`)."""
     from tenprof.cli.main import main
 

@@ -1,7 +1,7 @@
 """slow-step: one step in the middle of the run pays a one-off cost: step 5 computes a spectrum metric
 with torch.fft, whose first call loads cuFFT and plans the transform. Every other step is the same
 GPU-bound work. --fixed: the metric is computed once before the loop (a warm-up).
-Run with --steps 12 (tenprof times steps 3, 7 and 11 with the capture off; step 5 is recorded)."""
+Run with --steps 12 (tenprof runs steps 3-4 and 8-9 with the capture off; step 5 is recorded)."""
 
 import torch
 from _common import device, loop, parse

@@ -66,6 +66,8 @@ def test_the_first_finding_is_the_planted_cause_and_the_twin_is_silent(
 @pytest.mark.parametrize("pair", _marked(TRACED, "traces"))
 def test_the_same_on_plain_torch_profiler_traces(tmp_path: Path, pair: dict[str, Any]) -> None:
     for stack in ("", "_stack"):
+        if stack and pair.get("stack_trace_not_kept"):  # recorded, too large for the repository
+            continue
         profiles = []
         for twin in ("", "_fixed"):
             name = f"{pair['name']}{twin}{stack}"

@@ -1,6 +1,6 @@
 """What a new user meets on the command line (issue 35): every command works or says in one line why,
 and what it prints agrees with itself. The tests that need a recorded profile of a CPU run share one
-(conftest's `cpu_steps_run`: nine steps whose first sleeps, a cold start on the CPU, no GPU work)."""
+(conftest's `cpu_steps_run`: eleven steps whose first sleeps, a cold start on the CPU, no GPU work)."""
 
 from __future__ import annotations
 

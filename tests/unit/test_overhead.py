@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,9 @@ from tests.conftest import DATA
 
 def test_plan_takes_every_fifth_step_from_the_fourth_up_to_the_count() -> None:
     plan = OverheadPlan(count=3)
-    assert [s for s in range(20) if plan.is_off(s)] == [3, 8, 13]  # odd and even steps alike
+    # each timed step after one that settles the profiler's stop; odd and even steps alike
+    assert [s for s in range(20) if plan.is_off(s)] == [3, 4, 8, 9, 13, 14]
+    assert [s for s in range(20) if plan.is_off(s) and not plan.is_settling(s)] == [4, 9, 14]
     assert not any(OverheadPlan(count=0).is_off(s) for s in range(20))
     after_window = OverheadPlan.for_run(2, Schedule(wait=1, warmup=1, active=2))
     assert [s for s in range(12) if after_window.is_off(s)] == [5, 6]
@@ -28,17 +31,30 @@ def test_a_run_with_steps_times_some_with_the_capture_off(
 ) -> None:
     # torch's profiler flag (torch.compile's generated code records launches while it is up) is down
     # in the steps timed un-profiled
-    assert (cpu_steps_run / "flags.txt").read_text() == "111011110"
+    assert (cpu_steps_run / "flags.txt").read_text() == "11100111001"
     out = cpu_steps_run / "prof"
     profile = load_profile(out)
     steps = profile.table("steps").to_pydict()
     off = [n for n, on in zip(steps["step"], steps["capture_on"], strict=True) if not on]
-    assert off == [3, 8]
+    assert off == [3, 4, 8, 9]
+    # the first of each pair settles the profiler's stop and is not timed
+    timed = [n for n, d in zip(steps["step"], steps["own_duration_ns"], strict=True) if n in off and d > 0]
+    assert timed == [4, 9]
     op_steps = set(profile.table("ops").column("step").to_pylist())
-    assert not op_steps & {3, 8} and {2, 4, 5, 7} <= op_steps  # nothing recorded while the capture was off
-    assert all(d > 0 for d in steps["own_duration_ns"][:9])
+    assert not op_steps & {3, 4, 8, 9} and {2, 5, 7, 10} <= op_steps  # nothing recorded while the capture was off
+    # the profiler was stopped for each, and a new session recorded the steps after it: three parts,
+    # joined into one timeline whose recorded steps each hold the loop's ops
+    raw = out / "timeline" / "raw"
+    assert sorted(p.name for p in raw.glob("kineto_trace*")) == [
+        "kineto_trace.1.json.gz",
+        "kineto_trace.2.json.gz",
+        "kineto_trace.json.gz",
+    ]
+    per_step = Counter(profile.table("ops").column("step").to_pylist())
+    assert len({per_step[n] for n in (2, 5, 6, 7, 10)}) == 1
+    assert all(d > 0 for n, d in zip(steps["step"], steps["own_duration_ns"], strict=True) if n not in (3, 8, 11))
     o = measure(profile)
-    assert o.method == "measured" and o.measured_steps == 2 and o.recorded_steps == 4  # 4, 5, 6, 7
+    assert o.method == "measured" and o.measured_steps == 2 and o.recorded_steps == 4  # 5, 6, 7, 10
     assert o.unprofiled_step_ns is not None and o.profiled_step_ns is not None and o.ratio is not None
     assert main(["report", str(out), "--limit", "1"]) == 0
     assert "Overhead   measured: " in capsys.readouterr().out
@@ -168,6 +184,37 @@ def test_the_steps_run_with_the_capture_off_are_rebuilt_from_the_raw_recording(t
     assert set(rebuilt["tokens"].to_pylist()) == {-1}
     off = [n for n, on in zip(rebuilt["step"].to_pylist(), rebuilt["capture_on"].to_pylist(), strict=True) if not on]
     assert off == [3, 7, 11]
+
+
+def test_a_run_that_stopped_the_profiler_for_its_timed_steps_is_joined_from_its_parts(tmp_path: Path) -> None:
+    # small MLP on an H100 (2026-11-27): torch.profiler stopped for steps 3-4, 8-9 and 13-14 (the first of
+    # each pair settles the stop, untimed), a session after each
+    import pyarrow.parquet as pq
+
+    from tenprof.analyses.overhead import in_unrecorded_steps, kernel_launch_ns
+    from tenprof.analyses.step_time import step_time
+    from tests.conftest import rebuild
+
+    stored = load_profile(OVERHEAD / "mlp_stopped")
+    assert len(list((OVERHEAD / "mlp_stopped" / "timeline" / "raw").glob("kineto_trace*.json.gz"))) == 4
+    rebuilt = rebuild("overhead/mlp_stopped", tmp_path)
+    for table in ("steps", "ops", "kernels", "api_calls"):
+        assert rebuilt.table(table).equals(pq.read_table(OVERHEAD / "mlp_stopped" / "timeline" / f"{table}.parquet"))
+    steps = stored.table("steps").to_pydict()
+    off = [n for n, on in zip(steps["step"], steps["capture_on"], strict=True) if not on]
+    assert off == [3, 4, 8, 9, 13, 14] and stored.meta.timeline.timed_steps_gpu is False
+    timed = [n for n, d in zip(steps["step"], steps["own_duration_ns"], strict=True) if n in off and d > 0]
+    assert timed == [4, 9, 14]
+    assert not in_unrecorded_steps(stored, kernel_launch_ns(stored)).any()
+    # each recorded step launched the same kernels, the first of each new session too
+    per_step = Counter(stored.table("ops").column("step").to_pylist())
+    assert len({per_step[n] for n in steps["step"] if 1 <= n <= 21 and n not in off}) == 1
+    o = measure(stored)
+    assert o.method == "measured" and o.measured_steps == 3 and o.unprofiled_step_ns is not None
+    assert o.unprofiled_step_ns == pytest.approx(3.928e6, rel=1e-3)  # the median of 4.32, 3.93, 3.66 ms
+    recorded = step_time(stored).steps
+    assert recorded and all(sum(s.parts.values()) == s.wall_ns for s in recorded)  # the parts add up
+    assert not {s.step for s in recorded} & set(off)
 
 
 def test_the_overhead_verdict_follows_the_one_significance_rule() -> None:

@@ -72,7 +72,7 @@ def test_own_launches_are_recorded_at_their_line(tmp_path: Path, capfd) -> None:
     steps = load_profile(out).table("steps").to_pydict()
     recorded = sum(1 for n, on in zip(steps["step"], steps["capture_on"], strict=True) if on and n < 9)
     assert log.launch_name == ["outer"] * recorded  # outermost launches only, none while the capture was off
-    assert recorded == 7  # steps 3 and 8 run with the capture off
+    assert recorded == 6  # steps 3-4 and 8 run with the capture off
     line = next(i + 1 for i, t in enumerate(SCRIPT.splitlines()) if "the launch line" in t)
     frames = {row[0]: row for row in log.frames}
     for frame in log.launch_frame.tolist():

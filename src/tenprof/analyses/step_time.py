@@ -214,6 +214,32 @@ def part_blocks(profile: Profile, lo: I64Array, hi: I64Array) -> dict[str, Inter
     return blocks
 
 
+def own_step_ns(profile: Profile, lo: I64Array, hi: I64Array) -> I64Array:
+    """Each step's own time, for telling a slow step from the others: its wall time [lo, hi) less the time
+    the GPU spent in it on kernels launched before it, and never less than its own kernels' GPU time. A
+    loop the GPU bounds runs its host ahead; the step that waits for the queue (a sync at the end of
+    the run, an `.item()` every few steps) holds the earlier steps' GPU time, which is not its own cost."""
+    lo, hi = np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64)
+    k = profile.table("kernels")
+    start, end = k.column("start_ns").to_numpy(), k.column("end_ns").to_numpy()
+    launched = kernel_launch_ns(profile)
+    order = np.argsort(lo, kind="stable")
+    pos = np.searchsorted(lo[order], launched, side="right") - 1
+    step = np.where((pos >= 0) & (launched < hi[order][np.clip(pos, 0, None)]), order[np.clip(pos, 0, None)], -1)
+    mine = step >= 0
+    # each kernel clipped to the step that launched it: what of a step's window its own kernels cover
+    own_lo, own_hi = np.maximum(start[mine], lo[step[mine]]), np.minimum(end[mine], hi[step[mine]])
+    kept = own_hi > own_lo
+    in_window = coverage(start, end, lo, hi) - coverage(own_lo[kept], own_hi[kept], lo, hi)
+    own_gpu = np.zeros(len(lo), dtype=np.int64)
+    by_step = np.flatnonzero(mine)[np.argsort(step[mine], kind="stable")]
+    for chunk in np.split(by_step, np.flatnonzero(np.diff(step[by_step])) + 1) if len(by_step) else []:
+        blocks = merged(start[chunk], end[chunk])
+        own_gpu[step[chunk[0]]] = int((blocks[1] - blocks[0]).sum())
+    own: I64Array = np.maximum(hi - lo - np.maximum(in_window, 0), own_gpu)
+    return own
+
+
 def length(blocks: Intervals) -> int:
     """The time disjoint blocks cover."""
     return int((blocks[1] - blocks[0]).sum())

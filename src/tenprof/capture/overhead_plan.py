@@ -5,11 +5,15 @@ slower, and the GPU idler, than it is. To say by how much, the timeline pass run
 everything of its own off (ops, GPU activity, Python lines, the samplers; see TimelineSession._set_capture)
 and times them with a clock read at each `tenprof.step()`; the report compares them with the recorded ones.
 
-Without a schedule: up to `count` steps, the fourth (index 3) and every fifth after it (3, 8, 13).
-Steps 0 to 2 are left alone because they are cold (step 0 builds and compiles, the next ones may still
-tune), and spreading the measured steps between recorded ones keeps drift out of the comparison; an odd
-spacing makes them fall on odd and even steps alike, so a program whose steps alternate (every other
-step waiting for a DataLoader whose two workers deliver together) is not timed on one kind only.
+Without a schedule: `count` stretches of two steps, from the fourth step (index 3) and every fifth after
+it (3-4, 8-9, 13-14); the second step of each is the one timed. The first runs un-profiled too but is
+not timed: it settles what stopping the profiler stirred up (the session's results parsed, its memory
+given back), which made the step right after a stop 2.2x the plain loop's on an H100, where the steps
+after it ran at 0.96x (benchmarks/toggle_probe.py, 2026-11-27). Steps 0 to 2 are left alone because
+they are cold (step 0 builds and compiles, the next ones may still tune), and spreading the measured
+steps between recorded ones keeps drift out of the comparison; an odd spacing makes them fall on odd
+and even steps alike, so a program whose steps alternate (every other step waiting for a DataLoader
+whose two workers deliver together) is not timed on one kind only.
 With `--schedule`, torch records only the active window; the measured steps are then the ones after
 it, from the second (the first one pays for writing the trace): there only tenprof's recorder pauses.
 This module does not import torch.
@@ -22,6 +26,9 @@ from dataclasses import dataclass
 from tenprof.capture.schedule import Schedule
 
 DEFAULT_COUNT = 3
+SETTLING = 1  # steps run un-profiled, untimed, before each timed one
+# a step's mark in the call-site log's step bounds (tenprof.importers.callsites.SETTLING_MARK is the last)
+RECORDED, TIMED, SETTLING_STEP = 0, 1, 2
 
 
 @dataclass(frozen=True)
@@ -44,4 +51,17 @@ class OverheadPlan:
         if self.after >= 0:
             return self.after <= step < self.after + self.count
         offset = step - self.first
-        return offset >= 0 and offset % self.every == 0 and offset // self.every < self.count
+        return offset >= 0 and offset % self.every < SETTLING + 1 and offset // self.every < self.count
+
+    def is_settling(self, step: int) -> bool:
+        """Whether step `step` runs un-profiled but is not timed: the first after the profiler stopped."""
+        if self.count <= 0 or self.after >= 0:
+            return False
+        offset = step - self.first
+        return offset >= 0 and offset % self.every < SETTLING and offset // self.every < self.count
+
+    def state(self, step: int) -> int:
+        """How step `step` runs, as the call-site log's step marks say it: RECORDED, TIMED or SETTLING."""
+        if self.is_settling(step):
+            return SETTLING_STEP
+        return TIMED if self.is_off(step) else RECORDED

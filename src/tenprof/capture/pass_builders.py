@@ -24,6 +24,7 @@ from tenprof.core.rawfiles import (
     STALLS_FILE,
     TENSORS_FILE,
     TRACE_FILE,
+    later_trace_parts,
 )
 from tenprof.errors import TenprofError
 from tenprof.importers.access_import import access_files, build_accesses_pass
@@ -187,7 +188,8 @@ def finish_timeline(writer: PassWriter, raw_dir: Path, meta: Meta, child_error: 
         )
     else:
         try:
-            report = build_pass(writer, trace, raw_dir / CALLSITES_FILE)
+            later_parts = later_trace_parts(raw_dir)
+            report = build_pass(writer, trace, raw_dir / CALLSITES_FILE, later_parts=later_parts)
             unread = write_compiled_kernels(writer, raw_dir / COMPILED_CODE_FILE, report.triton_launches)
             report.warnings += [unread] if unread else []
             pass_status.state = "partial" if meta.run.cut_short else "complete"
@@ -198,7 +200,8 @@ def finish_timeline(writer: PassWriter, raw_dir: Path, meta: Meta, child_error: 
             meta.timeline.clock_offset_ns = report.clock_offset_ns
             meta.timeline.clock_uncertainty_ns = report.clock_uncertainty_ns
             meta.timeline.timed_steps_gpu = report.timed_steps_gpu
-            _compress(trace)
+            for part in (trace, *later_parts):
+                _compress(part)
         except TenprofError as exc:
             pass_status.reason = f"the trace could not be imported: {exc}"
     if (raw_dir / CHECKS_FILE).exists():

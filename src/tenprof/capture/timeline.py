@@ -2,10 +2,15 @@
 plus tenprof's call-site log for Python lines. Produces raw files; the importer builds the tables.
 
 Some steps run with the capture off, to time the program as it runs un-profiled (see
-`tenprof.capture.overhead_plan`); the call-site log keeps each step boundary's clock reads.
+`tenprof.capture.overhead_plan`); the call-site log keeps each step boundary's clock reads. For those
+steps the torch.profiler session is stopped, not toggled off: a session toggled off still costs a
+host-bound loop about a tenth of its step (measured, docs/BENCHMARKS.md), a stopped one nothing. A new
+session starts with the next recorded step, numbering its steps on; each session writes a part of the
+trace, which the importer joins.
 
 Raw files written into `raw_dir`:
-    kineto_trace.json   Kineto's chrome trace (the parent gzips it after import)
+    kineto_trace.json   Kineto's chrome trace (the parent gzips it after import); kineto_trace.1.json, ...
+                        the parts recorded after each stretch of steps run un-profiled
     callsites.json.gz   the call-site sidecar (see tenprof.importers.callsites), with the script's own
                         Triton and extension launches (tenprof.capture.own_launches) and the host
                         sampler's samples (tenprof.capture.host_sampler), the DataLoader workers' too;
@@ -41,10 +46,10 @@ from tenprof.capture.callsites import CallsiteLog
 from tenprof.capture.gpu_clocks import GpuClockSampler
 from tenprof.capture.host_sampler import DEFAULT_INTERVAL_NS, HostSampler
 from tenprof.capture.log_filter import profiler_lines_kept_out
-from tenprof.capture.overhead_plan import DEFAULT_COUNT, OverheadPlan
+from tenprof.capture.overhead_plan import DEFAULT_COUNT, RECORDED, OverheadPlan
 from tenprof.capture.own_launches import OwnLaunches
 from tenprof.capture.schedule import Schedule
-from tenprof.core.rawfiles import CALLSITES_FILE, CHECKS_FILE, PROFILER_LOG_FILE, TRACE_FILE, WORKER_SAMPLES_DIR
+from tenprof.core.rawfiles import CALLSITES_FILE, CHECKS_FILE, PROFILER_LOG_FILE, WORKER_SAMPLES_DIR, trace_part_name
 from tenprof.importers.callsites import SYNC_PREFIX
 
 
@@ -90,12 +95,13 @@ class TimelineSession:
         if interval > 0:
             self.log.sampler = HostSampler(self.log.interner, interval)
         self.trace_written = False
+        self._parts_written = 0
+        self._device_totals_us: dict[str, float] = {}  # torch's own totals over every part, for --verify
         self._sync_count = 0
-        self._prof: Any = None
+        self._prof: Any = None  # the torch.profiler session, None while stopped for steps run un-profiled
         self._plan = OverheadPlan.for_run(options.overhead_steps, options.schedule)
         self._capture_on = True
-        self._toggled_activities: list[Any] = []
-        # CUPTI's activity goes off with the ops in the steps timed un-profiled (see `_set_capture`)
+        # the session stops for the steps timed un-profiled, GPU activity and all (see `_set_capture`)
         self._gpu_activity = torch.cuda.is_available() and options.schedule is None
         # one per tenprof.step(): the tokens the step it ended held, -1 when not given
         self.step_tokens: list[int] = []
@@ -104,29 +110,9 @@ class TimelineSession:
 
     # -- lifecycle
     def start(self) -> None:
-        activities = [torch.profiler.ProfilerActivity.CPU]
-        if torch.cuda.is_available():
-            activities.append(torch.profiler.ProfilerActivity.CUDA)
-        if self.options.schedule is not None:
-            s = self.options.schedule
-            schedule = torch.profiler.schedule(wait=s.wait, warmup=s.warmup, active=s.active, repeat=1)
-        else:
-            # Record throughout; a schedule (even this trivial one) makes torch mark ProfilerStep#N ranges.
-            schedule = _record_every_step
-        self._prof = torch.profiler.profile(
-            activities=activities,
-            schedule=schedule,
-            on_trace_ready=self._save_trace,
-            record_shapes=self.options.shapes,
-            profile_memory=self.options.memory,
-            with_stack=False,
-        )
         # torch warns that a schedule drops events between cycles; tenprof records one cycle.
         warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle.*")
-        # toggled off in the steps timed un-profiled: ops, and the GPU's activity where it is recorded
-        self._toggled_activities = activities
-        with _without_importing_inductor(), self._profiler_lines_kept_out():
-            self._prof.start()
+        self._start_session(0)
         self._sync()
         if self.log.recorder is not None:
             self.log.recorder.__enter__()
@@ -146,8 +132,8 @@ class TimelineSession:
         if self.log.sampler is not None:
             self.log.sampler.stop()
             self._collect_worker_samples()
-        if not self._capture_on:
-            self._set_capture(True)
+        if not self._capture_on:  # the run ended in a step run un-profiled: no session to start for it
+            self._set_recorders(True)
         if self.log.own_launches is not None:
             self.log.own_launches.stop()
         runtime.deactivate(self)
@@ -156,11 +142,9 @@ class TimelineSession:
         if self.log.recorder is not None:
             self.log.recorder.close()
             runtime.leave_mode(self.log.recorder)
-        self._sync()
-        if torch.cuda.is_available():
-            torch.cuda.synchronize()
-        with self._profiler_lines_kept_out():
-            self._prof.stop()
+        if self._prof is not None:
+            self._sync()
+            self._stop_session()
         self.log.extra = self._extra_keys()
         self.log.to_file(self.raw_dir / CALLSITES_FILE)
         if self.options.verify and self.trace_written:
@@ -169,24 +153,24 @@ class TimelineSession:
     # -- the Session protocol used by tenprof.scope / tenprof.step
     def step(self) -> None:
         ended = time.perf_counter_ns()
-        if not self._capture_on:
-            self._set_capture(True)
         sampler = self.log.sampler
         if sampler is not None:  # tenprof's own work at the boundary is not the script's
             sampler.paused = True
-        self._sync()
-        with _without_importing_inductor(), self._profiler_lines_kept_out():
-            self._prof.step()
         self.log.step_calls += 1
-        self._sync()
-        off = self._plan.is_off(self.log.step_calls)
-        if off:
-            self._set_capture(False)
-        elif sampler is not None:
+        state = self._plan.state(self.log.step_calls)
+        off = state != RECORDED
+        if off == self._capture_on:
+            self._set_capture(not off)  # stops or starts the session in place of torch's step
+        elif self._prof is not None:
+            self._sync()
+            with _without_importing_inductor(), self._profiler_lines_kept_out():
+                self._prof.step()
+            self._sync()
+        if sampler is not None and not off:
             sampler.paused = False
         # The clock reads bracket tenprof's own work at the boundary (syncs, toggling), which is left out
         # of both steps' times.
-        self.log.step_bounds.append([ended, time.perf_counter_ns(), int(off)])
+        self.log.step_bounds.append([ended, time.perf_counter_ns(), state])
         self.step_tokens.append(self._tokens)
         self._tokens = -1
 
@@ -239,26 +223,34 @@ class TimelineSession:
         shutil.rmtree(directory, ignore_errors=True)
 
     def _set_capture(self, on: bool) -> None:
-        """Everything tenprof records on or off: ops, GPU activity (CUPTI), Python lines, the host sampler,
-        the GPU clock reader, the launch hooks. Off, the step runs as the program does un-profiled; the
-        GPU work of those steps is then not in the trace (the analyses take it from the recorded steps).
-        CUPTI records a kernel or copy when collection was on at its launch. Before collection comes back
-        on, the GPU is drained (inside the boundary's bracketed clock reads): the timed step's last kernels,
-        launched unrecorded, would otherwise run into the next recorded step and show there as idle GPU
-        time. Going off, nothing is drained: the timed step starts, as in the program, with the recorded
-        step's work still queued, which is recorded whole."""
+        """Everything tenprof records on or off, at a step boundary: the torch.profiler session (ops, GPU
+        activity), Python lines, the host sampler, the GPU clock reader, the launch hooks. Off, the step
+        runs as the program does un-profiled; the GPU work of those steps is then not in the trace (the
+        analyses take it from the recorded steps). Both ways the GPU is drained inside the boundary's
+        bracketed clock reads: going off, so that the session's last kernels are complete when it stops;
+        coming on, so that the timed step's last kernels, launched unrecorded, do not run into the next
+        recorded step and show there as idle GPU time. With `--schedule` the measured steps are outside
+        torch's window already, and only tenprof's own recorders pause."""
         self._capture_on = on
-        if self.options.schedule is None:  # under a schedule the measured steps are outside torch's window
-            if on and self._gpu_activity:
-                torch.cuda.synchronize()
-            with self._profiler_lines_kept_out():
-                self._prof.toggle_collection_dynamic(on, self._toggled_activities)
-            # torch.compile's generated code adds records of its own (one per Triton launch, built in
-            # Python, and around each compiled graph) whenever torch's profiler flag is up; the program
-            # un-profiled runs without them. Dynamo does not guard on the flag, so nothing recompiles.
-            set_flag = getattr(torch.autograd.profiler, "_set_is_profiler_enabled", None)
-            if set_flag is not None:
-                set_flag(on)
+        if self.options.schedule is None:
+            if on:
+                if self._gpu_activity:
+                    torch.cuda.synchronize()
+                self._start_session(self.log.step_calls)
+                self._sync()
+            elif self._prof is not None:
+                self._sync()
+                self._stop_session()
+        elif self._prof is not None:
+            self._sync()
+            with _without_importing_inductor(), self._profiler_lines_kept_out():
+                self._prof.step()
+            self._sync()
+        self._set_recorders(on)
+
+    def _set_recorders(self, on: bool) -> None:
+        """tenprof's own recorders on or off: Python lines, the host sampler, the launch hooks, the GPU
+        clock reader."""
         recorder = self.log.recorder
         if recorder is not None:
             # Paused: the native recorder's callbacks go off; the Python recorder (a TorchFunctionMode) is
@@ -272,6 +264,38 @@ class TimelineSession:
             self.log.own_launches.paused = not on
         if self.gpu_clocks is not None:
             self.gpu_clocks.paused = not on
+
+    def _start_session(self, step_number: int) -> None:
+        """A torch.profiler session whose first step is ProfilerStep#`step_number`."""
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if torch.cuda.is_available():
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        if self.options.schedule is not None:
+            s = self.options.schedule
+            schedule = torch.profiler.schedule(wait=s.wait, warmup=s.warmup, active=s.active, repeat=1)
+        else:
+            # Record throughout; a schedule (even this trivial one) makes torch mark ProfilerStep#N ranges.
+            schedule = _record_every_step
+        self._prof = torch.profiler.profile(
+            activities=activities,
+            schedule=schedule,
+            on_trace_ready=self._save_trace,
+            record_shapes=self.options.shapes,
+            profile_memory=self.options.memory,
+            with_stack=False,
+        )
+        self._prof.step_num = step_number  # read when the session opens its first step range
+        with _without_importing_inductor(), self._profiler_lines_kept_out():
+            self._prof.start()
+
+    def _stop_session(self) -> None:
+        """Stop the session once the GPU has run everything it was given, so each kernel is in the trace
+        whole; the session writes its part of the trace (`_save_trace`)."""
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        with self._profiler_lines_kept_out():
+            self._prof.stop()
+        self._prof = None
 
     def _profiler_lines_kept_out(self) -> Any:
         if not self.options.keep_profiler_lines_out:
@@ -288,20 +312,26 @@ class TimelineSession:
         self.log.syncs.append([label, before, after])
 
     def _save_trace(self, prof: Any) -> None:
-        prof.export_chrome_trace(str(self.raw_dir / TRACE_FILE))
+        prof.export_chrome_trace(str(self.raw_dir / trace_part_name(self._parts_written)))
+        self._parts_written += 1
         self.trace_written = True
+        if self.options.verify:
+            self._add_device_totals(prof)
 
-    def _write_checks(self) -> None:
-        """torch.profiler's own device-time totals for the same run, per key, to cross-check ours.
+    def _add_device_totals(self, prof: Any) -> None:
+        """torch.profiler's own device-time totals of a part, per key, added to the run's.
 
         Keys include GPU-side user annotations (steps, scopes), whose "device time" is a range, not
         work; the checker leaves those out by name."""
-        by_key: dict[str, float] = {}
-        for avg in self._prof.key_averages():
+        by_key = self._device_totals_us
+        for avg in prof.key_averages():
             value = float(getattr(avg, "self_device_time_total", getattr(avg, "self_cuda_time_total", 0.0)))
             if value:
                 by_key[str(avg.key)] = by_key.get(str(avg.key), 0.0) + value
-        checks = {"torch_key_averages_self_device_us": by_key}
+
+    def _write_checks(self) -> None:
+        """torch.profiler's own device-time totals for the same run, to cross-check ours."""
+        checks = {"torch_key_averages_self_device_us": self._device_totals_us}
         (self.raw_dir / CHECKS_FILE).write_bytes(orjson.dumps(checks))
 
 

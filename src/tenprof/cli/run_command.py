@@ -63,7 +63,8 @@ class RunCommand:
             type=non_negative_int,
             default=DEFAULT_OVERHEAD_STEPS,
             help=f"steps run with the capture off to time the program un-profiled (default {DEFAULT_OVERHEAD_STEPS}; "
-            "0: none): the 4th step and every 4th after it, or with --schedule the steps after its window",
+            "0: none): the 5th step and every 5th after it, each after an untimed one that settles the profiler's "
+            "stop, or with --schedule the steps after its window",
         )
         parser.add_argument("--no-lines", action="store_true", help="do not record Python call paths (less overhead)")
         parser.add_argument("--no-shapes", action="store_true", help="do not record op input shapes (less overhead)")

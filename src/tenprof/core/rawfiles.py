@@ -1,8 +1,11 @@
 """Names of the raw files a pass's child writes into `<profile>/<pass>/raw/`: the capture side writes
 them, the launcher and the importers read them, so each name is written down once."""
 
+from pathlib import Path
+
 STATUS_FILE = "child_status.json"
-TRACE_FILE = "kineto_trace.json"
+TRACE_FILE = "kineto_trace.json"  # the first part of the trace; a run that stopped torch.profiler to time
+# steps un-profiled wrote one part per recording session: kineto_trace.json, kineto_trace.1.json, ...
 CALLSITES_FILE = "callsites.json.gz"
 CHECKS_FILE = "checks.json"
 WORKER_SAMPLES_DIR = "workers"  # DataLoader workers' samples while they run (merged into CALLSITES_FILE)
@@ -14,3 +17,19 @@ COUNTERS_FILE = "counters.json.gz"  # the report read into plain columns
 STALLS_FILE = "stalls.json.gz"  # the SourceCounters report read into plain columns
 COMPILED_CODE_FILE = "compiled_code.json.gz"  # torch.compile wrapper sources (tenprof.capture.compiled_code)
 PROFILER_LOG_FILE = "profiler.log"  # the profiler library's own log lines, kept out of what the run shows
+
+
+def later_trace_parts(raw_dir: Path) -> list[Path]:
+    """The trace's parts after the first in `raw_dir`, in order: as written, or gzipped once imported."""
+    parts: list[Path] = []
+    while True:
+        name = trace_part_name(len(parts) + 1)
+        found = [raw_dir / n for n in (name, name + ".gz") if (raw_dir / n).is_file()]
+        if not found:
+            return parts
+        parts.append(found[0])
+
+
+def trace_part_name(index: int) -> str:
+    """The file name of the trace's part `index` (0: TRACE_FILE)."""
+    return TRACE_FILE if index == 0 else TRACE_FILE.replace(".json", f".{index}.json")

@@ -8,8 +8,10 @@ Written by `tenprof.capture.callsites` (torch side), read here (no torch). Forma
              number} given to tenprof.scope (flops=, bytes=, ...), only in records of scopes given some
     syncs:   [[label, start_ns, end_ns], ...]   perf-clock brackets around `tenprof::clock_sync#<label>`
     step_calls: how many times tenprof.step() was called (ProfilerStep#N with N below it is complete)
-    step_bounds: [[end of the step before, start of the next, next runs with the capture off], ...] one per
-             tenprof.step(), perf clock; started_ns / stopped_ns: when the recording began and ended
+    step_bounds: [[end of the step before, start of the next, how the next runs], ...] one per
+             tenprof.step(), perf clock; how: 0 recorded, 1 with the capture off and timed, 2 with the
+             capture off and not timed (it settles the profiler's stop; SETTLING_MARK); started_ns /
+             stopped_ns: when the recording began and ended
     launches: {thread_id, start_ns, end_ns, frame_id, name}  the kernels the script launches itself
              (tenprof.capture.own_launches): Triton's `kernel[grid](...)`, extension functions: no torch op;
              absent in older recordings
@@ -48,6 +50,7 @@ from tenprof.core.intervals import I64Array
 from tenprof.errors import TraceFormatError
 
 SYNC_PREFIX = "tenprof::clock_sync#"
+SETTLING_MARK = 2  # a step run with the capture off that is not timed (tenprof.capture.overhead_plan)
 GPU_FLOAT_COLUMNS = (
     "sm_clock_mhz",
     "max_sm_clock_mhz",
@@ -102,7 +105,8 @@ class Callsites:
 
     def step_marks(self, steps: I64Array) -> tuple[npt.NDArray[np.bool_], I64Array]:
         """For each step number: whether it ran with the capture on, and its time between tenprof's clock
-        reads at its boundaries (tenprof's own boundary work left out), -1 where the log has none."""
+        reads at its boundaries (tenprof's own boundary work left out), -1 where the log has none or the
+        step was not timed."""
         bounds = self.step_bounds
         on = np.ones(len(steps), dtype=bool)
         own = np.full(len(steps), -1, dtype=np.int64)
@@ -112,9 +116,23 @@ class Callsites:
             start = self.started_ns if n == 0 else int(bounds[n - 1][1])
             end = int(bounds[n][0]) if n < len(bounds) else self.stopped_ns
             on[i] = n == 0 or not bounds[n - 1][2]
-            if end > start:
+            if end > start and (n == 0 or bounds[n - 1][2] != SETTLING_MARK):
                 own[i] = end - start
         return on, own
+
+    def unrecorded_steps(self, recorded: I64Array) -> tuple[I64Array, I64Array, I64Array]:
+        """The steps run with the capture off that are not in `recorded` (the trace has no range for them: the
+        profiler was stopped): their numbers, and starts and ends on the perf clock, between the clock reads
+        at their boundaries."""
+        bounds, have = self.step_bounds, set(recorded.tolist())
+        found: list[tuple[int, int, int]] = []
+        for n in range(1, len(bounds) + 1):
+            start = int(bounds[n - 1][1])
+            end = int(bounds[n][0]) if n < len(bounds) else self.stopped_ns
+            if bounds[n - 1][2] and n not in have and end > start:
+                found.append((n, start, end))
+        columns = np.array(found, dtype=np.int64).reshape(-1, 3)
+        return columns[:, 0], columns[:, 1], columns[:, 2]
 
     def shifted(self, offset_ns: int) -> Callsites:
         """The same records with perf-clock times moved onto the trace clock."""

@@ -124,7 +124,7 @@ def build_timeline(
     report.warnings.extend(paths.warnings)
     report.warnings.extend(_sidecar_warnings(callsites))
     scopes = _scopes(ann, ops, paths.sidecar_scopes)
-    steps = _steps(ann, ops, callsites)
+    steps = _steps(ann, ops, callsites, paths.clock_offset_ns)
     api = _api_calls(col.api, clock, ops)
     kernels = _kernels(col.kernels, clock, ops, api)
     transfers = _transfers(col.transfers, clock, ops, api)
@@ -465,11 +465,17 @@ class _Steps:
     tokens: I64Array  # what tenprof.step(tokens=N) said the step held, -1 when not given
 
 
-def _steps(ann: _Annotations, ops: _Ops, callsites: Callsites | None) -> _Steps:
-    """The step annotations -> steps (with tenprof's marks when `callsites` is given) and the step of each op."""
+def _steps(ann: _Annotations, ops: _Ops, callsites: Callsites | None, offset_ns: int | None) -> _Steps:
+    """The step annotations -> steps (with tenprof's marks when `callsites` is given) and the step of each op.
+    Steps run with the profiler stopped have no annotation: tenprof's clock reads at their boundaries
+    (moved onto the trace clock by `offset_ns`) give them."""
     step_idx = np.flatnonzero(ann.is_step)
     st_start, st_end = ann.start[step_idx], ann.end[step_idx]
     st_number = np.array([as_int(ann.names[i][len(STEP_PREFIX) :], -1) for i in step_idx], dtype=np.int64)
+    if callsites is not None and offset_ns is not None:
+        number, start, end = callsites.unrecorded_steps(st_number)
+        st_number = np.concatenate([st_number, number])
+        st_start, st_end = np.concatenate([st_start, start + offset_ns]), np.concatenate([st_end, end + offset_ns])
     st_order = np.argsort(st_start, kind="stable")
     st_start, st_end, st_number = st_start[st_order], st_end[st_order], st_number[st_order]
     op_step = take(st_number, nest(st_start, st_end).innermost_at(ops.start))

@@ -83,6 +83,18 @@ class Cols:
                 self.data[name] = [v for v, kept in zip(values, rows.tolist(), strict=True) if kept]
 
 
+def _move_ids_past(earlier: list[Cols], later: list[Cols], key: str) -> None:
+    """Add to the ids (column `key`, those above 0) of the `later` columns the largest id of the `earlier`
+    ones, where the later ids would otherwise meet earlier ones."""
+    top = max((int(c.ints(key).max()) for c in earlier if len(c)), default=0)
+    low = min((int(v[v > 0].min()) for v in (c.ints(key) for c in later) if (v > 0).any()), default=top + 1)
+    if low > top:
+        return
+    for cols in later:
+        ids = cols.ints(key)
+        cols.data[key] = array("q", np.where(ids > 0, ids + top, ids).tobytes())
+
+
 def in_order(values: list[str], order: I64Array) -> list[str]:
     """values[order] as a list (a Python int indexes a list several times faster than a numpy one)."""
     return [values[i] for i in order.tolist()]
@@ -183,6 +195,23 @@ class Collector:
             seen["launches"] = launch_count
         self.events += later.events
         self._widen_window(later.window_start, later.window_end)
+
+    def append_part(self, later: Collector, shift_us: float) -> None:
+        """Append the columns of a later part of the same recording (a session started after this one's
+        stopped), its times moved by `shift_us` onto this part's base time. Its External ids and
+        correlation ids, which join API calls, kernels and ops within a part, are moved past this one's
+        where the two overlap (a new session may count them from 1 again); 0 and below mean none and stay."""
+        tables = (later.ops, later.annotations, later.python, later.kernels, later.transfers, later.api, later.memory)
+        if shift_us:
+            for cols in tables:
+                cols.data["ts"] = array("d", (np.asarray(cols.data["ts"]) + shift_us).tobytes())
+        for key in ("ext", "corr"):
+            mine = [c for c in (self.ops, self.kernels, self.transfers, self.api) if key in c.data]
+            theirs = [c for c in (later.ops, later.kernels, later.transfers, later.api) if key in c.data]
+            _move_ids_past(mine, theirs, key)
+        window = (later.window_start, later.window_end)
+        later.window_start, later.window_end = (None if w is None else w + shift_us for w in window)
+        self.extend(later)
 
     def _widen_window(self, start: float | None, end: float | None) -> None:
         """Take in a range of the recorded window; a bound that cannot be a time is not one."""

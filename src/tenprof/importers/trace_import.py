@@ -64,9 +64,16 @@ def _without_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
-def build_pass(writer: PassWriter, trace: Path, callsites: Path | None, max_workers: int | None = None) -> BuildReport:
+def build_pass(
+    writer: PassWriter,
+    trace: Path,
+    callsites: Path | None,
+    max_workers: int | None = None,
+    later_parts: list[Path] | None = None,
+) -> BuildReport:
     """Stream `trace`, join with `callsites` when given, and write every timeline table, reading the trace
-    in `import_workers` processes (at most `max_workers`)."""
+    in `import_workers` processes (at most `max_workers`). `later_parts`: the parts of the same recording
+    that sessions started later wrote (a run that stopped the profiler for the steps it times), joined on."""
     stream = TraceStream(trace)
     sidecar = None
     problems = []
@@ -80,6 +87,10 @@ def build_pass(writer: PassWriter, trace: Path, callsites: Path | None, max_work
     with _without_cycle_collection():
         workers = import_workers(trace)
         collector = stream.collect(workers if max_workers is None else min(workers, max_workers))
+        for part in later_parts or []:
+            later = TraceStream(part)
+            collected = later.collect(workers if max_workers is None else min(workers, max_workers))
+            collector.append_part(collected, (later.header.base_time_ns - stream.header.base_time_ns) / 1000.0)
         left_out = _drop_bad_times(collector, trace)
         report = build_timeline(collector, stream.header.base_time_ns, writer.write_table, sidecar, recorded)
     if left_out:

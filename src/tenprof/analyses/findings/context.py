@@ -11,7 +11,7 @@ import numpy.typing as npt
 from tenprof.analyses.findings.thresholds import Thresholds
 from tenprof.analyses.inferred_steps import InferredSteps, infer_steps
 from tenprof.analyses.overhead import Overhead, kernel_launch_ns, measure, recorded_steps, steps_marked
-from tenprof.analyses.step_time import Intervals, idle_causes, length, part_blocks, unmarked_span
+from tenprof.analyses.step_time import Intervals, idle_causes, length, own_step_ns, part_blocks, unmarked_span
 from tenprof.analyses.summary import stack_frames, user_frame_of
 from tenprof.core.intervals import coverage, take
 from tenprof.store.profile import Profile
@@ -101,7 +101,7 @@ class Context:
         slow = np.zeros(len(keep), dtype=bool)
         if keep.sum() < 3:
             return slow
-        took = self.step_end - self.step_start
+        took = own_step_ns(self.profile, self.step_start, self.step_end)
         median = float(np.median(took[keep]))
         slow[keep] = (took[keep] >= self.t.slow_step_min_ratio * median) & (
             took[keep] - median >= self.t.slow_step_min_excess_ms * 1e6

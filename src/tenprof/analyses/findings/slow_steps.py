@@ -12,6 +12,7 @@ import numpy as np
 
 from tenprof.analyses.findings.context import I64, Context
 from tenprof.analyses.findings.model import Finding
+from tenprof.analyses.step_time import own_step_ns
 from tenprof.core.quantities import duration
 
 
@@ -19,8 +20,9 @@ def check(ctx: Context) -> list[Finding]:
     numbers, starts, ends = ctx.slow_steps
     if len(numbers) == 0:
         return []
-    typical = float(np.median(ctx.step_end - ctx.step_start))
-    took = ends - starts
+    # each step's own time: a step that waited for the earlier steps' queued GPU work is not charged it
+    typical = float(np.median(own_step_ns(ctx.profile, ctx.step_start, ctx.step_end)))
+    took = own_step_ns(ctx.profile, starts, ends)
     excess = took - typical
     worst = int(np.argmax(excess))
     lo, hi = int(starts[worst]), int(ends[worst])
