@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -515,6 +515,26 @@ while [ $# -gt 0 ]; do
     done; done
     python3 benchmarks/corpus_record.py "$WORK/corpus" --only "${CORPUS_ONLY:-hidden_copies,few_workers,host_gaps,launch_bound,variance}" --modes traces --deadline-s "${CORPUS_DEADLINE_S:-150}" >> "$R" 2>&1
     tar -C "$WORK" -czf "$OUT/retime36.tgz" corpus
+    ;;
+  which36)  # issue 36: which part of tenprof's capture slows the steps it times un-profiled (small MLP, 200 steps; tenprof light and full against plain, interleaved twice); text in $OUT/which36.txt
+    W="$OUT/which36.txt"
+    timed_of() {  # the timed steps (capture off, own time > 0) of a profile, in ms
+      steps_of "$1" | awk '$2 == 0 && $3 > 0 {printf "%s ", $3}'
+    }
+    for r in 1 2; do
+      for v in plain full nolines nosampler light; do
+        case $v in
+          plain) ( cd "$REPO" && python3 examples/small_mlp.py --steps 200 --warmup 10 ) 2>&1 | sed "s|^|r$r plain |" >> "$W"; continue ;;
+          full) opts=""; hz="" ;;
+          nolines) opts="--no-lines"; hz="" ;;
+          nosampler) opts=""; hz=0 ;;
+          light) opts="--no-lines --no-shapes --no-memory"; hz=0 ;;
+        esac
+        ( cd "$REPO" && TENPROF_HOST_SAMPLE_HZ=${hz} tenprof run --quiet $opts --overhead-steps 8 -o "$WORK/prof/$v" examples/small_mlp.py --steps 200 --warmup 10 ) > "$WORK/logs/$v.log" 2>&1
+        echo "r$r $v timed: $(timed_of "$WORK/prof/$v")" >> "$W"
+        rm -rf "$WORK/prof/$v"
+      done
+    done
     ;;
   settle36)  # issue 36: the run's timed steps, each after an untimed one that settles the profiler's stop, against the plain loop (TIMED_WORKLOADS, TIMED_REPEATS, TIMED_DEADLINE_MIN); the small-MLP fixture re-recorded; text in $OUT/settle36.txt
     S="$OUT/settle36.txt"
