@@ -31,7 +31,9 @@ Configurations:
     tenprof-tensors  tenprof run --passes tensors       (the tensors pass alone)
     tenprof-timed    tenprof run --overhead-steps 6: the run times 6 of its steps with everything of its own
                      off; their median (the report's un-profiled step, as timed) is set against the plain
-                     run's loop time per step in the same repeat (issue 36: within 10%)
+                     run's loop time per step in the same repeat (issue 36: within 10%), and against the
+                     plain run's own steps of the same numbers (its tenprof.step() calls marked:
+                     benchmarks/step_marks.py), which drift and warm-up hit alike
     torch            torch.profiler(CPU+CUDA)                                  benchmarks/torch_profiler_run.py
     torch-stack      torch.profiler(CPU+CUDA, with_stack, record_shapes, profile_memory)
     torch-et         torch.profiler.ExecutionTraceObserver                     benchmarks/execution_trace_run.py
@@ -59,6 +61,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import itertools
 import json
 import math
 import os
@@ -74,6 +77,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tenprof.capture.overhead_plan import OverheadPlan  # the plan of tenprof run's timed steps (no torch)
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -211,7 +216,7 @@ def cold_s(workload: str, configs: list[str]) -> float:
 
 
 RUN_TIMEOUT_S = 480
-TIMED_STEPS = 6  # tenprof-timed: steps run with the capture off (3, 8, ..., 28 where the run has them)
+TIMED_STEPS = 6  # tenprof-timed: steps timed with the capture off (4, 9, ..., 29 where the run has them)
 
 
 def estimate(workload: str, config: str) -> float:
@@ -374,6 +379,8 @@ def command(
     py = sys.executable
     if config == "plain":
         return [py, *script]
+    if config == "plain-marked":  # plain, each tenprof.step() call marked (see benchmarks/step_marks.py)
+        return [py, str(ROOT / "benchmarks" / "step_marks.py"), str(scratch / "marks.json"), *script]
     if config.startswith("tenprof"):
         extra = {
             "tenprof": [],
@@ -436,6 +443,8 @@ class Run:
     # recorded step, from its report
     timed_step_s: float | None = None
     recorded_step_s: float | None = None
+    # plain, when tenprof-timed runs too: the median of its own steps of the numbers tenprof times
+    plain_same_steps_s: float | None = None
 
 
 def _stop(proc: subprocess.Popen[str]) -> tuple[str, str]:
@@ -453,7 +462,12 @@ def _stop(proc: subprocess.Popen[str]) -> tuple[str, str]:
 
 
 def run_once(
-    run: Run, workload: Workload, timeout_s: float, keep: Path | None, tenprof_options: tuple[str, ...] = ()
+    run: Run,
+    workload: Workload,
+    timeout_s: float,
+    keep: Path | None,
+    tenprof_options: tuple[str, ...] = (),
+    mark_steps: bool = False,
 ) -> Run:
     run.started = dt.datetime.now(dt.timezone.utc).strftime("%H:%M:%S")
     with tempfile.TemporaryDirectory(prefix="tenprof-overhead-") as tmp:
@@ -462,7 +476,8 @@ def run_once(
         if keep is not None:
             profile_dir = keep / run.workload / f"{run.config}-r{run.repeat}"
             profile_dir.parent.mkdir(parents=True, exist_ok=True)
-        argv = command(run.config, workload, scratch, profile_dir, tenprof_options)
+        marked = run.config == "plain" and mark_steps
+        argv = command("plain-marked" if marked else run.config, workload, scratch, profile_dir, tenprof_options)
         started = time.perf_counter()
         proc = subprocess.Popen(
             argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
@@ -475,6 +490,8 @@ def run_once(
         run.wall_s = time.perf_counter() - started
         if run.config == "tenprof-timed" and proc.returncode == 0:
             _read_timed_steps(run, profile_dir)
+        if marked and (scratch / "marks.json").exists():
+            run.plain_same_steps_s = _same_steps_s(json.loads((scratch / "marks.json").read_text()))
     run.rc = proc.returncode
     steps = re.findall(r"loop_s=\S+ steps=(\d+)", out or "")
     run.steps = int(steps[-1]) if steps else None
@@ -487,6 +504,14 @@ def run_once(
         tail = ((out or "")[-1500:] + "\n" + (err or "")[-2500:]).strip()
         run.error = f"{why}\n{tail}".strip()
     return run
+
+
+def _same_steps_s(marks: list[int]) -> float | None:
+    """The median of the plain run's steps whose numbers tenprof-timed times un-profiled (its plan)."""
+    durations = [(b - a) / 1e9 for a, b in itertools.pairwise(marks)]
+    plan = OverheadPlan(count=TIMED_STEPS)
+    timed = [d for n, d in enumerate(durations) if plan.is_off(n) and not plan.is_settling(n)]
+    return statistics.median(timed) if timed else None
 
 
 def _read_timed_steps(run: Run, profile_dir: Path) -> None:
@@ -578,15 +603,21 @@ def summarize(plan: Plan, runs: list[Run]) -> dict[str, dict[str, dict[str, Any]
                 "errors": [r.error.splitlines()[0] for r in done if r.error],
             }
             if config == "tenprof-timed":
-                summary[workload][config].update(_timed(done, plain_step))
+                plain_runs = [r for r in mine if r.config == "plain"]
+                summary[workload][config].update(_timed(done, plain_step, plain_runs))
     return summary
 
 
-def _timed(done: list[Run], plain_step: dict[int, float]) -> dict[str, Any]:
+def _timed(done: list[Run], plain_step: dict[int, float], plain_runs: list[Run]) -> dict[str, Any]:
     """tenprof-timed: the run's un-profiled step against the plain run's step of the same repeat."""
     timed = [r.timed_step_s for r in done if r.timed_step_s is not None]
     recorded = [r.recorded_step_s for r in done if r.recorded_step_s is not None]
+    same = {r.repeat: r.plain_same_steps_s for r in plain_runs if r.plain_same_steps_s}
     return {
+        "plain_same_steps_s_median": _median(list(same.values())),
+        "timed_over_plain_same_steps": [
+            r.timed_step_s / same[r.repeat] if r.timed_step_s and same.get(r.repeat) else None for r in done
+        ],
         "plain_step_s_median": _median(list(plain_step.values())),
         "timed_step_s_median": _median(timed),
         "recorded_step_s_median": _median(recorded),
@@ -604,12 +635,12 @@ def timed_markdown(plan: Plan, summary: dict[str, dict[str, dict[str, Any]]]) ->
         if not entry.get("timed_step_s_median"):
             continue
         each = [r for r in entry["timed_over_plain_step"] if r is not None]
-        plain, timed, recorded = (
-            entry.get(k) for k in ("plain_step_s_median", "timed_step_s_median", "recorded_step_s_median")
-        )
+        same_each = [r for r in entry.get("timed_over_plain_same_steps", []) if r is not None]
+        keys = ("plain_step_s_median", "plain_same_steps_s_median", "timed_step_s_median", "recorded_step_s_median")
+        plain, same, timed, recorded = (entry.get(k) for k in keys)
         rows.append(
-            f"| {workload} | {_ms(plain)} | {_ms(timed)} | {_ms(recorded)} | "
-            f"{', '.join(f'{r:.2f}' for r in each) or '-'} |"
+            f"| {workload} | {_ms(plain)} | {_ms(same)} | {_ms(timed)} | {_ms(recorded)} | "
+            f"{', '.join(f'{r:.2f}' for r in each) or '-'} | {', '.join(f'{r:.2f}' for r in same_each) or '-'} |"
         )
     if not rows:
         return []
@@ -617,9 +648,9 @@ def timed_markdown(plan: Plan, summary: dict[str, dict[str, dict[str, Any]]]) ->
         "",
         "Steps timed un-profiled inside the run (tenprof-timed) against the plain loop's step, same repeat:",
         "",
-        "| workload | plain step (median) | run's un-profiled step (median) | run's recorded step | each repeat's "
-        "ratio |",
-        "|---|---|---|---|---|",
+        "| workload | plain step (median) | plain, the same step numbers | run's un-profiled step (median) | "
+        "run's recorded step | each repeat's ratio | each repeat's ratio, the same step numbers |",
+        "|---|---|---|---|---|---|---|",
         *rows,
     ]
 
@@ -797,13 +828,16 @@ def main() -> None:
             document["not_started"] = [[r.repeat, r.workload, r.config] for r in runs[index:]]
             break
         cold.discard(key)
-        run_once(run, workloads[run.workload], args.run_timeout_s, keep, tenprof_options)
+        mark_steps = "tenprof-timed" in plan.configs
+        run_once(run, workloads[run.workload], args.run_timeout_s, keep, tenprof_options, mark_steps)
         spent_est += expected
         done.append(run)
         elapsed = time.perf_counter() - began
         scale = min(max((elapsed - first) / spent_est, 0.5), 3.0)
         left = sum(estimate(r.workload, r.config) for r in runs[index + 1 :]) * scale
         result = f"loop {run.loop_s:.4f}s wall {run.wall_s:.1f}s" if run.loop_s is not None else "FAILED"
+        if run.plain_same_steps_s is not None:
+            result += f" its steps {run.plain_same_steps_s * 1e3:.2f} ms"
         if run.timed_step_s is not None:
             result += f" timed-off step {run.timed_step_s * 1e3:.2f} ms"
         print(

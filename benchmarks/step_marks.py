@@ -1,0 +1,39 @@
+"""Run a script as `python SCRIPT ARGS...` would, with each `tenprof.step()` call marked on the perf clock and
+nothing captured: the plain loop's own step times, to set beside the steps `tenprof run` times un-profiled at
+the same step numbers (benchmarks/overhead.py, config plain, when tenprof-timed runs too).
+
+    python benchmarks/step_marks.py MARKS.json SCRIPT [ARGS...]
+
+MARKS.json: the perf-clock nanoseconds at the script's start and at each `tenprof.step()` call, so step n (0
+for the code before the first call) lasted marks[n + 1] - marks[n], as tenprof numbers steps.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import runpy
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import tenprof
+
+marks = [time.perf_counter_ns()]
+
+
+def _mark(*args: Any, **kwargs: Any) -> None:
+    marks.append(time.perf_counter_ns())
+
+
+def main() -> None:
+    out = Path(sys.argv[1])
+    sys.argv = sys.argv[2:]  # as the script sees them: its path, then its arguments
+    tenprof.step = _mark  # the scripts call tenprof.step() by attribute, each step
+    atexit.register(lambda: out.write_text(json.dumps(marks)))
+    runpy.run_path(sys.argv[0], run_name="__main__")
+
+
+if __name__ == "__main__":
+    main()
