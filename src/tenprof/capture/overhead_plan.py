@@ -7,9 +7,9 @@ and times them with a clock read at each `tenprof.step()`; the report compares t
 
 Without a schedule: `count` stretches of two steps, from the fourth step (index 3) and every fifth after
 it (3-4, 8-9, 13-14); the second step of each is the one timed. The first runs un-profiled too but is
-not timed: it settles what stopping the profiler stirred up (the session's results parsed, its memory
-given back), which made the step right after a stop 2.2x the plain loop's on an H100, where the steps
-after it ran at 0.96x (benchmarks/toggle_probe.py, 2026-11-27). Steps 0 to 2 are left alone because
+not timed: it settles what stopping the profiler stirred up (Kineto's processing and the trace's export,
+its memory given back), which made the step right after a stop 2.2x the plain loop's on an H100, where
+the steps after it ran at 0.96x (benchmarks/toggle_probe.py, 2026-11-27). Steps 0 to 2 are left alone because
 they are cold (step 0 builds and compiles, the next ones may still tune), and spreading the measured
 steps between recorded ones keeps drift out of the comparison; an odd spacing makes them fall on odd
 and even steps alike, so a program whose steps alternate (every other step waiting for a DataLoader
