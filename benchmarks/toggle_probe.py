@@ -9,8 +9,8 @@ profile_memory, with_stack): collection on, collection off (`toggle_collection_d
 then the session stopped (its trace exported) and steps run with no session at all ("stopped").
 Prints the median step time of each phase kind and its ratio to plain. If "off" (or "stopped")
 is within noise of "plain", a run can measure its own un-profiled step time without a second run, by
-toggling (or by stopping the session and starting a new one). The cost of a stop (with the export) and
-of a start is printed too. It also prints the ops
+toggling (or by stopping the session and starting a new one). The cost of a stop (with the export, or
+with `--defer-export` without it: the traces written at the end) and of a start is printed too. It also prints the ops
 and launches recorded per step and the cost per op they imply, (on - off) / ops: the cost model that
 tenprof's overhead estimate for imported traces uses (tenprof.analyses.overhead).
 """
@@ -89,6 +89,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--record", choices=("ops", "shapes", "all", "stack"), default="all")
+    parser.add_argument("--defer-export", action="store_true", help="write the stopped sessions' traces at the end")
     args = parser.parse_args()
     step = mlp_step() if args.workload == "mlp" else gpt2_step(compiled=args.workload == "gpt2-compiled")
     timed(step, 5)  # warm-up
@@ -107,6 +108,7 @@ def main() -> None:
     stop_s: list[float] = []
     start_s: list[float] = []
     ops = launches = 0
+    kept: list[torch.profiler.profile] = []
     for _ in range(args.rounds):
         begin = time.perf_counter()
         prof = torch.profiler.profile(activities=activities, **extra)
@@ -123,7 +125,10 @@ def main() -> None:
             torch.cuda.synchronize()
         begin = time.perf_counter()
         prof.stop()
-        prof.export_chrome_trace(os.path.join(tempfile.gettempdir(), "toggle_probe_trace.json"))
+        if args.defer_export:  # as tenprof does: the parts are written when the run ends
+            kept.append(prof)
+        else:
+            prof.export_chrome_trace(os.path.join(tempfile.gettempdir(), "toggle_probe_trace.json"))
         stop_s.append(time.perf_counter() - begin)
         events = prof.events()
         ops += sum(1 for e in events if e.device_type == torch.autograd.DeviceType.CPU and "::" in e.name)
@@ -132,6 +137,8 @@ def main() -> None:
         phases["stopped"] += after_stop[1:]
         phases["1st stopped"].append(after_stop[0])  # the step right after the stop and the export
     phases["plain"] += timed(step, args.steps)  # plain again, after: drift shows as a spread here
+    for prof in kept:
+        prof.export_chrome_trace(os.path.join(tempfile.gettempdir(), "toggle_probe_trace.json"))
     plain = statistics.median(phases["plain"])
     device = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
     recorded_steps = args.rounds * args.steps
@@ -143,7 +150,8 @@ def main() -> None:
         f"= {delta * 1e9 / max(per_step_ops, 1):.0f} ns per op"
     )
     start_ms, stop_ms = statistics.median(start_s) * 1e3, statistics.median(stop_s) * 1e3
-    print(f"session start {start_ms:.1f} ms, stop with export {stop_ms:.1f} ms")
+    export = "without its export (written at the end)" if args.defer_export else "with export"
+    print(f"session start {start_ms:.1f} ms, stop {export} {stop_ms:.1f} ms")
     for name, values in phases.items():
         med = statistics.median(values)
         low = min(values) * 1e3

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -515,6 +515,10 @@ while [ $# -gt 0 ]; do
     done; done
     python3 benchmarks/corpus_record.py "$WORK/corpus" --only "${CORPUS_ONLY:-hidden_copies,few_workers,host_gaps,launch_bound,variance}" --modes traces --deadline-s "${CORPUS_DEADLINE_S:-150}" >> "$R" 2>&1
     tar -C "$WORK" -czf "$OUT/retime36.tgz" corpus
+    ;;
+  defer36)  # issue 36: toggle_probe with --defer-export, then same36's benchmark (run at 19:05 UTC with a capture that wrote each stopped session's part at the end of the run: measured, not kept); text in $OUT/defer36.txt
+    python3 benchmarks/toggle_probe.py --workload mlp --steps 50 --rounds 3 --defer-export 2>&1 | grep -v "^\[W\|USDT" > "$OUT/defer36.txt"
+    python3 benchmarks/overhead.py --workloads "${TIMED_WORKLOADS:-mlp,gpt2-compiled}" --configs plain,tenprof-timed --repeats "${TIMED_REPEATS:-3}" --deadline-min "${TIMED_DEADLINE_MIN:-6.5}" --json "$OUT/" >> "$OUT/defer36.txt" 2>&1
     ;;
   same36)  # issue 36: the run's timed steps against the plain loop's own steps of the same numbers (benchmarks/step_marks.py) and against its whole loop (TIMED_WORKLOADS, TIMED_REPEATS, TIMED_DEADLINE_MIN); text in $OUT/same36.txt
     python3 benchmarks/overhead.py --workloads "${TIMED_WORKLOADS:-mlp,gpt2-compiled}" --configs plain,tenprof-timed --repeats "${TIMED_REPEATS:-3}" --deadline-min "${TIMED_DEADLINE_MIN:-8}" --json "$OUT/" > "$OUT/same36.txt" 2>&1
