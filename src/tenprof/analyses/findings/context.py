@@ -83,8 +83,10 @@ class Context:
                 keep &= ~hit
             else:
                 self.compiling_steps = 0  # every step compiles: judge them anyway rather than judge nothing
+        self._own_ns = np.zeros(0, dtype=np.int64)  # each step's own time, where slow steps were judged
         self.slow = self._slow(keep)
         keep &= ~self.slow
+        self._analysed = keep
         self.step_numbers, self.step_start, self.step_end = (
             self.step_numbers[keep],
             self.step_start[keep],
@@ -101,7 +103,7 @@ class Context:
         slow = np.zeros(len(keep), dtype=bool)
         if keep.sum() < 3:
             return slow
-        took = own_step_ns(self.profile, self.step_start, self.step_end)
+        took = self._own_ns = own_step_ns(self.profile, self.step_start, self.step_end)
         median = float(np.median(took[keep]))
         slow[keep] = (took[keep] >= self.t.slow_step_min_ratio * median) & (
             took[keep] - median >= self.t.slow_step_min_excess_ms * 1e6
@@ -114,6 +116,12 @@ class Context:
     def slow_steps(self) -> tuple[I64, I64, I64]:
         """The slow steps' numbers, starts and ends."""
         return self.all_step_numbers[self.slow], self.all_step_start[self.slow], self.all_step_end[self.slow]
+
+    @property
+    def slow_steps_own_ns(self) -> tuple[float, I64]:
+        """The analysed steps' median own time and each slow step's own time (step_time.own_step_ns), as
+        the slow steps were judged by; only where there are slow steps."""
+        return float(np.median(self._own_ns[self._analysed])), self._own_ns[self.slow]
 
     def step_index(self, times: I64) -> I64:
         """Index into the analysed steps of the step covering each time, -1 outside them."""

@@ -12,7 +12,6 @@ import numpy as np
 
 from tenprof.analyses.findings.context import I64, Context
 from tenprof.analyses.findings.model import Finding
-from tenprof.analyses.step_time import own_step_ns
 from tenprof.core.quantities import duration
 
 
@@ -21,8 +20,7 @@ def check(ctx: Context) -> list[Finding]:
     if len(numbers) == 0:
         return []
     # each step's own time: a step that waited for the earlier steps' queued GPU work is not charged it
-    typical = float(np.median(own_step_ns(ctx.profile, ctx.step_start, ctx.step_end)))
-    took = own_step_ns(ctx.profile, starts, ends)
+    typical, took = ctx.slow_steps_own_ns
     excess = took - typical
     worst = int(np.argmax(excess))
     lo, hi = int(starts[worst]), int(ends[worst])
