@@ -5,7 +5,8 @@ without and with with_stack (see examples/findings/_common.py for how the script
     python benchmarks/corpus_record.py OUT_DIR [--only NAME,...] [--modes time,traces] [--deadline-s S]
 
 Writes OUT_DIR/timings.jsonl (one line per script run: pair, twin, step_ms, the card) and
-OUT_DIR/traces/<pair>[_fixed][_stack].json.gz, each trace recorded in a process of its own. Runs one
+OUT_DIR/traces/<pair>[_fixed][_stack].json.gz, each trace recorded in a process of its own (a pair with
+`nproc` runs that many processes under torch's launcher, and its trace is rank 0's). Runs one
 process at a time (timings on a shared GPU would mean nothing); stops starting runs once --deadline-s
 has passed, so a call of limited length returns what it finished.
 """
@@ -49,32 +50,25 @@ def main() -> None:
                 _one(args, pair, fixed, mode, card)
 
 
-# runs the script under a plain torch.profiler trace, or with with_stack when the first argument ends in _stack
-_ONE_TRACE = """
-import os, runpy, sys
-trace = sys.argv.pop(1)
-sys.argv = sys.argv[1:]  # as the script sees them: its path, then its arguments
-os.environ["TENPROF_CORPUS_TRACE"] = trace + ".json"
-if trace.endswith("_stack"):
-    os.environ["TENPROF_CORPUS_STACK"] = "1"
-runpy.run_path(sys.argv[0], run_name="__main__")
-"""
-
-
 def _one(args: argparse.Namespace, pair: dict, fixed: bool, mode: str, card: str) -> None:
     name = pair["name"] + ("_fixed" if fixed else "")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(CORPUS), os.environ.get("PYTHONPATH", "")]))
-    trace = args.out / "traces" / name
+    trace = (args.out / "traces" / name).resolve()  # the scripts run in the corpus folder
     script = [pair["script"], *pair["args"], *(["--fixed"] if fixed else [])]
+    # one process per GPU under torch's launcher where the pair needs several (`nproc`), else the script
+    nproc = int(pair.get("nproc", 1))
+    python = [sys.executable, *(["-m", "torch.distributed.run", f"--nproc-per-node={nproc}"] if nproc > 1 else [])]
     if mode == "time":
         env["TENPROF_CORPUS_TIME"] = "1"
-        rc, out = _run([sys.executable, *script], env, args.timeout_s, f"{name:28s} {mode:6s}")
+        rc, out = _run([*python, *script], env, args.timeout_s, f"{name:28s} {mode:6s}")
     else:
         # each trace in a process of its own: a one-off cost (a library loaded on first use) is paid once
         # per process, and a second run in the same one would not show it
         for suffix in ("", "_stack"):
-            command = [sys.executable, "-c", _ONE_TRACE, f"{trace}{suffix}", *script]
-            rc, out = _run(command, env, args.timeout_s, f"{name + suffix:28s} {mode:6s}")
+            traced = dict(env, TENPROF_CORPUS_TRACE=f"{trace}{suffix}.json")
+            if suffix:
+                traced["TENPROF_CORPUS_STACK"] = "1"
+            rc, out = _run([*python, *script], traced, args.timeout_s, f"{name + suffix:28s} {mode:6s}")
             if rc != 0:
                 return
     if rc != 0:

@@ -85,9 +85,17 @@ def rebuilt(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> dict[st
 
 
 def raw_events(case: str) -> list[dict[str, Any]]:
-    """The recorded trace's events, read independently of tenprof's streaming reader."""
-    with gzip.open(DATA / case / "timeline" / "raw" / "kineto_trace.json.gz", "rb") as handle:
-        return list(orjson.loads(handle.read())["traceEvents"])
+    """The recorded trace's events, read independently of tenprof's streaming reader: every part of it
+    (kineto_trace.json.gz, then .1.json.gz, .2.json.gz, ...: one per profiler session of the run), each in
+    its own clock's times, which counts and durations do not need joined."""
+    raw = DATA / case / "timeline" / "raw"
+    numbered = {p: p.name.split(".") for p in raw.glob("kineto_trace*.json.gz")}  # kineto_trace[.N].json.gz
+    parts = sorted(numbered, key=lambda p: int(numbered[p][1]) if len(numbered[p]) == 4 else 0)
+    events: list[dict[str, Any]] = []
+    for part in parts:
+        with gzip.open(part, "rb") as handle:
+            events += orjson.loads(handle.read())["traceEvents"]
+    return events
 
 
 def shared_recording(tmp_path_factory: pytest.TempPathFactory, name: str, record: Callable[[Path], None]) -> Path:

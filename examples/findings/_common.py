@@ -4,12 +4,12 @@
 The loop runs in one of three ways, chosen by the environment, so that one script serves every recording
 of the corpus (scripts/gpu_record.sh corpus36) without changing a line of it:
 - plain (no variable set): the steps, each ended with `tenprof.step()` (a no-op outside `tenprof run`);
-- TENPROF_CORPUS_TIME=1: un-profiled, and prints `corpus_step_ms=<mean>` over the steps past the first
+- TENPROF_CORPUS_TIME=1: un-profiled, and prints (rank 0 only) `corpus_step_ms=<mean>` over the steps past the first
   COLD (timed from a synchronize to a synchronize, so queued GPU work is counted and no step waits
   for another one's end);
 - TENPROF_CORPUS_TRACE=<file.json>: under plain torch.profiler as users run it (a schedule that skips one
   step and warms up on the next, records the rest, each step marked with `prof.step()`), the trace
-  written there; TENPROF_CORPUS_STACK=1 adds with_stack and record_shapes.
+  written there (rank 0's, under a launcher); TENPROF_CORPUS_STACK=1 adds with_stack and record_shapes.
 """
 
 import argparse
@@ -62,7 +62,8 @@ def _timed(steps: int, step: Callable[[], None]) -> None:
     for _ in range(steps - cold):
         step()
     _synchronize()
-    print(f"corpus_step_ms={1e3 * (time.perf_counter() - start) / (steps - cold):.4f}", flush=True)
+    if os.environ.get("RANK", "0") == "0":  # under a launcher, one line (the ranks' output is interleaved)
+        print(f"corpus_step_ms={1e3 * (time.perf_counter() - start) / (steps - cold):.4f}", flush=True)
 
 
 def _under_torch_profiler(steps: int, step: Callable[[], None], trace: str, stack: bool) -> None:
@@ -72,7 +73,8 @@ def _under_torch_profiler(steps: int, step: Callable[[], None], trace: str, stac
     plan = schedule(wait=1, warmup=1, active=max(steps - 2, 1), repeat=1)
 
     def export(prof: profile) -> None:
-        prof.export_chrome_trace(trace)
+        if os.environ.get("RANK", "0") == "0":  # under a launcher, rank 0's trace (the ranks would share the name)
+            prof.export_chrome_trace(trace)
 
     with profile(
         activities=activities, schedule=plan, on_trace_ready=export, with_stack=stack, record_shapes=stack

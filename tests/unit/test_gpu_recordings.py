@@ -19,6 +19,8 @@ GPU_CASES = [c for c in CASES if c != "cpu"]
 # Kernels run by torch.compile'd code have no Python call of their own to be joined to (issue 9).
 # Steps replayed from a CUDA graph run their kernels from cudaGraphLaunch, outside any op.
 GRAPH_REPLAY_CASES = ["finding_launch_graph_fixed"]
+# recorded under torchrun without --verify, so torch's own totals are not in their meta.json
+UNVERIFIED_CASES = ["finding_ddp_no_sync", "finding_ddp_no_sync_fixed"]
 EAGER_CASES = [c for c in GPU_CASES if "compile" not in c and "graph_break" not in c and c not in GRAPH_REPLAY_CASES]
 
 
@@ -41,7 +43,7 @@ def test_kernel_and_transfer_totals_equal_the_raw_events(rebuilt: dict[str, Prof
     assert sum(r.total_ns for r in tallies.kernel_tally(profile).rows) == tallies.kernel_tally(profile).total_ns
 
 
-@pytest.mark.parametrize("case", GPU_CASES)
+@pytest.mark.parametrize("case", [c for c in GPU_CASES if c not in UNVERIFIED_CASES])
 def test_kernel_time_matches_torch_profiler_key_averages(rebuilt: dict[str, Profile], case: str) -> None:
     """torch.profiler's key_averages() of the same run (recorded by --verify) lists each kernel twice:
     as a device-side row named after the kernel or copy, and inside the self device time of the op

@@ -1,8 +1,14 @@
 """allocator-churn: the GPU idles while the host is in cudaMalloc, cudaFree or another allocating call:
 the step decomposition's allocator part (analyses.step_time), judged over the analysed steps. It fires
-on that part (the GPU seen idle meanwhile); its cost is the host's whole time in those calls, as far as
+on that part (the GPU seen idle meanwhile). Its cost is the host's time the allocator takes, as far as
 the GPU has idle time to give (`host_cost`): in a loop the host bounds, every such call delays the
-launches after it, also while the GPU still runs earlier work.
+launches after it, also while the GPU still runs earlier work. That time is the calls made outside any
+torch op, plus, for each top-level op that calls the allocator, its time beyond the median of the same
+op's calls in the analysed steps that did not (`_allocating_ops_ns`): an op that takes fresh memory also
+runs the caching allocator's slow path around the driver call (looking for a block, splitting it,
+recording it), which the driver call's own time leaves out. Where every call of an op allocated, only
+its allocator calls count. Other ops slowed down by the churn (measured: the whole host runs slower
+after the cache is emptied) are not counted: nothing in one run says how fast they would be without it.
 
 In a steady loop PyTorch's caching allocator reuses the blocks it freed, so device memory is taken from
 the driver only in the first steps. Steady calls mean the cache was emptied (`torch.cuda.empty_cache()`,
@@ -48,7 +54,6 @@ def check(ctx: Context) -> list[Finding]:
     if waiting < MIN_STEPS or waiting <= 0.5 * ctx.step_count:
         return []  # a few steps' allocations (the first use of a size, a one-off), not churn
     host = ctx.host_ns("allocator")
-    waited = host_cost(ctx, idle, host)
     api = ctx.profile.table("api_calls")
     names = ctx.profile.strings("api_calls", "name")
     chosen = names.where(lambda n: n in ALLOCATOR_CALLS) & ctx.in_steps(api.column("start_ns").to_numpy())
@@ -60,6 +65,8 @@ def check(ctx: Context) -> list[Finding]:
     for name, ns in zip([names.values[c] for c in names.codes[rows].tolist()], took[rows].tolist(), strict=True):
         counts[name] += 1
         spent[name] += int(ns)
+    around_ops, allocating_ops = _allocating_ops_ns(ctx, op[chosen & (op >= 0)], took[chosen & (op >= 0)])
+    taken = int(took[chosen & (op < 0)].sum()) + around_ops  # the host's time the allocator takes
     released = chosen & names.where(lambda n: n in _GIVING_BACK) & (op < 0)
     freed_outside = int(released.sum())
     sampled_lines = []
@@ -70,6 +77,7 @@ def check(ctx: Context) -> list[Finding]:
         starts = api.column("start_ns").to_numpy()[released]
         found = host_lines(ctx.profile, starts, starts + took[released], thread)
         releasing_lines = [h for h in found if h.line != "(no line of yours)"]
+    waited = host_cost(ctx, idle, max(host, taken))
     share = idle / ctx.analysed_ns
     seen = [
         f"the host spends {duration(per_step(host, ctx))} per step in the allocator's CUDA calls, "
@@ -81,6 +89,13 @@ def check(ctx: Context) -> list[Finding]:
             for name, _ in spent.most_common(4)
         ),
     ]
+    if taken > host:
+        seen.append(
+            f"the {per_step(allocating_ops, ctx):.3g} top-level ops per step that call the allocator take "
+            f"{duration(per_step(around_ops, ctx))} per step beyond the same ops' calls that reuse cached memory "
+            f"(the allocator's slow path around the driver calls): {duration(per_step(taken, ctx))} per step "
+            "in all, counted as the cost"
+        )
     if freed_outside:
         seen.append(
             f"{per_step(freed_outside, ctx):.3g} memory releases per step outside any torch op: the cache is emptied "
@@ -111,6 +126,7 @@ def check(ctx: Context) -> list[Finding]:
             numbers={
                 "waited_ns": float(waited),
                 "host_ns": float(host),
+                "allocator_time_ns": float(max(host, taken)),
                 "gpu_idle_ns": float(idle),
                 "share": share,
                 "calls_per_step": per_step(sum(counts.values()), ctx),
@@ -118,6 +134,40 @@ def check(ctx: Context) -> list[Finding]:
             },
         )
     ]
+
+
+def _allocating_ops_ns(ctx: Context, call_ops: np.ndarray, call_ns: np.ndarray) -> tuple[int, int]:
+    """The host's time in the top-level ops (in the analysed steps) that call the allocator, beyond what
+    the same op takes when it does not: each such op's time less the median time of its name's other
+    top-level calls in the analysed steps, at least its allocator calls' time (only that where every call
+    of the op allocated: nothing then says what it takes without). Returns that time and the number of
+    such ops."""
+    if not len(call_ops):
+        return 0, 0
+    top_of = ctx.profile.column("ops", "top_op_id")
+    tops, inverse = np.unique(top_of[call_ops], return_inverse=True)
+    in_calls = np.bincount(inverse.reshape(-1), weights=call_ns, minlength=len(tops)).astype(np.int64)
+    took = ctx.profile.column("ops", "duration_ns")
+    names = ctx.profile.strings("ops", "name").codes
+    top_level = np.flatnonzero(
+        (ctx.profile.column("ops", "depth") == 0) & ctx.in_steps(ctx.profile.column("ops", "start_ns"))
+    )
+    reusing = np.setdiff1d(top_level, tops)
+    usual = _median_by_name(names[reusing], took[reusing])
+    # an op whose name never ran without allocating: only its allocator calls are charged
+    usual_of_tops = [usual.get(int(c), float(took[t])) for c, t in zip(names[tops], tops, strict=True)]
+    beyond = took[tops] - np.array(usual_of_tops)
+    total = int(np.maximum(in_calls, beyond.astype(np.int64)).sum())
+    return total, len(tops)
+
+
+def _median_by_name(codes: np.ndarray, took: np.ndarray) -> dict[int, float]:
+    """The median of `took` for each name code (one sort, not one pass per name)."""
+    order = np.lexsort((took, codes))
+    codes, took = codes[order], took[order]
+    distinct, first, counts = np.unique(codes, return_index=True, return_counts=True)
+    low, high = first + (counts - 1) // 2, first + counts // 2
+    return {int(c): (float(took[a]) + float(took[b])) / 2 for c, a, b in zip(distinct, low, high, strict=True)}
 
 
 def _fix(emptied: bool, counts: Counter[str]) -> str:
