@@ -109,6 +109,7 @@ def main() -> None:
     start_s: list[float] = []
     ops = launches = 0
     kept: list[torch.profiler.profile] = []
+    each_round: list[float] = []  # the stopped steps' median in each round: does a stop leave a cost that grows?
     for _ in range(args.rounds):
         begin = time.perf_counter()
         prof = torch.profiler.profile(activities=activities, **extra)
@@ -136,7 +137,12 @@ def main() -> None:
         after_stop = timed(step, args.steps)
         phases["stopped"] += after_stop[1:]
         phases["1st stopped"].append(after_stop[0])  # the step right after the stop and the export
-    phases["plain"] += timed(step, args.steps)  # plain again, after: drift shows as a spread here
+        each_round.append(statistics.median(after_stop[1:]))
+    before = statistics.median(phases["plain"])
+    after = timed(step, args.steps)
+    phases["plain"] += after  # plain again, after: drift shows as a spread here
+    print(f"plain before the sessions {before * 1e3:.3f} ms, after them {statistics.median(after) * 1e3:.3f} ms")
+    print(f"TEARDOWN_CUPTI={os.environ.get('TEARDOWN_CUPTI', '(unset)')}")
     for prof in kept:
         prof.export_chrome_trace(os.path.join(tempfile.gettempdir(), "toggle_probe_trace.json"))
     plain = statistics.median(phases["plain"])
@@ -152,6 +158,7 @@ def main() -> None:
     start_ms, stop_ms = statistics.median(start_s) * 1e3, statistics.median(stop_s) * 1e3
     export = "without its export (written at the end)" if args.defer_export else "with export"
     print(f"session start {start_ms:.1f} ms, stop {export} {stop_ms:.1f} ms")
+    print("stopped, round by round: " + ", ".join(f"x{m / plain:.2f}" for m in each_round))
     for name, values in phases.items():
         med = statistics.median(values)
         low = min(values) * 1e3

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -601,6 +601,63 @@ while [ $# -gt 0 ]; do
     python3 benchmarks/toggle_probe.py --workload mlp --steps 50 --rounds 3 >> "$S" 2>&1
     python3 benchmarks/corpus_record.py "$WORK/corpus" --only "${CORPUS_ONLY:-slow_collate,recompile,compile_tiny,slow_step}" --modes traces --deadline-s "${CORPUS_DEADLINE_S:-150}" >> "$S" 2>&1
     tar -C "$WORK" -czf "$OUT/stopprobe36.tgz" corpus
+    ;;
+  teardown36b)  # issue 36 section 3: tenprof with CUPTI torn down at each stop: a CUDA-graph run still records, then the timed steps against the plain loop (same36)
+    record graph_teardown examples/findings/launch_graph.py --steps 12 --fixed > "$OUT/graph_teardown.txt" 2>&1
+    grep -E "exit=|^[0-9]+\. " "$WORK/logs/graph_teardown.log" | head -5 | tee -a "$OUT/graph_teardown.txt"
+    steps_of "$WORK/prof/graph_teardown" | tee -a "$OUT/graph_teardown.txt"
+    python3 benchmarks/overhead.py --workloads "${TIMED_WORKLOADS:-mlp,gpt2-compiled}" --configs plain,tenprof-timed --repeats "${TIMED_REPEATS:-3}" --deadline-min "${TIMED_DEADLINE_MIN:-6}" --json "$OUT/" > "$OUT/teardown36b.txt" 2>&1
+    tail -n 40 "$OUT/teardown36b.txt"
+    ;;
+  teardown36)  # issue 36 section 3: does Kineto leave CUPTI attached after a stop? torch.profiler alone, TEARDOWN_CUPTI unset, 1 and 0, each in its own process, twice
+    for r in 1 2; do
+      for t in unset 1 0; do
+        if [ $t = unset ]; then python3 benchmarks/toggle_probe.py --workload mlp --steps 30 --rounds 4 --record all;
+        else TEARDOWN_CUPTI=$t python3 benchmarks/toggle_probe.py --workload mlp --steps 30 --rounds 4 --record all; fi 2>&1 | grep -v "^\[W\|_warn_once\|UserWarning" >> "$OUT/teardown36.txt"
+      done
+    done
+    cat "$OUT/teardown36.txt"
+    ;;
+  drift36)  # issue 36 section 3: do the timed steps drift with each stop and start of the session? small MLP, 7 timed steps, against the plain loop's same steps
+    D="$OUT/drift36.txt"
+    marks() {  # a plain run's step times (ms) at the timed steps' numbers
+      python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print('plain', ' '.join(f'{n}:{(m[n+1]-m[n])/1e6:.3f}' for n in range(1, len(m)-1)))" "$1"
+    }
+    for r in 1 2; do
+      ( cd "$REPO" && python3 benchmarks/step_marks.py "$WORK/marks$r.json" examples/small_mlp.py --steps 40 --warmup 2 ) > /dev/null 2>&1
+      marks "$WORK/marks$r.json" >> "$D"
+      for v in default light; do
+        extra=""; [ $v = light ] && extra="--no-lines --no-shapes --no-memory"
+        ( cd "$REPO" && tenprof run --quiet --overhead-steps 7 $extra -o "$WORK/prof/drift_${v}_$r" examples/small_mlp.py --steps 40 --warmup 2 ) > "$WORK/logs/drift_${v}_$r.log" 2>&1
+        echo "== $v run $r exit=$?" >> "$D"
+        python3 -c "import sys; from tenprof.store.profile import load_profile as L; s=L(sys.argv[1]).table('steps').to_pydict(); print('$v', ' '.join(f'{n}:{d/1e6:.3f}' + ('*' if not c else '') for n, c, d in zip(s['step'], s['capture_on'], s['own_duration_ns']) if n > 0))" "$WORK/prof/drift_${v}_$r" >> "$D" 2>&1
+      done
+    done
+    python3 benchmarks/toggle_probe.py --workload mlp --steps 30 --rounds 5 --record all >> "$D" 2>&1
+    cat "$D"
+    ;;
+  ddp36t)  # issue 36: the DDP pair timed again un-profiled (three rounds, trigger and twin interleaved; rank 0 prints)
+    for k in 1 2 3; do python3 benchmarks/corpus_record.py "$WORK/corpus_t" --only ddp_no_sync --modes time 2>&1 | tee -a "$OUT/ddp36t.txt"; done
+    cp "$WORK/corpus_t/timings.jsonl" "$OUT/ddp36t-timings.jsonl"
+    ;;
+  ddp36)  # issue 36: the DDP pair (gradient accumulation without no_sync) on 2 GPUs: tenprof run, timings, torch.profiler traces
+    nvidia-smi -L | tee -a "$OUT/ddp36.txt"
+    for v in "" _fixed; do
+      ( cd "$REPO" && tenprof run --quiet -l "python3 -m torch.distributed.run --nproc-per-node 2" -o "$WORK/prof/finding_ddp_no_sync$v" examples/findings/ddp_no_sync.py --steps 10 ${v:+--fixed} ) > "$WORK/logs/ddp_no_sync$v.log" 2>&1
+      echo "exit=$?" >> "$WORK/logs/ddp_no_sync$v.log"
+      tail -n 5 "$WORK/logs/ddp_no_sync$v.log"
+      for r in 0 1; do
+        tenprof report "$WORK/prof/finding_ddp_no_sync$v" --rank $r --limit 4 > "$OUT/ddp_no_sync${v}_rank$r.txt" 2>&1
+        grep -E "^[0-9]+\. " "$OUT/ddp_no_sync${v}_rank$r.txt" | sed "s|^|ddp_no_sync$v rank $r: |" | tee -a "$OUT/ddp36.txt"
+      done
+      tenprof report "$WORK/prof/finding_ddp_no_sync$v" > "$OUT/ddp_no_sync${v}_merged.txt" 2>&1
+      steps_of "$WORK/prof/finding_ddp_no_sync$v/rank00000" | tee -a "$OUT/ddp36.txt"
+    done
+    tar -C "$WORK/prof" -czf "$OUT/ddp36-prof.tgz" finding_ddp_no_sync finding_ddp_no_sync_fixed
+    python3 benchmarks/corpus_record.py "$WORK/corpus" --only ddp_no_sync 2>&1 | tee -a "$OUT/ddp36.txt"
+    for k in 2 3; do python3 benchmarks/corpus_record.py "$WORK/corpus" --only ddp_no_sync --modes time 2>&1 | tee -a "$OUT/ddp36.txt"; done
+    cp "$WORK/corpus/timings.jsonl" "$OUT/ddp36-timings.jsonl"
+    tar -C "$WORK" -czf "$OUT/ddp36-traces.tgz" corpus/traces
     ;;
   corpus36)  # issue 36: every corpus pair timed un-profiled and recorded with plain torch.profiler (CORPUS_ONLY, CORPUS_MODES, CORPUS_DEADLINE_S)
     python3 benchmarks/corpus_record.py "$WORK/corpus" --only "${CORPUS_ONLY:-}" --modes "${CORPUS_MODES:-time,traces}" --deadline-s "${CORPUS_DEADLINE_S:-400}" 2>&1 | tee -a "$OUT/corpus36.txt"

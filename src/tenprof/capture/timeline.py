@@ -103,6 +103,13 @@ class TimelineSession:
         self._capture_on = True
         # the session stops for the steps timed un-profiled, GPU activity and all (see `_set_capture`)
         self._gpu_activity = torch.cuda.is_available() and options.schedule is None
+        if self._gpu_activity and self._plan.count > 0:
+            # Kineto leaves CUPTI attached after a session stops unless told to tear it down, and an
+            # attached CUPTI slows every CUDA call after it: the steps timed after a stop ran at 1.17-1.33x
+            # the same process's plain steps on an H100, 0.98-1.03x with the teardown
+            # (benchmarks/toggle_probe.py, 2026-11-27). The next session's start then takes ~13 ms more,
+            # between steps. torch turns it off itself where CUDA graphs need it; a user's setting stands.
+            os.environ.setdefault("TEARDOWN_CUPTI", "1")
         # one per tenprof.step(): the tokens the step it ended held, -1 when not given
         self.step_tokens: list[int] = []
         self._tokens = -1
