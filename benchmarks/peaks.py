@@ -4,7 +4,7 @@
 
 Prints one JSON object: the card, TFLOP/s per pipe (bf16, fp16, tf32, fp32: best of --repeat timed runs
 of an N^3 matmul after warm-up) and the copy bandwidth (bytes read + written per second for a 2 GiB
-tensor copy). These are the `measured` peaks of core/gpu_peaks.py (docs/PERF_MODEL.md).
+tensor copy). These are the `measured` peaks of analyses/perf_model/gpu_peaks.py (docs/PERF_MODEL.md).
 """
 
 import argparse

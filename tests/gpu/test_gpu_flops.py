@@ -1,6 +1,6 @@
 """On the GPU machine: the performance model's GEMM FLOPs against what Nsight Compute counts.
 
-The formula (2*M*N*K, core.op_cost) is checked against the tensor pipe's op counters for bf16 and TF32
+The formula (2*M*N*K, analyses/perf_model/op_cost) is checked against the tensor pipe's op counters for bf16 and TF32
 GEMMs and against the FMA/ADD/MUL thread instruction counts for an fp32 GEMM on the FMA pipes; the
 shapes are multiples of the kernels' tiles, so the hardware does no padded work. Numbers go to
 $TENPROF_EVIDENCE (when set) for docs/PERF_MODEL.md.

@@ -1,4 +1,4 @@
-"""FLOPs and minimum bytes of single aten ops (core.op_cost), from rows shaped as Kineto records them.
+"""FLOPs and minimum bytes of single aten ops (analyses/perf_model/op_cost), from rows shaped as Kineto records them.
 
 Expected numbers are worked out by hand in each test; the last tests compare the FLOPs with torch's own counter.
 """
@@ -13,7 +13,14 @@ from typing import Any
 
 import pytest
 
-from tenprof.core.op_cost import FORMULA_OPS, OpCost, dtype_bytes, normalized_dtype, op_cost, op_cost_of_row
+from tenprof.analyses.perf_model.op_cost import (
+    FORMULA_OPS,
+    OpCost,
+    dtype_bytes,
+    normalized_dtype,
+    op_cost,
+    op_cost_of_row,
+)
 
 Arg = tuple[list[Any], str, list[int], str]  # (shape, Kineto dtype, strides, concrete value)
 

@@ -12,7 +12,7 @@ import pytest
 
 from tenprof.analyses.findings import find_all
 from tenprof.analyses.perf_model import perf_model
-from tenprof.core.gpu_peaks import peaks_for
+from tenprof.analyses.perf_model.gpu_peaks import peaks_for
 from tenprof.store.profile import Profile, load_profile
 from tests.conftest import DATA
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tenprof.core.blame import blame, producers
-from tenprof.core.sass import parse_instruction, parse_program
+from tenprof.importers.blame import blame, producers
+from tenprof.importers.sass import parse_instruction, parse_program
 
 
 def program(*lines: str) -> list[tuple[int, str]]:

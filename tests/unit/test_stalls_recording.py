@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from tenprof.analyses.stalls import kernel_stalls
-from tenprof.core.blame import producers
-from tenprof.core.sass import parse_program
+from tenprof.importers.blame import producers
+from tenprof.importers.sass import parse_program
 from tenprof.importers.stalls_import import build_stalls_pass
 from tenprof.store.profile import Profile, load_profile
 from tenprof.store.writer import PassWriter

@@ -1,5 +1,5 @@
 """Stalls pass: per-PC warp-stall samples and SASS (read by ncu_report_reader.read_source_counters)
--> tables, with the blame shift (tenprof.core.blame) applied per kernel, and the text of the source
+-> tables, with the blame shift (tenprof.importers.blame) applied per kernel, and the text of the source
 lines the SASS maps to (`source_lines`, read from this machine's files: see importers.source_lines)."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from tenprof.core.blame import blame
 from tenprof.core.kernel_names import base_name
 from tenprof.core.ncu_names import COMPILED_RANGE_PREFIX, OP_RANGE_PREFIX, SCOPE_RANGE_PREFIX
-from tenprof.core.sass import parse_program
+from tenprof.importers.blame import blame
 from tenprof.importers.counters_import import read_gz_json
+from tenprof.importers.sass import parse_program
 from tenprof.importers.source_lines import build_source_lines
 from tenprof.store.schema import BLAME, PC_SAMPLES, SASS, STALL_KERNELS
 from tenprof.store.writer import PassWriter

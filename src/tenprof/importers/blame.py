@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from tenprof.core.sass import Instruction, Program
+from tenprof.importers.sass import Instruction, Program
 
 DEPENDENCY_SPACES = {
     "long_scoreboard": frozenset({"global", "local", "texture"}),

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tenprof.core.op_cost.arguments import Shape, _Arg, _bool_value, _bools_value, _Call
-from tenprof.core.op_cost.result import Handler, OpCost, _cost, _read, _traffic, _unknown
+from tenprof.analyses.perf_model.op_cost.arguments import Shape, _Arg, _bool_value, _bools_value, _Call
+from tenprof.analyses.perf_model.op_cost.result import Handler, OpCost, _cost, _read, _traffic, _unknown
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tenprof.core.op_cost.arguments import Shape, _bool_value, _bools_value, _Call, _int_value, _ints_value, _numel
-from tenprof.core.op_cost.result import Handler, OpCost, Traffic, _cost, _read, _traffic, _unknown
+from tenprof.analyses.perf_model.op_cost.arguments import (
+    Shape,
+    _bool_value,
+    _bools_value,
+    _Call,
+    _int_value,
+    _ints_value,
+    _numel,
+)
+from tenprof.analyses.perf_model.op_cost.result import Handler, OpCost, Traffic, _cost, _read, _traffic, _unknown
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tenprof.core.op_cost.arguments import _parse_call
-from tenprof.core.op_cost.attention import _attention_backward, _attention_forward, _varlen_unknown
-from tenprof.core.op_cost.convolution import (
+from tenprof.analyses.perf_model.op_cost.arguments import _parse_call
+from tenprof.analyses.perf_model.op_cost.attention import _attention_backward, _attention_forward, _varlen_unknown
+from tenprof.analyses.perf_model.op_cost.convolution import (
     _CONV_CUDNN,
     _CONV_CUDNN_T,
     _CONV_GENERIC,
@@ -19,9 +19,9 @@ from tenprof.core.op_cost.convolution import (
     _conv,
     _conv_backward,
 )
-from tenprof.core.op_cost.elementwise import _ELEMENTWISE, _NO_INPLACE, _elementwise
-from tenprof.core.op_cost.matmul import _bmm_like, _dot, _mm_like, _mv_like, _scaled_mm
-from tenprof.core.op_cost.movement import (
+from tenprof.analyses.perf_model.op_cost.elementwise import _ELEMENTWISE, _NO_INPLACE, _elementwise
+from tenprof.analyses.perf_model.op_cost.matmul import _bmm_like, _dot, _mm_like, _mv_like, _scaled_mm
+from tenprof.analyses.perf_model.op_cost.movement import (
     _VIEWS,
     _cat,
     _clone,
@@ -34,7 +34,7 @@ from tenprof.core.op_cost.movement import (
     _to_copy,
     _view,
 )
-from tenprof.core.op_cost.reductions import (
+from tenprof.analyses.perf_model.op_cost.reductions import (
     _REDUCTION_PLANS,
     _batch_norm,
     _layer_norm,
@@ -42,7 +42,7 @@ from tenprof.core.op_cost.reductions import (
     _reduction,
     _softmax,
 )
-from tenprof.core.op_cost.result import Handler, OpCost, _unknown
+from tenprof.analyses.perf_model.op_cost.result import Handler, OpCost, _unknown
 
 # ---------------------------------------------------------------------------------------------------------------
 # The table

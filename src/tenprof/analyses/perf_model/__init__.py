@@ -2,7 +2,7 @@
 
 Pure function of the timeline pass (no Nsight Compute). Method:
 - Each op instance's FLOPs and minimum bytes come from its recorded shapes, strides, dtypes and values
-  (core.op_cost). An op is charged only when no op around it is: the outermost op with a formula owns
+  (op_cost). An op is charged only when no op around it is: the outermost op with a formula owns
   the work (aten::convolution, not also the cudnn_convolution inside it; aten::to, not also its copy_),
   and an op that moves nothing (a view) never hides what runs inside it. An op with no formula is
   *unknown*: its kernel time is reported as not modelled, never as 0 FLOPs.
@@ -10,7 +10,7 @@ Pure function of the timeline pass (no Nsight Compute). Method:
   its CPU time, which the profiler inflates). Autotuning benchmarks and the steps run with the capture
   off (no ops to charge) are left out.
 - Speed of light: ideal time = max(FLOPs / the peak of the pipe it ran on, bytes / peak bandwidth), per
-  core.gpu_peaks; efficiency = ideal / measured. The pipe: tensor cores of the dtype for matrix products
+  gpu_peaks; efficiency = ideal / measured. The pipe: tensor cores of the dtype for matrix products
   (an fp32 one on TF32 tensor cores only where its kernels say tf32), the non-tensor FP32 rate otherwise.
   A causal attention op's ideal counts half its FLOPs (its kernels skip the masked half). Above 100%:
   the data came from cache faster than memory bandwidth allows (the ideal is a floor, not a score).
@@ -34,9 +34,9 @@ import numpy as np
 import numpy.typing as npt
 
 from tenprof.analyses.overhead import in_unrecorded_steps, kernel_launch_ns, measure
+from tenprof.analyses.perf_model.gpu_peaks import GpuPeaks, peaks_for
+from tenprof.analyses.perf_model.op_cost import FORMULA_OPS, OpCost, op_cost_of_row
 from tenprof.analyses.summary import user_frame_of
-from tenprof.core.gpu_peaks import GpuPeaks, peaks_for
-from tenprof.core.op_cost import FORMULA_OPS, OpCost, op_cost_of_row
 from tenprof.store.profile import Profile
 from tenprof.store.strings import Strings
 
@@ -55,7 +55,7 @@ _CAUSAL_ARG = {
 _FLOPS_KEY = re.compile(r"flops(8|16|32|64)?")
 # below this share of kernel time with formulas, the FLOPs counted say too little of the work for an MFU
 _MIN_MODELLED_PERCENT = 50.0
-# the tensor-core pipe of each compute dtype (core.op_cost's names -> core.gpu_peaks' pipes)
+# the tensor-core pipe of each compute dtype (op_cost's names -> gpu_peaks' pipes)
 _TENSOR_PIPE = {"bfloat16": "bf16", "float16": "fp16", "float8": "fp8", "int8": "int8", "float64": "fp64"}
 _PIPE_TEXT = {
     "fp32": "FP32 (no tensor cores)",

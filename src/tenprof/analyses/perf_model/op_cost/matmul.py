@@ -6,8 +6,8 @@ out_dtype) and charges 2 FLOPs per multiply-add, ``matmul=True``; a shape that d
 
 from __future__ import annotations
 
-from tenprof.core.op_cost.arguments import _Arg, _Call, _dtype_value
-from tenprof.core.op_cost.result import Handler, OpCost, _cost, _read, _traffic, _unknown, _write
+from tenprof.analyses.perf_model.op_cost.arguments import _Arg, _Call, _dtype_value
+from tenprof.analyses.perf_model.op_cost.result import Handler, OpCost, _cost, _read, _traffic, _unknown, _write
 
 
 def _matmul_result(

@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tenprof.core.op_cost.arguments import (
+from tenprof.analyses.perf_model.op_cost.arguments import (
     _SIXTEEN_BIT,
     Shape,
     _accumulate_dtype,
@@ -24,7 +24,16 @@ from tenprof.core.op_cost.arguments import (
     _items,
     _numel,
 )
-from tenprof.core.op_cost.result import Handler, OpCost, Traffic, _cost, _read, _traffic, _unknown, _write
+from tenprof.analyses.perf_model.op_cost.result import (
+    Handler,
+    OpCost,
+    Traffic,
+    _cost,
+    _read,
+    _traffic,
+    _unknown,
+    _write,
+)
 
 _INTEGRAL_TO_INT64 = frozenset({"bool", "uint8", "int8", "int16", "int32", "int64"})
 

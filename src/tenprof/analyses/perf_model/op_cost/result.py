@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from tenprof.core.op_cost.arguments import _SIZES, _Arg, _Call
+from tenprof.analyses.perf_model.op_cost.arguments import _SIZES, _Arg, _Call
 
 
 @dataclass(frozen=True)

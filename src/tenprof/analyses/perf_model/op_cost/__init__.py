@@ -107,8 +107,8 @@ Where this departs from torch.utils.flop_counter
 
 from __future__ import annotations
 
-from tenprof.core.op_cost.arguments import dtype_bytes, normalized_dtype
-from tenprof.core.op_cost.registry import FORMULA_OPS, op_cost, op_cost_of_row
-from tenprof.core.op_cost.result import OpCost
+from tenprof.analyses.perf_model.op_cost.arguments import dtype_bytes, normalized_dtype
+from tenprof.analyses.perf_model.op_cost.registry import FORMULA_OPS, op_cost, op_cost_of_row
+from tenprof.analyses.perf_model.op_cost.result import OpCost
 
 __all__ = ["FORMULA_OPS", "OpCost", "dtype_bytes", "normalized_dtype", "op_cost", "op_cost_of_row"]

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tenprof.core.op_cost.arguments import _REAL_PART, _SIXTEEN_BIT, Shape, _Arg, _Call, _numel
-from tenprof.core.op_cost.result import Handler, OpCost, Traffic, _cost, _read, _traffic, _unknown
+from tenprof.analyses.perf_model.op_cost.arguments import _REAL_PART, _SIXTEEN_BIT, Shape, _Arg, _Call, _numel
+from tenprof.analyses.perf_model.op_cost.result import Handler, OpCost, Traffic, _cost, _read, _traffic, _unknown
 
 # Per-output-element FLOPs of each elementwise op (see the package docstring for the multi-step ones).
 _ELEMENTWISE: dict[str, int] = {

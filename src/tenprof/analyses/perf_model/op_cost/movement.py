@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
-from tenprof.core.op_cost.arguments import Shape, _Arg, _bool_value, _Call, _dtype_value, _int_value
-from tenprof.core.op_cost.result import OpCost, Traffic, _read, _traffic, _unknown, _write
+from tenprof.analyses.perf_model.op_cost.arguments import Shape, _Arg, _bool_value, _Call, _dtype_value, _int_value
+from tenprof.analyses.perf_model.op_cost.result import OpCost, Traffic, _read, _traffic, _unknown, _write
 
 # ---------------------------------------------------------------------------------------------------------------
 # 6. Data movement (0 FLOPs)
