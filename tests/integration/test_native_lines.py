@@ -6,7 +6,6 @@ import gzip
 import os
 import shutil
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +17,6 @@ from tenprof.capture import native_lines
 from tenprof.capture.callsites import CallsiteRecorder, new_interner
 from tenprof.cli.main import main
 from tenprof.store.profile import load_profile
-from tests.conftest import shared_recording
 
 SCRIPT = """\
 import threading; import torch
@@ -58,23 +56,13 @@ thread.join()
 
 
 @pytest.fixture(scope="session")
-def native_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The library built once per session into a cache the profiled children share."""
+def native_cache() -> Path:
+    """The library built into the cache every `tenprof run` of these tests uses (TENPROF_CACHE, else the
+    user's; its entries are keyed by the source, torch and the compiler, and written whole): built once
+    on a machine, which every other capture in the test session would otherwise build too."""
     if shutil.which(os.environ.get("CXX") or "g++") is None:
         pytest.skip("no C++ compiler (g++ or $CXX): the native call-site recorder cannot be built here")
-    before = os.environ.get("TENPROF_CACHE")
-
-    def build(folder: Path) -> None:
-        os.environ["TENPROF_CACHE"] = str(folder)
-        native_lines.build_library()
-
-    cache = shared_recording(tmp_path_factory, "tenprof-cache", build)  # built once for every test worker
-    os.environ["TENPROF_CACHE"] = str(cache)
-    yield cache
-    if before is None:
-        os.environ.pop("TENPROF_CACHE", None)
-    else:
-        os.environ["TENPROF_CACHE"] = before
+    return native_lines.build_library().parent.parent
 
 
 def _record(tmp_path: Path, recorder: str, monkeypatch: pytest.MonkeyPatch, name: str = "") -> Path:
