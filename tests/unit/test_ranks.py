@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from tenprof.analyses.findings import find_all
 from tenprof.analyses.ranks import ranks_report
 from tenprof.capture.ranks import rank_from_env
 from tenprof.cli.launch import rank_command
@@ -240,3 +241,23 @@ def test_each_ranks_step_is_split_into_parts_and_the_waiting_rank_waits_in_colle
     text = io.StringIO()
     render_ranks(report, [], Console(file=text, width=200), None)
     assert "Where each rank's step went" in text.getvalue()
+
+
+def test_the_merged_report_gives_the_first_ranks_and_the_stragglers_first_findings() -> None:
+    # two H100 ranks of DDP, rank 1's loader slowed (the straggler): their findings paid every step, in
+    # each rank's own order; a balanced job's other ranks are not judged (a `--rank N` away)
+    report = ranks_report(RANKS / "slow_loader")
+    assert [s.rank for s in report.stragglers] == [1]
+    for summary, directory in zip(report.ranks, rank_dirs(RANKS / "slow_loader"), strict=True):
+        own = [f for f in find_all(load_profile(directory)) if not f.once][:3]
+        assert [f.id for f in summary.findings] == [f.id for f in own] and own
+        assert all(f.cost_per_step_ns > 0 for f in summary.findings)
+    assert "sync-in-loop" in {f.id for f in report.ranks[1].findings}
+    assert "sync-in-loop" not in {f.id for f in report.ranks[0].findings}
+    buffer = io.StringIO()
+    render_ranks(report, [], Console(file=buffer, width=200), None)
+    text = buffer.getvalue()
+    assert "First findings of the first rank and the stragglers" in text
+    assert "host-device synchronizations per step" in text and "⟦" not in text  # quantities written out
+    balanced = ranks_report(RANKS / "balanced")
+    assert balanced.ranks[0].findings and not balanced.ranks[1].findings

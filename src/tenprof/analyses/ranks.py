@@ -25,6 +25,12 @@ are. For several hosts each rank's clock is shifted by the median, over its coll
 difference between the end of its k-th collective and the end of rank 0's k-th: every rank issues the
 same collectives in the same order (NCCL requires it) and a collective ends at nearly the same moment on
 every rank (measured here on one host: within 5 us). The report states which method was used.
+
+Findings. The first FIRST_FINDINGS findings paid every step (analyses.findings, as `tenprof report
+--rank N` ranks them) of the first rank and of each straggler, at most FINDINGS_RANKS ranks: judging
+them took about 60 ms a rank more on the 2-core development machine (209 against 145 ms a rank for 256
+small ranks, benchmarks/merge_ranks.py), and the ranks of one job mostly share their findings; the others
+are a `--rank N` away.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tenprof.analyses.findings import find_all, judging
 from tenprof.analyses.op_kinds import is_collective
 from tenprof.analyses.step_time import PARTS, step_time
 from tenprof.analyses.summary import user_frame_of
@@ -46,6 +53,18 @@ from tenprof.store.profile import Profile, load_profile
 STRAGGLER_WAIT_RATIO = 0.5
 STRAGGLER_MIN_STEP_SHARE = 0.1
 STRAGGLER_STEP_RATIO = 1.2
+FIRST_FINDINGS = 3
+FINDINGS_RANKS = 4
+
+
+@dataclass(frozen=True)
+class RankFinding:
+    """One of a rank's first findings: its check, title, cost per analysed step and first line."""
+
+    id: str
+    title: str
+    cost_per_step_ns: float
+    where: str
 
 
 @dataclass
@@ -68,6 +87,8 @@ class RankSummary:
     clock_offset_ns: int = 0
     # where its mean steady step went (analyses.step_time); "capture" only where that was known
     parts: dict[str, float] = field(default_factory=dict)
+    # its first findings paid every step: the first rank's and the stragglers' only (FINDINGS_RANKS)
+    findings: list[RankFinding] = field(default_factory=list)
 
     @property
     def outside_ops_ns(self) -> float:
@@ -147,6 +168,17 @@ def rank_summary(profile: Profile, rank: int) -> RankSummary:
         windows=(lo.tolist(), hi.tolist()),
         parts=_step_parts(profile),
     )
+
+
+def _first_findings(profile: Profile) -> list[RankFinding]:
+    """The rank's first findings paid every step (one-offs such as cold start left out), most costly first."""
+    ctx = judging(profile)
+    steps = max(ctx.step_count, 1)
+    return [
+        RankFinding(f.id, f.title, f.cost_ns / steps, f.where[0] if f.where else "")
+        for f in find_all(profile, ctx=ctx)
+        if not f.once
+    ][:FIRST_FINDINGS]
 
 
 def _step_parts(profile: Profile) -> dict[str, float]:
@@ -238,12 +270,18 @@ def ranks_report(out_dir: Path) -> RanksReport:
         del profile
     hosts = sorted({s.host for s in summaries})
     method = _align_clocks(summaries, hosts)
+    stragglers = _stragglers(summaries, lines)
+    straggling = {x.rank for x in stragglers}
+    judged = list(dict.fromkeys([0, *(i for i, r in enumerate(summaries) if r.rank in straggling)]))
+    directories = rank_dirs(out_dir)
+    for index in judged[:FINDINGS_RANKS] if summaries else []:
+        summaries[index].findings = _first_findings(load_profile(directories[index]))
     return RanksReport(
         ranks=summaries,
         hosts=hosts,
         devices=sorted({f"{s.host} {s.device}" for s in summaries}),
         clock_method=method,
-        stragglers=_stragglers(summaries, lines),
+        stragglers=stragglers,
     )
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from tenprof.analyses.ranks import ranks_report
+from tenprof.core.quantities import format_quantities
 from tenprof.renderers.ranks_text import render_ranks
 from tenprof.store.schema import Pass
 
@@ -43,8 +44,8 @@ def print_ranks_report(out_dir: Path, console: Console, limit: int | None) -> No
 
 
 def ranks_json(out_dir: Path) -> str:
-    """The merged report as JSON: hosts, devices, clock method, per-rank summaries (with overlap),
-    stragglers and the kernels across ranks."""
+    """The merged report as JSON: hosts, devices, clock method, per-rank summaries (with overlap and the
+    rank's first findings), stragglers and the kernels across ranks."""
     return json.dumps(ranks_data(out_dir), indent=2, default=float)
 
 
@@ -55,6 +56,8 @@ def ranks_data(out_dir: Path) -> dict[str, Any]:
     for r in report.ranks:
         row = {k: v for k, v in dataclasses.asdict(r).items() if k not in ("collective_ends", "windows")}
         row["overlap"] = None if math.isnan(r.overlap) else r.overlap
+        for finding in row["findings"]:  # as the text report reads them: quantities written out
+            finding["title"] = format_quantities(finding["title"])
         ranks.append(row)
     body = {
         "hosts": report.hosts,

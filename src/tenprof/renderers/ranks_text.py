@@ -1,5 +1,6 @@
 """The merged report of a multi-rank profile: who ran where, per-rank step breakdown with min / median /
-max, stragglers and where they fall behind, how clocks were aligned, and kernels across ranks."""
+max, stragglers and where they fall behind, each rank's first findings, how clocks were aligned, and
+kernels across ranks."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from rich.table import Table
 
 from tenprof.analyses.ranks import RanksReport, RankSummary
 from tenprof.analyses.step_time import PARTS
+from tenprof.core.quantities import format_quantities
 
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("Step", "step_ns"),
@@ -84,6 +86,7 @@ def render_ranks(report: RanksReport, kernels: list[dict[str, object]], console:
             console.print(f"[bold]Straggler: rank {s.rank}[/bold]: {escape(s.reason)}{where}")
     else:
         console.print("No straggler: no rank's collective wait or step time stands out.")
+    _render_findings(ranks, console)
     console.print(f"  Clocks: {escape(report.clock_method)}.")
     if len(report.hosts) > 1:
         shifts = ", ".join(f"rank {r.rank} {r.clock_offset_ns / 1e6:+.3f}ms" for r in ranks)
@@ -106,6 +109,22 @@ def _render_parts(ranks: list[RankSummary], console: Console) -> None:
             str(r.rank),
             *(_share_of(r.parts.get(p), wall) for p in shown),
         )
+    console.print(table)
+
+
+def _render_findings(ranks: list[RankSummary], console: Console) -> None:
+    """The first findings paid every step of the ranks that were judged (the first, the stragglers)."""
+    if not any(r.findings for r in ranks):
+        return
+    table = Table(
+        title="First findings of the first rank and the stragglers (paid every step; --rank N for any rank)",
+        title_justify="left",
+    )
+    for name in ("Rank", "Finding", "Cost / step", "Where"):
+        table.add_column(name, justify="right" if name in ("Rank", "Cost / step") else "left")
+    for r in ranks:
+        for f in r.findings:
+            table.add_row(str(r.rank), escape(format_quantities(f.title)), _ms(f.cost_per_step_ns), escape(f.where))
     console.print(table)
 
 
