@@ -14,7 +14,8 @@ import pytest
 
 from tenprof.analyses.summary import user_frame_of
 from tenprof.capture import native_lines
-from tenprof.capture.callsites import CallsiteRecorder, new_interner
+from tenprof.capture.callsites import CallsiteRecorder
+from tenprof.capture.frames import new_interner
 from tenprof.cli.main import main
 from tenprof.store.profile import load_profile
 

@@ -313,7 +313,7 @@ def test_while_sampling_a_waiting_thread_asks_for_the_lock_after_a_tenth_of_a_pe
     # setting, and that the program's own comes back when sampling pauses and stops.
     import sys
 
-    from tenprof.capture.callsites import FrameInterner
+    from tenprof.capture.frames import FrameInterner
     from tenprof.capture.host_sampler import SWITCHES_PER_PERIOD, HostSampler
 
     before = sys.getswitchinterval()

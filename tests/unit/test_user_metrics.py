@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 
 import tenprof
-from tenprof.capture.callsites import new_interner
+from tenprof.capture.frames import new_interner
 from tenprof.capture.own_launches import JIT_MODULE, LaunchMetadataHook, OwnLaunches, launch_numbers
 from tenprof.capture.runtime import checked_tokens
 from tenprof.cli.main import main

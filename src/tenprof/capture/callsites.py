@@ -3,11 +3,8 @@
 A `TorchFunctionMode` sees each outermost torch call made from Python (torch.*, Tensor methods,
 torch.nn.functional), which is where the user's line is. For each call it stores (thread, start, end,
 call-path id); the importer joins these to the aten ops Kineto recorded (see
-`tenprof.importers.timeline_builder`). Call paths are interned: the key of a path is the tuple of
-(code object, bytecode offset) of its frames, so a repeated call costs one frame walk and one dict
-lookup; the line numbers are computed only the first time a path is seen.
-
-Frames below the user's script (tenprof's launcher, runpy) and torch's dispatch plumbing are left out.
+`tenprof.importers.timeline_builder`). Call paths are interned into one frame tree
+(`tenprof.capture.frames`), so a repeated call costs one frame walk and one dict lookup.
 """
 
 from __future__ import annotations
@@ -18,24 +15,20 @@ import threading
 import time
 from array import array
 from pathlib import Path
-from types import CodeType, FrameType
+from types import CodeType
 from typing import TYPE_CHECKING, Any
 
 import orjson
 import torch
 from torch.overrides import TorchFunctionMode
 
-from tenprof.sourcefiles import is_user_file
+from tenprof.capture.compiling import is_compiling
+from tenprof.capture.frames import FrameInterner, new_interner
 
 if TYPE_CHECKING:
     from tenprof.capture.host_sampler import HostSampler
     from tenprof.capture.native_lines import NativeCallsiteRecorder
     from tenprof.capture.own_launches import OwnLaunches
-
-_PLUMBING_FILES = {
-    torch.overrides.__file__,
-    sys.modules["torch.utils._device"].__file__ if "torch.utils._device" in sys.modules else "",
-}
 
 # Calls that never launch device work or make ops worth a line; skipping them keeps the mode cheap.
 _NO_WORK: set[Any] = {
@@ -65,86 +58,6 @@ def _is_plain_attribute(func: Any) -> bool:
         return False
     owner = getattr(func, "__self__", None)
     return getattr(owner, "__name__", "") not in _VIEW_ATTRIBUTES
-
-
-_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
-
-
-class FrameInterner:
-    """Call paths -> ids of nodes in a frame tree (the `frames` table)."""
-
-    def __init__(self, stop_code: CodeType | None, skip_files: set[str]) -> None:
-        self.stop_code = stop_code
-        self.skip_files = skip_files
-        self.by_key: dict[tuple[int, ...], int] = {}
-        self.nodes: dict[tuple[int, str, int, str], int] = {}
-        self.rows: list[list[Any]] = []
-        self._keep_alive: set[CodeType] = set()
-        self._lock = threading.RLock()
-
-    def path_id(self, frame: FrameType | None) -> int:
-        # Hot path: one int per frame, (code identity, bytecode offset); hashing ints is several times
-        # cheaper than hashing code objects. Code objects seen are kept alive (in _intern), so their
-        # ids cannot be reused by other code during the run. Plumbing frames are dropped in _intern.
-        key: list[int] = []
-        append = key.append
-        stop = self.stop_code
-        f = frame
-        while f is not None:
-            code = f.f_code
-            if code is stop:
-                break
-            append(id(code) + (f.f_lasti << 48))
-            f = f.f_back
-        k = tuple(key)
-        found = self.by_key.get(k)
-        if found is None:
-            found = self._intern(frame)
-            self.by_key[k] = found
-        return found
-
-    def depth(self, frame_id: int) -> int:
-        return int(self.rows[frame_id][5]) if frame_id >= 0 else -1
-
-    def _intern(self, frame: FrameType | None) -> int:
-        chain: list[tuple[CodeType, int]] = []
-        f = frame
-        while f is not None and f.f_code is not self.stop_code:
-            chain.append((f.f_code, f.f_lineno or 0))
-            f = f.f_back
-        # The host sampler interns from its own thread: one node per path, whichever thread comes first.
-        with self._lock:
-            return self.intern_chain(chain)
-
-    def intern_chain(self, chain: list[tuple[CodeType, int]]) -> int:
-        """The node of a call path given innermost frame first as (code, line), the stop frame left out."""
-        parent = -1
-        for code, line in reversed(chain):
-            self._keep_alive.add(code)
-            if code.co_filename in self.skip_files:
-                continue
-            parent = self.intern_row(parent, code.co_filename, line, code.co_name)
-        return parent
-
-    def intern_row(self, parent: int, file: str, line: int, function: str) -> int:
-        """The node of one frame under `parent` (-1: a root), added if new. Also how frames recorded in
-        another process (DataLoader workers) join this tree."""
-        node_key = (parent, file, line, function)
-        node = self.nodes.get(node_key)
-        if node is None:
-            node = len(self.rows)
-            depth = self.rows[parent][5] + 1 if parent >= 0 else 0
-            self.rows.append([node, parent, file, line, function, depth, is_user_file(file)])
-            self.nodes[node_key] = node
-        return node
-
-
-def new_interner(stop_code: CodeType | None) -> FrameInterner:
-    """An interner that leaves out frames below `stop_code`, torch's mode plumbing and tenprof's capture."""
-    here = str(Path(__file__).resolve().parent)
-    skip = {f for f in _PLUMBING_FILES if f}
-    skip |= {str(p) for p in Path(here).glob("*.py")}
-    return FrameInterner(stop_code, skip)
 
 
 class CallsiteRecorder(TorchFunctionMode):
@@ -198,7 +111,7 @@ class CallsiteRecorder(TorchFunctionMode):
             kwargs = {}
         # While torch.compile traces, pass straight through: Dynamo folds is_compiling() to True, so none
         # of tenprof's bookkeeping is traced, guarded on, or a cause of recompilation.
-        if self.paused or _is_compiling() or func in _NO_WORK or _is_plain_attribute(func):
+        if self.paused or is_compiling() or func in _NO_WORK or _is_plain_attribute(func):
             return func(*args, **kwargs)
         if not self._dynamo_hooked and "torch._dynamo" in sys.modules:
             self._hook_dynamo()

@@ -34,12 +34,11 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from tenprof.capture import runtime
+from tenprof.capture.compiling import is_compiling
 from tenprof.capture.own_launches import OwnLaunchPatches, kernel_name
 from tenprof.core.kernel_names import USER_KERNEL_PREFIX
 from tenprof.core.ncu_names import COMPILED_RANGE_PREFIX, KEEP_RANGE, OP_RANGE_PREFIX, SCOPE_RANGE_PREFIX
 from tenprof.core.rawfiles import COUNTERS_OPS_FILE
-
-_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
 
 
 def _describe(value: Any, shapes: list[Any], dtypes: list[str]) -> None:
@@ -66,7 +65,7 @@ class CountersRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
-        if _is_compiling():
+        if is_compiling():
             return func(*args, **kwargs)
         seq = self.seq
         self.seq += 1
@@ -217,7 +216,7 @@ class OwnLaunchMarker:
         marker = self
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            if marker._inside or not marker.active or _is_compiling():  # an autotuner's benchmark runs
+            if marker._inside or not marker.active or is_compiling():  # an autotuner's benchmark runs
                 return original(*args, **kwargs)
             shapes: list[Any] = []
             dtypes: list[str] = []

@@ -19,7 +19,7 @@ import threading
 import time
 from array import array
 
-from tenprof.capture.callsites import FrameInterner
+from tenprof.capture.frames import FrameInterner
 from tenprof.capture.pause_gate import PauseGate
 
 DEFAULT_INTERVAL_NS = 1_000_000  # 1 kHz

@@ -33,7 +33,9 @@ from typing import Any
 
 import torch
 
-from tenprof.capture.callsites import CallsiteRecorder, FrameInterner, _is_compiling
+from tenprof.capture.callsites import CallsiteRecorder
+from tenprof.capture.compiling import is_compiling
+from tenprof.capture.frames import FrameInterner
 from tenprof.errors import TenprofError
 
 SOURCE = Path(__file__).resolve().parents[1] / "native" / "callsite_observer.cpp"
@@ -213,7 +215,7 @@ class NativeCallsiteRecorder:
 
         @functools.wraps(func)
         def call(*args: Any, **kwargs: Any) -> Any:
-            if self._paused or _is_compiling():
+            if self._paused or is_compiling():
                 return func(*args, **kwargs)
             frame_id = self.interner.path_id(sys._getframe(1))
             start = time.perf_counter_ns()

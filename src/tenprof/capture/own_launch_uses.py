@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from tenprof.capture.callsites import _is_compiling
+from tenprof.capture.compiling import is_compiling
 from tenprof.capture.own_launches import OwnLaunchPatches, kernel_name
 from tenprof.core.kernel_names import USER_KERNEL_PREFIX
 
@@ -45,7 +45,7 @@ class OwnLaunchUses:
 
         def call(*args: Any, **kwargs: Any) -> Any:
             recorder = uses.recorder
-            if uses._inside or not uses.active or recorder.broken or _is_compiling():  # an autotuner's runs
+            if uses._inside or not uses.active or recorder.broken or is_compiling():  # an autotuner's runs
                 return original(*args, **kwargs)
             name = USER_KERNEL_PREFIX + kernel_name(launched(args))
             try:

@@ -41,7 +41,7 @@ from types import ModuleType
 from typing import Any
 
 from tenprof.capture.after_import import AfterImport
-from tenprof.capture.callsites import FrameInterner
+from tenprof.capture.frames import FrameInterner
 from tenprof.sourcefiles import is_user_file
 
 JIT_MODULE = "triton.runtime.jit"

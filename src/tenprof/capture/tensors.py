@@ -44,7 +44,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from tenprof.capture import runtime
 from tenprof.capture.access_hook import AccessHook, AccessHookError
-from tenprof.capture.callsites import new_interner
+from tenprof.capture.compiling import is_compiling
+from tenprof.capture.frames import new_interner
 from tenprof.capture.own_launch_uses import OwnLaunchUses
 from tenprof.capture.schedule import Schedule
 from tenprof.core.rawfiles import TENSORS_FILE
@@ -96,7 +97,6 @@ TENSOR_COLUMNS = (
 )
 STORAGE_COLUMNS = ("storage_id", "device", "address", "nbytes", "alloc_op_seq", "free_op_seq")
 
-_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
 _UNSET = sys.maxsize  # autograd's "no sequence number" (AccumulateGrad) reads as this after masking
 _U64_MASK = (1 << 64) - 1
 
@@ -233,7 +233,7 @@ class TensorRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         if kwargs is None:
             kwargs = {}
-        if self.broken or _is_compiling():
+        if self.broken or is_compiling():
             return func(*args, **kwargs)
         # A bug in tenprof's bookkeeping must not become the script's error: it stops the recording,
         # says why (in the pass status), and the script goes on.

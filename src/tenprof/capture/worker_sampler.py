@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from tenprof.capture.callsites import FrameInterner, new_interner
+from tenprof.capture.frames import FrameInterner, new_interner
 from tenprof.capture.host_sampler import HostSampler
 
 DIRECTORY_VARIABLE = "TENPROF_WORKER_SAMPLES_DIR"
