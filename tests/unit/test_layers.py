@@ -23,9 +23,6 @@ TOP_LEVEL = {
     "tenprof.errors": "core",  # one exception family every layer raises
     "tenprof.sourcefiles": "core",  # which files are the user's: capture and importers both ask
 }
-# The package root defines __version__ and imports nothing at import time (its API functions import
-# lazily), so reading the version is neutral; any other name from the root is the public API.
-NEUTRAL_ROOT_NAMES = {"__version__"}
 
 MAY_IMPORT: dict[str, set[str]] = {
     "core": {"core"},
@@ -94,8 +91,6 @@ def imports_of(module: str) -> frozenset[str]:
                 found.add(source)
                 continue
             for alias in node.names:
-                if source == "tenprof" and alias.name in NEUTRAL_ROOT_NAMES:
-                    continue
                 found.add(_known(f"{source}.{alias.name}"))
     return frozenset(found)
 

@@ -13,13 +13,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tenprof import __version__
 from tenprof.capture import environment
 from tenprof.capture.overhead_plan import DEFAULT_COUNT as DEFAULT_OVERHEAD_STEPS
 from tenprof.capture.pass_builders import finish_timeline
 from tenprof.capture.runtime import checked_tokens
 from tenprof.capture.schedule import Schedule
 from tenprof.capture.timeline import TimelineOptions, TimelineSession
+from tenprof.core.version import VERSION
 from tenprof.importers.trace_import import now_iso
 from tenprof.store.directory import OutputDirectory, open_output_dir
 from tenprof.store.meta import GpuInfo, Meta, PassStatus, TimelineInfo, write_meta
@@ -61,7 +61,7 @@ class InProcessProfile:
         self._output = output = open_output_dir(self.out_dir, self.force)
         env = environment.describe()
         self._meta = Meta(
-            tenprof_version=__version__,
+            tenprof_version=VERSION,
             created_at=now_iso(),
             source="in-process",
             command=[sys.argv[0]],

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tenprof import __version__
 from tenprof.capture.access_build import (
     DEFAULT_EVERY,
     AccessTool,
@@ -42,6 +41,7 @@ from tenprof.capture.pass_builders import (
 from tenprof.capture.ranks import RankInfo
 from tenprof.capture.schedule import Schedule
 from tenprof.core.rawfiles import NCU_LOG_FILE, NCU_REPORT_BASE, PROFILER_LOG_FILE, STATUS_FILE
+from tenprof.core.version import VERSION
 from tenprof.errors import UsageError
 from tenprof.importers.trace_import import now_iso
 from tenprof.store.directory import open_output_dir
@@ -310,7 +310,7 @@ def run_profile(req: RunRequest) -> RunResult:
 def _run_passes(req: RunRequest) -> RunResult:
     command = (["-m", req.target] if req.module else [req.target]) + req.args
     meta = Meta(
-        tenprof_version=__version__,
+        tenprof_version=VERSION,
         created_at=now_iso(),
         source="run",
         command=command,

@@ -9,7 +9,7 @@ import signal
 import sys
 from typing import Any
 
-from tenprof import __version__
+from tenprof.core.version import VERSION
 from tenprof.errors import TenprofError
 
 # command -> (module, class): a command's module is imported only when it is run (or when the whole
@@ -39,7 +39,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         prog="tenprof",
         description="Why is my PyTorch GPU workload slow, and which op and Python line should I fix first?",
     )
-    parser.add_argument("--version", action="version", version=f"tenprof {__version__}")
+    parser.add_argument("--version", action="version", version=f"tenprof {VERSION}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     only = argv[0] if argv and argv[0] in _COMMANDS else None
     for name, command in _commands(only).items():

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tenprof import __version__
+from tenprof.core.version import VERSION
 from tenprof.errors import TraceFormatError
 from tenprof.importers.callsites import read_callsites
 from tenprof.importers.compiled_import import write_compiled_kernels
@@ -168,7 +168,7 @@ def import_output(
     with sigint_ignored():
         output = open_output_dir(out_dir, force)
     meta = Meta(
-        tenprof_version=__version__,
+        tenprof_version=VERSION,
         created_at=now_iso(),
         source=source,
         command=[str(source_file)],
