@@ -4,11 +4,7 @@ non-zero exit, never a traceback or a silently wrong result."""
 from __future__ import annotations
 
 import gzip
-import os
 import shutil
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import orjson
@@ -19,27 +15,18 @@ from tenprof.errors import TraceFormatError
 from tenprof.importers.kineto_reader import TraceStream
 from tenprof.store.profile import load_profile
 from tests.conftest import DATA
+from tests.helpers import one_error_line
 
-ROOT = Path(__file__).resolve().parents[2]
 MATMUL = DATA / "matmul64"
+
+
 KINETO = MATMUL / "timeline" / "raw" / "kineto_trace.json.gz"
-
-
-def _one_error_line(err: str, *names: str) -> str:
-    """The one line on stderr, checked to be tenprof's error line naming each of `names`."""
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, lines
-    assert lines[0].startswith("tenprof: error:") and all(n in lines[0] for n in names), lines[0]
-    return lines[0]
-
-
-# 1. export: missing folders are made; an output that cannot be written is one line
 
 
 def test_export_into_a_missing_folder_is_refused_as_cp_does(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "no" / "such" / "dir" / "t.json"  # a typo in -o makes no folders
     assert main(["export", str(MATMUL), "--format", "perfetto", "-o", str(out)]) == 2
-    _one_error_line(capsys.readouterr().err, str(out), "does not exist (make it first: mkdir -p")
+    one_error_line(capsys.readouterr().err, str(out), "does not exist (make it first: mkdir -p")
     assert not (tmp_path / "no").exists()
     (tmp_path / "no" / "such" / "dir").mkdir(parents=True)
     assert main(["export", str(MATMUL), "--format", "perfetto", "-o", str(out)]) == 0
@@ -61,7 +48,7 @@ def test_export_to_a_place_that_cannot_be_written(
     (tmp_path / "folder").mkdir()
     out = tmp_path / where
     assert main(["export", str(MATMUL), "--format", "perfetto", "-o", str(out)]) == 2
-    _one_error_line(capsys.readouterr().err, str(out), words)
+    one_error_line(capsys.readouterr().err, str(out), words)
     assert (tmp_path / "file").read_text() == "mine"
 
 
@@ -82,20 +69,17 @@ def test_export_without_permission_to_write(
 
     monkeypatch.setattr(tempfile, "mkstemp", refuse)
     assert main(["export", str(MATMUL), "--format", "perfetto", "-o", str(out)]) == 2
-    _one_error_line(capsys.readouterr().err, str(out), "Permission denied")
+    one_error_line(capsys.readouterr().err, str(out), "Permission denied")
 
 
 def test_export_overwrites_nothing_unasked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "t.json"
     out.write_text("mine")
     assert main(["export", str(MATMUL), "--format", "perfetto", "-o", str(out)]) == 2
-    _one_error_line(capsys.readouterr().err, str(out), "--force")
+    one_error_line(capsys.readouterr().err, str(out), "--force")
     assert out.read_text() == "mine"
     assert main(["export", "--force", str(MATMUL), "--format", "perfetto", "-o", str(out)]) == 0
     assert orjson.loads(out.read_bytes())["traceEvents"]
-
-
-# 2. export --format generated-code writes a folder: a file, or a name like a file's, is refused
 
 
 @pytest.fixture
@@ -112,7 +96,7 @@ def test_generated_code_refuses_a_file_for_its_folder(
     (tmp_path / "existing").write_text("mine")
     out = tmp_path / name
     assert main(["export", str(compiled), "--format", "generated-code", "-o", str(out)]) == 2
-    _one_error_line(capsys.readouterr().err, str(out), words, "folder of .py files")
+    one_error_line(capsys.readouterr().err, str(out), words, "folder of .py files")
     assert not out.is_dir()
     assert (tmp_path / "existing").read_text() == "mine"
 
@@ -122,7 +106,7 @@ def test_generated_code_makes_its_folder_but_not_the_folders_above(
 ) -> None:
     above = tmp_path / "a" / "code"
     assert main(["export", str(compiled), "--format", "generated-code", "-o", str(above)]) == 2
-    _one_error_line(capsys.readouterr().err, str(above), "does not exist")
+    one_error_line(capsys.readouterr().err, str(above), "does not exist")
     assert not (tmp_path / "a").exists()
     out = tmp_path / "code"
     assert main(["export", str(compiled), "--format", "generated-code", "-o", str(out)]) == 0
@@ -136,20 +120,17 @@ def test_generated_code_writes_into_a_folder_in_use_only_with_force(
     out.mkdir()
     (out / "model.py").write_text("mine")
     assert main(["export", str(compiled), "--format", "generated-code", "-o", str(out)]) == 2
-    _one_error_line(capsys.readouterr().err, str(out), "not empty")
+    one_error_line(capsys.readouterr().err, str(out), "not empty")
     assert [p.name for p in out.iterdir()] == ["model.py"]
     assert main(["export", "--force", str(compiled), "--format", "generated-code", "-o", str(out)]) == 0
     assert (out / "model.py").read_text() == "mine" and len(list(out.glob("*.py"))) > 1
-
-
-# 3. import of a folder
 
 
 def test_import_of_a_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder = tmp_path / "traces"
     folder.mkdir()
     assert main(["import", str(folder), "-o", str(tmp_path / "out")]) == 4
-    _one_error_line(capsys.readouterr().err, str(folder), "holds no trace")
+    one_error_line(capsys.readouterr().err, str(folder), "holds no trace")
 
 
 def test_reading_a_folder_names_a_trace_in_it(tmp_path: Path) -> None:
@@ -158,9 +139,6 @@ def test_reading_a_folder_names_a_trace_in_it(tmp_path: Path) -> None:
     shutil.copy(KINETO, folder / "host_1.pt.trace.json.gz")
     with pytest.raises(TraceFormatError, match=r"is a directory; .* \(e\.g\. .*host_1\.pt\.trace\.json\.gz\)"):
         list(TraceStream(folder).events())
-
-
-# 4. import of JSON that is not a torch.profiler / Kineto trace
 
 
 def _perfetto_export(tmp_path: Path) -> Path:
@@ -189,7 +167,7 @@ def test_import_refuses_json_that_is_not_a_kineto_trace(
         trace = _perfetto_export(tmp_path)
     capsys.readouterr()
     assert main(["import", str(trace), "-o", str(tmp_path / "out")]) == 4
-    _one_error_line(capsys.readouterr().err, str(trace), words)
+    one_error_line(capsys.readouterr().err, str(trace), words)
 
 
 @pytest.mark.parametrize(
@@ -223,9 +201,6 @@ def test_import_accepts_a_cpu_only_torch_profiler_trace(tmp_path: Path) -> None:
         assert "aten::mm" in load_profile(out).table("ops").column("name").to_pylist()
 
 
-# 5. negative counts and thresholds are refused by argparse
-
-
 @pytest.mark.parametrize(
     "argv, option, words",
     [
@@ -256,61 +231,3 @@ def test_zero_still_means_all(capsys: pytest.CaptureFixture[str]) -> None:
     assert "aten::mm" in capsys.readouterr().out
     assert main(["view", str(MATMUL), "--flat", "--limit", "0", "--threshold", "0", "--depth", "0"]) == 0
     assert "aten::mm" in capsys.readouterr().out  # the flat view's --limit 0 shows all rows, as elsewhere
-
-
-# 6. `tenprof report P | head`
-
-
-def test_a_reader_that_stops_early_is_not_an_error() -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tenprof", "report", str(DATA / "gpt2"), "--limit", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        cwd=ROOT,
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    assert proc.stdout.readline()
-    proc.stdout.close()  # as `head -1` does after its line
-    err = proc.stderr.read().decode()
-    assert proc.wait(timeout=120) == 0, err
-    assert "BrokenPipe" not in err and "Exception ignored" not in err, err
-
-
-# 7. tenprof run: a module that is not there; the traceback of a script that raises
-
-
-def test_run_of_a_missing_module_is_one_line(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.chdir(tmp_path)
-    assert main(["run", "--quiet", "-o", "prof", "-m", "no_such_module"]) == 2
-    err = capfd.readouterr().err
-    assert "Traceback" not in err and "runpy" not in err, err
-    # the error is all there is, said before anything runs: no report, no profile to block the next run
-    _one_error_line(err, "no module named no_such_module")
-    assert not (tmp_path / "prof").exists()
-
-
-def test_traceback_of_the_script_starts_at_the_script(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
-    job = tmp_path / "job.py"
-    job.write_text(
-        textwrap.dedent(
-            """
-            import torch
-
-            def explode(x):
-                raise ValueError(f"bad {x}")
-
-            explode(torch.ones(2).sum().item())
-            """
-        )
-    )
-    assert main(["run", "--quiet", "-o", str(tmp_path / "prof"), str(job)]) == 1
-    err = capfd.readouterr().err
-    trace = err[err.index("Traceback (most recent call last):") :]
-    frames = [line for line in trace.splitlines() if line.startswith('  File "')]
-    assert frames == [f'  File "{job}", line 7, in <module>', f'  File "{job}", line 5, in explode'], trace
-    assert "ValueError: bad 2.0" in trace
-    assert "runpy" not in err and "tenprof/capture" not in err, err

@@ -218,18 +218,6 @@ def test_roofline_verdicts() -> None:
     assert occupancy_limiter({}) == ""
 
 
-def test_missing_ncu_and_missing_reader_are_clear(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    script = tmp_path / "s.py"
-    script.write_text("print('hi')\n")
-    assert main(["run", "--passes", "timeline,counters", "--ncu", str(tmp_path / "nope"), str(script)]) == 2
-    assert "--ncu" in capsys.readouterr().err
-    report = tmp_path / "r.ncu-rep"
-    report.write_bytes(b"not a report")
-    code = main(["import-ncu", str(report), "-o", str(tmp_path / "out")])
-    err = capsys.readouterr().err
-    assert code == 2 and "pip install ncu-report" in err
-
-
 def test_hardware_findings(recorded: dict[str, Profile]) -> None:
     from tenprof.analyses.findings import find_all
 

@@ -7,11 +7,6 @@ All traces here are small and synthetic, written by the tests."""
 from __future__ import annotations
 
 import multiprocessing
-import os
-import shutil
-import signal
-import subprocess
-import sys
 import time
 import warnings
 from pathlib import Path
@@ -27,6 +22,7 @@ from tenprof.errors import TraceFormatError
 from tenprof.importers import event_chunks
 from tenprof.importers.kineto_reader import TraceStream, valid_rank
 from tenprof.store.profile import load_profile
+from tests.helpers import error_lines, write_file
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,93 +38,6 @@ def _trace(events: list[dict[str, Any]], **keys: Any) -> bytes:
     return orjson.dumps({"schemaVersion": 1, **keys, "traceEvents": events, "baseTimeNanoseconds": 0})
 
 
-def _write(path: Path, content: bytes) -> Path:
-    path.write_bytes(content)
-    return path
-
-
-def _error_lines(err: str) -> list[str]:
-    """stderr's lines, each checked to be tenprof's error line and none a traceback's."""
-    lines = err.strip().splitlines()
-    assert lines and "Traceback" not in err, err
-    assert all(line.startswith("tenprof: error: ") for line in lines), lines
-    return lines
-
-
-# (a) Ctrl-C during an import
-
-
-def _big_trace(path: Path, events: int) -> Path:
-    """A plain trace of `events` ops (about 150 bytes each), written fast."""
-    row = b'{"ph":"X","cat":"cpu_op","name":"aten::op%d","pid":1,"tid":1,"ts":%d.5,"dur":3.0,"args":{"External id":%d}}'
-    body = b",\n".join(row % (i % 50, 10 * i, i) for i in range(events))
-    return _write(path, b'{"schemaVersion":1,"traceEvents":[\n' + body + b'\n],"baseTimeNanoseconds":0}')
-
-
-def _wait_for_workers(proc: subprocess.Popen[bytes], out: Path) -> None:
-    """Until the import's worker processes run (Linux lists a process's children), or where that list is
-    not kept, until its output directory is made: then the import is under way."""
-    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
-    listed = children.exists()
-    deadline = time.monotonic() + 30
-    while proc.poll() is None and time.monotonic() < deadline:
-        if listed:
-            try:
-                if children.read_text().split():
-                    return
-            except OSError:  # it ended meanwhile
-                return
-        elif out.exists():
-            time.sleep(0.2)
-            return
-        time.sleep(0.01)
-
-
-def _interrupt_an_import(trace: Path, out: Path) -> tuple[int, str]:
-    """`tenprof import` of `trace` in a session of its own, Ctrl-C'd once its workers run: (exit, stderr)."""
-    env = dict(os.environ, TENPROF_IMPORT_WORKERS="2")
-    # Python keeps SIGINT ignored when it starts with it ignored, as every command a non-interactive shell
-    # runs in the background does (a CI runner may run the tests so): the import is started as a terminal
-    # would, with Ctrl-C's handler in place
-    start = "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-    start += "sys.argv = ['tenprof', *sys.argv[1:]]; runpy.run_module('tenprof', run_name='__main__')"
-    command = [sys.executable, "-c", start, "import", "--quiet", str(trace), "-o", str(out)]
-    # a session of its own: the SIGINT goes to the whole group, importer and workers, as a terminal's does
-    with subprocess.Popen(
-        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
-    ) as proc:
-        _wait_for_workers(proc, out)
-        # Ctrl-C until it stops: one pressed while the import creates or finishes its output is dropped
-        # on purpose (those steps must not stop half-way)
-        for _ in range(300):
-            if proc.poll() is not None:
-                break
-            os.killpg(proc.pid, signal.SIGINT)
-            time.sleep(0.1)
-        _, err = proc.communicate(timeout=60)
-    return proc.returncode, err.decode()
-
-
-def test_ctrl_c_during_an_import_says_interrupted_and_leaves_nothing(tmp_path: Path) -> None:
-    trace = _big_trace(tmp_path / "big.json", 150_000)  # 20 MB: about a second to import, in two workers
-    out = tmp_path / "out"
-    # On a loaded machine this process may get to its first Ctrl-C only as the import finishes, which then
-    # rightly completes: that attempt tells nothing, and the import is interrupted again from the start.
-    # (Each attempt sends Ctrl-C only once the import's workers run: an import that never starts them, or
-    # ends before, is not interrupted and fails the three attempts.)
-    for _ in range(3):
-        code, err = _interrupt_an_import(trace, out)
-        if code == 0 and "tenprof" not in err:
-            assert load_profile(out).meta.passes["timeline"].state in ("complete", "partial")
-            shutil.rmtree(out)
-            continue
-        assert code == 130, err
-        assert _error_lines(err) == ["tenprof: error: interrupted; nothing was written"]
-        assert sorted(p.name for p in tmp_path.iterdir()) == ["big.json"]  # no output, no staging folder
-        return
-    pytest.fail("three imports finished before a Ctrl-C reached them")
-
-
 def test_ctrl_c_during_a_folder_import_removes_the_ranks_it_wrote(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -136,8 +45,8 @@ def test_ctrl_c_during_a_folder_import_removes_the_ranks_it_wrote(
         pytest.skip("the stand-in import reaches the workers only when they are forked")
     folder = tmp_path / "traces"
     folder.mkdir()
-    _write(folder / "a.json", _trace([_op(0)]))
-    _write(folder / "b.json", _trace([_op(0)]))
+    write_file(folder / "a.json", _trace([_op(0)]))
+    write_file(folder / "b.json", _trace([_op(0)]))
     real = import_command.import_trace
 
     def interrupted_at_b(trace: Path, *args: Any) -> Any:
@@ -148,11 +57,8 @@ def test_ctrl_c_during_a_folder_import_removes_the_ranks_it_wrote(
 
     monkeypatch.setattr(import_command, "import_trace", interrupted_at_b)
     assert main(["import", "--quiet", str(folder), "-o", str(tmp_path / "out")]) == 130
-    assert _error_lines(capsys.readouterr().err) == [f"tenprof: error: interrupted; {tmp_path / 'out'} was removed"]
+    assert error_lines(capsys.readouterr().err) == [f"tenprof: error: interrupted; {tmp_path / 'out'} was removed"]
     assert not (tmp_path / "out").exists()
-
-
-# (b) a trace nested deeper than a decoder goes
 
 
 @pytest.mark.parametrize(
@@ -166,32 +72,29 @@ def test_ctrl_c_during_a_folder_import_removes_the_ranks_it_wrote(
 def test_a_trace_nested_200000_deep_is_one_line(
     tmp_path: Path, content: bytes, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    trace = _write(tmp_path / "deep.json", content)
+    trace = write_file(tmp_path / "deep.json", content)
     assert main(["import", "--quiet", str(trace), "-o", str(tmp_path / "out")]) == 4
-    (line,) = _error_lines(capsys.readouterr().err)
+    (line,) = error_lines(capsys.readouterr().err)
     assert "nested too deeply" in line and "cut off" not in line, line
     assert not (tmp_path / "out").exists()
 
 
-# (c) folders
-
-
 def test_a_profile_given_to_import_is_sent_to_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     profile = tmp_path / "prof"
-    assert main(["import", "--quiet", str(_write(tmp_path / "t.json", _trace([_op(0)]))), "-o", str(profile)]) == 0
+    assert main(["import", "--quiet", str(write_file(tmp_path / "t.json", _trace([_op(0)]))), "-o", str(profile)]) == 0
     ranks = tmp_path / "ranks"
     ranks.mkdir()
     (profile).rename(ranks / "rank00000")  # a multi-rank profile: its ranks' profiles in rankNNNNN
     for given in (ranks / "rank00000", ranks):
         assert main(["import", str(given)]) == 2
-        (line,) = _error_lines(capsys.readouterr().err)
+        (line,) = error_lines(capsys.readouterr().err)
         assert f"{given} is a tenprof profile" in line and f"tenprof report {given}" in line, line
     # a profile of a tenprof from before the marker (tests/data's oldest recordings): its meta.json is not
     # read as a trace
     older = ROOT / "tests" / "data" / "mlp"
     assert not (older / ".tenprof-profile").exists()
     assert main(["import", str(older)]) == 2
-    (line,) = _error_lines(capsys.readouterr().err)
+    (line,) = error_lines(capsys.readouterr().err)
     assert "looks like a tenprof profile" in line and f"tenprof report {older}" in line, line
 
 
@@ -200,21 +103,18 @@ def test_a_folder_whose_traces_all_fail_leaves_nothing_and_names_each_once(
 ) -> None:
     folder = tmp_path / "d2"
     folder.mkdir()
-    _write(folder / "x.json", _trace([_op(0)])[:40])
-    _write(folder / "y.json", b"nope")
+    write_file(folder / "x.json", _trace([_op(0)])[:40])
+    write_file(folder / "y.json", b"nope")
     assert main(["import", "--quiet", str(folder), "-o", str(tmp_path / "out")]) == 1
-    lines = _error_lines(capsys.readouterr().err)
+    lines = error_lines(capsys.readouterr().err)
     assert len(lines) == 2 and [line.count(".json") for line in lines] == [1, 1], lines
     assert not (tmp_path / "out").exists()
-
-
-# (d) garbage in traces: left out and said, or refused when it is most of the trace
 
 
 def test_events_with_impossible_times_are_left_out_and_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     events = [_op(i) for i in range(16)]
     events += [_op(16, dur=-3.0), _op(17, dur=-1.0), _op(18, dur=1e300), _op(19, dur="NaN"), _op(20, ts="abc")]
-    trace = _write(tmp_path / "t.json", _trace(events))
+    trace = write_file(tmp_path / "t.json", _trace(events))
     out = tmp_path / "out"
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)  # numpy's, on casting a NaN, would fail here
@@ -234,16 +134,16 @@ def test_events_with_impossible_times_are_left_out_and_said(tmp_path: Path, caps
 
 
 def test_one_kind_of_bad_event_is_said_in_its_own_words(tmp_path: Path) -> None:
-    trace = _write(tmp_path / "t.json", _trace([_op(i) for i in range(5)] + [_op(5, dur=-1.0), _op(6, dur=-2.0)]))
+    trace = write_file(tmp_path / "t.json", _trace([_op(i) for i in range(5)] + [_op(5, dur=-1.0), _op(6, dur=-2.0)]))
     assert main(["import", "--quiet", str(trace), "-o", str(tmp_path / "out")]) == 0
     reason = load_profile(tmp_path / "out").meta.passes["timeline"].reason
     assert reason == "2 events with a negative duration were left out"
 
 
 def test_a_trace_of_mostly_bad_events_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    trace = _write(tmp_path / "t.json", _trace([_op(i, dur=-1.0) for i in range(10)] + [_op(10)]))
+    trace = write_file(tmp_path / "t.json", _trace([_op(i, dur=-1.0) for i in range(10)] + [_op(10)]))
     assert main(["import", "--quiet", str(trace), "-o", str(tmp_path / "out")]) == 4
-    (line,) = _error_lines(capsys.readouterr().err)
+    (line,) = error_lines(capsys.readouterr().err)
     assert "10 of its 11 events have times that cannot be right (10 with a negative duration)" in line, line
     assert not (tmp_path / "out").exists()
 
@@ -260,13 +160,10 @@ def test_a_trace_of_mostly_bad_events_is_refused(tmp_path: Path, capsys: pytest.
 def test_the_cut_off_hint_only_for_a_file_that_breaks_off(
     tmp_path: Path, content: bytes, cut_off: bool, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    trace = _write(tmp_path / "t.json", content)
+    trace = write_file(tmp_path / "t.json", content)
     assert main(["import", "--quiet", str(trace), "-o", str(tmp_path / "out")]) == 4
-    (line,) = _error_lines(capsys.readouterr().err)
+    (line,) = error_lines(capsys.readouterr().err)
     assert ("was the run cut off while writing it?" in line) == cut_off, line
-
-
-# (e) traces from elsewhere
 
 
 def test_older_kineto_categories_are_read(tmp_path: Path) -> None:
@@ -281,7 +178,7 @@ def test_older_kineto_categories_are_read(tmp_path: Path) -> None:
         {**copy, "ts": 90.0, "args": {"correlation": 3, "device": 0, "stream": 7, "bytes": 64}},
     ]
     # as older Kineto wrote it: no schemaVersion, its rank after the events
-    trace = _write(tmp_path / "old.json", orjson.dumps({"traceEvents": events, "distributedInfo": {"rank": 1}}))
+    trace = write_file(tmp_path / "old.json", orjson.dumps({"traceEvents": events, "distributedInfo": {"rank": 1}}))
     assert main(["import", "--quiet", str(trace), "-o", str(tmp_path / "out")]) == 0
     profile = load_profile(tmp_path / "out")
     assert profile.table("kernels").column("api_call_id").to_pylist() == [0, 1]
@@ -293,7 +190,7 @@ def test_older_kineto_categories_are_read(tmp_path: Path) -> None:
 
 def test_a_trace_with_kernels_but_no_device_properties_is_not_cpu_only(tmp_path: Path) -> None:
     kernel = {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 20.0, "dur": 20.0}
-    trace = _write(tmp_path / "t.json", _trace([_op(0), {**kernel, "args": {"device": 2, "stream": 7}}]))
+    trace = write_file(tmp_path / "t.json", _trace([_op(0), {**kernel, "args": {"device": 2, "stream": 7}}]))
     assert main(["import", "--quiet", str(trace), "-o", str(tmp_path / "out")]) == 0
     assert summarize(load_profile(tmp_path / "out")).devices == ["GPU 2 (the trace does not name it)"]
 
@@ -301,7 +198,7 @@ def test_a_trace_with_kernels_but_no_device_properties_is_not_cpu_only(tmp_path:
 def test_a_rank_keeps_its_own_number(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder = tmp_path / "traces"
     folder.mkdir()
-    _write(folder / "t.json", _trace([_op(0)], distributedInfo={"rank": 3, "world_size": 4}))
+    write_file(folder / "t.json", _trace([_op(0)], distributedInfo={"rank": 3, "world_size": 4}))
     out = tmp_path / "out"
     assert main(["import", "--quiet", str(folder), "-o", str(out)]) == 0
     assert [p.name for p in out.iterdir()] == ["rank00003"]
@@ -320,7 +217,7 @@ def test_ranks_that_are_no_numbers_never_reach_a_path(tmp_path: Path) -> None:
     folder = tmp_path / "traces"
     folder.mkdir()
     for name, rank in (("a.json", "../../x"), ("b.json", -5), ("c.json", 1e30)):
-        _write(folder / name, _trace([_op(0)], distributedInfo={"rank": rank}))
+        write_file(folder / name, _trace([_op(0)], distributedInfo={"rank": rank}))
     out = tmp_path / "out"
     assert main(["import", "--quiet", str(folder), "-o", str(out)]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "traces"]
@@ -336,7 +233,7 @@ def test_a_step_is_cut_to_the_recorded_window(tmp_path: Path) -> None:
         {**step, "ts": 353_000.0, "dur": 13_340_000.0},  # a step annotation of 13.34 s
         _op(0, ts=353_100.0),
     ]
-    trace = _write(tmp_path / "t.json", _trace(events))
+    trace = write_file(tmp_path / "t.json", _trace(events))
     assert main(["import", "--quiet", str(trace), "-o", str(tmp_path / "out")]) == 0
     profile = load_profile(tmp_path / "out")
     assert profile.table("steps").column("duration_ns").to_pylist() == [2_000_000]
@@ -344,12 +241,9 @@ def test_a_step_is_cut_to_the_recorded_window(tmp_path: Path) -> None:
     assert status.state == "partial" and "ProfilerStep#1, from 13.34s to 2.00ms" in status.reason
 
 
-# (f) what is not a trace is refused within its first megabytes
-
-
 def test_one_huge_event_is_refused_without_reading_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(event_chunks, "MAX_EVENT_BYTES", 1 << 20)
-    trace = _write(tmp_path / "t.json", _trace([_op(0, name="a" * (4 << 20))]))
+    trace = write_file(tmp_path / "t.json", _trace([_op(0, name="a" * (4 << 20))]))
     stream = TraceStream(trace, block_bytes=1 << 16)
     with pytest.raises(TraceFormatError, match=r"no event ends within 1 MB after byte \d+; not a trace"):
         stream.collect(1)
@@ -368,7 +262,7 @@ def test_json_that_is_no_trace_is_not_read_whole(
     tmp_path: Path, content: bytes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(event_chunks, "HEAD_LIMIT", 1 << 20)
-    trace = _write(tmp_path / "t.json", content)
+    trace = write_file(tmp_path / "t.json", content)
     stream = TraceStream(trace, block_bytes=1 << 16)
     with pytest.raises(TraceFormatError, match=r"not a torch\.profiler / Kineto trace"):
         stream.collect(1)
@@ -376,7 +270,7 @@ def test_json_that_is_no_trace_is_not_read_whole(
 
 
 def test_a_file_without_events_is_refused_within_4_mb(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    junk = _write(tmp_path / "junk.json", b'{"weights": "' + b"x" * (6 << 20) + b'"}')
+    junk = write_file(tmp_path / "junk.json", b'{"weights": "' + b"x" * (6 << 20) + b'"}')
     assert main(["import", "--quiet", str(junk), "-o", str(tmp_path / "out")]) == 4
-    (line,) = _error_lines(capsys.readouterr().err)
+    (line,) = error_lines(capsys.readouterr().err)
     assert "no `traceEvents` array in its first 4 MB" in line, line

@@ -6,7 +6,6 @@ the user_metrics table (owner scope | launch) and steps.tokens; the ops keep Kin
 from __future__ import annotations
 
 import sys
-import textwrap
 import types
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,14 +20,10 @@ import tenprof
 from tenprof.capture.frames import new_interner
 from tenprof.capture.own_launches import JIT_MODULE, LaunchMetadataHook, OwnLaunches, launch_numbers
 from tenprof.capture.runtime import checked_tokens
-from tenprof.cli.main import main
 from tenprof.importers.callsites import Callsites, read_callsites
 from tenprof.importers.kineto_events import decode_events
 from tenprof.importers.timeline_builder import build_timeline
 from tenprof.importers.timeline_columns import Collector
-from tenprof.store.profile import load_profile
-
-# -- the API: checked where it is called, a no-op without a session
 
 
 def test_a_scope_refuses_what_is_not_a_number_and_names_the_keyword() -> None:
@@ -56,9 +51,6 @@ def test_scope_and_step_without_a_session_do_nothing() -> None:
     with pytest.raises(ValueError, match="tokens="):
         tenprof.step(tokens=-1)
     assert checked_tokens(np.int32(7)) == 7
-
-
-# -- the launch hook, on a stand-in triton
 
 
 class _LazyDict:
@@ -227,9 +219,6 @@ def test_the_hook_without_a_waiting_launch_reads_nothing() -> None:
     assert launch_numbers({"flops": 3, "ok": False, "bytes": 2.5}) == {"flops": 3.0, "bytes": 2.5}
 
 
-# -- the importer: records -> user_metrics, steps.tokens, ops.input_values
-
-
 def _trace_events() -> bytes:
     """A Kineto trace on the trace clock (us): a clock-sync marker at 10, a step, a scope around an aten
     op with Concrete Inputs, and a launch call outside every op with its kernel."""
@@ -354,58 +343,3 @@ def test_the_timeline_passs_own_sidecar_keys_are_read(tmp_path: Path) -> None:
     log = read_callsites(main_file)
     assert log.step_tokens == [3, -1] and log.launch_metrics == [[0, "flops", 1.5]] and log.gpu_warning == "no NVML"
     assert log.shifted(100).scopes == [["s", 1, 105, 109, -1, -1]]
-
-
-# -- end to end on the CPU: tenprof run, and the in-process profile
-
-SCRIPT = textwrap.dedent(
-    """
-    import torch, tenprof
-
-    @tenprof.scope("mlp", flops=2.0e6)
-    def mlp(x):
-        return (x @ x).relu()
-
-    x = torch.ones(64, 64)
-    for i in range(6):
-        with tenprof.scope("attn", flops=1.5e9, bytes=4096, heads=8):
-            y = x + 1
-        mlp(x)
-        tenprof.step(tokens=128 * (i + 1))
-    """
-)
-
-
-def test_scopes_and_steps_carry_their_numbers_through_a_run(tmp_path: Path) -> None:
-    script = tmp_path / "numbers.py"
-    script.write_text(SCRIPT)
-    out = tmp_path / "prof"
-    assert main(["run", "--quiet", "-o", str(out), str(script)]) == 0
-    profile = load_profile(out)
-    steps = profile.table("steps").to_pydict()
-    for number, tokens in zip(steps["step"], steps["tokens"], strict=True):
-        assert tokens == (128 * (number + 1) if number < 6 else -1)  # the last, cut by the end, has none
-    scopes = profile.table("scopes").to_pydict()
-    metrics = profile.table("user_metrics").to_pydict()
-    assert set(metrics["owner"]) == {"scope"}
-    by_scope: dict[int, dict[str, float]] = {}
-    for owner_id, name, value in zip(metrics["owner_id"], metrics["metric"], metrics["value"], strict=True):
-        by_scope.setdefault(owner_id, {})[name] = value
-    # every entry of a scope that the trace recorded carries the numbers given to it
-    for scope_id, name in enumerate(scopes["name"]):
-        expected = {"flops": 1.5e9, "bytes": 4096.0, "heads": 8.0} if name == "attn" else {"flops": 2.0e6}
-        assert by_scope[scope_id] == expected
-    assert len(by_scope) == len(scopes["name"]) >= 8  # 6 steps of 2 scopes, less those run with the capture off
-
-
-def test_the_in_process_profiles_step_takes_tokens(tmp_path: Path) -> None:
-    import torch
-
-    with tenprof.profile(str(tmp_path / "p"), overhead_steps=0) as p:
-        for i in range(3):
-            with tenprof.scope("work", flops=10):
-                torch.ones(8, 8).sum()
-            p.step(tokens=i + 1)
-    profile = p.profile
-    assert profile.table("steps").column("tokens").to_pylist()[:3] == [1, 2, 3]
-    assert profile.table("user_metrics").column("value").to_pylist() == [10.0, 10.0, 10.0]
