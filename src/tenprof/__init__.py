@@ -47,7 +47,7 @@ def step(tokens: int | None = None) -> None:
 
 def profile(output: str = "tenprof-out", **options: Any) -> Any:
     """Profile the enclosed block in this process: `with tenprof.profile("out") as p: ...`."""
-    from tenprof.capture.inprocess import InProcessProfile
+    from tenprof.record.inprocess import InProcessProfile
 
     return InProcessProfile(output, **options)
 

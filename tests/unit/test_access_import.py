@@ -141,7 +141,7 @@ def test_cut_lines_are_skipped(tmp_path: Path, line: str) -> None:
 
 
 def test_built_pass_moves_this_process_files_and_keeps_the_records_gzipped(tmp_path: Path) -> None:
-    from tenprof.capture.pass_builders import finish_accesses
+    from tenprof.record.pass_builders import finish_accesses
     from tenprof.store.writer import PassWriter
 
     tensors_raw = tmp_path / "tensors" / "raw"
@@ -161,7 +161,7 @@ def test_built_pass_moves_this_process_files_and_keeps_the_records_gzipped(tmp_p
 
 
 def test_nothing_recorded_fails_with_the_tool_problem(tmp_path: Path) -> None:
-    from tenprof.capture.pass_builders import finish_accesses
+    from tenprof.record.pass_builders import finish_accesses
     from tenprof.store.writer import PassWriter
 
     (tmp_path / f"access-log-{PID}.txt").write_text("sanitizerAddPatchesFromFile failed: not found (3)\n")

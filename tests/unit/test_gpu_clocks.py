@@ -21,7 +21,8 @@ from tenprof.analyses.findings import clocks
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.thresholds import Thresholds
 from tenprof.capture.gpu_clocks import NOT_INSTALLED, GpuClockSampler, NvmlDevice, _visible
-from tenprof.importers.callsites import GPU_FLOAT_COLUMNS, Callsites
+from tenprof.core.rawfiles import GPU_FLOAT_COLUMNS
+from tenprof.importers.callsites import Callsites
 from tenprof.importers.timeline_builder import build_timeline
 from tenprof.importers.timeline_columns import Collector
 from tenprof.renderers.perfetto import write_perfetto

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tenprof.capture.launcher import _relay_ncu_output
 from tenprof.capture.log_filter import KNOWN_LINES, LogFilter
+from tenprof.record.launcher import _relay_ncu_output
 
 # Lines of the exact shapes the profiler library prints (the first three seen on this project's machines).
 USDT_START = "USDT:2026-11-26 10:31:43 3428:3428 SyncActivityProfilerHandler.cpp:52] profiler_start"

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tenprof.capture.pause_gate import PauseGate
-from tenprof.importers.callsites import GPU_FLOAT_COLUMNS
+from tenprof.core.rawfiles import GPU_FLOAT_COLUMNS
 
 INTERVAL_S = 0.05
 NOT_INSTALLED = "GPU clocks not sampled: nvidia-ml-py is not installed (pip install 'tenprof[gpu]')"

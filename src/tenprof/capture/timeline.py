@@ -49,8 +49,14 @@ from tenprof.capture.log_filter import profiler_lines_kept_out
 from tenprof.capture.overhead_plan import DEFAULT_COUNT, RECORDED, OverheadPlan
 from tenprof.capture.own_launches import OwnLaunches
 from tenprof.capture.schedule import Schedule
-from tenprof.core.rawfiles import CALLSITES_FILE, CHECKS_FILE, PROFILER_LOG_FILE, WORKER_SAMPLES_DIR, trace_part_name
-from tenprof.importers.callsites import SYNC_PREFIX
+from tenprof.core.rawfiles import (
+    CALLSITES_FILE,
+    CHECKS_FILE,
+    PROFILER_LOG_FILE,
+    SYNC_PREFIX,
+    WORKER_SAMPLES_DIR,
+    trace_part_name,
+)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 
 from tenprof.capture.access_build import DEFAULT_EVERY, DEFAULT_FIRST
-from tenprof.capture.launcher import PASSES, RunRequest, all_passes, run_profile
 from tenprof.capture.overhead_plan import DEFAULT_COUNT as DEFAULT_OVERHEAD_STEPS
 from tenprof.capture.ranks import rank_from_env
 from tenprof.cli.common import console, non_negative_int
@@ -16,6 +15,7 @@ from tenprof.cli.drawings import write_drawings
 from tenprof.cli.launch import run_under_launcher
 from tenprof.cli.report_command import print_report
 from tenprof.errors import UsageError
+from tenprof.record.launcher import PASSES, RunRequest, all_passes, run_profile
 from tenprof.renderers.run_times import time_breakdown
 from tenprof.store.directory import rank_dir
 from tenprof.store.profile import load_profile

@@ -1,5 +1,6 @@
-"""Names of the raw files a pass's child writes into `<profile>/<pass>/raw/`: the capture side writes
-them, the launcher and the importers read them, so each name is written down once."""
+"""Names of the raw files a pass's child writes into `<profile>/<pass>/raw/`, and the names inside them
+both sides must agree on: the capture side writes them, the launcher and the importers read them, so
+each name is written down once."""
 
 from pathlib import Path
 
@@ -17,6 +18,17 @@ COUNTERS_FILE = "counters.json.gz"  # the report read into plain columns
 STALLS_FILE = "stalls.json.gz"  # the SourceCounters report read into plain columns
 COMPILED_CODE_FILE = "compiled_code.json.gz"  # torch.compile wrapper sources (tenprof.capture.compiled_code)
 PROFILER_LOG_FILE = "profiler.log"  # the profiler library's own log lines, kept out of what the run shows
+# the named ranges whose trace start the timeline pass brackets on the perf clock, to align the clocks
+SYNC_PREFIX = "tenprof::clock_sync#"
+# the GPU clock reader's float columns in the call-site log (tenprof.capture.gpu_clocks)
+GPU_FLOAT_COLUMNS = (
+    "sm_clock_mhz",
+    "max_sm_clock_mhz",
+    "memory_clock_mhz",
+    "power_w",
+    "power_limit_w",
+    "temperature_c",
+)
 
 
 def later_trace_parts(raw_dir: Path) -> list[Path]:

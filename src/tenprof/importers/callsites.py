@@ -47,18 +47,10 @@ import numpy.typing as npt
 import orjson
 
 from tenprof.core.intervals import I64Array
+from tenprof.core.rawfiles import GPU_FLOAT_COLUMNS, SYNC_PREFIX
 from tenprof.errors import TraceFormatError
 
-SYNC_PREFIX = "tenprof::clock_sync#"
 SETTLING_MARK = 2  # a step run with the capture off that is not timed (tenprof.capture.overhead_plan)
-GPU_FLOAT_COLUMNS = (
-    "sm_clock_mhz",
-    "max_sm_clock_mhz",
-    "memory_clock_mhz",
-    "power_w",
-    "power_limit_w",
-    "temperature_c",
-)
 
 
 def _empty_i64() -> I64Array:

@@ -43,9 +43,10 @@ import pyarrow as pa
 
 from tenprof.core.inductor import inside_autotuning
 from tenprof.core.intervals import I64Array, IdIndex, coverage, nest, take
+from tenprof.core.rawfiles import GPU_FLOAT_COLUMNS, SYNC_PREFIX
 from tenprof.core.units import duration
 from tenprof.importers.call_paths import CallPaths, OpLinks, join_call_paths, recorded_paths, sidecar_scope_rows
-from tenprof.importers.callsites import GPU_FLOAT_COLUMNS, SYNC_PREFIX, Callsites, clock_offset
+from tenprof.importers.callsites import Callsites, clock_offset
 from tenprof.importers.timeline_columns import (
     STEP_PREFIX,
     Clock,

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from tenprof.analyses.ranks import RanksReport, RankSummary
 from tenprof.analyses.step_time import PARTS
-from tenprof.core.quantities import format_quantities
+from tenprof.core.quantities import duration, format_quantities
 
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("Step", "step_ns"),
@@ -124,7 +124,12 @@ def _render_findings(ranks: list[RankSummary], console: Console) -> None:
         table.add_column(name, justify="right" if name in ("Rank", "Cost / step") else "left")
     for r in ranks:
         for f in r.findings:
-            table.add_row(str(r.rank), escape(format_quantities(f.title)), _ms(f.cost_per_step_ns), escape(f.where))
+            table.add_row(
+                str(r.rank),
+                escape(format_quantities(f.title)),
+                format_quantities(duration(f.cost_per_step_ns)),
+                escape(f.where),
+            )
     console.print(table)
 
 

@@ -15,12 +15,12 @@ from typing import Any
 
 from tenprof.capture import environment
 from tenprof.capture.overhead_plan import DEFAULT_COUNT as DEFAULT_OVERHEAD_STEPS
-from tenprof.capture.pass_builders import finish_timeline
 from tenprof.capture.runtime import checked_tokens
 from tenprof.capture.schedule import Schedule
 from tenprof.capture.timeline import TimelineOptions, TimelineSession
 from tenprof.core.version import VERSION
 from tenprof.importers.trace_import import now_iso
+from tenprof.record.pass_builders import finish_timeline
 from tenprof.store.directory import OutputDirectory, open_output_dir
 from tenprof.store.meta import GpuInfo, Meta, PassStatus, TimelineInfo, write_meta
 from tenprof.store.profile import Profile, load_profile

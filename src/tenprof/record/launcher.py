@@ -30,7 +30,13 @@ from tenprof.capture.log_filter import LogFilter, ProfilerLog, StderrRelay
 from tenprof.capture.module_lookup import module_problem
 from tenprof.capture.ncu_runner import Progress, find_ncu, ncu_command
 from tenprof.capture.overhead_plan import DEFAULT_COUNT as DEFAULT_OVERHEAD_STEPS
-from tenprof.capture.pass_builders import (
+from tenprof.capture.ranks import RankInfo
+from tenprof.capture.schedule import Schedule
+from tenprof.core.rawfiles import NCU_LOG_FILE, NCU_REPORT_BASE, PROFILER_LOG_FILE, STATUS_FILE
+from tenprof.core.version import VERSION
+from tenprof.errors import UsageError
+from tenprof.importers.trace_import import now_iso
+from tenprof.record.pass_builders import (
     expected_replays_of,
     finish_accesses,
     finish_counters,
@@ -38,12 +44,6 @@ from tenprof.capture.pass_builders import (
     finish_tensors,
     finish_timeline,
 )
-from tenprof.capture.ranks import RankInfo
-from tenprof.capture.schedule import Schedule
-from tenprof.core.rawfiles import NCU_LOG_FILE, NCU_REPORT_BASE, PROFILER_LOG_FILE, STATUS_FILE
-from tenprof.core.version import VERSION
-from tenprof.errors import UsageError
-from tenprof.importers.trace_import import now_iso
 from tenprof.store.directory import open_output_dir
 from tenprof.store.meta import GpuInfo, Meta, PassStatus, TimelineInfo, write_meta
 from tenprof.store.schema import Pass
