@@ -27,7 +27,7 @@ MEASURE = """
 import json, resource, sys, time
 from pathlib import Path
 from tenprof.analyses.ranks import ranks_report
-from tenprof.cli.ranks_report import kernels_across_ranks
+from tenprof.report.ranks import kernels_across_ranks
 out = Path(sys.argv[1])
 t = time.perf_counter()
 report = ranks_report(out)

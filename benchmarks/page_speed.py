@@ -16,7 +16,7 @@ from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
-from tenprof.renderers.html_page import page_data, render_page
+from tenprof.report.html_page import page_data, render_page
 from tenprof.store.profile import load_profile
 
 

@@ -119,7 +119,7 @@ overhead() {  # issue 16: benchmarks/overhead.py; OVERHEAD_ARGS picks workloads,
 newuser() {  # issue 35 where there is a GPU: what a new user meets on the command line
   cd "$WORK" || return
   step "--passes all: what runs here, and what is left out"
-  python3 -c "from tenprof.capture.launcher import all_passes; print(all_passes())"
+  python3 -c "from tenprof.record.launcher import all_passes; print(all_passes())"
   step "in-process profile: the profiler's own lines kept out of stderr"
   printf 'import sys, torch, tenprof\nx = torch.ones(1024, 1024, device="cuda")\nwith tenprof.profile("ip") as p:\n    for i in range(6):\n        x = torch.tanh(x @ x)\n        print(f"user line {i}", file=sys.stderr)\n        p.step()\ntorch.cuda.synchronize()\n' > inproc.py
   python3 inproc.py 2> inproc.err; echo "exit=$?"; echo "--- stderr:"; cat inproc.err; echo "--- profiler.log:"; cat ip/timeline/raw/profiler.log

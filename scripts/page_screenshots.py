@@ -20,7 +20,7 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 from tenprof.cli.main import main
-from tenprof.renderers.html_page import embedded_data, render_page
+from tenprof.report.html_page import embedded_data, render_page
 
 DATA = Path("tests/data")  # run from the repository root: the pages name the recordings by these paths
 PAGES = {

@@ -1,4 +1,4 @@
-"""The report page (renderers/html_page.py, `tenprof export --format html`, `run --html`, `diff --html`):
+"""The report page (report/html_page.py, `tenprof export --format html`, `run --html`, `diff --html`):
 one file that fetches nothing, and, opened in headless Chromium (Debian's package; skipped with the
 reason when it or Playwright is missing), every section drawn without a console error, the icicle zooming
 on a click, tables sorting and filtering; screenshots are saved beside the test's files."""
@@ -18,7 +18,7 @@ import pytest
 
 from tenprof.analyses.calltree import Node
 from tenprof.cli.main import main
-from tenprof.renderers.html_page import _tree, page_data, render_page
+from tenprof.report.html_page import _tree, page_data, render_page
 from tenprof.store.profile import load_profile
 from tests.conftest import DATA
 
@@ -75,7 +75,7 @@ def test_the_hatchet_export_of_such_a_tree_is_written_too(monkeypatch: pytest.Mo
     import io
 
     import tenprof.analyses.calltree as calltree
-    from tenprof.cli.export_formats import BY_NAME, ExportOptions
+    from tenprof.report.formats import BY_NAME, ExportOptions
 
     root = node = Node("root", "all")
     for depth in range(300):
@@ -105,7 +105,7 @@ def test_a_source_edited_after_the_recording_is_not_quoted(tmp_path: Path) -> No
 def test_a_page_that_cannot_be_made_leaves_the_old_file_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import tenprof.renderers.html_page as html_page
+    import tenprof.report.html_page as html_page
 
     out = tmp_path / "report.html"
     out.write_text("the page made before")
@@ -127,7 +127,7 @@ def test_the_memory_chart_marks_the_peak_the_text_report_gives(monkeypatch: pyte
 
     import numpy as np
 
-    import tenprof.renderers.html_page as html_page
+    import tenprof.report.html_page as html_page
     from tenprof.analyses.summary import memory_peak
 
     # the page once found its own peak, timed from its first memory event and drawn at its bucket's first

@@ -43,8 +43,8 @@ def test_module_that_is_not_there_is_one_line_and_writes_nothing(
 def test_passes_all_says_what_it_leaves_out(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tenprof.record import launcher
     from tenprof.cli import run_command
+    from tenprof.record import launcher
 
     monkeypatch.setattr(launcher, "gpu_present", lambda: False)
     passes, left_out = launcher.all_passes()

@@ -215,7 +215,7 @@ def test_a_generated_file_named_by_a_trace_is_read_when_it_still_exists(tmp_path
 def test_json_report_carries_the_compiled_counters_and_stalls_sections(stalls: Profile) -> None:
     import orjson
 
-    from tenprof.renderers.sections import report_json
+    from tenprof.report.sections import report_json
 
     data = orjson.loads(report_json(stalls))
     compiled = {r["kernel"]: r for r in data["compiled"]["rows"]}

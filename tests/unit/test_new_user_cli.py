@@ -94,7 +94,7 @@ def test_a_cpu_run_reads_as_one(cpu_steps_run: Path, tmp_path: Path, capsys: pyt
     assert "no GPU work" in _one_error_line(capsys)
     assert main(["export", str(cpu_run), "--format", "csv", "-o", str(tmp_path / "kernels.csv")]) == 0
     assert "no rows (this profile recorded no GPU work): the CSV holds its header only" in capsys.readouterr().err
-    from tenprof.renderers.html_page import embedded_data
+    from tenprof.report.html_page import embedded_data
 
     assert main(["export", str(cpu_run), "-o", str(tmp_path / "report.html")]) == 0  # its memory chart too
     page = embedded_data((tmp_path / "report.html").read_text())

@@ -102,10 +102,10 @@ def test_an_empty_existing_directory_is_used_in_place(tmp_path: Path) -> None:
 
 
 def test_the_forest_drawings_are_tenprofs_and_never_replace_a_users_file(tmp_path: Path) -> None:
-    # `tenprof run` draws forest.txt/.dot once the passes are written (cli.drawings): they are listed in
+    # `tenprof run` draws forest.txt/.dot once the passes are written (report.drawings): they are listed in
     # the marker like the tables (so a later --force replaces or removes them), and a user's file of that
     # name is left alone, with a note in the tensors pass's status.
-    from tenprof.cli.drawings import write_drawings
+    from tenprof.report.drawings import write_drawings
 
     out = tmp_path / "prof"
     shutil.copytree(DATA / "tensors" / "conv", out)

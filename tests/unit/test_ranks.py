@@ -17,8 +17,8 @@ from tenprof.analyses.ranks import ranks_report
 from tenprof.capture.ranks import rank_from_env
 from tenprof.cli.launch import rank_command
 from tenprof.cli.main import main
-from tenprof.cli.ranks_report import kernels_across_ranks
 from tenprof.renderers.ranks_text import render_ranks
+from tenprof.report.ranks import kernels_across_ranks
 from tenprof.store.directory import rank_dirs
 from tenprof.store.profile import load_profile
 from tests.conftest import DATA
@@ -160,7 +160,7 @@ def test_empty_output_and_ranks_without_a_timeline(tmp_path: Path, capsys: pytes
     import json
 
     from tenprof.cli.common import console
-    from tenprof.cli.ranks_report import print_ranks_report
+    from tenprof.report.ranks import print_ranks_report
 
     (tmp_path / "empty").mkdir()
     print_ranks_report(tmp_path / "empty", console(), 5)

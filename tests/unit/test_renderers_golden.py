@@ -17,8 +17,8 @@ from tenprof.analyses.calltree import build_tree, flat, hide_frames, prune
 from tenprof.cli.report_command import print_report
 from tenprof.renderers.hatchet import to_literal
 from tenprof.renderers.perfetto import write_perfetto
-from tenprof.renderers.sections import report_json
 from tenprof.renderers.text import render_flat, render_tree
+from tenprof.report.sections import report_json
 from tenprof.store.profile import Profile
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"

@@ -11,7 +11,7 @@ import orjson
 import pytest
 from rich.console import Console
 
-from tenprof.renderers.sections import (
+from tenprof.report.sections import (
     SECTIONS,
     ReportOptions,
     render_text,

@@ -14,9 +14,9 @@ import pytest
 from tenprof.analyses.tensor_advice import advice
 from tenprof.analyses.tensor_forest import Forest
 from tenprof.analyses.tensor_stall_cost import NO_ACCESS, TensorCost, tensor_stall_cost
-from tenprof.cli.drawings import write_stall_cost_files
 from tenprof.importers.access_import import build_accesses_pass
 from tenprof.importers.stalls_import import build_stalls_pass
+from tenprof.report.drawings import write_stall_cost_files
 from tenprof.store.directory import claim
 from tenprof.store.profile import Profile, load_profile
 from tenprof.store.writer import PassWriter

@@ -74,7 +74,7 @@ def diff_data(result: Diff) -> dict[str, Any]:
 def _write_page(after: Profile, target: Path, data: dict[str, Any], force: bool) -> None:
     """AFTER's report page with the comparison on top."""
     from tenprof.cli.export_command import write_output
-    from tenprof.renderers.html_page import write_html
+    from tenprof.report.html_page import write_html
 
     title = f"{data['before']['name']} -> {data['after']['name']}"
     write_output(target, force, lambda out: write_html(after, out, extra={"diff": data, "title": title}))

@@ -1,5 +1,5 @@
 """`tenprof export DIR --format FORMAT -o FILE`: the formats, their writers and the passes they need are
-in `cli.export_formats`; this module parses the command line and opens the output safely."""
+in `report.formats`; this module parses the command line and opens the output safely."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import IO
 
 from tenprof.analyses.tensor_forest import METRICS
-from tenprof.cli.export_formats import BY_NAME, NAMES, ExportOptions, format_from_name, reason
 from tenprof.errors import UsageError
+from tenprof.report.formats import BY_NAME, NAMES, ExportOptions, format_from_name, reason
 from tenprof.store.schema import TABLES
 
 
@@ -97,8 +97,8 @@ def _merged_ranks(name: str, top: Path, output: str, force: bool) -> int:
     """The formats that have a merged view of a directory of ranks: the JSON report (`tenprof report
     --json`'s merged one) and the page (the per-rank breakdown side by side, stragglers, on top of the
     first rank's own report)."""
-    from tenprof.cli.ranks_report import ranks_data, ranks_json
-    from tenprof.renderers.html_page import write_html
+    from tenprof.report.html_page import write_html
+    from tenprof.report.ranks import ranks_data, ranks_json
     from tenprof.store.directory import rank_dirs
     from tenprof.store.profile import load_profile
 

@@ -104,7 +104,7 @@ def import_ranks(traces: list[Path], out_dir: Path, force: bool, quiet: bool) ->
     The rank is the one the trace names, else the trace's place in name order (see the module). A trace
     that fails is reported in one line and the others are kept."""
     from tenprof.cli.launch import prepare_ranks_dir
-    from tenprof.cli.ranks_report import print_ranks_report
+    from tenprof.report.ranks import print_ranks_report
     from tenprof.store.directory import rank_dir
 
     ranks = _ranks(traces)

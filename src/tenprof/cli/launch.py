@@ -100,7 +100,7 @@ def run_under_launcher(
         remove_stale_ranks(out_dir, started)
     if not quiet:
         from tenprof.cli.common import console
-        from tenprof.cli.ranks_report import print_ranks_report
+        from tenprof.report.ranks import print_ranks_report
 
         if out_dir.is_dir():
             print_ranks_report(out_dir, console(), limit or None)

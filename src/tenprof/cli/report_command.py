@@ -1,4 +1,4 @@
-"""`tenprof report DIR`: every section of the report (renderers.sections) as text, or as JSON with --json."""
+"""`tenprof report DIR`: every section of the report (report.sections) as text, or as JSON with --json."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ from rich.console import Console
 
 from tenprof.analyses.findings import Thresholds
 from tenprof.cli.common import console, holds_ranks, non_negative_int, open_profile, threshold_override
-from tenprof.cli.ranks_report import print_ranks_report, ranks_json
 from tenprof.errors import UsageError
-from tenprof.renderers.sections import ReportOptions, render_text, report_json
+from tenprof.report.ranks import print_ranks_report, ranks_json
+from tenprof.report.sections import ReportOptions, render_text, report_json
 from tenprof.store.profile import Profile
 
 
 def print_report(profile: Profile, out: Console, limit: int | None, thresholds: Thresholds | None = None) -> None:
-    """Every section of the report (renderers.sections): findings first, then the summary, the per-step
+    """Every section of the report (report.sections): findings first, then the summary, the per-step
     breakdown, the tallies, and the sections of the other passes the profile has."""
     render_text(profile, out, ReportOptions(limit, thresholds))
 

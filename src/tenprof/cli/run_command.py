@@ -11,12 +11,12 @@ from tenprof.capture.access_build import DEFAULT_EVERY, DEFAULT_FIRST
 from tenprof.capture.overhead_plan import DEFAULT_COUNT as DEFAULT_OVERHEAD_STEPS
 from tenprof.capture.ranks import rank_from_env
 from tenprof.cli.common import console, non_negative_int
-from tenprof.cli.drawings import write_drawings
 from tenprof.cli.launch import run_under_launcher
 from tenprof.cli.report_command import print_report
 from tenprof.errors import UsageError
 from tenprof.record.launcher import PASSES, RunRequest, all_passes, run_profile
 from tenprof.renderers.run_times import time_breakdown
+from tenprof.report.drawings import write_drawings
 from tenprof.store.directory import rank_dir
 from tenprof.store.profile import load_profile
 
@@ -173,7 +173,7 @@ class RunCommand:
 
 def _write_page(out_dir: Path) -> str:
     """OUTPUT/report.html (tenprof's own file in its own profile directory); what happened, in words."""
-    from tenprof.renderers.html_page import page_bytes
+    from tenprof.report.html_page import page_bytes
     from tenprof.store.directory import claim
 
     target = out_dir / "report.html"

@@ -1,4 +1,4 @@
-// tenprof's report page: draws every section from the JSON in #tenprof-data (renderers/html_page.py).
+// tenprof's report page: draws every section from the JSON in #tenprof-data (report/html_page.py).
 // No library and nothing fetched: tables, charts and the icicle are plain DOM and SVG, so the page opens
 // offline. Large tables render 200 rows at a time (filter and sort work on all of them).
 "use strict";

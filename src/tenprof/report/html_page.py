@@ -23,7 +23,7 @@ import orjson
 from tenprof.analyses.calltree import Node, build_tree
 from tenprof.analyses.summary import recording_start
 from tenprof.errors import UsageError
-from tenprof.renderers.sections import ReportOptions, report_data
+from tenprof.report.sections import ReportOptions, report_data
 from tenprof.store.profile import Profile
 from tenprof.store.schema import Pass
 

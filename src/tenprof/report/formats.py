@@ -81,13 +81,13 @@ def _hatchet(profile: Profile, out: IO[bytes], options: ExportOptions) -> None:
 
 
 def _report(profile: Profile, out: IO[bytes], options: ExportOptions) -> None:
-    from tenprof.renderers.sections import report_json
+    from tenprof.report.sections import report_json
 
     out.write(report_json(profile).encode())
 
 
 def _html(profile: Profile, out: IO[bytes], options: ExportOptions) -> None:
-    from tenprof.renderers.html_page import write_html
+    from tenprof.report.html_page import write_html
 
     write_html(profile, out)
 
