@@ -58,7 +58,9 @@ def test_a_cpu_pair_matches_a_moved_line_by_its_text_and_finds_the_added_work(
     data = orjson.loads(capsys.readouterr().out)
     top = data["lines"][0]
     assert top["what"] == f"{tmp_path}/before/job.py:7 -> {tmp_path}/after/job.py:8"  # matched by its text
-    assert top["after_cpu_ns"] > 2 * top["before_cpu_ns"] > 0  # six matmuls where there was one
+    # six matmuls where there was one: about 6x the CPU time on a quiet machine, still well above 1x with
+    # the two runs loaded unevenly (1.9x seen with three heavy processes on two cores)
+    assert top["after_cpu_ns"] > 1.2 * top["before_cpu_ns"] > 0
     assert data["step"]["after_ns"] > data["step"]["before_ns"]
     assert data["basis"] == "CPU" and data["other_remainder_ns"] is None  # no GPU: split by the host's time
     # BEFORE's file edited in place after its run (line 7 is now the comment): its profile kept the text
