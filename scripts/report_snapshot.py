@@ -18,6 +18,7 @@ import io
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,13 +59,13 @@ def _name(profile: Path) -> str:
     return str(profile.relative_to(DATA)).replace(os.sep, "__")
 
 
-def _write(tenprof: object, profile: Path, base: Path) -> int:
+def _write(tenprof: Callable[[list[str]], int], profile: Path, base: Path) -> int:
     """The text and the JSON report of one profile; 1 where either failed."""
     failed = 0
     for suffix, extra in ((".txt", []), (".json", ["--json"])):
         buffer = io.StringIO()
         with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
-            code = tenprof(["report", "--limit", "0", *extra, str(profile)])  # type: ignore[operator]
+            code = tenprof(["report", "--limit", "0", *extra, str(profile)])
         base.with_suffix(suffix).write_text(buffer.getvalue())
         failed |= code != 0
     return int(failed)

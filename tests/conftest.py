@@ -89,10 +89,8 @@ def raw_events(case: str) -> list[dict[str, Any]]:
     (kineto_trace.json.gz, then .1.json.gz, .2.json.gz, ...: one per profiler session of the run), each in
     its own clock's times, which counts and durations do not need joined."""
     raw = DATA / case / "timeline" / "raw"
-    numbered = {p: p.name.split(".") for p in raw.glob("kineto_trace*.json.gz")}  # kineto_trace[.N].json.gz
-    parts = sorted(numbered, key=lambda p: int(numbered[p][1]) if len(numbered[p]) == 4 else 0)
     events: list[dict[str, Any]] = []
-    for part in parts:
+    for part in [raw / "kineto_trace.json.gz", *later_trace_parts(raw)]:
         with gzip.open(part, "rb") as handle:
             events += orjson.loads(handle.read())["traceEvents"]
     return events

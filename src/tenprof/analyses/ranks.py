@@ -87,8 +87,9 @@ class RankSummary:
     clock_offset_ns: int = 0
     # where its mean steady step went (analyses.step_time); "capture" only where that was known
     parts: dict[str, float] = field(default_factory=dict)
-    # its first findings paid every step: the first rank's and the stragglers' only (FINDINGS_RANKS)
-    findings: list[RankFinding] = field(default_factory=list)
+    # its first findings paid every step: judged for the first rank and the stragglers only
+    # (FINDINGS_RANKS); None for a rank not judged, which is not a rank without findings
+    findings: list[RankFinding] | None = None
 
     @property
     def outside_ops_ns(self) -> float:
@@ -261,7 +262,8 @@ def ranks_report(out_dir: Path) -> RanksReport:
     """Stream over the ranks' profiles under `out_dir` (see the module docstring)."""
     summaries: list[RankSummary] = []
     lines: list[dict[tuple[str, str], float]] = []
-    for directory in rank_dirs(out_dir):
+    directories = rank_dirs(out_dir)
+    for directory in directories:
         profile = load_profile(directory)
         rank = profile.meta.rank if profile.meta.rank >= 0 else len(summaries)
         summary = rank_summary(profile, rank)
@@ -273,7 +275,6 @@ def ranks_report(out_dir: Path) -> RanksReport:
     stragglers = _stragglers(summaries, lines)
     straggling = {x.rank for x in stragglers}
     judged = list(dict.fromkeys([0, *(i for i, r in enumerate(summaries) if r.rank in straggling)]))
-    directories = rank_dirs(out_dir)
     for index in judged[:FINDINGS_RANKS] if summaries else []:
         summaries[index].findings = _first_findings(load_profile(directories[index]))
     return RanksReport(

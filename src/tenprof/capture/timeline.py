@@ -109,12 +109,15 @@ class TimelineSession:
         self._capture_on = True
         # the session stops for the steps timed un-profiled, GPU activity and all (see `_set_capture`)
         self._gpu_activity = torch.cuda.is_available() and options.schedule is None
+        self._set_teardown = False
         if self._gpu_activity and self._plan.count > 0:
             # Kineto leaves CUPTI attached after a session stops unless told to tear it down, and an
             # attached CUPTI slows every CUDA call after it: the steps timed after a stop ran at 1.17-1.33x
             # the same process's plain steps on an H100, 0.98-1.03x with the teardown
             # (benchmarks/toggle_probe.py, 2026-11-27). The next session's start then takes ~13 ms more,
             # between steps. torch turns it off itself where CUDA graphs need it; a user's setting stands.
+            # Set for this session only: an in-process profile runs in the user's own process.
+            self._set_teardown = "TEARDOWN_CUPTI" not in os.environ
             os.environ.setdefault("TEARDOWN_CUPTI", "1")
         # one per tenprof.step(): the tokens the step it ended held, -1 when not given
         self.step_tokens: list[int] = []
@@ -158,6 +161,8 @@ class TimelineSession:
         if self._prof is not None:
             self._sync()
             self._stop_session()
+        if self._set_teardown:
+            os.environ.pop("TEARDOWN_CUPTI", None)
         self.log.extra = self._extra_keys()
         self.log.to_file(self.raw_dir / CALLSITES_FILE)
         if self.options.verify and self.trace_written:

@@ -123,7 +123,7 @@ def _render_findings(ranks: list[RankSummary], console: Console) -> None:
     for name in ("Rank", "Finding", "Cost / step", "Where"):
         table.add_column(name, justify="right" if name in ("Rank", "Cost / step") else "left")
     for r in ranks:
-        for f in r.findings:
+        for f in r.findings or []:
             table.add_row(
                 str(r.rank),
                 escape(format_quantities(f.title)),

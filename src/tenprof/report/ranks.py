@@ -56,7 +56,7 @@ def ranks_data(out_dir: Path) -> dict[str, Any]:
     for r in report.ranks:
         row = {k: v for k, v in dataclasses.asdict(r).items() if k not in ("collective_ends", "windows")}
         row["overlap"] = None if math.isnan(r.overlap) else r.overlap
-        for finding in row["findings"]:  # as the text report reads them: quantities written out
+        for finding in row["findings"] or []:  # as the text report reads them: quantities written out
             finding["title"] = format_quantities(finding["title"])
         ranks.append(row)
     body = {
