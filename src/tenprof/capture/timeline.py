@@ -180,10 +180,7 @@ class TimelineSession:
         if off == self._capture_on:
             self._set_capture(not off)  # stops or starts the session in place of torch's step
         elif self._prof is not None:
-            self._sync()
-            with _without_importing_inductor(), self._profiler_lines_kept_out():
-                self._prof.step()
-            self._sync()
+            self._torch_step()
         if sampler is not None and not off:
             sampler.paused = False
         # The clock reads bracket tenprof's own work at the boundary (syncs, toggling), which is left out
@@ -260,11 +257,15 @@ class TimelineSession:
                 self._sync()
                 self._stop_session()
         elif self._prof is not None:
-            self._sync()
-            with _without_importing_inductor(), self._profiler_lines_kept_out():
-                self._prof.step()
-            self._sync()
+            self._torch_step()
         self._set_recorders(on)
+
+    def _torch_step(self) -> None:
+        """torch.profiler's own step (its ProfilerStep#N ranges, its schedule), between two clock syncs."""
+        self._sync()
+        with _without_importing_inductor(), self._profiler_lines_kept_out():
+            self._prof.step()
+        self._sync()
 
     def _set_recorders(self, on: bool) -> None:
         """tenprof's own recorders on or off: Python lines, the host sampler, the launch hooks, the GPU
