@@ -4,12 +4,17 @@ and in DDP without accumulation (tests/data/ranks), the check is silent."""
 
 from __future__ import annotations
 
+import gzip
+from pathlib import Path
+
+import orjson
 import pytest
 
 from tenprof.analyses.findings import find_all
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.grad_sync import check
 from tenprof.analyses.findings.thresholds import Thresholds
+from tenprof.cli.main import main
 from tenprof.store.profile import Profile, load_profile
 from tests.conftest import DATA
 
@@ -37,3 +42,17 @@ def test_three_of_four_rounds_are_wasted_and_the_cost_is_their_exposed_collectiv
 def test_silent_with_no_sync_and_without_accumulation(rebuilt: dict[str, Profile], case: str) -> None:
     profile = rebuilt[case] if "/" not in case else load_profile(DATA / case)
     assert "all-reduce-every-micro-step" not in {f.id for f in find_all(profile)}
+
+
+def test_fires_on_a_plain_torch_profiler_trace_without_marked_steps(tmp_path: Path) -> None:
+    # the DDP pair's torch.profiler trace (rank 0, two H100s) with its ProfilerStep ranges taken out: the
+    # accumulation windows come from the optimizer's step ranges alone
+    trace = orjson.loads(gzip.decompress((DATA / "corpus_traces" / "ddp_no_sync.json.gz").read_bytes()))
+    kept = [e for e in trace["traceEvents"] if not str(e.get("name", "")).startswith("ProfilerStep#")]
+    assert len(kept) < len(trace["traceEvents"])
+    trace["traceEvents"] = kept
+    (tmp_path / "trace.json").write_bytes(orjson.dumps(trace))
+    assert main(["import", "--quiet", str(tmp_path / "trace.json"), "-o", str(tmp_path / "prof")]) == 0
+    found = find_all(load_profile(tmp_path / "prof"))
+    assert found[0].id == "all-reduce-every-micro-step"
+    assert found[0].numbers["micro_steps_per_optimizer_step"] == 4
