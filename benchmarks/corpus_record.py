@@ -76,6 +76,9 @@ def _one(args: argparse.Namespace, pair: dict, fixed: bool, mode: str, card: str
     if mode == "time":
         step_ms = next(float(w.split("=", 1)[1]) for w in out.split() if w.startswith("corpus_step_ms="))
         line = {"pair": pair["name"], "fixed": fixed, "step_ms": step_ms, "card": card, "args": script[1:]}
+        timed = [w.split("=", 1)[1] for w in out.split() if w.startswith("corpus_timed_steps=")]
+        if timed:
+            line["timed_steps"] = int(timed[0])
         with (args.out / "timings.jsonl").open("a") as f:
             f.write(json.dumps(line) + "\n")
         return

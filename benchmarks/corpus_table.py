@@ -65,6 +65,22 @@ def imported(name: str, into: Path) -> Profile | None:
     return load_profile(into / name)
 
 
+def read_timings(paths: list[Path]) -> tuple[dict[tuple[str, bool], list[float]], set[str]]:
+    """Each (pair, fixed)'s step times over the files in order, and the cards they were timed on: repeats of
+    one command are pooled (their median is taken), a command with other arguments starts afresh."""
+    timed: dict[tuple[str, bool], tuple[list[str], list[float]]] = {}
+    cards: set[str] = set()
+    for path in paths:
+        for line in path.read_text().splitlines():
+            row = json.loads(line)
+            key, argv = (row["pair"], row["fixed"]), list(row.get("args", []))
+            if key not in timed or timed[key][0] != argv:
+                timed[key] = (argv, [])
+            timed[key][1].append(row["step_ms"])
+            cards.add(row["card"])
+    return {key: times for key, (_, times) in timed.items()}, cards
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -72,18 +88,11 @@ def main() -> None:
         type=Path,
         action="append",
         default=[],
-        help="a timings file (repeatable): a pair timed in a later file is taken from it alone (its script changed)",
+        help="a timings file (repeatable): timings of a pair run with the same arguments add up across files; "
+        "a later file that ran it with other arguments replaces the earlier ones' (its script changed)",
     )
     args = parser.parse_args()
-    steps_ms: dict[tuple[str, bool], list[float]] = {}
-    cards: set[str] = set()
-    for path in args.timings:
-        found: dict[tuple[str, bool], list[float]] = {}
-        for line in path.read_text().splitlines():
-            row = json.loads(line)
-            found.setdefault((row["pair"], row["fixed"]), []).append(row["step_ms"])
-            cards.add(row["card"])
-        steps_ms.update(found)
+    steps_ms, cards = read_timings(args.timings)
     card = ", ".join(sorted(cards))
     print(
         "| pair | planted | first: tenprof run | first: torch.profiler | first: + with_stack | twin raises it "

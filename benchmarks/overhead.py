@@ -6,7 +6,7 @@
 
 Workloads (each script prints `loop_s=` for its timed loop after warm-up):
     gpt2-fp32      examples/gpt2_fp32.py, GPT-2 small fp32 eager train, batch 8x256, 10 steps
-    gpt2-compiled  examples/compiled_train.py --model gpt2 --mode default, bf16 autocast, 8x256, 20 steps
+    gpt2-compiled  examples/compiled_train.py --model gpt2 --mode default, bf16 autocast, 8x256, 37 steps
     mlp            examples/small_mlp.py, 16 layers 64x256, 50 steps
     conv           examples/conv_block.py, 32x64x112x112, 10 steps
     gpt2           examples/gpt2_train.py, bf16 autocast eager (docs/BENCHMARKS.md's first tables)
@@ -29,7 +29,7 @@ Configurations:
     tenprof-nolines  tenprof run --no-lines
     tenprof-light    tenprof run --no-lines --no-shapes --no-memory
     tenprof-tensors  tenprof run --passes tensors       (the tensors pass alone)
-    tenprof-timed    tenprof run --overhead-steps 6: the run times 6 of its steps with everything of its own
+    tenprof-timed    tenprof run --overhead-steps 7: the run times 6 of its steps with everything of its own
                      off; their median (the report's un-profiled step, as timed) is set against the plain
                      run's loop time per step in the same repeat (issue 36: within 10%), and against the
                      plain run's own steps of the same numbers (its tenprof.step() calls marked:
@@ -105,8 +105,9 @@ WORKLOADS: dict[str, Workload] = {
         ("transformers",),
     ),
     "gpt2-compiled": Workload(
-        "GPT-2 small train, bf16 autocast + torch.compile (default mode), batch 8x256 (20 steps)",
-        ("examples/compiled_train.py", "--model", "gpt2", "--mode", "default", "--steps", "20", "--warmup", "3"),
+        # 37 steps: room for 7 timed steps; its steps vary 20-35 ms within one process, so 3 or 4 say little
+        "GPT-2 small train, bf16 autocast + torch.compile (default mode), batch 8x256 (37 steps)",
+        ("examples/compiled_train.py", "--model", "gpt2", "--mode", "default", "--steps", "37", "--warmup", "3"),
         ("transformers",),
     ),
     "mlp": Workload(
@@ -135,7 +136,7 @@ CONFIGS: dict[str, Config] = {
     "tenprof-nolines": Config("tenprof run --no-lines", ("tenprof",)),
     "tenprof-light": Config("tenprof run --no-lines --no-shapes --no-memory", ("tenprof",)),
     "tenprof-tensors": Config("tenprof run --passes tensors", ("tenprof",)),
-    "tenprof-timed": Config("tenprof run --overhead-steps 6 (its own un-profiled steps)", ("tenprof",)),
+    "tenprof-timed": Config("tenprof run --overhead-steps 7 (its own un-profiled steps)", ("tenprof",)),
     "torch": Config("torch.profiler (CPU+CUDA)"),
     "torch-stack": Config("torch.profiler + with_stack, record_shapes, profile_memory"),
     "torch-et": Config("torch ExecutionTraceObserver"),
@@ -216,7 +217,7 @@ def cold_s(workload: str, configs: list[str]) -> float:
 
 
 RUN_TIMEOUT_S = 480
-TIMED_STEPS = 6  # tenprof-timed: steps timed with the capture off (4, 9, ..., 29 where the run has them)
+TIMED_STEPS = 7  # tenprof-timed: steps timed with the capture off (4, 9, ..., 34 where the run has them)
 
 
 def estimate(workload: str, config: str) -> float:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -601,6 +601,33 @@ while [ $# -gt 0 ]; do
     python3 benchmarks/toggle_probe.py --workload mlp --steps 50 --rounds 3 >> "$S" 2>&1
     python3 benchmarks/corpus_record.py "$WORK/corpus" --only "${CORPUS_ONLY:-slow_collate,recompile,compile_tiny,slow_step}" --modes traces --deadline-s "${CORPUS_DEADLINE_S:-150}" >> "$S" 2>&1
     tar -C "$WORK" -czf "$OUT/stopprobe36.tgz" corpus
+    ;;
+  retime36b)  # issue 36: pairs whose cost and saving differ by more than 25% timed again, RETIME_ROUNDS rounds (default 4), trigger and twin interleaved; timings in $OUT/retime36b-timings.jsonl
+    for k in $(seq "${RETIME_ROUNDS:-4}"); do
+      python3 benchmarks/corpus_record.py "$WORK/corpus_r" --only "${CORPUS_ONLY:-launch_graph,graph_break,empty_cache,variance,channels_last}" --modes time 2>&1 | tee -a "$OUT/retime36b.txt"
+      cp "$WORK/corpus_r/timings.jsonl" "$OUT/retime36b-timings.jsonl"
+    done
+    ;;
+  compiled36)  # issue 36 section 3: compiled GPT-2's timed steps, step by step, against a plain run's same steps; default, --no-lines and light captures, Dynamo's recompiles logged; text in $OUT/compiled36.txt
+    C="$OUT/compiled36.txt"
+    marks() {  # a plain run's step times (ms) at every step number
+      python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print('plain', ' '.join(f'{n}:{(m[n+1]-m[n])/1e6:.2f}' for n in range(1, len(m)-1)))" "$1"
+    }
+    ARGS="examples/compiled_train.py --model gpt2 --mode default --steps 37 --warmup 3"
+    for r in 1 2; do
+      ( cd "$REPO" && python3 benchmarks/step_marks.py "$WORK/cmarks$r.json" $ARGS ) > "$WORK/logs/cmarks$r.log" 2>&1
+      marks "$WORK/cmarks$r.json" >> "$C"
+      for v in default nolines light; do
+        [ $r = 2 ] && [ $v != default ] && continue
+        extra=""; [ $v = nolines ] && extra="--no-lines"; [ $v = light ] && extra="--no-lines --no-shapes --no-memory"
+        ( cd "$REPO" && TORCH_LOGS=recompiles timeout 200 tenprof run --quiet --overhead-steps 7 $extra -o "$WORK/prof/c_${v}_$r" $ARGS ) > "$WORK/logs/c_${v}_$r.log" 2>&1
+        echo "== $v run $r exit=$? recompiles=$(grep -c 'Recompiling' "$WORK/logs/c_${v}_$r.log")" >> "$C"
+        grep -m3 -A3 "Recompiling" "$WORK/logs/c_${v}_$r.log" | cut -c1-300 >> "$C"
+        python3 -c "import sys; from tenprof.store.profile import load_profile as L; s=L(sys.argv[1]).table('steps').to_pydict(); print('$v', ' '.join(f'{n}:{d/1e6:.2f}' + ('*' if not c else '') for n, c, d in zip(s['step'], s['capture_on'], s['own_duration_ns']) if n > 0))" "$WORK/prof/c_${v}_$r" >> "$C" 2>&1
+        cat "$C" | tail -n 3
+      done
+    done
+    cat "$C"
     ;;
   teardown36b)  # issue 36 section 3: tenprof with CUPTI torn down at each stop: a CUDA-graph run still records, then the timed steps against the plain loop (same36)
     record graph_teardown examples/findings/launch_graph.py --steps 12 --fixed > "$OUT/graph_teardown.txt" 2>&1

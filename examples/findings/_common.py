@@ -5,8 +5,8 @@ The loop runs in one of three ways, chosen by the environment, so that one scrip
 of the corpus (scripts/gpu_record.sh corpus36) without changing a line of it:
 - plain (no variable set): the steps, each ended with `tenprof.step()` (a no-op outside `tenprof run`);
 - TENPROF_CORPUS_TIME=1: un-profiled, and prints (rank 0 only) `corpus_step_ms=<mean>` over the steps past the first
-  COLD (timed from a synchronize to a synchronize, so queued GPU work is counted and no step waits
-  for another one's end);
+  COLD, at least MIN_TIMED of them whatever `--steps` says (timed from a synchronize to a synchronize, so
+  queued GPU work is counted and no step waits for another one's end), and `corpus_timed_steps=<n>`;
 - TENPROF_CORPUS_TRACE=<file.json>: under plain torch.profiler as users run it (a schedule that skips one
   step and warms up on the next, records the rest, each step marked with `prof.step()`), the trace
   written there (rank 0's, under a launcher); TENPROF_CORPUS_STACK=1 adds with_stack and record_shapes.
@@ -22,6 +22,9 @@ import torch
 import tenprof
 
 COLD = 3  # the steps the timing leaves out (first launches, autotuning, compiling)
+# the steps timed at least: a few milliseconds' step varies 20-40% from step to step on a shared machine, so
+# three steps cannot tell a saving of a fraction of a millisecond
+MIN_TIMED = 20
 
 
 def parse(description: str) -> argparse.Namespace:
@@ -55,15 +58,17 @@ def loop(steps: int, step: Callable[[], None]) -> None:
 
 def _timed(steps: int, step: Callable[[], None]) -> None:
     cold = min(COLD, steps - 1)
+    timed = max(steps - cold, MIN_TIMED)
     for _ in range(cold):
         step()
     _synchronize()
     start = time.perf_counter()
-    for _ in range(steps - cold):
+    for _ in range(timed):
         step()
     _synchronize()
     if os.environ.get("RANK", "0") == "0":  # under a launcher, one line (the ranks' output is interleaved)
-        print(f"corpus_step_ms={1e3 * (time.perf_counter() - start) / (steps - cold):.4f}", flush=True)
+        step_ms = 1e3 * (time.perf_counter() - start) / timed
+        print(f"corpus_step_ms={step_ms:.4f} corpus_timed_steps={timed}", flush=True)
 
 
 def _under_torch_profiler(steps: int, step: Callable[[], None], trace: str, stack: bool) -> None:

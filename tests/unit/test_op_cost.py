@@ -498,3 +498,16 @@ def test_convolutions_agree_with_torch(
     # torch counts grad_weight as groups x the forward's work; the work (and this count) is the forward's
     assert ours_back.flops == torch_backward - (groups - 1) * torch_forward
     assert ours_back.flops == 2 * torch_forward
+
+
+def test_batch_norm_backward_reads_both_tensors_and_writes_per_output_mask() -> None:
+    # (grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, train, eps, output_mask)
+    x, c = tensor([8, 4, 10, 10]), tensor([4])
+    flags = (scalar("True"), scalar("1e-05"))
+    full = cost("aten::native_batch_norm_backward", x, x, c, c, c, c, c, *flags, ints([True, True, True]))
+    assert full.flops == (10 + 2 + 1) * 3200
+    # grad_out and input read, five per-channel vectors read, grad_input written, grad_weight and grad_bias
+    assert full.bytes == (3200 + 3200 + 5 * 4 + 3200 + 2 * 4) * 4
+    only_input = cost("aten::native_batch_norm_backward", x, x, c, c, c, c, c, *flags, ints([True, False, False]))
+    assert only_input.flops == 10 * 3200 and only_input.bytes == (3200 + 3200 + 5 * 4 + 3200) * 4
+    assert cost("aten::native_batch_norm_backward", NONE, x, c, values=False).flops is None

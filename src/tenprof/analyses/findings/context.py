@@ -11,6 +11,7 @@ import numpy.typing as npt
 from tenprof.analyses.findings.thresholds import Thresholds
 from tenprof.analyses.inferred_steps import InferredSteps, infer_steps
 from tenprof.analyses.overhead import Overhead, kernel_launch_ns, measure, recorded_steps, steps_marked
+from tenprof.analyses.perf_model import PerfModel, perf_model
 from tenprof.analyses.step_time import Intervals, idle_causes, length, own_step_ns, part_blocks, unmarked_span
 from tenprof.analyses.summary import stack_frames, user_frame_of
 from tenprof.core.intervals import coverage, take
@@ -176,6 +177,11 @@ class Context:
     def steps_kernel_ns(self) -> int:
         """The kernel time launched in the analysed steps: what shares of GPU time are shares of."""
         return int(self.profile.column("kernels", "duration_ns")[self.kernels_in_steps].sum())
+
+    @cached_property
+    def perf(self) -> PerfModel | None:
+        """The performance model of the kernels launched in the analysed steps (None without GPU work)."""
+        return perf_model(self.profile, self.kernels_in_steps)
 
     @cached_property
     def transfer_issue_ns(self) -> I64:

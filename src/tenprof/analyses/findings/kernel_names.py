@@ -5,26 +5,29 @@
   (names with `tf32`, `16816`, `hmma`, `wgmma`, `nvjet`, `bf16`/`f16`). Left to the counters' check of
   the same id when the counters pass ran (it measures the tensor pipe instead of reading names).
 - layout-conversions: cuDNN kernels converting between NCHW and NHWC around convolutions, which a model
-  and input in channels_last memory format avoid.
+  and input in channels_last memory format avoid (with the NCHW batch-norm kernels: findings.layouts).
 
-The cost is what the fix would save in the analysed steps: the conversion kernels' time; for the GEMMs,
-their time less what they would take on tensor cores (1/7.5 of it, the TF32-over-FP32 peak ratio).
+The cost is what the fix would save in the analysed steps: the conversion kernels' time and the NCHW
+batch norms' time above their speed of light; for the GEMMs, their time less what they would take on
+tensor cores (1/7.5 of it, the TF32-over-FP32 peak ratio).
 """
 
 from __future__ import annotations
 
 import re
 
+import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from tenprof.analyses.findings.context import Context, per_step
+from tenprof.analyses.findings.layouts import LayoutCost, layout_cost
 from tenprof.analyses.findings.model import Finding
 from tenprof.core.quantities import duration
 from tenprof.store.schema import Pass
 
 FP32_GEMM = re.compile(r"(?:^|[_ ])sgemm|simt_sgemm|gemm_f32f32_f32f32_f32|gemm.*_ffma_", re.IGNORECASE)
 TENSOR_CORE = re.compile(r"tf32|16816|1688|hmma|wgmma|nvjet|tensorop|bf16|f16|h884|s884", re.IGNORECASE)
-LAYOUT_CONVERSION = re.compile(r"nchwToNhwc|nhwcToNchw", re.IGNORECASE)
 # Dense TF32 tensor-core peak over FP32 FMA peak: 8x on an A100 (156 / 19.5 TFLOPS), 7.4x on an H100 SXM
 # (495 / 67). A GEMM moved to TF32 keeps about 1/7.5 of its time: the rest is what the fix saves.
 TF32_SPEEDUP = 7.5
@@ -68,25 +71,44 @@ def check(ctx: Context) -> list[Finding]:
                 numbers={"fp32_gemm_ns": float(fp32_ns), "share_of_gpu": fp32_ns / gpu_ns},
             )
         )
-    layout = inside & names.where(lambda n: bool(LAYOUT_CONVERSION.search(n)))
-    layout_ns = int(duration_ns[layout].sum())
-    if layout_ns >= ctx.t.names_min_share * gpu_ns:
-        found.append(
-            Finding(
-                id="layout-conversions",
-                title=f"cuDNN converts between NCHW and NHWC around convolutions: {layout_ns / gpu_ns:.0%} of GPU "
-                f"time ({duration(int(per_step(layout_ns, ctx)))} per step)",
-                cost_ns=layout_ns,
-                seen=[f"{int(layout.sum())} conversion kernels (nchwToNhwc / nhwcToNchw), {duration(layout_ns)}"],
-                where=ctx.where(ops[layout], duration_ns[layout]),
-                why="Tensor-core convolutions want channels-last (NHWC) data; with NCHW tensors cuDNN transposes the "
-                "input, weights and output around every convolution.",
-                fix="Put the model and its input in channels_last: model.to(memory_format=torch.channels_last) "
-                "and x = x.to(memory_format=torch.channels_last).",
-                numbers={"conversion_ns": float(layout_ns), "share_of_gpu": layout_ns / gpu_ns},
-            )
-        )
+    layout = layout_cost(ctx)
+    if layout is not None:
+        found.append(_layout_finding(ctx, layout, ops, duration_ns))
     return found
+
+
+def _layout_finding(
+    ctx: Context, layout: LayoutCost, ops: npt.NDArray[np.int64], duration_ns: npt.NDArray[np.int64]
+) -> Finding:
+    gpu_ns = ctx.steps_kernel_ns
+    conversions = layout.conversions
+    seen = [f"{int(conversions.sum())} conversion kernels (nchwToNhwc / nhwcToNchw), {duration(layout.conversion_ns)}"]
+    what = "cuDNN converts between NCHW and NHWC around convolutions"
+    if layout.norms:
+        calls = sum(row.calls for row in layout.norms)
+        seen.append(
+            f"{calls} batch-norm calls on NCHW kernels: {duration(layout.norm_ns)} of kernel time, "
+            f"{duration(layout.norm_ideal_ns)} at the speed of light (counted: the time above it)"
+        )
+        what += " and batch norm runs its NCHW kernels"
+    return Finding(
+        id="layout-conversions",
+        title=f"NCHW layout: {what}: {layout.cost_ns / gpu_ns:.0%} of GPU time "
+        f"({duration(int(per_step(layout.cost_ns, ctx)))} per step)",
+        cost_ns=layout.cost_ns,
+        seen=seen,
+        where=ctx.where(ops[conversions], duration_ns[conversions]),
+        why="Tensor-core convolutions want channels-last (NHWC) data; with NCHW tensors cuDNN transposes the "
+        "input, weights and output around every convolution"
+        + (", and batch norm runs its slower NCHW kernels." if layout.norms else "."),
+        fix="Put the model and its input in channels_last: model.to(memory_format=torch.channels_last) "
+        "and x = x.to(memory_format=torch.channels_last).",
+        numbers={
+            "conversion_ns": float(layout.conversion_ns),
+            "share_of_gpu": layout.conversion_ns / gpu_ns,
+            "nchw_norm_ns": float(layout.norm_ns),
+        },
+    )
 
 
 def _compute_capability(ctx: Context) -> tuple[int, int] | None:

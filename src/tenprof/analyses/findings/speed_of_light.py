@@ -1,11 +1,12 @@
 """Finding far-below-speed-of-light: an op that holds a large share of kernel time and runs far slower
 than its FLOPs and bytes allow on this card (analyses.perf_model), with the reason its shapes show.
 
-Judged on the analysed steps' kernels only, less cuDNN's layout conversions inside the op (the
-layout-conversions finding charges those). Skipped: ops whose calls average under
-`sol.min_call_us` of kernel time (launch cost dominates such kernels; launch-bound owns that), fp32
-matrix products on the FMA pipes (gemm-without-tensor-cores owns that), copies and ops reading a strided
-input (hidden-copies and strided-elementwise own those), and cards with no known peaks.
+Judged on the analysed steps' kernels only, less cuDNN's layout conversions inside the op and the NCHW
+batch norms beside them (the layout-conversions finding charges those: findings.layouts). Skipped: ops
+whose calls average under `sol.min_call_us` of kernel time (launch cost dominates such kernels;
+launch-bound owns that), fp32 matrix products on the FMA pipes (gemm-without-tensor-cores owns that),
+copies and ops reading a strided input (hidden-copies and strided-elementwise own those), and cards with
+no known peaks.
 The cost is the kernel time above the ideal: what reaching the speed of light would save at most.
 """
 
@@ -16,9 +17,9 @@ import math
 from typing import Any
 
 from tenprof.analyses.findings.context import Context
-from tenprof.analyses.findings.kernel_names import LAYOUT_CONVERSION
+from tenprof.analyses.findings.layouts import LAYOUT_CONVERSION, layout_cost
 from tenprof.analyses.findings.model import Finding
-from tenprof.analyses.perf_model import OpSpeed, PerfModel, perf_model, pipe_text
+from tenprof.analyses.perf_model import OpSpeed, PerfModel, pipe_text
 from tenprof.core.quantities import duration
 
 # (M, N, K, batch) from the inputs of each matrix-product op, by argument position
@@ -35,10 +36,12 @@ _MIN_ROW_SHARE = 0.01
 
 
 def check(ctx: Context) -> list[Finding]:
-    model = perf_model(ctx.profile, ctx.kernels_in_steps)
+    model = ctx.perf
     if model is None or not model.kernel_ns:
         return []
     t = ctx.t
+    layout = layout_cost(ctx)
+    charged = {id(row) for row in layout.norms} if layout is not None else set()
     sm_count = ctx.profile.meta.gpus[0].sm_count if ctx.profile.meta.gpus else 0
     # one finding per op, line and remedy: the three GEMMs of an odd vocabulary size are one fix
     groups: dict[tuple[str, str, str], list[tuple[OpSpeed, list[str]]]] = {}
@@ -48,6 +51,8 @@ def check(ctx: Context) -> list[Finding]:
             continue
         if speed.gpu_ns < _MIN_ROW_SHARE * model.kernel_ns:
             break  # rows are sorted by kernel time: the rest hold less
+        if id(row) in charged:
+            continue  # a batch norm on NCHW kernels beside cuDNN's conversions: layout-conversions charges it
         # cuDNN's NCHW/NHWC conversions are layout-conversions' cost: judged on the rest of its time
         own = speed.gpu_ns - _conversions_ns(row)
         if own <= 0 or 100.0 * speed.ideal_ns / own >= t.sol_max_percent or own / row.calls < t.sol_min_call_us * 1e3:

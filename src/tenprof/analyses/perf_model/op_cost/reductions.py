@@ -234,6 +234,25 @@ def _batch_norm(call: _Call) -> OpCost:
     return _cost(per_element * x.numel, _traffic(parts), x.dtype, False, rule)
 
 
+def _batch_norm_backward(call: _Call) -> OpCost:
+    # native_batch_norm_backward / batch_norm_backward: (grad_out, input, weight?, running_mean?,
+    # running_var?, save_mean?, save_invstd?, train, eps, output_mask, ...). The per-channel statistics and
+    # parameters are read once; grad_out and input are read whole, grad_input written whole.
+    grad, x, weight = call.tensor(0), call.tensor(1), call.tensor(2)
+    if grad is None or x is None or grad.shape is None or x.shape is None or len(x.shape) < 2:
+        return _unknown(call)
+    mask = _bools_value(call, 9, 3) or (True, weight is not None, weight is not None)
+    flops = x.numel * (10 * int(mask[0]) + 2 * int(mask[1]) + int(mask[2]))
+    statistics = [call.tensor(i) for i in (3, 4, 5, 6)]
+    parts: list[Traffic | None] = [_read(t) for t in (grad, x, weight, *statistics) if t is not None]
+    if mask[0]:
+        parts.append((x.numel, x.dtype))
+    channels = (x.shape[1], _accumulate_dtype(x.dtype))
+    parts += [channels for wanted in mask[1:] if wanted]
+    rule = "per element: 10 grad_input, 2 grad_weight, 1 grad_bias (per output_mask)"
+    return _cost(flops, _traffic(parts), x.dtype, False, rule)
+
+
 # Each reduction op: its plan (reduced dims, output dtype), FLOPs per input element and what they count.
 _REDUCTION_PLANS: dict[str, tuple[Callable[[_Call, _Arg], _Reduction], int, str]] = {
     "sum": (_plan_sum, 1, "add"),

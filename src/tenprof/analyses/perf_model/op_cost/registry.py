@@ -37,6 +37,7 @@ from tenprof.analyses.perf_model.op_cost.movement import (
 from tenprof.analyses.perf_model.op_cost.reductions import (
     _REDUCTION_PLANS,
     _batch_norm,
+    _batch_norm_backward,
     _layer_norm,
     _layer_norm_backward,
     _reduction,
@@ -88,6 +89,8 @@ def _handlers() -> dict[str, Handler]:
         "native_batch_norm": _batch_norm,
         "cudnn_batch_norm": _batch_norm,
         "_batch_norm_impl_index": _batch_norm,
+        "native_batch_norm_backward": _batch_norm_backward,
+        "batch_norm_backward": _batch_norm_backward,
         "copy_": _copy_into,
         "_to_copy": _to_copy,
         "to": _to,
