@@ -13,20 +13,35 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tenprof.capture.compiling import is_compiling
 from tenprof.capture.own_launches import OwnLaunchPatches, kernel_name
 from tenprof.core.kernel_names import USER_KERNEL_PREFIX
 
 if TYPE_CHECKING:
-    from tenprof.capture.tensors import TensorRecorder
+    from tenprof.capture.access_hook import AccessHook
+
+
+class LaunchRecorder(Protocol):
+    """What the uses need of the tensors recorder (capture.tensors.TensorRecorder): a launch made an op and
+    ended, the recorder's state, and its way to stop on an error of its own. A protocol, so that the
+    recorder, which builds the uses, and the uses do not import each other."""
+
+    broken: str
+    access: AccessHook | None
+
+    def launch_begin(self, name: str, args: Any, kwargs: dict[str, Any], caller: Any) -> tuple[int, int, int, int]: ...
+
+    def launch_end(self, token: tuple[int, int, int, int]) -> None: ...
+
+    def give_up(self, exc: Exception) -> None: ...
 
 
 class OwnLaunchUses:
     """Each outermost launch of the script's own an op of the tensors recorder (see the module docstring)."""
 
-    def __init__(self, recorder: TensorRecorder) -> None:
+    def __init__(self, recorder: LaunchRecorder) -> None:
         self.recorder = recorder
         self._patches = OwnLaunchPatches(self._using)
         self._inside = False
@@ -51,7 +66,7 @@ class OwnLaunchUses:
             try:
                 token = recorder.launch_begin(name, args, kwargs, sys._getframe(1))
             except Exception as exc:  # tenprof's bookkeeping must not become the script's error
-                recorder._give_up(exc)
+                recorder.give_up(exc)
                 return original(*args, **kwargs)
             uses._inside = True
             access = recorder.access

@@ -240,7 +240,7 @@ class TensorRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
         try:
             before = self._before(func, args, kwargs, sys._getframe(1))
         except Exception as exc:
-            self._give_up(exc)
+            self.give_up(exc)
             return func(*args, **kwargs)
         if self.access is None:
             out = func(*args, **kwargs)
@@ -253,7 +253,7 @@ class TensorRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
         try:
             self._after(before, out)
         except Exception as exc:
-            self._give_up(exc)
+            self.give_up(exc)
         return out
 
     def _first_of_its_kind(self, before: tuple[Any, ...]) -> bool:
@@ -268,7 +268,7 @@ class TensorRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
         self._access_kinds.add(key)
         return True
 
-    def _give_up(self, exc: Exception) -> None:
+    def give_up(self, exc: Exception) -> None:
         self.broken = f"the tensors recorder stopped at op {self.seq}: {exc.__class__.__name__}: {exc}"
 
     def _before(self, func: Any, args: Any, kwargs: dict[str, Any], caller: Any) -> tuple[Any, ...]:

@@ -1,7 +1,7 @@
 """The recorded call, parsed: dtype names and sizes, and each argument's kind, shape, strides and value.
 
-`_parse_call` pairs Kineto's per-argument lists into a `_Call`; a list that does not line up is taken as not
-recorded. The `_*_value` readers turn a concrete value's text into ints, bools or a dtype, None when unreadable.
+`parse_call` pairs Kineto's per-argument lists into a `Call`; a list that does not line up is taken as not
+recorded. The `*_value` readers turn a concrete value's text into ints, bools or a dtype, None when unreadable.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 # Bytes per element of each normalized dtype. float4_e2m1fn_x2 packs two values in a byte, and its shapes count
 # those bytes, so one "element" is one byte.
-_SIZES: dict[str, int] = {
+SIZES: dict[str, int] = {
     "float64": 8,
     "float32": 4,
     "float16": 2,
@@ -88,8 +88,8 @@ _KINETO_NAMES: dict[str, str] = {
     "cfloat": "complex64",
     "cdouble": "complex128",
 }
-_KINETO_NAMES.update({name: name for name in _SIZES})
-_KINETO_NAMES.update({f"torch.{name}": name for name in _SIZES})
+_KINETO_NAMES.update({name: name for name in SIZES})
+_KINETO_NAMES.update({f"torch.{name}": name for name in SIZES})
 
 # c10::ScalarType numbers, as Concrete Inputs records a dtype argument (_to_copy's '15' is bfloat16).
 _SCALAR_TYPES: dict[int, str] = {
@@ -127,8 +127,8 @@ _SCALAR_TYPES: dict[int, str] = {
     45: "float4",
 }
 
-_REAL_PART = {"complex128": "float64", "complex64": "float32", "complex32": "float16"}
-_SIXTEEN_BIT = frozenset({"float16", "bfloat16"})
+REAL_PART = {"complex128": "float64", "complex64": "float32", "complex32": "float16"}
+SIXTEEN_BIT = frozenset({"float16", "bfloat16"})
 
 # Argument kinds that are not tensors: Kineto's names for scalars, lists and absent optionals.
 _NON_TENSOR_KINDS = frozenset({"", "Scalar", "ScalarList", "TensorList", "GenericList"})
@@ -141,12 +141,12 @@ def normalized_dtype(kineto_dtype: str) -> str:
 
 def dtype_bytes(kineto_dtype: str) -> int | None:
     """Bytes per element of a Kineto type string; None for non-tensors ("Scalar", "") and unknown types."""
-    return _SIZES.get(normalized_dtype(kineto_dtype))
+    return SIZES.get(normalized_dtype(kineto_dtype))
 
 
-def _accumulate_dtype(dtype: str) -> str:
+def accumulate_dtype(dtype: str) -> str:
     # CUDA kernels keep statistics (layer/batch norm mean and rstd) in float32 for narrower floating inputs.
-    return "float32" if dtype in _SIXTEEN_BIT or dtype in ("float8", "float4") else dtype
+    return "float32" if dtype in SIXTEEN_BIT or dtype in ("float8", "float4") else dtype
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -165,12 +165,12 @@ def _dims(obj: Any) -> Shape | None:
     return tuple(obj)
 
 
-def _numel(shape: Shape) -> int:
+def numel_of(shape: Shape) -> int:
     return math.prod(shape)
 
 
 @dataclass(frozen=True)
-class _Arg:
+class Arg:
     """One argument as recorded: Kineto kind (dtype string), shape, strides and concrete value (text)."""
 
     kind: str
@@ -193,39 +193,39 @@ class _Arg:
 
     @property
     def numel(self) -> int:
-        return _numel(self.shape or ())
+        return numel_of(self.shape or ())
 
     @property
     def distinct(self) -> int:
         """Elements that exist in memory: a stride-0 (expanded) dim repeats one element."""
         shape = self.shape or ()
         if self.stride is None or len(self.stride) != len(shape):
-            return _numel(shape)
+            return numel_of(shape)
         if 0 in shape:
             return 0
         return math.prod(size for size, step in zip(shape, self.stride, strict=True) if step != 0)
 
 
-_NO_ARG = _Arg(kind="", shape=None, stride=None, value=None)
+_NO_ARG = Arg(kind="", shape=None, stride=None, value=None)
 
 
 @dataclass(frozen=True)
-class _Call:
+class Call:
     """One op instance: its name and its arguments in schema order."""
 
     name: str
-    args: tuple[_Arg, ...]
+    args: tuple[Arg, ...]
 
-    def arg(self, index: int) -> _Arg:
+    def arg(self, index: int) -> Arg:
         """The argument at `index`, or an unreadable placeholder when the row has fewer."""
         return self.args[index] if 0 <= index < len(self.args) else _NO_ARG
 
-    def tensor(self, index: int) -> _Arg | None:
+    def tensor(self, index: int) -> Arg | None:
         """The argument at `index` when it is a tensor with a readable shape."""
         arg = self.arg(index)
         return arg if arg.is_tensor and arg.shape is not None else None
 
-    def tensors(self) -> list[_Arg] | None:
+    def tensors(self) -> list[Arg] | None:
         """Every tensor argument; None when one of them has no readable shape."""
         found = [arg for arg in self.args if arg.is_tensor]
         return None if any(arg.shape is None for arg in found) else found
@@ -234,30 +234,30 @@ class _Call:
         return next((arg.dtype for arg in self.args if arg.is_tensor), "")
 
 
-def _parse_call(name: str, shapes: Any, dtypes: Any, strides: Any, values: Any) -> _Call:
+def parse_call(name: str, shapes: Any, dtypes: Any, strides: Any, values: Any) -> Call:
     """Pair the per-argument lists; a list that does not line up with the dtypes is treated as not recorded."""
     if not isinstance(dtypes, (list, tuple)) or not isinstance(shapes, (list, tuple)) or len(shapes) != len(dtypes):
-        return _Call(name, ())
+        return Call(name, ())
     count = len(dtypes)
     stride_list = strides if isinstance(strides, (list, tuple)) and len(strides) == count else [None] * count
     value_list = values if isinstance(values, (list, tuple)) and len(values) == count else [None] * count
     args = []
     for kind, shape, stride, value in zip(dtypes, shapes, stride_list, value_list, strict=True):
         args.append(
-            _Arg(
+            Arg(
                 kind=kind if isinstance(kind, str) else "GenericList",
                 shape=_dims(shape),
                 stride=_dims(stride),
                 value=value if isinstance(value, str) else None,
             )
         )
-    return _Call(name, tuple(args))
+    return Call(name, tuple(args))
 
 
 # Concrete values are Python-repr text: '1', '-1', '[1, 1]', 'False', '[True, True, False]', '0.', '15'.
 
 
-def _items(text: str) -> list[str]:
+def list_items(text: str) -> list[str]:
     text = text.strip()
     if text.startswith("[") and text.endswith("]"):
         inner = text[1:-1].strip()
@@ -265,7 +265,7 @@ def _items(text: str) -> list[str]:
     return [text]
 
 
-def _int_of(text: str) -> int | None:
+def int_of(text: str) -> int | None:
     try:
         return int(text)
     except ValueError:  # also the interpreter's limit on digits
@@ -276,39 +276,39 @@ def _bool_of(text: str) -> bool | None:
     return {"True": True, "False": False, "true": True, "false": False, "1": True, "0": False}.get(text)
 
 
-def _int_value(call: _Call, index: int) -> int | None:
+def int_value(call: Call, index: int) -> int | None:
     value = call.arg(index).value
-    items = _items(value) if value else []
-    return _int_of(items[0]) if len(items) == 1 else None
+    items = list_items(value) if value else []
+    return int_of(items[0]) if len(items) == 1 else None
 
 
-def _ints_value(call: _Call, index: int) -> Shape | None:
+def ints_value(call: Call, index: int) -> Shape | None:
     """An int list ('[2, 2]'; a lone '2' as a one-item list); None when unreadable."""
     value = call.arg(index).value
     if not value:
         return None
-    numbers = [_int_of(item) for item in _items(value)]
+    numbers = [int_of(item) for item in list_items(value)]
     return None if any(n is None for n in numbers) else tuple(n for n in numbers if n is not None)
 
 
-def _bool_value(call: _Call, index: int) -> bool | None:
+def bool_value(call: Call, index: int) -> bool | None:
     value = call.arg(index).value
-    items = _items(value) if value else []
+    items = list_items(value) if value else []
     return _bool_of(items[0]) if len(items) == 1 else None
 
 
-def _bools_value(call: _Call, index: int, count: int) -> tuple[bool, ...] | None:
+def bools_value(call: Call, index: int, count: int) -> tuple[bool, ...] | None:
     value = call.arg(index).value
-    flags = [_bool_of(item) for item in _items(value)] if value else []
+    flags = [_bool_of(item) for item in list_items(value)] if value else []
     if len(flags) != count or any(flag is None for flag in flags):
         return None
     return tuple(bool(flag) for flag in flags)
 
 
-def _dtype_value(call: _Call, index: int, default: str) -> str | None:
+def dtype_value(call: Call, index: int, default: str) -> str | None:
     """A ScalarType argument: `default` when passed as None, the dtype its number names, or None if unreadable."""
     arg = call.arg(index)
     if arg.absent and index < len(call.args):
         return default
-    number = _int_value(call, index)
+    number = int_value(call, index)
     return _SCALAR_TYPES.get(number) if number is not None else None

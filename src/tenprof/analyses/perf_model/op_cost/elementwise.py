@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tenprof.analyses.perf_model.op_cost.arguments import _REAL_PART, _SIXTEEN_BIT, Shape, _Arg, _Call, _numel
-from tenprof.analyses.perf_model.op_cost.result import Handler, OpCost, Traffic, _cost, _read, _traffic, _unknown
+from tenprof.analyses.perf_model.op_cost.arguments import REAL_PART, SIXTEEN_BIT, Arg, Call, Shape, numel_of
+from tenprof.analyses.perf_model.op_cost.result import Handler, OpCost, Traffic, cost, read, traffic, unknown
 
 # Per-output-element FLOPs of each elementwise op (see the package docstring for the multi-step ones).
-_ELEMENTWISE: dict[str, int] = {
+ELEMENTWISE: dict[str, int] = {
     **dict.fromkeys(
         ["add", "sub", "mul", "div", "neg", "abs", "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt"], 1
     ),
@@ -29,7 +29,7 @@ _ELEMENTWISE: dict[str, int] = {
 }
 _COMPARISONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
 # Elementwise ops without an aten in-place form: there is no aten::where_, aten::maximum_ or *_backward_.
-_NO_INPLACE = frozenset(
+NO_INPLACE = frozenset(
     {"where", "maximum", "minimum", "threshold_backward", "sigmoid_backward", "tanh_backward", "silu_backward"}
     | {"gelu_backward"}
 )
@@ -53,10 +53,10 @@ _FLOAT_RANK.update({"complex32": 4, "complex64": 5, "complex128": 6})
 
 def _promoted(dtypes: Sequence[str]) -> str:
     widest = max(dtypes, key=_FLOAT_RANK.__getitem__)
-    return "float32" if widest in _SIXTEEN_BIT and {"float16", "bfloat16"} <= set(dtypes) else widest
+    return "float32" if widest in SIXTEEN_BIT and {"float16", "bfloat16"} <= set(dtypes) else widest
 
 
-def _result_dtype(tensors: Sequence[_Arg]) -> str:
+def _result_dtype(tensors: Sequence[Arg]) -> str:
     """The dtype an elementwise result is computed in, by torch's promotion as far as the row shows it.
 
     Tensors with dims decide: their widest floating dtype, else the first non-bool one. A 0-dim tensor only lifts
@@ -74,30 +74,30 @@ def _result_dtype(tensors: Sequence[_Arg]) -> str:
     return next((d for d in dimmed + zero_dim if d not in ("bool", "")), next(iter(dimmed + zero_dim), ""))
 
 
-def _elementwise(base: str, inplace: bool) -> Handler:
-    per_element = _ELEMENTWISE[base]
+def elementwise(base: str, inplace: bool) -> Handler:
+    per_element = ELEMENTWISE[base]
 
-    def handler(call: _Call) -> OpCost:
+    def handler(call: Call) -> OpCost:
         tensors = call.tensors()
         if not tensors or (base == "where" and len(call.args) < 3):  # where(condition) is nonzero, not a select
-            return _unknown(call)
+            return unknown(call)
         compute = _result_dtype(tensors)
         if inplace:
             self_arg = call.tensor(0)
             if self_arg is None or self_arg.shape is None:
-                return _unknown(call)
+                return unknown(call)
             out_shape: Shape | None = self_arg.shape
             out: Traffic | None = (self_arg.distinct, self_arg.dtype)
         else:
             out_shape = _broadcast([t.shape for t in tensors if t.shape is not None])
             out_dtype = "bool" if base in _COMPARISONS else compute
             if base == "abs":
-                out_dtype = _REAL_PART.get(out_dtype, out_dtype)  # |z| of a complex tensor is real
-            out = None if out_shape is None else (_numel(out_shape), out_dtype)
+                out_dtype = REAL_PART.get(out_dtype, out_dtype)  # |z| of a complex tensor is real
+            out = None if out_shape is None else (numel_of(out_shape), out_dtype)
         if out_shape is None:
-            return _unknown(call)
-        flops = per_element * _numel(out_shape)
-        moved = _traffic([*(_read(t) for t in tensors), out])
-        return _cost(flops, moved, compute, False, f"{per_element} per output element")
+            return unknown(call)
+        flops = per_element * numel_of(out_shape)
+        moved = traffic([*(read(t) for t in tensors), out])
+        return cost(flops, moved, compute, False, f"{per_element} per output element")
 
     return handler

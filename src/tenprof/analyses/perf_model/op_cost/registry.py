@@ -9,41 +9,41 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tenprof.analyses.perf_model.op_cost.arguments import _parse_call
-from tenprof.analyses.perf_model.op_cost.attention import _attention_backward, _attention_forward, _varlen_unknown
+from tenprof.analyses.perf_model.op_cost.arguments import parse_call
+from tenprof.analyses.perf_model.op_cost.attention import attention_backward, attention_forward, varlen_unknown
 from tenprof.analyses.perf_model.op_cost.convolution import (
-    _CONV_CUDNN,
-    _CONV_CUDNN_T,
-    _CONV_GENERIC,
-    _CONV_MKLDNN,
-    _conv,
-    _conv_backward,
+    CONV_CUDNN,
+    CONV_CUDNN_T,
+    CONV_GENERIC,
+    CONV_MKLDNN,
+    conv,
+    conv_backward,
 )
-from tenprof.analyses.perf_model.op_cost.elementwise import _ELEMENTWISE, _NO_INPLACE, _elementwise
-from tenprof.analyses.perf_model.op_cost.matmul import _bmm_like, _dot, _mm_like, _mv_like, _scaled_mm
+from tenprof.analyses.perf_model.op_cost.elementwise import ELEMENTWISE, NO_INPLACE, elementwise
+from tenprof.analyses.perf_model.op_cost.matmul import bmm_like, dot, mm_like, mv_like, scaled_mm
 from tenprof.analyses.perf_model.op_cost.movement import (
-    _VIEWS,
-    _cat,
-    _clone,
-    _contiguous,
-    _copy_into,
-    _embedding,
-    _fill,
-    _index_select,
-    _to,
-    _to_copy,
-    _view,
+    VIEWS,
+    cat,
+    clone,
+    contiguous,
+    copy_into,
+    embedding,
+    fill,
+    index_select,
+    to,
+    to_copy,
+    view,
 )
 from tenprof.analyses.perf_model.op_cost.reductions import (
-    _REDUCTION_PLANS,
-    _batch_norm,
-    _batch_norm_backward,
-    _layer_norm,
-    _layer_norm_backward,
-    _reduction,
-    _softmax,
+    REDUCTION_PLANS,
+    batch_norm,
+    batch_norm_backward,
+    layer_norm,
+    layer_norm_backward,
+    reduction_handler,
+    softmax,
 )
-from tenprof.analyses.perf_model.op_cost.result import Handler, OpCost, _unknown
+from tenprof.analyses.perf_model.op_cost.result import Handler, OpCost, unknown
 
 # ---------------------------------------------------------------------------------------------------------------
 # The table
@@ -51,65 +51,65 @@ from tenprof.analyses.perf_model.op_cost.result import Handler, OpCost, _unknown
 
 def _handlers() -> dict[str, Handler]:
     table: dict[str, Handler] = {
-        "mm": _mm_like(0, plain_count=2, dtype_index=2),
-        "addmm": _mm_like(1, plain_count=5, dtype_index=3),
-        "bmm": _bmm_like(0, plain_count=2, dtype_index=2),
-        "baddbmm": _bmm_like(1, plain_count=5, dtype_index=3),
-        "_scaled_mm": _scaled_mm,
-        "mv": _mv_like(0, plain_count=2),
-        "addmv": _mv_like(1, plain_count=5),
-        "dot": _dot,
-        "vdot": _dot,
-        "convolution": _conv(_CONV_GENERIC),
-        "_convolution": _conv(_CONV_GENERIC),
-        "convolution_overrideable": _conv(_CONV_GENERIC),
-        "cudnn_convolution": _conv(_CONV_CUDNN),
-        "cudnn_convolution_transpose": _conv(_CONV_CUDNN_T),
-        "mkldnn_convolution": _conv(_CONV_MKLDNN),
-        "convolution_backward": _conv_backward,
-        "_scaled_dot_product_flash_attention": _attention_forward(True, None),
-        "_scaled_dot_product_efficient_attention": _attention_forward(True, 4),
-        "_scaled_dot_product_cudnn_attention": _attention_forward(True, 4),
-        "_cudnn_attention_forward": _varlen_unknown((4, 5), _attention_forward(True, 8)),
-        "_flash_attention_forward": _attention_forward(False, None),
-        "_efficient_attention_forward": _varlen_unknown((4, 5), _attention_forward(False, 10)),
-        "_scaled_dot_product_flash_attention_backward": _attention_backward(True),
-        "_scaled_dot_product_efficient_attention_backward": _attention_backward(True, (4, 10, 4, 3)),
-        "_scaled_dot_product_cudnn_attention_backward": _attention_backward(True),
-        "_flash_attention_backward": _attention_backward(False),
-        "_efficient_attention_backward": _varlen_unknown((6, 7), _attention_backward(False, (4, 15, 1, 0))),
-        "_softmax": _softmax(5, backward=False),
-        "_log_softmax": _softmax(5, backward=False),
-        "softmax": _softmax(5, backward=False),
-        "log_softmax": _softmax(5, backward=False),
-        "_softmax_backward_data": _softmax(4, backward=True),
-        "_log_softmax_backward_data": _softmax(4, backward=True),
-        "native_layer_norm": _layer_norm,
-        "native_layer_norm_backward": _layer_norm_backward,
-        "native_batch_norm": _batch_norm,
-        "cudnn_batch_norm": _batch_norm,
-        "_batch_norm_impl_index": _batch_norm,
-        "native_batch_norm_backward": _batch_norm_backward,
-        "batch_norm_backward": _batch_norm_backward,
-        "copy_": _copy_into,
-        "_to_copy": _to_copy,
-        "to": _to,
-        "clone": _clone,
-        "contiguous": _contiguous,
-        "fill_": _fill,
-        "zero_": _fill,
-        "index_select": _index_select,
-        "embedding": _embedding,
-        "cat": _cat,
+        "mm": mm_like(0, plain_count=2, dtype_index=2),
+        "addmm": mm_like(1, plain_count=5, dtype_index=3),
+        "bmm": bmm_like(0, plain_count=2, dtype_index=2),
+        "baddbmm": bmm_like(1, plain_count=5, dtype_index=3),
+        "_scaled_mm": scaled_mm,
+        "mv": mv_like(0, plain_count=2),
+        "addmv": mv_like(1, plain_count=5),
+        "dot": dot,
+        "vdot": dot,
+        "convolution": conv(CONV_GENERIC),
+        "_convolution": conv(CONV_GENERIC),
+        "convolution_overrideable": conv(CONV_GENERIC),
+        "cudnn_convolution": conv(CONV_CUDNN),
+        "cudnn_convolution_transpose": conv(CONV_CUDNN_T),
+        "mkldnn_convolution": conv(CONV_MKLDNN),
+        "convolution_backward": conv_backward,
+        "_scaled_dot_product_flash_attention": attention_forward(True, None),
+        "_scaled_dot_product_efficient_attention": attention_forward(True, 4),
+        "_scaled_dot_product_cudnn_attention": attention_forward(True, 4),
+        "_cudnn_attention_forward": varlen_unknown((4, 5), attention_forward(True, 8)),
+        "_flash_attention_forward": attention_forward(False, None),
+        "_efficient_attention_forward": varlen_unknown((4, 5), attention_forward(False, 10)),
+        "_scaled_dot_product_flash_attention_backward": attention_backward(True),
+        "_scaled_dot_product_efficient_attention_backward": attention_backward(True, (4, 10, 4, 3)),
+        "_scaled_dot_product_cudnn_attention_backward": attention_backward(True),
+        "_flash_attention_backward": attention_backward(False),
+        "_efficient_attention_backward": varlen_unknown((6, 7), attention_backward(False, (4, 15, 1, 0))),
+        "_softmax": softmax(5, backward=False),
+        "_log_softmax": softmax(5, backward=False),
+        "softmax": softmax(5, backward=False),
+        "log_softmax": softmax(5, backward=False),
+        "_softmax_backward_data": softmax(4, backward=True),
+        "_log_softmax_backward_data": softmax(4, backward=True),
+        "native_layer_norm": layer_norm,
+        "native_layer_norm_backward": layer_norm_backward,
+        "native_batch_norm": batch_norm,
+        "cudnn_batch_norm": batch_norm,
+        "_batch_norm_impl_index": batch_norm,
+        "native_batch_norm_backward": batch_norm_backward,
+        "batch_norm_backward": batch_norm_backward,
+        "copy_": copy_into,
+        "_to_copy": to_copy,
+        "to": to,
+        "clone": clone,
+        "contiguous": contiguous,
+        "fill_": fill,
+        "zero_": fill,
+        "index_select": index_select,
+        "embedding": embedding,
+        "cat": cat,
     }
-    for name, (plan, per_element, what) in _REDUCTION_PLANS.items():
+    for name, (plan, per_element, what) in REDUCTION_PLANS.items():
         pairwise = {"max": "maximum", "min": "minimum"}.get(name)
-        table[name] = _reduction(plan, per_element, what, _elementwise(pairwise, False) if pairwise else None)
-    for base in _ELEMENTWISE:
-        table[base] = _elementwise(base, inplace=False)
-        if base not in _NO_INPLACE:
-            table[base + "_"] = _elementwise(base, inplace=True)
-    table.update(dict.fromkeys(_VIEWS, _view))
+        table[name] = reduction_handler(plan, per_element, what, elementwise(pairwise, False) if pairwise else None)
+    for base in ELEMENTWISE:
+        table[base] = elementwise(base, inplace=False)
+        if base not in NO_INPLACE:
+            table[base + "_"] = elementwise(base, inplace=True)
+    table.update(dict.fromkeys(VIEWS, view))
     return {f"aten::{name}": handler for name, handler in table.items()}
 
 
@@ -129,9 +129,9 @@ def op_cost(
 
     `strides` and `values` may be None (not recorded); `shapes`/`dtypes` empty when shapes were not recorded.
     """
-    call = _parse_call(name, shapes, dtypes, strides, values)
+    call = parse_call(name, shapes, dtypes, strides, values)
     handler = _HANDLERS.get(name)
-    return _unknown(call) if handler is None else handler(call)
+    return unknown(call) if handler is None else handler(call)
 
 
 _MALFORMED = object()

@@ -1,6 +1,6 @@
 """`OpCost`, the result, and the helpers every handler builds one with: bytes from (elements, dtype) parts.
 
-A handler (`Handler`) maps one parsed call to its `OpCost`; `_unknown` is the answer when it cannot tell.
+A handler (`Handler`) maps one parsed call to its `OpCost`; `unknown` is the answer when it cannot tell.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from tenprof.analyses.perf_model.op_cost.arguments import _SIZES, _Arg, _Call
+from tenprof.analyses.perf_model.op_cost.arguments import SIZES, Arg, Call
 
 
 @dataclass(frozen=True)
@@ -25,13 +25,13 @@ class OpCost:
 Traffic = tuple[int, str]  # (elements, normalized dtype)
 
 
-def _traffic(parts: Iterable[Traffic | None]) -> float | None:
+def traffic(parts: Iterable[Traffic | None]) -> float | None:
     """Total bytes of (elements, dtype) parts; None when any part or dtype size is unknown."""
     total = 0
     for part in parts:
-        if part is None or part[1] not in _SIZES:
+        if part is None or part[1] not in SIZES:
             return None
-        total += part[0] * _SIZES[part[1]]
+        total += part[0] * SIZES[part[1]]
     return _as_float(total)
 
 
@@ -44,21 +44,21 @@ def _as_float(number: int | None) -> float | None:
         return None
 
 
-def _read(arg: _Arg) -> Traffic:
+def read(arg: Arg) -> Traffic:
     return (arg.distinct, arg.dtype)
 
 
-def _write(elements: int | None, dtype: str | None) -> Traffic | None:
+def write(elements: int | None, dtype: str | None) -> Traffic | None:
     return None if elements is None or dtype is None else (elements, dtype)
 
 
-def _unknown(call: _Call) -> OpCost:
+def unknown(call: Call) -> OpCost:
     return OpCost(flops=None, bytes=None, dtype=call.first_dtype(), matmul=False, rule="")
 
 
-def _cost(flops: int | None, moved: float | None, dtype: str, matmul: bool, rule: str) -> OpCost:
+def cost(flops: int | None, moved: float | None, dtype: str, matmul: bool, rule: str) -> OpCost:
     as_float = _as_float(flops)
     return OpCost(flops=as_float, bytes=moved, dtype=dtype, matmul=matmul, rule=rule if as_float is not None else "")
 
 
-Handler = Callable[[_Call], OpCost]
+Handler = Callable[[Call], OpCost]
