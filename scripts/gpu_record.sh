@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -601,6 +601,16 @@ while [ $# -gt 0 ]; do
     python3 benchmarks/toggle_probe.py --workload mlp --steps 50 --rounds 3 >> "$S" 2>&1
     python3 benchmarks/corpus_record.py "$WORK/corpus" --only "${CORPUS_ONLY:-slow_collate,recompile,compile_tiny,slow_step}" --modes traces --deadline-s "${CORPUS_DEADLINE_S:-150}" >> "$S" 2>&1
     tar -C "$WORK" -czf "$OUT/stopprobe36.tgz" corpus
+    ;;
+  decomp36)  # issue 36: where each step went on fp32 GPT-2, compiled GPT-2 and the small MLP, as `tenprof run` reports it; text in $OUT/decomp36.txt
+    D="$OUT/decomp36.txt"
+    for w in "gpt2_fp32 examples/gpt2_fp32.py --steps 12 --warmup 3" "gpt2_compiled examples/compiled_train.py --model gpt2 --mode default --steps 17 --warmup 3" "small_mlp examples/small_mlp.py --steps 40 --warmup 5"; do
+      set -- $w; name=$1; shift
+      ( cd "$REPO" && timeout 240 tenprof run --quiet -o "$WORK/prof/d_$name" "$@" ) > "$WORK/logs/d_$name.log" 2>&1
+      echo "== $name ($*) exit=$?" >> "$D"
+      tenprof report "$WORK/prof/d_$name" --limit 3 2>&1 | sed -n '/^Findings/,/^[23]\. /p;/^Overhead/,/^Memory/p;/^Where each step went/,/^Per step/p' >> "$D"
+    done
+    cat "$D"
     ;;
   retime36b)  # issue 36: pairs whose cost and saving differ by more than 25% timed again, RETIME_ROUNDS rounds (default 4), trigger and twin interleaved; timings in $OUT/retime36b-timings.jsonl
     for k in $(seq "${RETIME_ROUNDS:-4}"); do
