@@ -148,13 +148,14 @@ class Context:
         return length(self.parts[part])
 
     @cached_property
-    def _host_causes(self) -> dict[str, Intervals]:
+    def host_causes(self) -> dict[str, Intervals]:
+        """Each cause's host intervals over the whole profile (analyses.step_time.idle_causes)."""
         return idle_causes(self.profile)
 
     def host_ns(self, part: str) -> int:
         """The host's time in a part's cause over the analysed steps (in the DataLoader, in allocator calls),
         whether the GPU was idle then or not: in a loop the host bounds, all of it delays the GPU's work."""
-        starts, ends = self._host_causes[part]
+        starts, ends = self.host_causes[part]
         return int(coverage(starts, ends, self.step_start, self.step_end).sum())
 
     @property

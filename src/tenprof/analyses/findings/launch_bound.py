@@ -12,7 +12,7 @@ import numpy as np
 from tenprof.analyses.findings.context import Context, per_step
 from tenprof.analyses.findings.model import Finding
 from tenprof.analyses.host import host_lines, main_thread, sampled
-from tenprof.core.intervals import coverage
+from tenprof.core.intervals import coverage, uncovered
 from tenprof.core.quantities import duration
 
 
@@ -115,9 +115,12 @@ def _python_outside_ops(ctx: Context, cpu_in_ops_per_step: float) -> list[str]:
     Python, not launching), as an evidence line and its top lines; [] otherwise or without samples."""
     if not sampled(ctx.profile):
         return []
+    # outside the top-level ops, as the step decomposition's dispatch part has them: a compiled region's
+    # generated code launches its kernels in no aten op, yet inside the region's own op
+    lo, hi = uncovered((ctx.step_start, ctx.step_end), ctx.host_causes["dispatch"])
     found = [
         h
-        for h in host_lines(ctx.profile, ctx.step_start, ctx.step_end, main_thread(ctx.profile))
+        for h in host_lines(ctx.profile, lo, hi, main_thread(ctx.profile))
         if not h.in_torch_op and h.line != "(no line of yours)"
     ]
     outside = per_step(sum(h.ns for h in found), ctx)
