@@ -1,19 +1,22 @@
 """The report's sections exist everywhere or nowhere: each section the registry lists shows in the text
 report and fills its JSON keys for a profile that supports it, and is null in JSON and absent from the
 text for one that does not (an empty list where the passes ran and found nothing); the JSON has no key
-outside the registry (issue 18)."""
+outside the registry (issue 18); each name the registry lists is the module of that section."""
 
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import orjson
 import pytest
 from rich.console import Console
 
+import tenprof.report.sections
 from tenprof.report.sections import (
-    SECTIONS,
+    NAMES,
     ReportOptions,
+    all_sections,
     render_text,
     report_data,
     report_json,
@@ -47,6 +50,17 @@ def values(profiles: dict[str, Profile]) -> dict[str, list[object]]:
     return {name: section_values(profile, ReportOptions(limit=8)) for name, profile in profiles.items()}
 
 
+def test_each_name_in_the_registry_is_a_module_defining_that_section() -> None:
+    # the registry loads each section by name: a module named otherwise, or one left out of NAMES, would
+    # be a section no report shows
+    package = Path(tenprof.report.sections.__file__).parent
+    modules = {p.stem for p in package.glob("*.py")} - {"__init__", "section"}
+    assert sorted(NAMES) == sorted(modules)
+    assert [s.name for s in all_sections()] == list(NAMES)
+    keys = [key for s in all_sections() for key in s.keys]
+    assert len(keys) == len(set(keys)), keys  # two sections filling one key: the later would overwrite
+
+
 def test_every_section_is_in_the_text_and_the_json_or_in_neither(
     profiles: dict[str, Profile], values: dict[str, list[object]]
 ) -> None:
@@ -54,7 +68,7 @@ def test_every_section_is_in_the_text_and_the_json_or_in_neither(
     for name, profile in profiles.items():
         data = report_data(profile, ReportOptions(limit=8), values[name])
         full = _text(render_text, profile, values=values[name])
-        for section, value in zip(SECTIONS, values[name], strict=True):
+        for section, value in zip(all_sections(), values[name], strict=True):
             # null in JSON exactly where the profile lacks the section (its passes, or it does not apply)
             assert all((data[key] is None) == (value is None) for key in section.keys), (name, section.name)
             if value is not None and section.has_content(value):
@@ -62,13 +76,13 @@ def test_every_section_is_in_the_text_and_the_json_or_in_neither(
                 alone = _text(section.text, value)
                 assert alone.strip() and alone in full, (name, section.name)
     # the profiles above exercise every section, so the assertions above are made for each of them
-    assert seen_somewhere == {s.name for s in SECTIONS}
+    assert seen_somewhere == {s.name for s in all_sections()}
 
 
 def test_the_json_has_no_key_outside_the_registry(
     profiles: dict[str, Profile], values: dict[str, list[object]]
 ) -> None:
-    expected = {"schema_version"} | {key for s in SECTIONS for key in s.keys}
+    expected = {"schema_version"} | {key for s in all_sections() for key in s.keys}
     for name, profile in profiles.items():
         assert set(report_data(profile, ReportOptions(limit=8), values[name])) == expected
 

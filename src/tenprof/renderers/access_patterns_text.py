@@ -13,7 +13,7 @@ from tenprof.analyses.access_patterns import describe
 
 
 def render_access_patterns(rows: list[Any], console: Console) -> None:
-    """`rows`: UncoalescedRead (report.sections): the pattern, the tensor's type, where it was made."""
+    """`rows`: UncoalescedRead (report.sections.access_patterns): the pattern, the tensor's type, where it was made."""
     console.print(
         "[bold]Uncoalesced reads[/bold] (accesses pass: each sampled warp's lanes compared; sectors beyond "
         "a contiguous read of the same bytes)"
