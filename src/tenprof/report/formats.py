@@ -35,10 +35,14 @@ class ExportFormat:
     default_name: str  # "{table}" is replaced by the csv table's name
     write: Callable[[Profile, Any, ExportOptions], None]  # an IO[bytes], or the folder's Path when `folder`
     passes: tuple[str, ...] = ()
-    record_with: str = ""  # the `tenprof run --passes` that records the passes
     selected_by: Callable[[str], bool] = lambda name: False  # an -o file name that picks this format
     folder: bool = False
     unavailable: Callable[[], str] = lambda: ""  # why this machine cannot write it ("" when it can)
+
+    @property
+    def record_with(self) -> str:
+        """The `tenprof run --passes` that records what it needs: the timeline and its passes, in Pass order."""
+        return ",".join(p for p in Pass if p == Pass.TIMELINE or p in self.passes)
 
     def check(self, profile: Profile) -> None:
         missing = [p for p in self.passes if not profile.has_pass(p)]
@@ -224,26 +228,21 @@ def _named(*, suffix: str, containing: str = "") -> Callable[[str], bool]:
     return lambda name: name.endswith(suffix) and containing in Path(name).name
 
 
-_TENSORS = "timeline,tensors"
 _STALL_COST = (Pass.TENSORS, Pass.STALLS, Pass.ACCESSES)
-_STALL_COST_RUN = "timeline,tensors,stalls,accesses"
 
 # In the order an -o name is matched against `selected_by` (the first that matches wins; a .json name
 # matching none is a Perfetto trace).
 FORMATS: tuple[ExportFormat, ...] = (
-    ExportFormat("forest-dot", "forest.dot", _forest("dot"), (Pass.TENSORS,), _TENSORS, _named(suffix=".dot")),
+    ExportFormat("forest-dot", "forest.dot", _forest("dot"), (Pass.TENSORS,), _named(suffix=".dot")),
     ExportFormat(
         "forest-svg",
         "forest.svg",
         _forest("svg"),
         (Pass.TENSORS,),
-        _TENSORS,
         _named(suffix=".svg"),
         unavailable=_no_graphviz,
     ),
-    ExportFormat(
-        "forest", "forest.txt", _forest("text"), (Pass.TENSORS,), _TENSORS, _named(suffix=".txt", containing="forest")
-    ),
+    ExportFormat("forest", "forest.txt", _forest("text"), (Pass.TENSORS,), _named(suffix=".txt", containing="forest")),
     ExportFormat("csv", "{table}.csv", _csv, selected_by=_named(suffix=".csv")),
     ExportFormat("hatchet", "tree.hatchet.json", _hatchet, selected_by=lambda name: "hatchet" in name),
     ExportFormat("json", "report.json", _report, selected_by=_named(suffix=".json", containing="report")),
@@ -253,12 +252,11 @@ FORMATS: tuple[ExportFormat, ...] = (
         "operators.json",
         _operators,
         (Pass.COUNTERS,),
-        "timeline,counters",
         _named(suffix=".json", containing="operators"),
     ),
     ExportFormat("perfetto", "trace.json", _perfetto, selected_by=_named(suffix=".json")),
-    ExportFormat("stall-cost", "tensor_stall_cost.csv", _stall_cost("csv"), _STALL_COST, _STALL_COST_RUN),
-    ExportFormat("blame-dot", "blame.dot", _stall_cost("dot"), _STALL_COST, _STALL_COST_RUN),
+    ExportFormat("stall-cost", "tensor_stall_cost.csv", _stall_cost("csv"), _STALL_COST),
+    ExportFormat("blame-dot", "blame.dot", _stall_cost("dot"), _STALL_COST),
     ExportFormat("generated-code", "generated-code", _generated_code, folder=True),
 )
 BY_NAME = {f.name: f for f in FORMATS}
