@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tenprof.analyses.compiled import REGION_MARKS
 from tenprof.analyses.findings.context import Context, per_step
 from tenprof.analyses.findings.model import Finding
 from tenprof.analyses.host import host_lines, main_thread, sampled
@@ -134,7 +135,8 @@ def _python_outside_ops(ctx: Context, cpu_in_ops_per_step: float) -> list[str]:
 
 
 def _fix(ctx: Context) -> str:
-    """The advice; a run that already replays CUDA graphs in its steps is not told to use them."""
+    """The advice; a run that already replays CUDA graphs in its steps is not told to use them, nor one that
+    runs compiled regions to compile."""
     api = ctx.profile.table("api_calls")
     replays = ctx.profile.strings("api_calls", "name").equals("cudaGraphLaunch") & ctx.in_steps(
         api.column("start_ns").to_numpy()
@@ -144,6 +146,16 @@ def _fix(ctx: Context) -> str:
             "The steps already replay CUDA graphs: what is still launched one kernel at a time is outside them. "
             "Capture more of the step into the graphs (compile a larger piece of the model, remove graph breaks), "
             "and give each kernel more work (a larger batch)."
+        )
+    ops = ctx.profile.table("ops")
+    compiled = ctx.profile.strings("ops", "name").where(lambda n: n.startswith(REGION_MARKS)) & ctx.in_steps(
+        ops.column("start_ns").to_numpy()
+    )
+    if compiled.any():  # torch.compile already fuses: what is left is launching the fused kernels
+        return (
+            "The steps already run torch.compile's code: replay it as CUDA graphs (mode='reduce-overhead') so its "
+            "launches stop costing CPU time, compile what still runs eagerly, and give each kernel more work "
+            "(a larger batch)."
         )
     return (
         "Give each kernel more work (a larger batch), fuse the small ops (torch.compile), or replay the step as "
