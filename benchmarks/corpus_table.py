@@ -22,7 +22,7 @@ from statistics import median
 from tenprof.analyses.findings import Finding, find_all
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.thresholds import Thresholds
-from tenprof.importers.trace_import import import_trace
+from tenprof.importers.timeline_import import import_trace
 from tenprof.store.profile import Profile, load_profile
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,7 +14,7 @@ import pytest
 from filelock import FileLock
 
 from tenprof.core.rawfiles import later_trace_parts
-from tenprof.importers.trace_import import build_pass
+from tenprof.importers.timeline_import import build_pass
 from tenprof.store.meta import read_meta, write_meta
 from tenprof.store.profile import Profile, load_profile
 from tenprof.store.writer import PassWriter

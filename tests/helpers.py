@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from tenprof.importers.trace_import import import_trace
+from tenprof.importers.timeline_import import import_trace
 from tests.conftest import DATA
 
 MATMUL64_TRACE = DATA / "matmul64" / "timeline" / "raw" / "kineto_trace.json.gz"

@@ -14,8 +14,9 @@ from typing import Any
 
 import orjson
 
-from tenprof.importers import kineto_reader, parallel_collect
-from tenprof.importers.kineto_reader import TraceStream
+from tenprof.importers import parallel_collect
+from tenprof.importers.formats import kineto_reader
+from tenprof.importers.formats.kineto_reader import TraceStream
 from tenprof.importers.timeline_columns import Collector
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tenprof.importers.access_import import RECORD, RECORD_V1, RECORDS_HEADER, build_access_tables
+from tenprof.importers.accesses_import import RECORD, RECORD_V1, RECORDS_HEADER, build_access_tables
 
 PID = 4242
 # (lane stride, sectors, lanes, pattern bits) of a warp of 32 lanes reading 4 contiguous bytes each

@@ -26,7 +26,7 @@ from tenprof.analyses.access_patterns import AccessPattern, LoadPatterns, load_p
 from tenprof.analyses.tensor_advice import advice
 from tenprof.analyses.tensor_forest import Forest
 from tenprof.analyses.tensor_stall_cost import tensor_stall_cost
-from tenprof.importers.access_import import build_accesses_pass
+from tenprof.importers.accesses_import import build_accesses_pass
 from tenprof.renderers.stall_cost_files import cost_csv, short_pattern
 from tenprof.store.profile import Profile, load_profile
 from tests.conftest import DATA, rebuild_pass

@@ -12,7 +12,7 @@ import pytest
 
 from tenprof.cli.main import main
 from tenprof.errors import TraceFormatError
-from tenprof.importers.kineto_reader import TraceStream
+from tenprof.importers.formats.kineto_reader import TraceStream
 from tenprof.store.profile import load_profile
 from tests.conftest import DATA
 from tests.helpers import one_error_line

@@ -82,7 +82,7 @@ def test_launch_metadata_of_the_chosen_config(stalls: Profile) -> None:
 
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory: pytest.TempPathFactory) -> Profile:
-    from tenprof.importers.trace_import import import_trace
+    from tenprof.importers.timeline_import import import_trace
 
     out = tmp_path_factory.mktemp("imported") / "prof"
     import_trace(COMPILED / "torch_profiler_mlp.json.gz", out, force=False)

@@ -16,7 +16,7 @@ from tenprof.analyses.selection import select_steps
 from tenprof.core.inductor import inside_autotuning
 from tenprof.core.rawfiles import TRACE_FILE
 from tenprof.importers.timeline_builder import BuildReport
-from tenprof.importers.trace_import import import_trace
+from tenprof.importers.timeline_import import import_trace
 from tenprof.record.pass_builders import finish_timeline
 from tenprof.store.meta import META_FILE, Meta, TimelineInfo, read_meta, write_meta
 from tenprof.store.profile import Profile, load_profile

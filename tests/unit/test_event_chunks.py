@@ -1,4 +1,4 @@
-"""The trace reader cuts a file into runs of whole events and decodes each (importers.event_chunks,
+"""The trace reader cuts a file into runs of whole events and decodes each (importers.formats.event_chunks,
 kineto_events, parallel_collect): however it is cut, in one process or several, and whatever the
 layout, the columns an import is built from are the same."""
 
@@ -15,8 +15,9 @@ import orjson
 import pytest
 
 from tenprof.errors import TraceFormatError
-from tenprof.importers import event_chunks, parallel_collect
-from tenprof.importers.kineto_reader import TraceStream
+from tenprof.importers import parallel_collect
+from tenprof.importers.formats import event_chunks
+from tenprof.importers.formats.kineto_reader import TraceStream
 from tests.conftest import DATA
 from tests.parallel_read import columns
 

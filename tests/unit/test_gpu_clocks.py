@@ -171,7 +171,7 @@ def _sidecar(**gpu: Any) -> Callsites:
 
 def _build(callsites: Callsites) -> tuple[dict[str, pa.Table], list[str]]:
     col = Collector()
-    from tenprof.importers.kineto_events import decode_events
+    from tenprof.importers.formats.kineto_events import decode_events
 
     sync = {"ph": "X", "cat": "user_annotation", "name": "tenprof::clock_sync#0", "pid": 1, "tid": 1}
     col.add_batch(decode_events(orjson.dumps([{**sync, "ts": 10_000.5, "dur": 1}])))

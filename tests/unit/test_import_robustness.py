@@ -19,8 +19,8 @@ from tenprof.analyses.summary import summarize
 from tenprof.cli import import_command
 from tenprof.cli.main import main
 from tenprof.errors import TraceFormatError
-from tenprof.importers import event_chunks
-from tenprof.importers.kineto_reader import TraceStream, valid_rank
+from tenprof.importers.formats import event_chunks
+from tenprof.importers.formats.kineto_reader import TraceStream, valid_rank
 from tenprof.store.profile import load_profile
 from tests.helpers import error_lines, write_file
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tenprof.errors import TraceFormatError
-from tenprof.importers.kineto_reader import TraceStream
+from tenprof.importers.formats.kineto_reader import TraceStream
 from tests.conftest import DATA
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from tenprof.cli.main import main
 from tenprof.errors import ProfileError
-from tenprof.importers.trace_import import import_trace
+from tenprof.importers.timeline_import import import_trace
 from tenprof.store import directory
 from tenprof.store.directory import MARKER_FILE, is_profile_dir, open_output_dir, owned_entries
 from tenprof.store.profile import load_profile

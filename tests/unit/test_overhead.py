@@ -26,7 +26,7 @@ def test_plan_takes_every_fifth_step_from_the_fourth_up_to_the_count() -> None:
 
 
 def test_imported_traces_are_estimated_from_what_their_capture_recorded(tmp_path: Path) -> None:
-    from tenprof.importers.trace_import import import_trace
+    from tenprof.importers.timeline_import import import_trace
 
     no_steps = tmp_path / "no_steps"
     import_trace(DATA / "compiled" / "torch_profiler_mlp.json.gz", no_steps, force=False)

@@ -14,7 +14,7 @@ import pytest
 from tenprof.analyses.tensor_advice import advice
 from tenprof.analyses.tensor_forest import Forest
 from tenprof.analyses.tensor_stall_cost import NO_ACCESS, TensorCost, tensor_stall_cost
-from tenprof.importers.access_import import build_accesses_pass
+from tenprof.importers.accesses_import import build_accesses_pass
 from tenprof.importers.stalls_import import build_stalls_pass
 from tenprof.report.drawings import write_stall_cost_files
 from tenprof.store.directory import claim

@@ -13,7 +13,7 @@ import pytest
 from tenprof.analyses.address_lookup import AddressIndex
 from tenprof.analyses.memory import memory_report
 from tenprof.analyses.tensor_forest import Forest
-from tenprof.importers.tensor_import import build_tensors_pass
+from tenprof.importers.tensors_import import build_tensors_pass
 from tenprof.renderers.forest_dot import forest_dot
 from tenprof.renderers.forest_text import forest_text
 from tenprof.store.profile import Profile, load_profile

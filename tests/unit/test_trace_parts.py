@@ -11,7 +11,7 @@ import orjson
 import pyarrow as pa
 
 from tenprof.importers.callsites import Callsites
-from tenprof.importers.kineto_events import decode_events
+from tenprof.importers.formats.kineto_events import decode_events
 from tenprof.importers.timeline_builder import build_timeline
 from tenprof.importers.timeline_columns import Collector
 

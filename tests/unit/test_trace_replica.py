@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tenprof.importers.trace_import import import_trace
+from tenprof.importers.timeline_import import import_trace
 from tenprof.store.profile import load_profile
 from tests.conftest import DATA
 from tests.trace_replica import replicate

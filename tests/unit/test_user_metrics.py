@@ -21,7 +21,7 @@ from tenprof.capture.frames import new_interner
 from tenprof.capture.own_launches import JIT_MODULE, LaunchMetadataHook, OwnLaunches, launch_numbers
 from tenprof.capture.runtime import checked_tokens
 from tenprof.importers.callsites import Callsites, read_callsites
-from tenprof.importers.kineto_events import decode_events
+from tenprof.importers.formats.kineto_events import decode_events
 from tenprof.importers.timeline_builder import build_timeline
 from tenprof.importers.timeline_columns import Collector
 

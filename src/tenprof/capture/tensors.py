@@ -21,7 +21,7 @@ The mode declares `ignore_compile_internals`, so `torch.compile` still compiles;
 graphs and CUDA-graph replays never reach a dispatch hook, and tensors they make show up without a
 creator. The pass says how many.
 
-Raw file written into `raw_dir`: `tensors.json.gz` (columns, read by tenprof.importers.tensor_import).
+Raw file written into `raw_dir`: `tensors.json.gz` (columns, read by tenprof.importers.tensors_import).
 """
 
 from __future__ import annotations

@@ -94,7 +94,7 @@ def _open(path: Path, scratch: Path) -> Profile:
         return profile
     if not path.is_file():
         raise UsageError(f"{path} does not exist")
-    from tenprof.importers.trace_import import import_trace
+    from tenprof.importers.timeline_import import import_trace
 
     import_trace(path, scratch, force=False)
     return load_profile(scratch)

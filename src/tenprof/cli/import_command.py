@@ -29,7 +29,7 @@ from tenprof.cli.common import console
 from tenprof.cli.report_command import print_report
 from tenprof.errors import Interrupted, TenprofError, TraceFormatError, UsageError
 from tenprof.importers.interrupts import ignore_sigint_in_worker, raise_once, sigint_held, sigint_ignored
-from tenprof.importers.trace_import import import_trace
+from tenprof.importers.timeline_import import import_trace
 from tenprof.store.profile import load_profile
 
 TRACE_SUFFIXES = (".json", ".json.gz", ".json.zst")
@@ -138,7 +138,7 @@ def import_ranks(traces: list[Path], out_dir: Path, force: bool, quiet: bool) ->
 
 def _ranks(traces: list[Path]) -> list[int]:
     """The rank each trace names, when every trace names one and no two the same; else their places."""
-    from tenprof.importers.kineto_reader import trace_rank
+    from tenprof.importers.formats.kineto_reader import trace_rank
 
     named = [trace_rank(t) for t in traces]
     given = [r for r in named if r is not None]

@@ -14,9 +14,9 @@ from typing import Any
 from tenprof.core.ncu_names import METRICS
 from tenprof.core.rawfiles import COUNTERS_FILE, STALLS_FILE
 from tenprof.importers.counters_import import build_counter_tables, write_gz_json
-from tenprof.importers.ncu_report_reader import read_report, read_source_counters
+from tenprof.importers.formats.ncu_report_reader import read_report, read_source_counters
 from tenprof.importers.stalls_import import build_stall_tables
-from tenprof.importers.trace_import import import_output
+from tenprof.importers.timeline_import import import_output
 from tenprof.store.meta import Meta, PassStatus, write_meta
 from tenprof.store.schema import Pass
 from tenprof.store.writer import PassWriter

@@ -1,7 +1,7 @@
 """Sort a large trace's events into columns in several processes at once.
 
 `collect_in_processes(runs, workers)` sends each run of whole events (the JSON array bytes that
-importers.event_chunks cuts) to a pool of worker processes, which decode it (msgspec) and sort it
+importers.formats.event_chunks cuts) to a pool of worker processes, which decode it (msgspec) and sort it
 into a `Collector` of its own; the parent appends the workers' columns in file order. Decoding and
 sorting are the import's per-event Python work and hold the GIL, so processes, not threads, are
 what use a second core. At most two runs per worker are in flight: memory stays bounded.
@@ -29,9 +29,9 @@ from typing import Any
 
 import msgspec
 
-from tenprof.importers.event_chunks import Span, as_array
+from tenprof.importers.formats.event_chunks import Span, as_array
+from tenprof.importers.formats.kineto_events import decode_events
 from tenprof.importers.interrupts import ignore_sigint_in_worker, sigint_held, sigint_ignored
-from tenprof.importers.kineto_events import decode_events
 from tenprof.importers.timeline_columns import Collector
 
 CLOSE_WAIT_S = 60.0  # how long the runs already sent may take to come back once the read stops

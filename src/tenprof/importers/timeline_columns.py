@@ -26,7 +26,7 @@ import orjson
 import pyarrow as pa
 
 from tenprof.core.intervals import I64Array, Nesting, nest
-from tenprof.importers.kineto_events import Event, EventArgs
+from tenprof.importers.formats.kineto_events import Event, EventArgs
 
 STEP_PREFIX = "ProfilerStep#"
 

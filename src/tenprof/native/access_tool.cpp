@@ -1,6 +1,6 @@
 // Host side of the access pass: a compute-sanitizer tool loaded into the profiled process by LD_PRELOAD.
 //
-// Contract (read by tenprof.importers.access_import):
+// Contract (read by tenprof.importers.accesses_import):
 // - Active only when TENPROF_ACCESS_DIR and TENPROF_ACCESS_PATCH are set; it then removes itself from
 //   LD_PRELOAD so processes the script starts (compilers, workers) run without it.
 // - Sets every module's global memory accesses to be patched with tenprof_on_global_access, cp.async and

@@ -19,7 +19,7 @@ from tenprof.capture.runtime import checked_tokens
 from tenprof.capture.schedule import Schedule
 from tenprof.capture.timeline import TimelineOptions, TimelineSession
 from tenprof.core.version import VERSION
-from tenprof.importers.trace_import import now_iso
+from tenprof.importers.timeline_import import now_iso
 from tenprof.record.pass_builders import finish_timeline
 from tenprof.store.directory import OutputDirectory, open_output_dir
 from tenprof.store.meta import GpuInfo, Meta, PassStatus, TimelineInfo, write_meta

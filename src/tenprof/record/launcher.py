@@ -35,7 +35,7 @@ from tenprof.capture.schedule import Schedule
 from tenprof.core.rawfiles import NCU_LOG_FILE, NCU_REPORT_BASE, PROFILER_LOG_FILE, STATUS_FILE
 from tenprof.core.version import VERSION
 from tenprof.errors import UsageError
-from tenprof.importers.trace_import import now_iso
+from tenprof.importers.timeline_import import now_iso
 from tenprof.record.pass_builders import (
     expected_replays_of,
     finish_accesses,

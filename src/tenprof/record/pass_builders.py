@@ -27,13 +27,13 @@ from tenprof.core.rawfiles import (
     later_trace_parts,
 )
 from tenprof.errors import TenprofError
-from tenprof.importers.access_import import access_files, build_accesses_pass
+from tenprof.importers.accesses_import import access_files, build_accesses_pass
 from tenprof.importers.compiled_import import write_compiled_kernels
 from tenprof.importers.counters_import import build_counters_pass, expected_replays, write_gz_json
-from tenprof.importers.ncu_report_reader import read_report, read_source_counters
+from tenprof.importers.formats.ncu_report_reader import read_report, read_source_counters
 from tenprof.importers.stalls_import import build_stalls_pass
-from tenprof.importers.tensor_import import build_tensors_pass
-from tenprof.importers.trace_import import build_pass
+from tenprof.importers.tensors_import import build_tensors_pass
+from tenprof.importers.timeline_import import build_pass
 from tenprof.store.meta import Meta, PassStatus
 from tenprof.store.profile import load_profile
 from tenprof.store.schema import Pass

@@ -20,8 +20,8 @@ from tenprof.core.version import VERSION
 from tenprof.errors import TraceFormatError
 from tenprof.importers.callsites import read_callsites
 from tenprof.importers.compiled_import import write_compiled_kernels
+from tenprof.importers.formats.kineto_reader import TraceStream, compression, valid_rank
 from tenprof.importers.interrupts import sigint_ignored
-from tenprof.importers.kineto_reader import TraceStream, compression, valid_rank
 from tenprof.importers.timeline_builder import BuildReport, build_timeline
 from tenprof.importers.timeline_columns import Collector
 from tenprof.store.directory import open_output_dir

@@ -4,7 +4,7 @@
 `collect(workers)` sorts them into the importer's columns, in several processes for a large trace);
 afterwards `header` holds the top-level keys other than traceEvents (base time, device properties, ...),
 which Kineto writes before and after the events. The file is read once, in blocks cut at event
-boundaries (importers.event_chunks) and decoded by msgspec into typed events (importers.kineto_events):
+boundaries (importers.formats.event_chunks) and decoded by msgspec into typed events (importers.formats.kineto_events):
 memory for the reading stays at a few blocks.
 
 Errors a user can cause (missing file, a folder, truncated gzip, not JSON, no `traceEvents`, JSON that
@@ -13,7 +13,7 @@ with one line saying what is wrong; only a file that breaks off is asked whether
 was cut off. A file that is not a Kineto trace is refused once the stream has shown it: tenprof's
 export at once, other JSON when its first `HEAD_LIMIT` bytes of events hold none of Kineto's categories
 and no Kineto key came before them (else at the end), so the events already yielded must be discarded.
-Nothing that is not a trace is read past its first megabytes (importers.event_chunks).
+Nothing that is not a trace is read past its first megabytes (importers.formats.event_chunks).
 zstd needs the optional `zstandard` package (or Python 3.14's compression.zstd); without it, one line
 says so.
 """
@@ -31,12 +31,12 @@ from typing import IO, Any, TypeVar, cast
 import orjson
 
 from tenprof.errors import TraceFormatError
-from tenprof.importers import event_chunks
-from tenprof.importers.event_chunks import BLOCK_BYTES, EventChunks, EventTooLong, NotJson, Span, check_not_json
-from tenprof.importers.kineto_events import Event, decode_events
+from tenprof.importers.formats import event_chunks
+from tenprof.importers.formats.event_chunks import BLOCK_BYTES, EventChunks, EventTooLong, NotJson, Span, check_not_json
+from tenprof.importers.formats.kineto_events import Event, decode_events
+from tenprof.importers.formats.zstd_input import ZSTD_ERRORS, ZSTD_MAGIC, open_zstd
 from tenprof.importers.parallel_collect import can_fork_workers, collect_in_processes
 from tenprof.importers.timeline_columns import Collector, forget_texts
-from tenprof.importers.zstd_input import ZSTD_ERRORS, ZSTD_MAGIC, open_zstd
 
 _HEAD_BYTES = 1 << 20
 T = TypeVar("T")
@@ -203,7 +203,7 @@ class TraceStream:
             yield from batch
 
     def batches(self) -> Iterator[list[Event]]:
-        """The events in runs of a block of the file each (see importers.event_chunks)."""
+        """The events in runs of a block of the file each (see importers.formats.event_chunks)."""
         check = _KinetoCheck(self.path)
         with self._reading(decode_events) as chunks:
             for batch in chunks:
