@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tenprof.analyses.address_lookup import AddressIndex
+from tenprof.analyses.tensors.address_lookup import AddressIndex
 from tenprof.store.profile import load_profile
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 MEASURE = """
 import json, resource, sys, time
 from pathlib import Path
-from tenprof.analyses.ranks import ranks_report
+from tenprof.analyses.compare.ranks import ranks_report
 from tenprof.report.ranks import kernels_across_ranks
 out = Path(sys.argv[1])
 t = time.perf_counter()

@@ -12,7 +12,7 @@ is within noise of "plain", a run can measure its own un-profiled step time with
 toggling (or by stopping the session and starting a new one). The cost of a stop (with the export, or
 with `--defer-export` without it: the traces written at the end) and of a start is printed too. It also prints the ops
 and launches recorded per step and the cost per op they imply, (on - off) / ops: the cost model that
-tenprof's overhead estimate for imported traces uses (tenprof.analyses.overhead).
+tenprof's overhead estimate for imported traces uses (tenprof.analyses.timeline.overhead).
 """
 
 from __future__ import annotations

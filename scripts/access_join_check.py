@@ -8,7 +8,7 @@ import itertools
 import sys
 from collections import defaultdict
 
-from tenprof.analyses.tensor_stall_cost import same_kernel
+from tenprof.analyses.tensors.tensor_stall_cost import same_kernel
 from tenprof.store.profile import load_profile
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from tenprof.analyses.access_patterns import describe, load_patterns
-from tenprof.analyses.tensor_forest import Forest
+from tenprof.analyses.tensors.access_patterns import describe, load_patterns
+from tenprof.analyses.tensors.tensor_forest import Forest
 from tenprof.store.profile import load_profile
 
 

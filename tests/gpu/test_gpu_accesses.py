@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tenprof.analyses.address_lookup import AddressIndex
+from tenprof.analyses.tensors.address_lookup import AddressIndex
 from tenprof.cli.main import main
 from tenprof.store.profile import load_profile
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tenprof.analyses.summary import attribution
+from tenprof.analyses.timeline.summary import attribution
 from tenprof.cli.main import main
 from tenprof.store.profile import load_profile
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tenprof.analyses.summary import OpLines, attribution
+from tenprof.analyses.timeline.summary import OpLines, attribution
 from tenprof.cli.main import main
 from tenprof.store.profile import load_profile
 

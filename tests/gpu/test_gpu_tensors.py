@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tenprof.analyses.memory import memory_report
+from tenprof.analyses.tensors.memory import memory_report
 from tenprof.cli.main import main
 from tenprof.store.profile import load_profile
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tenprof.analyses.summary import user_frame_of
+from tenprof.analyses.timeline.summary import user_frame_of
 from tenprof.cli.main import main
 from tenprof.store.profile import load_profile
 from tests.conftest import DATA

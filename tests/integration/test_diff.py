@@ -8,8 +8,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tenprof.analyses import line_keys
-from tenprof.analyses.diff import diff, read_side
+from tenprof.analyses.compare import line_keys
+from tenprof.analyses.compare.diff import diff, read_side
 from tenprof.cli.main import main
 from tenprof.store.directory import owned_entries
 from tenprof.store.profile import load_profile

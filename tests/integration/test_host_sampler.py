@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tenprof.analyses.host import host_lines, main_thread
+from tenprof.analyses.timeline.host import host_lines, main_thread
 from tenprof.cli.main import main
 from tenprof.store.profile import load_profile
 
@@ -92,7 +92,7 @@ def test_waiting_for_dataloader_workers_names_the_workers_lines(sampled_run: tup
     # The same script ends with a DataLoader whose two worker processes sleep 20 ms per item: the main
     # thread's wait is said to be for the workers, and the workers, sampled in their own processes, are at
     # __getitem__'s sleep for about the 2 batches x 4 items x 20 ms they slept.
-    from tenprof.analyses.host import WORKERS, worker_processes
+    from tenprof.analyses.timeline.host import WORKERS, worker_processes
 
     script, out = sampled_run
     profile = load_profile(out)
@@ -118,9 +118,9 @@ def test_waiting_for_dataloader_workers_names_the_workers_lines(sampled_run: tup
 
 
 def test_a_ranks_line_times_count_the_hosts_time_outside_torch_ops(sampled_run: tuple[Path, Path]) -> None:
-    # What a straggler is judged on (analyses.ranks.line_times): with samples, the 20 ms sleep of each
+    # What a straggler is judged on (analyses.compare.ranks.line_times): with samples, the 20 ms sleep of each
     # step is at its line, as Python outside torch ops, not hidden behind the torch op next to it.
-    from tenprof.analyses.ranks import OUTSIDE_OPS, line_times
+    from tenprof.analyses.compare.ranks import OUTSIDE_OPS, line_times
 
     script, out = sampled_run
     profile = load_profile(out)

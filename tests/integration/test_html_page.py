@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 import pytest
 
-from tenprof.analyses.calltree import Node
+from tenprof.analyses.timeline.calltree import Node
 from tenprof.cli.main import main
 from tenprof.report.html_page import _tree, page_data, render_page
 from tenprof.store.profile import load_profile
@@ -74,7 +74,7 @@ def test_a_call_tree_deeper_than_json_writers_nest_is_written() -> None:
 def test_the_hatchet_export_of_such_a_tree_is_written_too(monkeypatch: pytest.MonkeyPatch) -> None:
     import io
 
-    import tenprof.analyses.calltree as calltree
+    import tenprof.analyses.timeline.calltree as calltree
     from tenprof.report.formats import BY_NAME, ExportOptions
 
     root = node = Node("root", "all")
@@ -128,7 +128,7 @@ def test_the_memory_chart_marks_the_peak_the_text_report_gives(monkeypatch: pyte
     import numpy as np
 
     import tenprof.report.html_page as html_page
-    from tenprof.analyses.summary import memory_peak
+    from tenprof.analyses.timeline.summary import memory_peak
 
     # the page once found its own peak, timed from its first memory event and drawn at its bucket's first
     # event: 3.07 s where the text report says 5.66 s for GPT-2. Now the chart takes the summary's peak
@@ -266,7 +266,7 @@ def test_the_gpt2_page_draws_every_section_and_its_tree_zooms(browser: Any, gpt2
 
 
 def test_the_gpt2_page_at_800_px_its_numbers_and_its_memory_peak(browser: Any, gpt2_page: Path, tmp_path: Path) -> None:
-    from tenprof.analyses.summary import memory_peak
+    from tenprof.analyses.timeline.summary import memory_peak
     from tenprof.renderers.text import memory_line
 
     page, errors, _ = _open(browser, gpt2_page, tmp_path / "shots", width=800)  # drawn at 800 px, not resized

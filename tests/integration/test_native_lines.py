@@ -12,7 +12,7 @@ import numpy as np
 import orjson
 import pytest
 
-from tenprof.analyses.summary import user_frame_of
+from tenprof.analyses.timeline.summary import user_frame_of
 from tenprof.capture import native_lines
 from tenprof.capture.callsites import CallsiteRecorder
 from tenprof.capture.frames import new_interner

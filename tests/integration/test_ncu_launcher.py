@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tenprof.analyses.replays import judged_replays
+from tenprof.analyses.kernels.replays import judged_replays
 from tenprof.cli.main import main
 from tenprof.store.profile import load_profile
 from tests.unit.fake_ncu import fake_module

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tenprof.analyses.overhead import measure
+from tenprof.analyses.timeline.overhead import measure
 from tenprof.cli.main import main
 from tenprof.store.profile import load_profile
 

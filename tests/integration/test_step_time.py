@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tenprof.analyses.step_time import step_time
+from tenprof.analyses.timeline.step_time import step_time
 from tenprof.store.profile import load_profile
 
 UNMARKED_LOOP = """\
@@ -28,8 +28,8 @@ def test_a_tenprof_run_without_tenprof_step_is_read_per_iteration(tmp_path: Path
     # generate(): its weights' upload read as a per-step copy). Its six iterations are told instead.
     from tenprof.analyses.findings.context import Context
     from tenprof.analyses.findings.thresholds import Thresholds
-    from tenprof.analyses.overhead import steps_marked
-    from tenprof.analyses.summary import summarize
+    from tenprof.analyses.timeline.overhead import steps_marked
+    from tenprof.analyses.timeline.summary import summarize
     from tenprof.cli.main import main
 
     (tmp_path / "loop.py").write_text(UNMARKED_LOOP)

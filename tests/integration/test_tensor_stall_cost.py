@@ -11,8 +11,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from tenprof.analyses.tensor_forest import Forest
-from tenprof.analyses.tensor_stall_cost import NO_ACCESS, NO_TENSOR, tensor_stall_cost
+from tenprof.analyses.tensors.tensor_forest import Forest
+from tenprof.analyses.tensors.tensor_stall_cost import NO_ACCESS, NO_TENSOR, tensor_stall_cost
 from tenprof.cli.main import main
 from tenprof.renderers.stall_cost_files import write_stall_cost
 from tenprof.store.meta import PassStatus, read_meta, write_meta
@@ -127,7 +127,7 @@ def test_csv_and_blame_forest(profile: Profile, tmp_path: Path) -> None:
 
 
 def test_kernel_names_match_across_ncu_and_the_sanitizer() -> None:
-    from tenprof.analyses.tensor_stall_cost import same_kernel
+    from tenprof.analyses.tensors.tensor_stall_cost import same_kernel
 
     assert same_kernel("gather_kernel", "gather_kernel")  # Triton: extern "C", not mangled
     mangled = "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15CUDAFunctor_addIfEEEEviT0_"

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tenprof.analyses.address_lookup import AddressIndex
-from tenprof.analyses.memory import memory_report
-from tenprof.analyses.tensor_forest import Forest
+from tenprof.analyses.tensors.address_lookup import AddressIndex
+from tenprof.analyses.tensors.memory import memory_report
+from tenprof.analyses.tensors.tensor_forest import Forest
 from tenprof.cli.main import main
 from tenprof.store.profile import Profile, load_profile
 from tests.conftest import DATA, shared_recording

@@ -22,10 +22,10 @@ import shutil
 
 import pytest
 
-from tenprof.analyses.access_patterns import AccessPattern, LoadPatterns, load_patterns, stalled_load_patterns
-from tenprof.analyses.tensor_advice import advice
-from tenprof.analyses.tensor_forest import Forest
-from tenprof.analyses.tensor_stall_cost import tensor_stall_cost
+from tenprof.analyses.tensors.access_patterns import AccessPattern, LoadPatterns, load_patterns, stalled_load_patterns
+from tenprof.analyses.tensors.tensor_advice import advice
+from tenprof.analyses.tensors.tensor_forest import Forest
+from tenprof.analyses.tensors.tensor_stall_cost import tensor_stall_cost
 from tenprof.importers.accesses_import import build_accesses_pass
 from tenprof.renderers.stall_cost_files import cost_csv, short_pattern
 from tenprof.store.profile import Profile, load_profile

@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tenprof.analyses.address_lookup import AddressIndex
+from tenprof.analyses.tensors.address_lookup import AddressIndex
 
 
 @dataclass

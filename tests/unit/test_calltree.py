@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tenprof.analyses.calltree import Node, _finish, flat, hide_frames, prune
+from tenprof.analyses.timeline.calltree import Node, _finish, flat, hide_frames, prune
 
 
 def _tree() -> Node:

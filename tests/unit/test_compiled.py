@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from tenprof.analyses.compiled import compiled_report
+from tenprof.analyses.kernels.compiled import compiled_report
 from tenprof.core.inductor import from_kernel_name
 from tenprof.importers.compiled_import import build_compiled_table, parse_wrapper
 from tenprof.store.compiled_code import read_compiled_code
@@ -166,7 +166,7 @@ def test_damaged_kept_code_degrades_the_report_and_fails_the_export_clearly(
     shutil.copytree(DATA / "compiled" / "mlp_default", target)
     code = target / "timeline" / "raw" / "compiled_code.json.gz"
     code.write_bytes(code.read_bytes()[:100])  # cut short
-    from tenprof.analyses.generated_source import GeneratedSource
+    from tenprof.analyses.kernels.generated_source import GeneratedSource
 
     profile = load_profile(target)
     report = compiled_report(profile)  # built from the tables: the damaged raw file is not needed

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tenprof.analyses.compiled import compiled_report
-from tenprof.analyses.stalls import kernel_stalls, stall_rollup
+from tenprof.analyses.kernels.compiled import compiled_report
+from tenprof.analyses.kernels.stalls import kernel_stalls, stall_rollup
 from tenprof.store.profile import Profile, load_profile
 from tests.conftest import DATA
 
@@ -144,7 +144,7 @@ def test_gpt2_default_mode_is_attributed() -> None:
 
 
 def test_counters_report_places_generated_kernels_at_their_fused_ops(stalls: Profile) -> None:
-    from tenprof.analyses.counters import operators_report
+    from tenprof.analyses.kernels.counters import operators_report
     from tenprof.importers.counters_import import build_counter_tables, read_gz_json
 
     source = (DATA.parents[1] / "examples" / "compiled_train.py").read_text().splitlines()

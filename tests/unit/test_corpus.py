@@ -103,7 +103,7 @@ def test_allocator_churn_names_the_empty_cache_line_and_the_host_time_in_the_all
 
     from tenprof.analyses.findings.context import Context
     from tenprof.analyses.findings.thresholds import Thresholds
-    from tenprof.analyses.step_time import ALLOCATOR_CALLS
+    from tenprof.analyses.timeline.step_time import ALLOCATOR_CALLS
 
     profile = rebuilt["finding_empty_cache"]
     found = {f.id: f for f in find_all(profile)}

@@ -11,9 +11,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from tenprof.analyses.counters import OperatorsReport, operators_report
-from tenprof.analyses.replays import judged_replays
-from tenprof.analyses.roofline import RooflineLimits, occupancy_limiter, verdict
+from tenprof.analyses.kernels.counters import OperatorsReport, operators_report
+from tenprof.analyses.kernels.replays import judged_replays
+from tenprof.analyses.kernels.roofline import RooflineLimits, occupancy_limiter, verdict
 from tenprof.cli.main import main
 from tenprof.core.kernel_names import base_name
 from tenprof.importers.counters_import import build_counters_pass
@@ -187,7 +187,7 @@ def test_kernel_names_compare_by_function_name() -> None:
 
 def test_roofline_verdicts() -> None:
     # Hand-made metric rows at and on either side of each threshold, with the verdict written out (the
-    # thresholds as documented in analyses/roofline.py: shorter than 5 us is launch-bound; 60% of peak
+    # thresholds as documented in analyses/kernels/roofline.py: shorter than 5 us is launch-bound; 60% of peak
     # is near peak; fewer than 30% of warp slots active is low occupancy), not read from the module.
     rows = [
         # duration_ns, sm %, memory %, tensor pipe %, achieved occupancy %, verdict

@@ -12,7 +12,7 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 
-from tenprof.analyses.selection import select_steps
+from tenprof.analyses.timeline.selection import select_steps
 from tenprof.core.inductor import inside_autotuning
 from tenprof.core.rawfiles import TRACE_FILE
 from tenprof.importers.timeline_builder import BuildReport

@@ -1,4 +1,4 @@
-"""`tenprof diff` (analyses.diff) on recorded pairs whose answer is known (tests/data/finding_* and their
+"""`tenprof diff` (analyses.compare.diff) on recorded pairs whose answer is known (tests/data/finding_* and their
 _fixed runs, H100/H200 recordings): the top line is the planted one, the finding the fix removed is gone,
 and the lines' changes, the kernels with no line and the remainder add up to the step change. A CPU pair
 recorded here: one line runs six matmuls instead of one, and a comment moves it down a line (matched
@@ -16,8 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from tenprof.analyses.diff import _paired_variants, _same_op, _step_change, diff, read_side
-from tenprof.analyses.line_keys import LineKeys
+from tenprof.analyses.compare.diff import _paired_variants, _same_op, _step_change, diff, read_side
+from tenprof.analyses.compare.line_keys import LineKeys
 from tenprof.cli.main import main
 from tenprof.store.profile import load_profile
 from tenprof.store.schema import TABLES

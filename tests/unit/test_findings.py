@@ -15,7 +15,7 @@ from rich.console import Console
 
 from tenprof.analyses.findings import Finding, Thresholds, find_all, not_judged
 from tenprof.analyses.findings.context import Context
-from tenprof.analyses.temporal import temporal_breakdown
+from tenprof.analyses.timeline.temporal import temporal_breakdown
 from tenprof.cli.main import main
 from tenprof.renderers.text import SEEN_SHOWN, render_findings
 from tenprof.store.profile import Profile, load_profile

@@ -117,7 +117,7 @@ def test_steps_are_inferred_where_none_were_marked(imported: dict[str, Profile])
     # one step, start-up (building the block, cuDNN's first calls) read as GPU idle "in every step" and
     # the parameters' copies to the GPU as syncs in the loop; judged per inferred iteration, neither.
     from tenprof.analyses.findings import not_judged
-    from tenprof.analyses.summary import summarize
+    from tenprof.analyses.timeline.summary import summarize
 
     for name in ("conv_block", "conv_block_stack"):
         profile = imported[name]
@@ -154,7 +154,7 @@ def test_a_one_off_stall_is_one_off_without_marked_steps(imported: dict[str, Pro
 
 
 def test_the_memory_peak_is_reported_for_imported_traces(imported: dict[str, Profile]) -> None:
-    from tenprof.analyses.summary import memory_peak
+    from tenprof.analyses.timeline.summary import memory_peak
 
     profile = imported["conv_block_stack"]
     peak = memory_peak(profile)

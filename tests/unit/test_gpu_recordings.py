@@ -8,10 +8,10 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from tenprof.analyses import tally as tallies
-from tenprof.analyses.calltree import build_tree
-from tenprof.analyses.overhead import in_unrecorded_steps
-from tenprof.analyses.summary import attribution, summarize
+from tenprof.analyses.timeline import tally as tallies
+from tenprof.analyses.timeline.calltree import build_tree
+from tenprof.analyses.timeline.overhead import in_unrecorded_steps
+from tenprof.analyses.timeline.summary import attribution, summarize
 from tenprof.store.profile import Profile
 from tests.conftest import CASES, DATA, raw_events
 

@@ -1,4 +1,4 @@
-"""The host sampler (capture.host_sampler -> host_samples table -> analyses.host), end to end on the
+"""The host sampler (capture.host_sampler -> host_samples table -> analyses.timeline.host), end to end on the
 CPU: a loop whose load_batch() sleeps 20 ms per step (a slow input pipeline) must show that time at the
 sleep's line, for at least half the time the sleeps took (the script times them: on a loaded machine a
 sleep takes longer than asked) and never more than the steps took, outside any torch op; the steps run
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tenprof.analyses.host import host_lines, main_thread
+from tenprof.analyses.timeline.host import host_lines, main_thread
 from tenprof.store.profile import load_profile
 
 
@@ -101,7 +101,7 @@ def test_slow_dataloader_workers_are_named_with_their_time() -> None:
     # finding's first line is the sleep in __getitem__, sampled in the workers. Over the steps (the
     # workers are never paused), their time at the sleep per batch consumed is within 10% of 8 x 4 ms.
     from tenprof.analyses.findings import find_all
-    from tenprof.analyses.host import WORKERS, worker_processes
+    from tenprof.analyses.timeline.host import WORKERS, worker_processes
     from tenprof.renderers.finding_text import rendered
     from tests.conftest import DATA
 
@@ -145,7 +145,7 @@ def test_an_explicit_synchronize_is_placed_at_its_sampled_line() -> None:
 def test_the_call_tree_has_the_python_outside_torch_ops() -> None:
     # The call tree (tenprof view): the collate's sampled time is a "Python (not in a torch op)" leaf under
     # its frame; the workers' under a root node of their own.
-    from tenprof.analyses.calltree import OUTSIDE_OPS, WORKERS, build_tree
+    from tenprof.analyses.timeline.calltree import OUTSIDE_OPS, WORKERS, build_tree
     from tests.conftest import DATA
 
     example = "examples/findings/slow_loader.py"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tenprof.analyses.counters import operators_report
-from tenprof.analyses.stalls import kernel_stalls
+from tenprof.analyses.kernels.counters import operators_report
+from tenprof.analyses.kernels.stalls import kernel_stalls
 from tenprof.cli.main import main
 from tenprof.store.profile import load_profile
 from tests.unit.fake_ncu import BASE, fake_module

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 import pytest
 
-from tenprof.analyses.summary import summarize
+from tenprof.analyses.timeline.summary import summarize
 from tenprof.cli import import_command
 from tenprof.cli.main import main
 from tenprof.errors import TraceFormatError

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tenprof.analyses.overhead import measure
+from tenprof.analyses.timeline.overhead import measure
 from tenprof.capture.overhead_plan import OverheadPlan
 from tenprof.capture.schedule import Schedule
 from tenprof.store.profile import load_profile
@@ -91,7 +91,7 @@ def test_where_the_gpu_activity_went_off_too_the_busy_share_comes_from_the_recor
     # tenprof's runs now turn CUPTI off in the timed steps: their kernels are not in the trace. Taken away
     # from a run that kept them, the GPU's share un-profiled must then come from the recorded steps' work
     # per step (B / U), not read as an idle GPU.
-    from tenprof.analyses.overhead import capture_on, in_unrecorded_steps, kernel_launch_ns
+    from tenprof.analyses.timeline.overhead import capture_on, in_unrecorded_steps, kernel_launch_ns
     from tenprof.store.profile import with_tables
 
     profile = load_profile(OVERHEAD / "gpt2_fp32")
@@ -114,8 +114,8 @@ def test_where_the_gpu_activity_went_off_too_the_busy_share_comes_from_the_recor
 def test_a_run_that_turned_everything_off_in_its_timed_steps_measures_the_plain_loop() -> None:
     # small MLP on an H100 (2026-11-27): CUPTI, the samplers and the op recorders all off in steps 3, 8, 13.
     # Those steps took 3.50-3.59 ms, the plain loop 3.1-3.7 ms that day; recorded steps about 6 ms.
-    from tenprof.analyses.overhead import capture_on, in_unrecorded_steps, kernel_launch_ns
-    from tenprof.analyses.temporal import temporal_breakdown
+    from tenprof.analyses.timeline.overhead import capture_on, in_unrecorded_steps, kernel_launch_ns
+    from tenprof.analyses.timeline.temporal import temporal_breakdown
 
     profile = load_profile(OVERHEAD / "mlp_all_off")
     assert profile.meta.timeline.timed_steps_gpu is False
@@ -156,8 +156,8 @@ def test_a_run_that_stopped_the_profiler_for_its_timed_steps_is_joined_from_its_
     # each pair settles the stop, untimed), a session after each
     import pyarrow.parquet as pq
 
-    from tenprof.analyses.overhead import in_unrecorded_steps, kernel_launch_ns
-    from tenprof.analyses.step_time import step_time
+    from tenprof.analyses.timeline.overhead import in_unrecorded_steps, kernel_launch_ns
+    from tenprof.analyses.timeline.step_time import step_time
     from tests.conftest import rebuild
 
     stored = load_profile(OVERHEAD / "mlp_stopped")
@@ -183,7 +183,7 @@ def test_a_run_that_stopped_the_profiler_for_its_timed_steps_is_joined_from_its_
 
 
 def test_the_overhead_verdict_follows_the_one_significance_rule() -> None:
-    from tenprof.analyses.overhead import _verdict
+    from tenprof.analyses.timeline.overhead import _verdict
 
     ms = 1_000_000
     recorded = np.array([10, 11, 10, 12, 11, 10], dtype=np.int64) * ms
@@ -198,7 +198,7 @@ def test_the_overhead_verdict_follows_the_one_significance_rule() -> None:
 
 
 def test_the_overhead_line_shows_the_timed_step_unclamped_and_says_when_nothing_is_measurable() -> None:
-    from tenprof.analyses.overhead import Overhead
+    from tenprof.analyses.timeline.overhead import Overhead
     from tenprof.renderers.text import overhead_line
 
     noisy = Overhead("measured", "", 517_520.0, 517_520.0, 1, 6, None, None, 590_000.0, "within noise", "test", 0.6)

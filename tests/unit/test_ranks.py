@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from tenprof.analyses.compare.ranks import ranks_report
 from tenprof.analyses.findings import find_all
-from tenprof.analyses.ranks import ranks_report
 from tenprof.capture.ranks import rank_from_env
 from tenprof.cli.launch import rank_command
 from tenprof.cli.main import main
@@ -91,7 +91,7 @@ def test_a_slow_input_pipeline_is_named_at_its_line() -> None:
     # (tests/data/ranks/slow_loader): the straggler is named at the sleep's line, as the host's time
     # outside torch ops (the host sampler, issue 19), 30 ms per step within 10%; before the sampler the
     # torch op beside it took the blame.
-    from tenprof.analyses.ranks import OUTSIDE_OPS
+    from tenprof.analyses.compare.ranks import OUTSIDE_OPS
 
     report = ranks_report(RANKS / "slow_loader")
     (straggler,) = report.stragglers
@@ -179,7 +179,7 @@ def test_empty_output_and_ranks_without_a_timeline(tmp_path: Path, capsys: pytes
 def test_each_ranks_step_is_split_into_parts_and_the_waiting_rank_waits_in_collectives() -> None:
     # tests/data/ranks/slow_loader: rank 1 sleeps in its loader each step (Python outside torch ops) while
     # rank 0, done with its compute, waits in the all-reduce for it (the GPU in collectives only).
-    from tenprof.analyses.step_time import step_time
+    from tenprof.analyses.timeline.step_time import step_time
 
     report = ranks_report(RANKS / "slow_loader")
     by_rank = {r.rank: r for r in report.ranks}

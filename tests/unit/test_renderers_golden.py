@@ -13,7 +13,7 @@ import orjson
 import pytest
 from rich.console import Console
 
-from tenprof.analyses.calltree import build_tree, flat, hide_frames, prune
+from tenprof.analyses.timeline.calltree import build_tree, flat, hide_frames, prune
 from tenprof.cli.report_command import print_report
 from tenprof.renderers.hatchet import to_literal
 from tenprof.renderers.perfetto import write_perfetto

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tenprof.analyses.calltree import build_tree
-from tenprof.analyses.selection import parse_steps, select_steps
+from tenprof.analyses.timeline.calltree import build_tree
+from tenprof.analyses.timeline.selection import parse_steps, select_steps
 from tenprof.errors import UsageError
 from tenprof.store.profile import Profile
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from tenprof.analyses.compiled import compiled_report, extern_gemm_ops
-from tenprof.analyses.stalls import kernel_stalls, stall_rollup
+from tenprof.analyses.kernels.compiled import compiled_report, extern_gemm_ops
+from tenprof.analyses.kernels.stalls import kernel_stalls, stall_rollup
 from tenprof.errors import ProfileError
 from tenprof.importers.compiled_import import write_compiled_kernels
 from tenprof.importers.stalls_import import build_stalls_pass

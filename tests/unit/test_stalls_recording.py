@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tenprof.analyses.stalls import kernel_stalls
+from tenprof.analyses.kernels.stalls import kernel_stalls
 from tenprof.importers.blame import producers
 from tenprof.importers.sass import parse_program
 from tenprof.importers.stalls_import import build_stalls_pass
@@ -129,7 +129,7 @@ def test_scopes_mark_kernels_only_when_asked(monkeypatch: pytest.MonkeyPatch, tm
 
 
 def test_rollup_per_scope_without_a_timeline(planted: Profile) -> None:
-    from tenprof.analyses.stalls import stall_rollup
+    from tenprof.analyses.kernels.stalls import stall_rollup
 
     rows = {r.op: r for r in stall_rollup(planted)}
     assert {"scope gather", "scope compute", "scope bank_conflicts"} <= rows.keys()
@@ -143,7 +143,7 @@ def test_rollup_spreads_over_timeline_lines_and_weights_by_instances(tmp_path: A
     """A sampled kernel standing for 3 op instances, in a profile whose timeline ran it at one line."""
     import pyarrow as pa
 
-    from tenprof.analyses.stalls import stall_rollup
+    from tenprof.analyses.kernels.stalls import stall_rollup
     from tenprof.store.schema import BLAME, SASS, STALL_KERNELS
 
     target = tmp_path / "prof"
@@ -230,7 +230,7 @@ def test_triton_kernel_instructions_carry_their_source_lines(planted: Profile) -
 
 def test_roll_up_reaches_python_lines_when_the_timeline_ran(planted: Profile) -> None:
     """The recording has a timeline pass too: op kernels (torch.randn in the script) get their line."""
-    from tenprof.analyses.stalls import stall_rollup
+    from tenprof.analyses.kernels.stalls import stall_rollup
 
     assert planted.has_pass("timeline")
     lines = {r.op: r.line for r in stall_rollup(planted) if r.op.startswith("aten::")}
@@ -256,7 +256,7 @@ def test_counters_and_stalls_share_one_ncu_run(combined: Profile) -> None:
 
 
 def test_combined_run_rolls_stalls_up_to_python_lines(combined: Profile) -> None:
-    from tenprof.analyses.stalls import stall_rollup
+    from tenprof.analyses.kernels.stalls import stall_rollup
 
     rows = stall_rollup(combined)
     assert sum(r.weighted_samples for r in rows) > 0

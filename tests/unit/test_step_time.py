@@ -1,4 +1,4 @@
-"""Where each step went (analyses.step_time), on the GPU recordings in tests/data: the parts add up to every
+"""Where each step went (analyses.timeline.step_time), on the GPU recordings in tests/data: the parts add up to every
 step's wall time in every recording, and each planted cause is the largest part of its step while its
 fixed twin has none of it."""
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tenprof.analyses.step_time import PARTS, StepTime, step_time
+from tenprof.analyses.timeline.step_time import PARTS, StepTime, step_time
 from tenprof.store.profile import Profile, load_profile
 from tests.conftest import CASES, DATA
 
@@ -93,7 +93,7 @@ def test_a_run_without_steps_is_read_per_iteration_else_as_one_span(tmp_path: Pa
 def test_the_profilers_own_work_is_taken_out_of_the_hosts_parts() -> None:
     # fp32 GPT-2 on an H100, recorded with three steps run with the capture off (tests/data/overhead): as
     # recorded, the host's parts are half of each step; measured un-profiled, the step is the GPU's.
-    from tenprof.analyses.overhead import measure
+    from tenprof.analyses.timeline.overhead import measure
 
     profile = load_profile(DATA / "overhead" / "gpt2_fp32")
     result = step_time(profile)
@@ -122,7 +122,7 @@ def step_starts(profile: Profile) -> list[int]:
 def test_a_run_without_steps_leaves_its_set_up_out(tmp_path: Path) -> None:
     # a plain torch.profiler trace of slow_step.py, no step marked: building the tensors and everything
     # before the loop's first iteration (read from the first kernel's launch on) is set-up, kept out
-    from tenprof.analyses.summary import profiled_span
+    from tenprof.analyses.timeline.summary import profiled_span
     from tenprof.cli.main import main
 
     out = tmp_path / "imported"

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tenprof.analyses.tensor_advice import advice
-from tenprof.analyses.tensor_forest import Forest
-from tenprof.analyses.tensor_stall_cost import NO_ACCESS, TensorCost, tensor_stall_cost
+from tenprof.analyses.tensors.tensor_advice import advice
+from tenprof.analyses.tensors.tensor_forest import Forest
+from tenprof.analyses.tensors.tensor_stall_cost import NO_ACCESS, TensorCost, tensor_stall_cost
 from tenprof.importers.accesses_import import build_accesses_pass
 from tenprof.importers.stalls_import import build_stalls_pass
 from tenprof.report.drawings import write_stall_cost_files

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tenprof.analyses.address_lookup import AddressIndex
-from tenprof.analyses.memory import memory_report
-from tenprof.analyses.tensor_forest import Forest
+from tenprof.analyses.tensors.address_lookup import AddressIndex
+from tenprof.analyses.tensors.memory import memory_report
+from tenprof.analyses.tensors.tensor_forest import Forest
 from tenprof.importers.tensors_import import build_tensors_pass
 from tenprof.renderers.forest_dot import forest_dot
 from tenprof.renderers.forest_text import forest_text

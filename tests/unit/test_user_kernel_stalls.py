@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from tenprof.analyses.stalls import stall_rollup
+from tenprof.analyses.kernels.stalls import stall_rollup
 from tenprof.store.profile import load_profile
 from tests.conftest import DATA
 
@@ -64,9 +64,9 @@ def test_the_tensor_stall_cost_charges_the_gathered_table() -> None:
     # 2 steps): the gather kernel's memory stalls go to the tensors it read, the 256 MB table most (its
     # loads are the random ones), and none of the tensors it reads is "made and never read" any more;
     # the ctypes library's kernel is charged too.
-    from tenprof.analyses.memory import memory_report
-    from tenprof.analyses.tensor_forest import Forest
-    from tenprof.analyses.tensor_stall_cost import tensor_stall_cost
+    from tenprof.analyses.tensors.memory import memory_report
+    from tenprof.analyses.tensors.tensor_forest import Forest
+    from tenprof.analyses.tensors.tensor_stall_cost import tensor_stall_cost
 
     profile = load_profile(DATA / "tensor_cost" / "user_kernels")
     forest = Forest(profile)

@@ -6,8 +6,8 @@ recorded steps has a line, and no tally row is nameless."""
 
 from __future__ import annotations
 
-from tenprof.analyses.summary import attribution, user_frame_of
-from tenprof.analyses.tally import op_gpu_tally
+from tenprof.analyses.timeline.summary import attribution, user_frame_of
+from tenprof.analyses.timeline.tally import op_gpu_tally
 from tenprof.store.profile import Profile
 from tests.conftest import DATA
 

@@ -111,7 +111,7 @@ def open_profile(args: argparse.Namespace) -> Profile:
     profile = load_profile(path)
     profile.check()  # a damaged table fails here, in one line, before any part of a report is printed
     if getattr(args, "steps", ""):
-        from tenprof.analyses.selection import select_steps
+        from tenprof.analyses.timeline.selection import select_steps
 
         profile = select_steps(profile, args.steps)
     return profile

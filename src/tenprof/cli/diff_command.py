@@ -1,5 +1,5 @@
 """`tenprof diff BEFORE AFTER`: what changed between two runs and which Python line it comes from
-(analyses.diff), as text or JSON. Each side is a profile directory, or a trace (torch.profiler's JSON,
+(analyses.compare.diff), as text or JSON. Each side is a profile directory, or a trace (torch.profiler's JSON,
 .json.gz) imported on the fly into a temporary profile that is removed afterwards."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from tenprof.analyses.diff import Diff, diff, read_side
+from tenprof.analyses.compare.diff import Diff, diff, read_side
 from tenprof.cli.common import console, non_negative_int, rank_profile
 from tenprof.core.quantities import format_quantities
 from tenprof.errors import UsageError

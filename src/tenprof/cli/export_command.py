@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from tenprof.analyses.tensor_forest import METRICS
+from tenprof.analyses.tensors.tensor_forest import METRICS
 from tenprof.errors import UsageError
 from tenprof.report.formats import BY_NAME, NAMES, ExportOptions, format_from_name, reason
 from tenprof.store.schema import TABLES

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from tenprof.analyses.calltree import METRICS, build_tree, flat, hide_frames, prune
+from tenprof.analyses.timeline.calltree import METRICS, build_tree, flat, hide_frames, prune
 from tenprof.cli.common import add_profile_arguments, console, non_negative_float, non_negative_int, open_profile, regex
 from tenprof.errors import UsageError
 from tenprof.renderers.text import render_flat, render_tree

@@ -12,7 +12,7 @@ Kineto and ncu demangle the same symbol differently. Timeline kernels that match
 `replay_id = -1` and are listed by the report, never dropped.
 
 The tables hold what ncu measured and how kernels matched, nothing judged: the roofline verdict and the
-occupancy limiter are computed by the reports (tenprof.analyses.replays), so their limits can change
+occupancy limiter are computed by the reports (tenprof.analyses.kernels.replays), so their limits can change
 without importing again.
 """
 

@@ -125,7 +125,7 @@ def _drop_bad_times(collector: Collector, trace: Path) -> str:
 
 
 # Top-level keys torch.profiler writes into its trace for the options it was given: what the capture
-# recorded, and so what it cost (tenprof.analyses.overhead's estimate).
+# recorded, and so what it cost (tenprof.analyses.timeline.overhead's estimate).
 TRACE_RECORDING_KEYS = ("record_shapes", "profile_memory", "with_stack", "with_flops", "with_modules")
 
 

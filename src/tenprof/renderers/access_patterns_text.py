@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from tenprof.analyses.access_patterns import describe
+from tenprof.analyses.tensors.access_patterns import describe
 
 
 def render_access_patterns(rows: list[Any], console: Console) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
-from tenprof.analyses.compiled import CompiledReport
+from tenprof.analyses.kernels.compiled import CompiledReport
 
 
 def _short(path: str) -> str:

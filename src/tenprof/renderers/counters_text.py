@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from tenprof.analyses.counters import OperatorsReport
+from tenprof.analyses.kernels.counters import OperatorsReport
 from tenprof.core.units import duration, size
 
 

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from tenprof.analyses.diff import Change, Diff
+from tenprof.analyses.compare.diff import Change, Diff
 from tenprof.core.quantities import format_quantities
 from tenprof.core.units import duration
 

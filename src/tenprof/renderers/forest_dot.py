@@ -14,7 +14,7 @@ import subprocess
 from io import StringIO
 from pathlib import Path
 
-from tenprof.analyses.tensor_forest import Forest, group_roots
+from tenprof.analyses.tensors.tensor_forest import Forest, group_roots
 from tenprof.core.units import size as format_bytes
 from tenprof.errors import UsageError
 

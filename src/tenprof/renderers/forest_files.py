@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tenprof.analyses.tensor_forest import Forest
+from tenprof.analyses.tensors.tensor_forest import Forest
 from tenprof.renderers.forest_dot import forest_dot, write_dot_and_svg
 from tenprof.renderers.forest_text import forest_text
 from tenprof.store.profile import Profile

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from io import StringIO
 
-from tenprof.analyses.tensor_forest import Forest, group_roots
+from tenprof.analyses.tensors.tensor_forest import Forest, group_roots
 from tenprof.core.units import size as format_bytes
 
 MAX_CHILDREN = 12

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tenprof.analyses.calltree import Node
+from tenprof.analyses.timeline.calltree import Node
 
 
 def to_literal(tree: Node) -> list[dict[str, Any]]:

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from tenprof.analyses.memory import HeldStorage, MemoryReport
+from tenprof.analyses.tensors.memory import HeldStorage, MemoryReport
 from tenprof.core.units import size
 
 

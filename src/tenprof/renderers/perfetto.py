@@ -337,7 +337,7 @@ def _gpu_sample_counters(profile: Profile, origin: int) -> Iterator[dict[str, An
 def _sampled_slices(profile: Profile, origin: int) -> Iterator[dict[str, Any]]:
     """The host sampler's view of the main thread, on a track of its own: where its Python was, line by
     line, inside torch ops and outside them (issue 19); nothing for profiles without samples."""
-    from tenprof.analyses.host import main_thread, sampled_spans
+    from tenprof.analyses.timeline.host import main_thread, sampled_spans
 
     thread = main_thread(profile)
     if thread is None:

@@ -11,8 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from tenprof.analyses.ranks import RanksReport, RankSummary
-from tenprof.analyses.step_time import PARTS
+from tenprof.analyses.compare.ranks import RanksReport, RankSummary
+from tenprof.analyses.timeline.step_time import PARTS
 from tenprof.core.quantities import duration, format_quantities
 
 COLUMNS: tuple[tuple[str, str], ...] = (

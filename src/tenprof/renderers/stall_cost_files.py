@@ -10,9 +10,9 @@ import csv
 import io
 from pathlib import Path
 
-from tenprof.analyses.access_patterns import AccessPattern, LoadPatterns
-from tenprof.analyses.tensor_forest import Forest
-from tenprof.analyses.tensor_stall_cost import NO_ACCESS, NO_TENSOR, UNRESOLVED, TensorCost
+from tenprof.analyses.tensors.access_patterns import AccessPattern, LoadPatterns
+from tenprof.analyses.tensors.tensor_forest import Forest
+from tenprof.analyses.tensors.tensor_stall_cost import NO_ACCESS, NO_TENSOR, UNRESOLVED, TensorCost
 from tenprof.core import units
 from tenprof.renderers.forest_dot import forest_dot, write_dot_and_svg
 

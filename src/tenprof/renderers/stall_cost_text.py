@@ -7,10 +7,10 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
-from tenprof.analyses.access_patterns import LoadPatterns, describe
-from tenprof.analyses.tensor_advice import advice
-from tenprof.analyses.tensor_forest import Forest
-from tenprof.analyses.tensor_stall_cost import TensorCost
+from tenprof.analyses.tensors.access_patterns import LoadPatterns, describe
+from tenprof.analyses.tensors.tensor_advice import advice
+from tenprof.analyses.tensors.tensor_forest import Forest
+from tenprof.analyses.tensors.tensor_stall_cost import TensorCost
 from tenprof.renderers.stall_cost_files import BUCKETS, telling_read
 
 

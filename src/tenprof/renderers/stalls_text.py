@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from tenprof.analyses.stalls import KernelStalls, StallRollup
+from tenprof.analyses.kernels.stalls import KernelStalls, StallRollup
 from tenprof.core.inductor import is_generated_file
 
 

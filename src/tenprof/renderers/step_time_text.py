@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from tenprof.analyses.step_time import PARTS, StepTime
+from tenprof.analyses.timeline.step_time import PARTS, StepTime
 from tenprof.core.units import duration
 
 LABELS = {

@@ -10,12 +10,12 @@ from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
-from tenprof.analyses.calltree import FlatRow, Node
 from tenprof.analyses.findings import Finding
-from tenprof.analyses.overhead import Overhead
-from tenprof.analyses.summary import MemoryPeak, Summary
-from tenprof.analyses.tally import Tally
-from tenprof.analyses.temporal import StepBreakdown
+from tenprof.analyses.timeline.calltree import FlatRow, Node
+from tenprof.analyses.timeline.overhead import Overhead
+from tenprof.analyses.timeline.summary import MemoryPeak, Summary
+from tenprof.analyses.timeline.tally import Tally
+from tenprof.analyses.timeline.temporal import StepBreakdown
 from tenprof.core.units import duration, size
 from tenprof.renderers.finding_text import rendered
 

@@ -90,9 +90,9 @@ def write_stall_cost_files(out_dir: Path) -> str:
         profile = load_profile(out_dir)
         if not all(profile.has_pass(p) for p in (Pass.TENSORS, Pass.STALLS, Pass.ACCESSES)):
             return ""
-        from tenprof.analyses.access_patterns import load_patterns
-        from tenprof.analyses.tensor_forest import Forest
-        from tenprof.analyses.tensor_stall_cost import tensor_stall_cost
+        from tenprof.analyses.tensors.access_patterns import load_patterns
+        from tenprof.analyses.tensors.tensor_forest import Forest
+        from tenprof.analyses.tensors.tensor_stall_cost import tensor_stall_cost
         from tenprof.renderers.stall_cost_files import write_stall_cost
 
         costs = tensor_stall_cost(profile)

@@ -72,7 +72,7 @@ def _perfetto(profile: Profile, out: IO[bytes], options: ExportOptions) -> None:
 
 
 def _hatchet(profile: Profile, out: IO[bytes], options: ExportOptions) -> None:
-    from tenprof.analyses.calltree import build_tree
+    from tenprof.analyses.timeline.calltree import build_tree
     from tenprof.renderers.hatchet import to_literal
 
     literal = to_literal(build_tree(profile))
@@ -127,7 +127,7 @@ def _with_verdicts(profile: Profile, table: Any) -> Any:
     stores the metrics, not the verdicts, so they follow the current limits)."""
     import pyarrow as pa
 
-    from tenprof.analyses.replays import judged_replays
+    from tenprof.analyses.kernels.replays import judged_replays
 
     judged = judged_replays(profile)
     replay = table.column("replay_id").to_pylist()
@@ -138,7 +138,7 @@ def _with_verdicts(profile: Profile, table: Any) -> Any:
 
 
 def _operators(profile: Profile, out: IO[bytes], options: ExportOptions) -> None:
-    from tenprof.analyses.counters import operators_report
+    from tenprof.analyses.kernels.counters import operators_report
 
     report = operators_report(profile)
     out.write(report.model_dump_json(indent=2).encode() if report is not None else b"{}")
@@ -146,7 +146,7 @@ def _operators(profile: Profile, out: IO[bytes], options: ExportOptions) -> None
 
 def _forest(kind: str) -> Callable[[Profile, IO[bytes], ExportOptions], None]:
     def write(profile: Profile, out: IO[bytes], options: ExportOptions) -> None:
-        from tenprof.analyses.tensor_forest import Forest
+        from tenprof.analyses.tensors.tensor_forest import Forest
         from tenprof.renderers.forest_dot import dot_to_svg, forest_dot
         from tenprof.renderers.forest_files import pass_notes
         from tenprof.renderers.forest_text import forest_text
@@ -163,9 +163,9 @@ def _forest(kind: str) -> Callable[[Profile, IO[bytes], ExportOptions], None]:
 
 def _stall_cost(kind: str) -> Callable[[Profile, IO[bytes], ExportOptions], None]:
     def write(profile: Profile, out: IO[bytes], options: ExportOptions) -> None:
-        from tenprof.analyses.access_patterns import load_patterns
-        from tenprof.analyses.tensor_forest import Forest
-        from tenprof.analyses.tensor_stall_cost import tensor_stall_cost
+        from tenprof.analyses.tensors.access_patterns import load_patterns
+        from tenprof.analyses.tensors.tensor_forest import Forest
+        from tenprof.analyses.tensors.tensor_stall_cost import tensor_stall_cost
         from tenprof.renderers.stall_cost_files import blame_dot, cost_csv
 
         costs, forest, patterns = tensor_stall_cost(profile), Forest(profile), load_patterns(profile)

@@ -20,8 +20,8 @@ from typing import IO, Any
 import numpy as np
 import orjson
 
-from tenprof.analyses.calltree import Node, build_tree
-from tenprof.analyses.summary import recording_start
+from tenprof.analyses.timeline.calltree import Node, build_tree
+from tenprof.analyses.timeline.summary import recording_start
 from tenprof.errors import UsageError
 from tenprof.report.sections import ReportOptions, report_data
 from tenprof.store.profile import Profile

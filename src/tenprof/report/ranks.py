@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.console import Console
 
-from tenprof.analyses.ranks import ranks_report
+from tenprof.analyses.compare.ranks import ranks_report
 from tenprof.core.quantities import format_quantities
 from tenprof.renderers.ranks_text import render_ranks
 from tenprof.store.schema import Pass

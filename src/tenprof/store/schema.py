@@ -303,7 +303,7 @@ KERNEL_METRICS = _schema(
     Column("arithmetic_intensity", F64, "flops per DRAM byte, NaN without DRAM traffic"),
     Column("waves_per_sm", F64, ""),
     # No `occupancy_limiter` or `verdict`: judgements are computed by the reports from these metrics
-    # (tenprof.analyses.replays; the limiter from ncu_metrics). Files imported before still hold both
+    # (tenprof.analyses.kernels.replays; the limiter from ncu_metrics). Files imported before still hold both
     # columns; reading against this declaration leaves them out, so they are never used.
 )
 

@@ -1,5 +1,5 @@
 """allocator-churn: the GPU idles while the host is in cudaMalloc, cudaFree or another allocating call:
-the step decomposition's allocator part (analyses.step_time), judged over the analysed steps. It fires
+the step decomposition's allocator part (analyses.timeline.step_time), judged over the analysed steps. It fires
 on that part (the GPU seen idle meanwhile). Its cost is the host's time the allocator takes, as far as
 the GPU has idle time to give (`host_cost`): in a loop the host bounds, every such call delays the
 launches after it, also while the GPU still runs earlier work. That time is the calls made outside any
@@ -31,8 +31,8 @@ import numpy as np
 
 from tenprof.analyses.findings.context import Context, host_cost, per_step
 from tenprof.analyses.findings.model import Finding
-from tenprof.analyses.host import host_lines, main_thread, sampled
-from tenprof.analyses.step_time import ALLOCATOR_CALLS, length
+from tenprof.analyses.timeline.host import host_lines, main_thread, sampled
+from tenprof.analyses.timeline.step_time import ALLOCATOR_CALLS, length
 from tenprof.core.intervals import coverage
 from tenprof.core.quantities import duration
 

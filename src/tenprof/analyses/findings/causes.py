@@ -30,7 +30,7 @@ import numpy as np
 
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.model import Finding
-from tenprof.analyses.step_time import HOST_PARTS
+from tenprof.analyses.timeline.step_time import HOST_PARTS
 from tenprof.core.intervals import coverage
 from tenprof.core.quantities import duration
 

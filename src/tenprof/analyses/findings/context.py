@@ -9,11 +9,11 @@ import numpy as np
 import numpy.typing as npt
 
 from tenprof.analyses.findings.thresholds import Thresholds
-from tenprof.analyses.inferred_steps import InferredSteps, infer_steps
-from tenprof.analyses.overhead import Overhead, kernel_launch_ns, measure, recorded_steps, steps_marked
 from tenprof.analyses.perf_model import PerfModel, perf_model
-from tenprof.analyses.step_time import Intervals, idle_causes, length, own_step_ns, part_blocks, unmarked_span
-from tenprof.analyses.summary import stack_frames, user_frame_of
+from tenprof.analyses.timeline.inferred_steps import InferredSteps, infer_steps
+from tenprof.analyses.timeline.overhead import Overhead, kernel_launch_ns, measure, recorded_steps, steps_marked
+from tenprof.analyses.timeline.step_time import Intervals, idle_causes, length, own_step_ns, part_blocks, unmarked_span
+from tenprof.analyses.timeline.summary import stack_frames, user_frame_of
 from tenprof.core.intervals import coverage, take
 from tenprof.store.profile import Profile
 
@@ -31,7 +31,7 @@ class Context:
     in the middle of a run: only the slow-step check looks at those, so a single stall is not read as a
     cost of every step. Where no
     steps were marked, the loop's iterations are inferred from the top-level ops
-    (`analyses.inferred_steps`); failing that, the whole recording is one step. With fewer than two
+    (`analyses.timeline.inferred_steps`); failing that, the whole recording is one step. With fewer than two
     steps the whole profile is judged as one step."""
 
     def __init__(self, profile: Profile, thresholds: Thresholds, keep_compiling: bool = False) -> None:
@@ -45,7 +45,7 @@ class Context:
         self.step_end = steps.column("end_ns").to_numpy()[complete]
         self.inferred: InferredSteps | None = None
         if len(self.step_start) == 0 and not steps_marked(profile):
-            # No steps marked: the loop's iterations, when they can be told (see analyses.inferred_steps).
+            # No steps marked: the loop's iterations, when they can be told (see analyses.timeline.inferred_steps).
             self.inferred = infer_steps(profile)
             if self.inferred is not None:
                 self.step_start, self.step_end = self.inferred.starts, self.inferred.ends
@@ -135,12 +135,12 @@ class Context:
 
     @cached_property
     def overhead(self) -> Overhead:
-        """The profiler's cost and the un-profiled step time, measured or estimated (see analyses.overhead)."""
+        """The profiler's cost and the un-profiled step time, measured or estimated (see analyses.timeline.overhead)."""
         return measure(self.profile)
 
     @cached_property
     def parts(self) -> dict[str, Intervals]:
-        """Where the analysed steps' time went (analyses.step_time): each part's blocks of time."""
+        """Where the analysed steps' time went (analyses.timeline.step_time): each part's blocks of time."""
         return part_blocks(self.profile, self.step_start, self.step_end)
 
     def part_ns(self, part: str) -> int:
@@ -149,7 +149,7 @@ class Context:
 
     @cached_property
     def host_causes(self) -> dict[str, Intervals]:
-        """Each cause's host intervals over the whole profile (analyses.step_time.idle_causes)."""
+        """Each cause's host intervals over the whole profile (analyses.timeline.step_time.idle_causes)."""
         return idle_causes(self.profile)
 
     def host_ns(self, part: str) -> int:

@@ -1,6 +1,6 @@
 """data-loading: the steps wait for their batches. The host is inside a DataLoader's `__next__` (the
 range torch records around it) while the GPU has nothing to run: the step decomposition's data_loading
-part (analyses.step_time), judged over the analysed steps; its cost is the host's whole time in the
+part (analyses.timeline.step_time), judged over the analysed steps; its cost is the host's whole time in the
 loader, as far as the GPU has idle time to give (`host_cost`).
 
 What the fix is depends on where the loading runs: in the script's own process (num_workers=0) every
@@ -15,7 +15,7 @@ import numpy as np
 from tenprof.analyses.findings.context import Context, host_cost, per_step
 from tenprof.analyses.findings.meanwhile import Meanwhile, host_meanwhile
 from tenprof.analyses.findings.model import Finding
-from tenprof.analyses.step_time import DATA_LOADER_MARK, length
+from tenprof.analyses.timeline.step_time import DATA_LOADER_MARK, length
 from tenprof.core.quantities import duration
 
 SINGLE_PROCESS = "_SingleProcessDataLoaderIter"

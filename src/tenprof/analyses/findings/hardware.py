@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import math
 
-from tenprof.analyses.counters import OperatorEntry, operators_report
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.model import Finding
+from tenprof.analyses.kernels.counters import OperatorEntry, operators_report
 from tenprof.analyses.op_kinds import GEMM_OPS
 from tenprof.core.quantities import duration
 

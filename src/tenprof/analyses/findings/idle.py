@@ -11,7 +11,7 @@ import numpy as np
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.meanwhile import Meanwhile, host_meanwhile
 from tenprof.analyses.findings.model import Finding
-from tenprof.analyses.step_time import HOST_PARTS
+from tenprof.analyses.timeline.step_time import HOST_PARTS
 from tenprof.core.intervals import I64Array, coverage, merged
 from tenprof.core.quantities import duration
 
@@ -131,7 +131,7 @@ def _host_meanwhile(ctx: Context, gaps: list[tuple[int, str, int, int, int, int]
     return host_meanwhile(ctx, lo, hi)
 
 
-# the step decomposition's host parts (analyses.step_time.HOST_PARTS), as idle-gaps names them
+# the step decomposition's host parts (analyses.timeline.step_time.HOST_PARTS), as idle-gaps names them
 _HOST_PARTS = {
     "allocator": "allocating or freeing device memory",
     "cuda_api": "in other CUDA calls",

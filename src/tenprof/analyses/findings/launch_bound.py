@@ -1,6 +1,6 @@
 """launch-bound: the GPU waits on the CPU because each kernel is shorter than it takes to launch it.
 
-Judged on the step decomposition (analyses.step_time) too: the host's time while the GPU idles must be
+Judged on the step decomposition (analyses.timeline.step_time) too: the host's time while the GPU idles must be
 mostly op dispatch (`launch_bound.min_dispatch_share`), and dispatch the largest of its named causes. A
 host that spends the GPU's idle time loading data, in the allocator, in synchronizations or compiling
 has another finding, and fewer launches would not help it."""
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from tenprof.analyses.compiled import REGION_MARKS
 from tenprof.analyses.findings.context import Context, per_step
 from tenprof.analyses.findings.model import Finding
-from tenprof.analyses.host import host_lines, main_thread, sampled
+from tenprof.analyses.kernels.compiled import REGION_MARKS
+from tenprof.analyses.timeline.host import host_lines, main_thread, sampled
 from tenprof.core.intervals import coverage, uncovered
 from tenprof.core.quantities import duration
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tenprof.analyses.findings.context import Context
-from tenprof.analyses.host import WORKERS, host_lines, main_thread, sampled, worker_processes
+from tenprof.analyses.timeline.host import WORKERS, host_lines, main_thread, sampled, worker_processes
 from tenprof.core.intervals import I64Array
 from tenprof.core.quantities import duration
 

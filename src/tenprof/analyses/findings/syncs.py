@@ -9,8 +9,8 @@ import numpy as np
 
 from tenprof.analyses.findings.context import I64, Context, per_step
 from tenprof.analyses.findings.model import Finding
-from tenprof.analyses.host import host_lines, main_thread, sampled
 from tenprof.analyses.op_kinds import SYNC_CALLS
+from tenprof.analyses.timeline.host import host_lines, main_thread, sampled
 from tenprof.core.intervals import coverage, uncovered
 from tenprof.core.quantities import count, duration
 

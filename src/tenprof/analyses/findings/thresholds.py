@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, fields
 
-from tenprof.analyses.roofline import RooflineLimits
+from tenprof.analyses.kernels.roofline import RooflineLimits
 from tenprof.errors import UsageError
 
 

@@ -17,7 +17,7 @@ Pure function of the timeline pass (no Nsight Compute). Method:
 - MFU per step: the step's FLOPs over (step time x the datasheet's dense peak of the pipe most FLOPs ran
   on). The
   profiled step is slower than the program's; where tenprof timed steps with the capture off
-  (analyses.overhead), MFU is also given on that un-profiled step time, which is the one to believe.
+  (analyses.timeline.overhead), MFU is also given on that un-profiled step time, which is the one to believe.
 - User metrics (tenprof.scope(..., flops=...), Triton launch_metadata): summed per scope or kernel name
   and divided by the kernel time inside it, as Proton does.
 """
@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from tenprof.analyses.overhead import in_unrecorded_steps, kernel_launch_ns, measure
 from tenprof.analyses.perf_model.gpu_peaks import GpuPeaks, peaks_for
 from tenprof.analyses.perf_model.op_cost import FORMULA_OPS, OpCost, op_cost_of_row
-from tenprof.analyses.summary import user_frame_of
+from tenprof.analyses.timeline.overhead import in_unrecorded_steps, kernel_launch_ns, measure
+from tenprof.analyses.timeline.summary import user_frame_of
 from tenprof.store.profile import Profile
 from tenprof.store.strings import Strings
 

@@ -1,6 +1,6 @@
 """The access patterns section: the reads that waste the most 32-byte sectors (strided, gathered,
-scattered), most first, each with the tensor's type and the line that made it (`analyses.access_patterns`,
-`analyses.tensor_forest`); None for accesses recorded before the lanes were compared."""
+scattered), most first, each with the tensor's type and the line that made it (`analyses.tensors.access_patterns`,
+`analyses.tensors.tensor_forest`); None for accesses recorded before the lanes were compared."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 
 from rich.console import Console
 
-from tenprof.analyses.access_patterns import WASTEFUL, AccessPattern, load_patterns
-from tenprof.analyses.tensor_forest import Forest
+from tenprof.analyses.tensors.access_patterns import WASTEFUL, AccessPattern, load_patterns
+from tenprof.analyses.tensors.tensor_forest import Forest
 from tenprof.renderers.access_patterns_text import render_access_patterns
 from tenprof.report.sections.section import ReportOptions, Section
 from tenprof.store.profile import Profile

@@ -1,5 +1,5 @@
 """The compiled code section: kernels of torch.compile'd code attributed to the aten ops they fuse and
-to their lines (`analyses.compiled`); None when no kernel time is in compiled code (an eager run)."""
+to their lines (`analyses.kernels.compiled`); None when no kernel time is in compiled code (an eager run)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.console import Console
 
-from tenprof.analyses.compiled import CompiledReport, compiled_report
+from tenprof.analyses.kernels.compiled import CompiledReport, compiled_report
 from tenprof.renderers.compiled_text import render_compiled
 from tenprof.report.sections.section import ReportOptions, Section
 from tenprof.store.profile import Profile

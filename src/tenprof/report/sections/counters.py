@@ -1,5 +1,5 @@
 """The hardware counters section: each operator's metrics and roofline verdict from the counters pass
-(`analyses.counters`), judged under the findings' thresholds; None where no kernel was measured."""
+(`analyses.kernels.counters`), judged under the findings' thresholds; None where no kernel was measured."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 
 from rich.console import Console
 
-from tenprof.analyses.counters import OperatorsReport, operators_report
 from tenprof.analyses.findings import Thresholds
+from tenprof.analyses.kernels.counters import OperatorsReport, operators_report
 from tenprof.renderers.counters_text import render_counters
 from tenprof.report.sections.section import ReportOptions, Section
 from tenprof.store.profile import Profile

@@ -1,5 +1,5 @@
 """The memory section: the tensors pass's peak, what is alive at it, dead tensors and tensors kept too
-long (`analyses.memory`), as many of each as the report's limit (10 when it has none)."""
+long (`analyses.tensors.memory`), as many of each as the report's limit (10 when it has none)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.console import Console
 
-from tenprof.analyses.memory import MemoryReport, memory_report
+from tenprof.analyses.tensors.memory import MemoryReport, memory_report
 from tenprof.renderers.memory_text import render_memory
 from tenprof.report.sections.section import ReportOptions, Section
 from tenprof.store.profile import Profile

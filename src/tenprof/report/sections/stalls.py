@@ -1,6 +1,6 @@
 """The warp stalls section: per sampled kernel, the instructions that took the most blame after the blame
-shift, then the same samples by op and line (`analyses.stalls`); each sampled load with how its warps
-read memory, where an accesses pass compared lanes (`analyses.access_patterns`)."""
+shift, then the same samples by op and line (`analyses.kernels.stalls`); each sampled load with how its warps
+read memory, where an accesses pass compared lanes (`analyses.tensors.access_patterns`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 
 from rich.console import Console
 
-from tenprof.analyses.access_patterns import AccessPattern, stalled_load_patterns
-from tenprof.analyses.stalls import KernelStalls, StallRollup, kernel_stalls, stall_rollup
+from tenprof.analyses.kernels.stalls import KernelStalls, StallRollup, kernel_stalls, stall_rollup
+from tenprof.analyses.tensors.access_patterns import AccessPattern, stalled_load_patterns
 from tenprof.renderers.stalls_text import render_rollup, render_stalls
 from tenprof.report.sections.section import ReportOptions, Section
 from tenprof.store.profile import Profile

@@ -1,4 +1,4 @@
-"""The step time section: the analysed steps' wall time, split into parts (`analyses.step_time`); its
+"""The step time section: the analysed steps' wall time, split into parts (`analyses.timeline.step_time`); its
 JSON adds the mean step, with the profiler's own part null where it was not known (not 0)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.console import Console
 
-from tenprof.analyses.step_time import PARTS, StepTime, step_time
+from tenprof.analyses.timeline.step_time import PARTS, StepTime, step_time
 from tenprof.renderers.step_time_text import render_step_time
 from tenprof.report.sections.section import ReportOptions, Section
 from tenprof.store.profile import Profile

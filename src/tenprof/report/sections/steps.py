@@ -1,5 +1,5 @@
 """The per-step breakdown section: where each step's GPU time went (compute, communication, transfers,
-idle; `analyses.temporal`). A run without GPU work has no steps to break down: an empty list."""
+idle; `analyses.timeline.temporal`). A run without GPU work has no steps to break down: an empty list."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.console import Console
 
-from tenprof.analyses.temporal import StepBreakdown, temporal_breakdown
+from tenprof.analyses.timeline.temporal import StepBreakdown, temporal_breakdown
 from tenprof.renderers.text import render_breakdown
 from tenprof.report.sections.section import ReportOptions, Section
 from tenprof.store.profile import Profile

@@ -1,4 +1,4 @@
-"""The summary section: the run's headline numbers (`analyses.summary`); its JSON adds the percentages and
+"""The summary section: the run's headline numbers (`analyses.timeline.summary`); its JSON adds the percentages and
 ratios the text computes from the fields, so readers of the JSON need not recompute them."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.console import Console
 
-from tenprof.analyses.summary import Summary, summarize
+from tenprof.analyses.timeline.summary import Summary, summarize
 from tenprof.renderers.text import render_summary
 from tenprof.report.sections.section import ReportOptions, Section
 from tenprof.store.profile import Profile

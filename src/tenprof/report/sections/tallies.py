@@ -1,5 +1,5 @@
 """The tallies section: iprof-shaped tables of time per kernel, per op (GPU and CPU), per copy and per
-CUDA call (`analyses.tally`); `all_tallies` is the list a profile supports, in the order they print."""
+CUDA call (`analyses.timeline.tally`); `all_tallies` is the list a profile supports, in the order they print."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.console import Console
 
-from tenprof.analyses import tally as tallies
+from tenprof.analyses.timeline import tally as tallies
 from tenprof.renderers.text import render_tally
 from tenprof.report.sections.section import ReportOptions, Section
 from tenprof.store.profile import Profile

@@ -1,6 +1,6 @@
 """The tensor stall cost section: each memory stall blamed on a load, charged to the tensor that load read
-(`analyses.tensor_stall_cost`), with the tensor's name, what made it, how the charged kernels read it and
-what to change (`analyses.tensor_advice`); its JSON carries the words the text prints."""
+(`analyses.tensors.tensor_stall_cost`), with the tensor's name, what made it, how the charged kernels read it and
+what to change (`analyses.tensors.tensor_advice`); its JSON carries the words the text prints."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from typing import Any
 
 from rich.console import Console
 
-from tenprof.analyses.access_patterns import LoadPatterns, describe, load_patterns
-from tenprof.analyses.tensor_advice import advice
-from tenprof.analyses.tensor_forest import Forest
-from tenprof.analyses.tensor_stall_cost import TensorCost, tensor_stall_cost
+from tenprof.analyses.tensors.access_patterns import LoadPatterns, describe, load_patterns
+from tenprof.analyses.tensors.tensor_advice import advice
+from tenprof.analyses.tensors.tensor_forest import Forest
+from tenprof.analyses.tensors.tensor_stall_cost import TensorCost, tensor_stall_cost
 from tenprof.renderers.stall_cost_files import BUCKETS, telling_read
 from tenprof.renderers.stall_cost_text import render_stall_cost, tensor_label
 from tenprof.report.sections.section import ReportOptions, Section

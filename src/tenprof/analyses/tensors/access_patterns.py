@@ -31,9 +31,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from tenprof.analyses.address_lookup import AddressIndex
-from tenprof.analyses.tensor_forest import Forest
-from tenprof.analyses.tensor_stall_cost import NO_TENSOR, UsedViews, tensors_at
+from tenprof.analyses.tensors.address_lookup import AddressIndex
+from tenprof.analyses.tensors.tensor_forest import Forest
+from tenprof.analyses.tensors.tensor_stall_cost import NO_TENSOR, UsedViews, tensors_at
 from tenprof.core import units
 from tenprof.store.profile import Profile
 from tenprof.store.schema import Pass
@@ -97,7 +97,7 @@ class LoadPatterns:
 
     def for_tensor(self, tensor_id: int, kernels: tuple[str, ...] = ()) -> list[AccessPattern]:
         """The tensor's reads, by kernels whose names match `kernels` (ncu names) when given, most bytes first."""
-        from tenprof.analyses.tensor_stall_cost import same_kernel
+        from tenprof.analyses.tensors.tensor_stall_cost import same_kernel
 
         found = [
             p
@@ -326,7 +326,7 @@ def stalled_load_patterns(profile: Profile) -> dict[tuple[int, int], AccessPatte
     """(stall replay id, PC) -> how that load's warps accessed memory, for the stalls section: the access
     records of the same op instance, kernel and PC offset (as the tensor stall cost joins them), whatever
     tensors they touched. Empty without an accesses pass that compared lanes."""
-    from tenprof.analyses.tensor_stall_cost import same_kernel
+    from tenprof.analyses.tensors.tensor_stall_cost import same_kernel
 
     if not (profile.has_pass(Pass.ACCESSES) and profile.has_pass(Pass.STALLS)):
         return {}

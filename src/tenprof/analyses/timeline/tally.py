@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from tenprof.analyses.overhead import in_unrecorded_steps, kernel_launch_ns
+from tenprof.analyses.timeline.overhead import in_unrecorded_steps, kernel_launch_ns
 from tenprof.core.intervals import take
 from tenprof.store.profile import Profile
 

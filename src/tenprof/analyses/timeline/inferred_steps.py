@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tenprof.analyses.overhead import kernel_launch_ns
+from tenprof.analyses.timeline.overhead import kernel_launch_ns
 from tenprof.store.profile import Profile
 
 MIN_ITERATIONS = 3

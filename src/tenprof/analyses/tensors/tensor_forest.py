@@ -17,7 +17,7 @@ from functools import cached_property
 
 import numpy as np
 
-from tenprof.analyses.summary import user_frame_of
+from tenprof.analyses.timeline.summary import user_frame_of
 from tenprof.store.profile import Profile
 
 METRICS = ("bytes", "uses", "lifetime")

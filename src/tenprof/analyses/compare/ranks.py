@@ -44,8 +44,8 @@ import numpy as np
 
 from tenprof.analyses.findings import find_all, judging
 from tenprof.analyses.op_kinds import is_collective
-from tenprof.analyses.step_time import PARTS, step_time
-from tenprof.analyses.summary import user_frame_of
+from tenprof.analyses.timeline.step_time import PARTS, step_time
+from tenprof.analyses.timeline.summary import user_frame_of
 from tenprof.core.intervals import coverage
 from tenprof.store.directory import rank_dirs
 from tenprof.store.profile import Profile, load_profile
@@ -85,7 +85,7 @@ class RankSummary:
     collective_ends: list[int] = field(default_factory=list)  # end of every collective kernel, in order
     windows: tuple[list[int], list[int]] = ([], [])  # the steps' [start, end) on this rank's clock
     clock_offset_ns: int = 0
-    # where its mean steady step went (analyses.step_time); "capture" only where that was known
+    # where its mean steady step went (analyses.timeline.step_time); "capture" only where that was known
     parts: dict[str, float] = field(default_factory=dict)
     # its first findings paid every step: judged for the first rank and the stragglers only
     # (FINDINGS_RANKS); None for a rank not judged, which is not a rank without findings
@@ -241,7 +241,7 @@ def _add_host_time(
 ) -> None:
     """The host sampler's time on the main thread outside any torch op (op CPU times count the rest),
     per step and line: a slow input pipeline, a sleep, logging (issue 19). Nothing without samples."""
-    from tenprof.analyses.host import main_thread
+    from tenprof.analyses.timeline.host import main_thread
 
     samples = profile.table("host_samples")
     thread = main_thread(profile)

@@ -8,7 +8,7 @@ steps table; see `tenprof.capture.overhead_plan`), so each profile says, measure
   timed is kept, and capped at P for the findings judged on it (off steps that took longer met the
   program's own variation, not a profiler that sped it up);
 - whether the off steps were faster than the recorded ones beyond the steps' own variation, by the one
-  rule of `analyses.significance` (one-sided rank-sum test, p < 0.05): "overhead", "within noise", or
+  rule of `analyses.compare.significance` (one-sided rank-sum test, p < 0.05): "overhead", "within noise", or
   "too few steps" where no outcome could be significant, or where every recorded step is a cold one;
 - the profiler's share of each recorded step, (P - U) / P: CPU time that would not be there un-profiled;
 - the GPU work per step B (kernels and copies, overlaps counted once; GPU time is not slowed by the
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from tenprof.analyses.significance import can_tell, rank_sum_test
+from tenprof.analyses.compare.significance import can_tell, rank_sum_test
 from tenprof.core.intervals import merged, take
 from tenprof.store.profile import Profile
 
@@ -60,7 +60,7 @@ class Overhead:
     timed_unprofiled_step_ns: float | None = None
     verdict: str = ""  # overhead | within noise | too few steps ('' when estimated or not measured)
     verdict_note: str = ""  # the test behind the verdict, or why there are too few steps
-    p_value: float | None = None  # of the rank-sum test (analyses.significance), where there was one
+    p_value: float | None = None  # of the rank-sum test (analyses.compare.significance), where there was one
 
     @property
     def ratio(self) -> float | None:
@@ -226,7 +226,7 @@ def _verdict(
     unprofiled: npt.NDArray[np.int64], profiled: npt.NDArray[np.int64], cold_only: bool
 ) -> tuple[str, str, float | None]:
     """Whether the steps run with the capture off were faster than the recorded ones beyond the steps' own
-    variation (the one rule of analyses.significance, one-sided: profiling only adds time)."""
+    variation (the one rule of analyses.compare.significance, one-sided: profiling only adds time)."""
     if cold_only:
         return (
             "too few steps",

@@ -4,7 +4,7 @@ Rules, first match wins (each states the evidence it uses):
 1. read by GEMMs (the ops are matrix multiplies, or the kernels are cuBLAS/CUTLASS GEMMs): a GEMM reads
    its operands in tiles, transposed or not, so layout is not the problem; its bytes are (lower
    precision), or how many GEMMs read it;
-2. the access pass measured how its warps read it (analyses.access_patterns): strided reads say the
+2. the access pass measured how its warps read it (analyses.tensors.access_patterns): strided reads say the
    stride, the dimension, the sectors per request against the ideal and, when the same kernel reads
    another operand coalesced through a non-contiguous view, that the op walks that operand's order;
    gathers say how few useful bytes each sector brings; scattered reads their sector ratio;
@@ -26,10 +26,10 @@ Rules, first match wins (each states the evidence it uses):
 
 from __future__ import annotations
 
-from tenprof.analyses.access_patterns import AccessPattern, LoadPatterns, describe
 from tenprof.analyses.op_kinds import GEMM_OPS
-from tenprof.analyses.tensor_forest import Forest
-from tenprof.analyses.tensor_stall_cost import TensorCost
+from tenprof.analyses.tensors.access_patterns import AccessPattern, LoadPatterns, describe
+from tenprof.analyses.tensors.tensor_forest import Forest
+from tenprof.analyses.tensors.tensor_stall_cost import TensorCost
 from tenprof.core import units
 
 GEMM_KERNEL_WORDS = ("gemm", "gemv", "nvjet", "xmma", "cutlass", "cublas")

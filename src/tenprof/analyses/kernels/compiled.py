@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from tenprof.analyses.summary import OpLines, user_frame_of
+from tenprof.analyses.timeline.summary import OpLines, user_frame_of
 from tenprof.core.inductor import from_kernel_name
 from tenprof.core.units import si
 from tenprof.store.profile import Profile

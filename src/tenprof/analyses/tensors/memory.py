@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tenprof.analyses.tensor_forest import Forest
+from tenprof.analyses.tensors.tensor_forest import Forest
 from tenprof.store.profile import Profile
 
 CUDA_BLOCK = 512

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tenprof.analyses.overhead import (
+from tenprof.analyses.timeline.overhead import (
     Overhead,
     in_unrecorded_steps,
     kernel_launch_ns,
@@ -278,7 +278,7 @@ def summarize(profile: Profile) -> Summary:
 
 
 def _inferred_count(profile: Profile) -> int:
-    from tenprof.analyses.inferred_steps import infer_steps
+    from tenprof.analyses.timeline.inferred_steps import infer_steps
 
     found = infer_steps(profile)
     return len(found.starts) if found is not None else 0

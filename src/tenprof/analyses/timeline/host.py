@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tenprof.analyses.summary import user_frame_of
+from tenprof.analyses.timeline.summary import user_frame_of
 from tenprof.core.intervals import I64Array, coverage
 from tenprof.store.profile import Profile
 

@@ -22,7 +22,7 @@ ended. Per run:
   such line, else stays at the line that called the compiled function;
 - per op (name and input shapes) and per kernel name: GPU time and launches per step.
 The step change is tested against each run's step-to-step spread by the one rule of
-`analyses.significance`: a rank-sum test, beyond noise when p < 0.05 (four steps a side that do not
+`analyses.compare.significance`: a rank-sum test, beyond noise when p < 0.05 (four steps a side that do not
 overlap: p = 0.029; two a side can never be, and the report says there are too few steps to tell).
 
 The per-line rows are ranked by the larger of their GPU and CPU deltas. They add up to the step change
@@ -46,11 +46,11 @@ from typing import Any
 
 import numpy as np
 
-from tenprof.analyses.compiled import in_compiled_region
+from tenprof.analyses.compare.line_keys import LineKey, LineKeys, Place
+from tenprof.analyses.compare.significance import can_tell, rank_sum_test, smallest_p
 from tenprof.analyses.findings import Thresholds, find_all
 from tenprof.analyses.findings.context import Context
-from tenprof.analyses.line_keys import LineKey, LineKeys, Place
-from tenprof.analyses.significance import can_tell, rank_sum_test, smallest_p
+from tenprof.analyses.kernels.compiled import in_compiled_region
 from tenprof.core.intervals import coverage, take
 from tenprof.store.profile import Profile
 
@@ -412,7 +412,7 @@ def _step_windows(ctx: Context, kernel_end: np.ndarray) -> tuple[np.ndarray, np.
 
 
 def _breakdown(profile: Profile, lo: np.ndarray, hi: np.ndarray) -> dict[str, float]:
-    """The steps' windows split as analyses.temporal splits a step: compute kernels, then NCCL kernels,
+    """The steps' windows split as analyses.timeline.temporal splits a step: compute kernels, then NCCL kernels,
     then copies, then idle; per step, averaged."""
     names = ("compute", "communication", "transfers", "idle")
     if not len(lo):

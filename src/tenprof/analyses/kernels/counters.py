@@ -3,8 +3,8 @@ kernels are summed per (aten op, user line).
 
 Sums (bytes, FLOPs, instructions) are per launch times launches; percentages are averaged weighted by the
 kernels' timeline time, so an op's throughput reads like one long kernel's; the op's verdict comes from
-those weighted percentages (tenprof.analyses.roofline). Every verdict and occupancy limiter is computed
-here, under the `RooflineLimits` the caller passes, from the stored metrics (tenprof.analyses.replays):
+those weighted percentages (tenprof.analyses.kernels.roofline). Every verdict and occupancy limiter is computed
+here, under the `RooflineLimits` the caller passes, from the stored metrics (tenprof.analyses.kernels.replays):
 the profile stores none. Without a timeline pass, ops are the counters pass's own signatures and
 launches are the signature's op count.
 
@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from tenprof.analyses.replays import judged_replays
-from tenprof.analyses.roofline import DEFAULT_LIMITS, RooflineLimits, verdict
-from tenprof.analyses.summary import OpLines
+from tenprof.analyses.kernels.replays import judged_replays
+from tenprof.analyses.kernels.roofline import DEFAULT_LIMITS, RooflineLimits, verdict
+from tenprof.analyses.timeline.summary import OpLines
 from tenprof.store.profile import Profile
 from tenprof.store.schema import MATCH_CONFIDENCE, Pass
 

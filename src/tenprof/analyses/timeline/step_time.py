@@ -2,7 +2,7 @@
 that add up to the step exactly (pure; no I/O).
 
 Each recorded, complete step [start, end) (or, where no step was marked, each iteration of the loop told
-from its repeated calls (analyses.inferred_steps), else the profiled span from the first kernel's launch
+from its repeated calls (analyses.timeline.inferred_steps), else the profiled span from the first kernel's launch
 as one; set-up before either is left out: `unmarked_span`) is cut into instants, and each instant goes to
 one part:
 - `gpu`: the GPU computes or copies (a kernel other than a collective, or a copy, on any stream). The
@@ -29,7 +29,7 @@ whose ops launched kernels (autograd's backward thread), its DataLoader ranges o
 - `python`: anywhere else: the script's own Python between ops (the host sampler's lines say which);
 - `capture`: the profiler's own work, in the mean steady step only: where the profiler's overhead was
   measured (steps run with the capture off, told from the steps' own variation) or estimated
-  (analyses.overhead), that share of the step is taken out of `dispatch` and `python`, where the
+  (analyses.timeline.overhead), that share of the step is taken out of `dispatch` and `python`, where the
   profiler's CPU work lands.
 The order puts the most specific cause first: a cudaMalloc runs inside an op, an op inside a DataLoader's
 `__next__`. Every idle instant lands in exactly one part and `python` takes what is left, so the parts sum
@@ -44,10 +44,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tenprof.analyses.inferred_steps import infer_steps
 from tenprof.analyses.op_kinds import SYNC_CALLS, is_collective
-from tenprof.analyses.overhead import COLD_STEPS, kernel_launch_ns, measure, recorded_steps, steps_marked
-from tenprof.analyses.summary import profiled_span
+from tenprof.analyses.timeline.inferred_steps import infer_steps
+from tenprof.analyses.timeline.overhead import COLD_STEPS, kernel_launch_ns, measure, recorded_steps, steps_marked
+from tenprof.analyses.timeline.summary import profiled_span
 from tenprof.core.intervals import I64Array, coverage, merged, uncovered
 from tenprof.store.profile import Profile
 
@@ -92,7 +92,7 @@ class StepTime:
     marked: bool  # False: no step was marked, the one "step" is the profiled span from the first GPU work
     setup_ns: int = 0  # unmarked: the profiled time before the loop (its first iteration, else the first
     # kernel's launch), left out
-    capture_share: float = 0.0  # of the mean steady step, the profiler's own work (analyses.overhead)
+    capture_share: float = 0.0  # of the mean steady step, the profiler's own work (analyses.timeline.overhead)
     capture_method: str = ""  # how that was had: measured (steps run with the capture off), estimated
     inferred: bool = False  # unmarked: the steps are the loop's iterations told from its repeated calls
 

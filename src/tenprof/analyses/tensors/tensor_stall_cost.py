@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tenprof.analyses.address_lookup import AddressIndex
+from tenprof.analyses.tensors.address_lookup import AddressIndex
 from tenprof.core.kernel_names import base_name
 from tenprof.store.profile import Profile
 from tenprof.store.schema import Pass

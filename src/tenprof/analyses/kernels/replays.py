@@ -1,5 +1,5 @@
 """The counters pass's replays (kernel_metrics), one row each, judged now: every row gets its roofline
-`verdict` and `occupancy_limiter` computed from the stored metrics (tenprof.analyses.roofline).
+`verdict` and `occupancy_limiter` computed from the stored metrics (tenprof.analyses.kernels.roofline).
 
 Nothing judged is read from the profile: the importer stores only what Nsight Compute measured, so a
 changed limit applies to profiles already recorded, without importing them again. Profiles imported
@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tenprof.analyses.roofline import DEFAULT_LIMITS, RooflineLimits, occupancy_limiter, verdict
+from tenprof.analyses.kernels.roofline import DEFAULT_LIMITS, RooflineLimits, occupancy_limiter, verdict
 from tenprof.core.ncu_names import METRICS
 from tenprof.store.profile import Profile
 

@@ -73,7 +73,7 @@ def _where(kernel: dict[str, object], places: dict[str, CompiledPlace]) -> str:
 
 
 def kernel_stalls(profile: Profile, limit: int = 5) -> list[KernelStalls]:
-    from tenprof.analyses.generated_source import GeneratedSource
+    from tenprof.analyses.kernels.generated_source import GeneratedSource
 
     kernels = profile.table("stall_kernels").to_pylist()
     if not kernels:
@@ -199,7 +199,7 @@ def _lines_by_op_and_kernel(profile: Profile) -> dict[tuple[str, str], dict[str,
     mode saw (aten::randn), the timeline the innermost op that launched (aten::normal_)."""
     if not profile.has_pass(Pass.TIMELINE):
         return {}
-    from tenprof.analyses.summary import OpLines
+    from tenprof.analyses.timeline.summary import OpLines
     from tenprof.core.kernel_names import base_name
 
     k = profile.table("kernels")

@@ -1,0 +1,2 @@
+"""The tensors of a run: the tensor (view) forest, memory, address lookup, access patterns and the tensor
+stall cost with its advice."""
