@@ -84,6 +84,33 @@ def rebuilt(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> dict[st
     return _Rebuilt(tmp_path_factory.mktemp("rebuilt"), shared)
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist makes its own default (load) the choice
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """With -n and no --dist given, pytest-xdist's worksteal scheduling: each worker runs half of the tests in
+    the order below and, once it has run out, takes over the second half of the other's queue, so the two
+    end within a test of each other."""
+    if getattr(config.option, "numprocesses", None) and getattr(config.option, "dist", "no") == "no":
+        config.option.dist = "worksteal"
+
+
+@pytest.hookimpl(trylast=True)  # after the GPU tests are deselected
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The order in which worksteal scheduling (above) hands the tests out: the slow tests first, the
+    integration tests and those sharing a costly fixture (marked xdist_group), each group together so that
+    one worker makes its fixture once; the short ones last, to be shared out at the end. (pytest-xdist's
+    loadgroup scheduling would keep a group on one worker, but under pytest 9 it cannot: the node ids it
+    groups by are no longer its to set.)"""
+    first_of_group: dict[str, int] = {}
+
+    def place(indexed: tuple[int, pytest.Item]) -> tuple[bool, int, int]:
+        index, item = indexed
+        group = item.get_closest_marker("xdist_group")
+        slow = group is not None or "integration" in item.path.parts
+        return not slow, first_of_group.setdefault(str(group.args[0]) if group else item.nodeid, index), index
+
+    items[:] = [item for _, item in sorted(enumerate(items), key=place)]
+
+
 def raw_events(case: str) -> list[dict[str, Any]]:
     """The recorded trace's events, read independently of tenprof's streaming reader: every part of it
     (kineto_trace.json.gz, then .1.json.gz, .2.json.gz, ...: one per profiler session of the run), each in

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from tenprof.importers.timeline_import import import_trace
@@ -52,6 +57,11 @@ def write_file(path: Path, content: bytes) -> Path:
     return path
 
 
+def line_of(script: str, text: str) -> int:
+    """The number of the first line of `script` that holds `text`."""
+    return next(i + 1 for i, line in enumerate(script.splitlines()) if text in line)
+
+
 def error_lines(err: str) -> list[str]:
     """stderr's lines, each checked to be tenprof's error line and none a traceback's."""
     lines = err.strip().splitlines()
@@ -66,3 +76,52 @@ def one_error_line(err: str, *names: str) -> str:
     assert len(lines) == 1, lines
     assert lines[0].startswith("tenprof: error:") and all(n in lines[0] for n in names), lines[0]
     return lines[0]
+
+
+@dataclass(frozen=True)
+class Ran:
+    """A tenprof command's exit code and what it printed, the script's output included: stdout and stderr as
+    a terminal shows them (tenprof's own lines and its child's, in the order written)."""
+
+    code: int
+    out: str
+    err: str
+
+    @staticmethod
+    def read(folder: Path) -> Ran:
+        """The command `run_kept` ran into `folder`: test workers that share a recording read it here."""
+        code = int((folder / "exit_code.txt").read_text())
+        out, err = ((folder / name).read_bytes().decode(errors="replace") for name in ("stdout.txt", "stderr.txt"))
+        return Ran(code, out, err)  # as bytes: a progress bar's \r is kept
+
+
+def run_kept(argv: list[str], folder: Path) -> Ran:
+    """`tenprof argv` run in this process (main), with its stdout and stderr, and those of the processes it
+    starts, kept in files in `folder`: a fixture that several tests share has no capfd of its own."""
+    from tenprof.cli.main import main
+
+    folder.mkdir(parents=True, exist_ok=True)
+    with _written_to(folder / "stdout.txt", 1, "stdout"), _written_to(folder / "stderr.txt", 2, "stderr"):
+        code = main(argv)
+    (folder / "exit_code.txt").write_text(str(code))
+    return Ran.read(folder)
+
+
+@contextmanager
+def _written_to(path: Path, fd: int, name: str) -> Iterator[None]:
+    """File descriptor `fd` (which child processes inherit) and sys.<name> both written to `path` until the
+    block ends; pytest's capture of them is back after it."""
+    previous = getattr(sys, name)
+    previous.flush()
+    saved = os.dup(fd)
+    with path.open("wb") as file:
+        os.dup2(file.fileno(), fd)
+    stream = open(fd, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
+    setattr(sys, name, stream)
+    try:
+        yield
+    finally:
+        stream.flush()
+        setattr(sys, name, previous)
+        os.dup2(saved, fd)
+        os.close(saved)

@@ -10,23 +10,18 @@ import pytest
 
 from tenprof.capture import access_build
 from tenprof.cli.main import main
+from tests.integration.conftest import Recorded
 
 
-def test_missing_toolkit_fails_only_the_accesses_pass(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setenv("PATH", "/nonexistent")
-    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "no-cuda"))
-    monkeypatch.setattr(access_build, "find_toolkit", _no_toolkit)
-    script = tmp_path / "job.py"
-    script.write_text("import torch\nx = torch.ones(4) + 1\n")
-    out = tmp_path / "prof"
-    assert main(["run", "--quiet", "--passes", "tensors,accesses", "-o", str(out), str(script)]) == 0
-    meta = json.loads((out / "meta.json").read_text())
+@pytest.mark.xdist_group("accesses_without_toolkit_run")
+def test_missing_toolkit_fails_only_the_accesses_pass(accesses_without_toolkit_run: Recorded) -> None:
+    run = accesses_without_toolkit_run
+    assert run.ran.code == 0
+    meta = json.loads((run.profile / "meta.json").read_text())
     assert meta["passes"]["tensors"]["state"] == "complete"
     assert meta["passes"]["accesses"]["state"] == "failed"
     assert "nvcc" in meta["passes"]["accesses"]["reason"]
-    assert "the accesses pass will not run" in capsys.readouterr().err
+    assert "the accesses pass will not run" in run.ran.err
 
 
 def test_accesses_without_tensors_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -43,10 +38,6 @@ def test_build_commands_name_the_sanitizer_and_the_architecture(tmp_path: Path) 
     patch, library = access_build.build_commands(kit, "sm_90", tmp_path)
     assert "--compile-as-tools-patch" in patch and "-arch=sm_90" in patch and "--fatbin" in patch
     assert "-lsanitizer-public" in library and "-Xlinker=-rpath,/cuda/compute-sanitizer" in library
-
-
-def _no_toolkit() -> access_build.Toolkit:
-    raise access_build.AccessToolUnavailable("the accesses pass needs the CUDA toolkit's nvcc to build its tool")
 
 
 def test_a_tool_that_does_not_start_fails_only_the_accesses_pass(tmp_path: Path) -> None:

@@ -6,14 +6,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from tenprof.cli.main import main
 from tests.conftest import DATA
-from tests.helpers import one_error_line
+from tests.helpers import line_of, one_error_line
+from tests.integration.conftest import RAISING_SCRIPT, Recorded
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,24 +47,14 @@ def test_run_of_a_missing_module_is_one_line(
     assert not (tmp_path / "prof").exists()
 
 
-def test_traceback_of_the_script_starts_at_the_script(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
-    job = tmp_path / "job.py"
-    job.write_text(
-        textwrap.dedent(
-            """
-            import torch
-
-            def explode(x):
-                raise ValueError(f"bad {x}")
-
-            explode(torch.ones(2).sum().item())
-            """
-        )
-    )
-    assert main(["run", "--quiet", "-o", str(tmp_path / "prof"), str(job)]) == 1
-    err = capfd.readouterr().err
+@pytest.mark.xdist_group("raising_run")
+def test_traceback_of_the_script_starts_at_the_script(raising_run: Recorded) -> None:
+    job, err = raising_run.script, raising_run.ran.err
+    assert raising_run.ran.code == 1
     trace = err[err.index("Traceback (most recent call last):") :]
     frames = [line for line in trace.splitlines() if line.startswith('  File "')]
-    assert frames == [f'  File "{job}", line 7, in <module>', f'  File "{job}", line 5, in explode'], trace
-    assert "ValueError: bad 2.0" in trace
+    called, raised = (line_of(RAISING_SCRIPT, text) for text in ("explode((", "raise ValueError"))
+    expected = [f'  File "{job}", line {called}, in <module>', f'  File "{job}", line {raised}, in explode']
+    assert frames == expected, trace
+    assert "ValueError: boom 16.0" in trace
     assert "runpy" not in err and "tenprof/capture" not in err, err

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -18,9 +19,8 @@ from tenprof.analyses.timeline.summary import user_frame_of
 from tenprof.cli.main import main
 from tenprof.store.profile import load_profile
 from tests.conftest import DATA
-
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "matmul_add.py"
+from tests.helpers import line_of
+from tests.integration.conftest import EXAMPLE, RAISING_SCRIPT, ROOT, ForcedModuleRun, Recorded
 
 
 def _script(tmp_path: Path, body: str, name: str = "job.py") -> Path:
@@ -29,10 +29,10 @@ def _script(tmp_path: Path, body: str, name: str = "job.py") -> Path:
     return path
 
 
-def test_run_records_ops_lines_scopes_and_steps_on_cpu(tmp_path: Path) -> None:
-    out = tmp_path / "prof"
-    assert main(["run", "--quiet", "-o", str(out), str(EXAMPLE), "--steps", "4"]) == 0
-    profile = load_profile(out)
+@pytest.mark.xdist_group("matmul_add_run")
+def test_run_records_ops_lines_scopes_and_steps_on_cpu(matmul_add_run: Recorded) -> None:
+    assert matmul_add_run.ran.code == 0
+    profile = load_profile(matmul_add_run.profile)
     assert profile.meta.passes["timeline"].state == "complete"
     assert profile.meta.run.exit_code == 0 and not profile.meta.run.cut_short
     ops = profile.table("ops")
@@ -45,77 +45,98 @@ def test_run_records_ops_lines_scopes_and_steps_on_cpu(tmp_path: Path) -> None:
     files = {frames.column("file")[int(u)].as_py() for u in user}
     assert files == {str(EXAMPLE)}
     assert set(profile.table("scopes").column("name").to_pylist()) == {"matmul_add"}
-    assert profile.table("steps").num_rows == 5  # four tenprof.step() calls and the tail
+    assert profile.table("steps").num_rows == 7  # six tenprof.step() calls and the tail
 
 
-def test_script_exit_code_is_passed_through(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.xdist_group("forced_module_run")
+def test_script_exit_code_is_passed_through(forced_module_run: ForcedModuleRun) -> None:
     # the script also says whether Inductor was imported: the capture must not import it (about a second)
     # for a script that never compiles
-    job = _script(
-        tmp_path,
-        "import sys, torch\ntorch.ones(3).sum()\nprint('inductor imported:', 'torch._inductor' in sys.modules)\n"
-        "sys.exit(3)\n",
-    )
-    out = tmp_path / "prof"
-    assert main(["run", "--quiet", "-o", str(out), str(job)]) == 3
-    assert "inductor imported: False" in capfd.readouterr().out
-    meta = load_profile(out).meta
+    assert forced_module_run.ran.code == 3
+    assert "inductor imported: False" in forced_module_run.ran.out
+    meta = load_profile(forced_module_run.profile).meta
     assert meta.run.exit_code == 3
     assert "exited with status 3" in meta.run.cut_short_reason
 
 
-def test_script_that_raises_keeps_what_was_recorded(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    job = _script(tmp_path, "import torch\nx = torch.ones(8) * 2\nraise ValueError('boom')\n")
-    out = tmp_path / "prof"
-    assert main(["run", "-o", str(out), str(job)]) == 1
-    profile = load_profile(out)
+@pytest.mark.xdist_group("raising_run")
+def test_script_that_raises_keeps_what_was_recorded(raising_run: Recorded) -> None:
+    assert raising_run.ran.code == 1
+    profile = load_profile(raising_run.profile)
     assert profile.meta.passes["timeline"].state == "partial"
     assert "aten::mul" in profile.table("ops").column("name").to_pylist()
-    printed = capsys.readouterr().out
-    assert "cut short" in printed and "ValueError: boom" in printed and f"{job}:3" in printed
+    printed = raising_run.ran.out
+    raised_at = line_of(RAISING_SCRIPT, "raise ValueError")
+    assert "cut short" in printed and "ValueError: boom" in printed and f"{raising_run.script}:{raised_at}" in printed
     assert printed.splitlines()[0].startswith("The run was cut short: the script raised ValueError")  # first
 
 
-def test_ctrl_c_stops_the_script_and_saves_the_profile(tmp_path: Path) -> None:
-    proc, out, _ = _start(
-        tmp_path,
+@dataclass(frozen=True)
+class Interrupted:
+    """`tenprof run` of a script that catches the first Ctrl-C and goes on, given two: whether the script
+    caught the first, and tenprof's exit code, output and profile."""
+
+    caught: bool
+    code: int
+    out: str
+    err: str
+    profile: Path
+
+
+@pytest.fixture(scope="module")
+def interrupted_twice(tmp_path_factory: pytest.TempPathFactory) -> Interrupted:
+    """One run for the two Ctrl-C tests: the first Ctrl-C must reach the script, the second stop it."""
+    proc, out, marker = _start(
+        tmp_path_factory.mktemp("interrupted"),
         """
         import pathlib, time, torch
         x = torch.ones(16)
-        for i in range(100000):
-            x = x * 1.0001
-            if i == 20:
-                pathlib.Path(MARKER).write_text("go")
-            time.sleep(0.001)
+        i = 0
+        try:
+            while True:
+                x = x * 1.0001
+                if i == 20:
+                    pathlib.Path(MARKER).write_text("go")
+                i += 1
+                time.sleep(0.001)
+        except KeyboardInterrupt:
+            pathlib.Path(MARKER).write_text("caught")
+        while True:  # a graceful shutdown that a second Ctrl-C must be able to cut
+            time.sleep(0.01)
         """,
     )
     proc.send_signal(signal.SIGINT)  # to tenprof only: it must pass it on to the script's process
+    deadline = time.time() + 60
+    while marker.read_text() != "caught" and time.time() < deadline:
+        time.sleep(0.05)
+    caught = marker.read_text() == "caught"
+    proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == 130, stderr[-2000:]
-    profile = load_profile(out)
+    return Interrupted(caught, proc.returncode, stdout, stderr, out)
+
+
+@pytest.mark.xdist_group("interrupted_twice")
+def test_ctrl_c_stops_the_script_and_saves_the_profile(interrupted_twice: Interrupted) -> None:
+    # the Ctrl-C the script does not catch stops it
+    assert interrupted_twice.code == 130, interrupted_twice.err[-2000:]
+    profile = load_profile(interrupted_twice.profile)
     assert profile.meta.run.cut_short and "Ctrl-C" in profile.meta.run.cut_short_reason
     assert profile.table("ops").num_rows > 20
-    assert "cut short" in stdout
+    assert "cut short" in interrupted_twice.out
 
 
-def test_module_mode_runs_a_package_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    pkg = tmp_path / "mypkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "train.py").write_text("import sys, torch\nassert sys.argv[1:] == ['--lr', '3']\ntorch.ones(4).sum()\n")
-    monkeypatch.chdir(tmp_path)
-    assert main(["run", "--quiet", "-o", "prof", "-m", "mypkg.train", "--lr", "3"]) == 0
-    frames = load_profile(tmp_path / "prof").table("frames").column("file").to_pylist()
-    assert str(pkg / "train.py") in frames
+@pytest.mark.xdist_group("forced_module_run")
+def test_module_mode_runs_a_package_module(forced_module_run: ForcedModuleRun) -> None:
+    # the module checks its arguments first: its own exit status says it ran to its end
+    assert forced_module_run.ran.code == 3
+    frames = load_profile(forced_module_run.profile).table("frames").column("file").to_pylist()
+    assert str(forced_module_run.module_file) in frames
 
 
-def test_schedule_records_only_the_active_steps(tmp_path: Path) -> None:
-    out = tmp_path / "prof"
-    code = main(
-        ["run", "--quiet", "-o", str(out), "--schedule", "wait=1,warmup=1,active=2", str(EXAMPLE), "--steps", "6"]
-    )
-    assert code == 0
-    steps = load_profile(out).table("steps").to_pydict()
+@pytest.mark.xdist_group("scheduled_run")
+def test_schedule_records_only_the_active_steps(scheduled_run: Recorded) -> None:
+    assert scheduled_run.ran.code == 0
+    steps = load_profile(scheduled_run.profile).table("steps").to_pydict()
     recorded = [n for n, on in zip(steps["step"], steps["capture_on"], strict=True) if on]
     assert recorded == [2, 3]
     # the steps after the window (from the second: the first pays for writing the trace) are timed
@@ -223,50 +244,18 @@ def test_sigterm_stops_the_script_and_saves_the_profile(tmp_path: Path) -> None:
     assert profile.meta.passes["timeline"].state == "partial" and profile.table("ops").num_rows > 0
 
 
-def test_each_ctrl_c_reaches_a_script_that_catches_keyboard_interrupt(tmp_path: Path) -> None:
-    proc, out, marker = _start(
-        tmp_path,
-        """
-        import pathlib, time, torch
-        x = torch.ones(4)
-        pathlib.Path(MARKER).write_text("go")
-        try:
-            while True:
-                x = x + 1
-                time.sleep(0.001)
-        except KeyboardInterrupt:
-            pathlib.Path(MARKER).write_text("caught")
-        while True:  # a graceful shutdown that a second Ctrl-C must be able to cut
-            time.sleep(0.01)
-        """,
-    )
-    proc.send_signal(signal.SIGINT)
-    deadline = time.time() + 60
-    while marker.read_text() != "caught" and time.time() < deadline:
-        time.sleep(0.05)
-    assert marker.read_text() == "caught"
-    proc.send_signal(signal.SIGINT)
-    proc.communicate(timeout=120)
-    assert proc.returncode == 130
-    assert load_profile(out).meta.run.cut_short
+@pytest.mark.xdist_group("interrupted_twice")
+def test_each_ctrl_c_reaches_a_script_that_catches_keyboard_interrupt(interrupted_twice: Interrupted) -> None:
+    assert interrupted_twice.caught  # the first Ctrl-C reached the script, which went on
+    assert interrupted_twice.code == 130  # the second cut its shutdown
+    assert load_profile(interrupted_twice.profile).meta.run.cut_short
 
 
-def test_scopes_entered_close_together_keep_their_own_lines(tmp_path: Path) -> None:
-    job = _script(
-        tmp_path,
-        """
-        import torch, tenprof
-        x = torch.ones(4)
-        for _ in range(20):
-            with tenprof.scope("proj"):
-                x = x + 1
-            with tenprof.scope("proj"):
-                x = x * 1
-        """,
-    )
-    out = tmp_path / "prof"
-    assert main(["run", "--quiet", "-o", str(out), str(job)]) == 0
-    profile = load_profile(out)
+@pytest.mark.xdist_group("scopes_run")
+def test_scopes_entered_close_together_keep_their_own_lines(scopes_run: Recorded) -> None:
+    profile = load_profile(scopes_run.profile)
     frames = profile.table("frames")
-    lines = [frames.column("line")[f].as_py() for f in profile.table("scopes").column("frame_id").to_pylist()]
+    scopes = profile.table("scopes")
+    named = zip(scopes.column("frame_id").to_pylist(), scopes.column("name").to_pylist(), strict=True)
+    lines = [frames.column("line")[f].as_py() for f, name in named if name == "proj"]
     assert lines == [5, 7] * 20

@@ -14,6 +14,8 @@ from tenprof.cli.main import main
 from tenprof.store.directory import owned_entries
 from tenprof.store.profile import load_profile
 from tests.conftest import DATA
+from tests.helpers import line_of
+from tests.integration.conftest import Recorded
 
 BEFORE = """\
 import torch
@@ -72,17 +74,16 @@ def test_a_cpu_pair_matches_a_moved_line_by_its_text_and_finds_the_added_work(
     assert main(["diff", str(sides[0]), str(DATA / "tensors" / "conv")]) == 2  # no timeline to compare
 
 
+@pytest.mark.xdist_group("matmul_add_run")
 def test_two_torch_versions_are_named_and_the_lines_meet(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    matmul_add_run: Recorded, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # examples/matmul_add.py on the CPU: recorded on the GPU machine under its torch 2.11 (no GPU visible;
-    # tests/data/diff/matmul_cpu_torch211), and here under this machine's torch
+    # examples/matmul_add.py on the CPU (--size 256 --steps 6): recorded on the GPU machine under its torch
+    # 2.11 (no GPU visible; tests/data/diff/matmul_cpu_torch211), and here under this machine's torch
     import torch
 
-    out = tmp_path / "here"
-    argv = ["run", "--quiet", "--overhead-steps", "0", "-o", str(out), "examples/matmul_add.py", "--size", "256"]
-    assert main([*argv, "--steps", "6"]) == 0
-    capsys.readouterr()
+    out = matmul_add_run.profile
+    assert matmul_add_run.ran.code == 0
     assert main(["diff", str(DATA / "diff" / "matmul_cpu_torch211"), str(out)]) == 0
     text = capsys.readouterr().out
     assert "torch 2.11.0+cu130" in text and f"torch {torch.__version__}" in text
@@ -90,11 +91,7 @@ def test_two_torch_versions_are_named_and_the_lines_meet(
     d = diff(
         read_side(load_profile(DATA / "diff" / "matmul_cpu_torch211"), "2.11"), read_side(load_profile(out), "here")
     )
-    line = next(
-        i + 1
-        for i, t in enumerate((DATA.parent.parent / "examples" / "matmul_add.py").read_text().splitlines())
-        if "c = a @ b" in t
-    )
+    line = line_of(matmul_add_run.script.read_text(), "c = a @ b")
     matmul = next(c for c in d.lines if c.what.endswith(f"examples/matmul_add.py:{line}"))
     assert matmul.before_cpu_ns > 0 and matmul.after_cpu_ns > 0  # the same line in both runs
     # the recording on the GPU machine predates frames keeping their text: where its file reads as changed

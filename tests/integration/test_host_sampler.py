@@ -14,6 +14,9 @@ from tenprof.analyses.timeline.host import host_lines, main_thread
 from tenprof.cli.main import main
 from tenprof.store.profile import load_profile
 
+# Its tests share one capture (sampled_run): one test worker records it and runs them all
+pytestmark = pytest.mark.xdist_group("host_sampler")
+
 SCRIPT = textwrap.dedent(
     """
     import json, sys, time, torch, tenprof

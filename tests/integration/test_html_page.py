@@ -22,6 +22,9 @@ from tenprof.report.html_page import _tree, page_data, render_page
 from tenprof.store.profile import load_profile
 from tests.conftest import DATA
 
+# Its tests share the browser and GPT-2's page: one test worker starts and makes them and runs them all
+pytestmark = pytest.mark.xdist_group("html_page")
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DOCS = DATA.parent.parent / "docs" / "report_page"
 

@@ -6,14 +6,13 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
 from tenprof.capture.log_filter import KNOWN_LINES, StderrRelay
-from tenprof.cli.main import main
+from tests.integration.conftest import STAGE, Recorded
 
 # Lines of the exact shapes the profiler library prints (the first three seen on this project's machines).
 USDT_START = "USDT:2026-11-26 10:31:43 3428:3428 SyncActivityProfilerHandler.cpp:52] profiler_start"
@@ -77,41 +76,15 @@ def test_relay_returns_once_the_child_exits_though_its_child_holds_stderr_open(t
     assert not (tmp_path / "profiler.log").exists()  # made only when there is a line to keep
 
 
-SCRIPT = """
-import os, sys, torch
-import tenprof
-print("out: hello from the script")
-print("err: a STAGE of the script's own, in prose, and a USDT probe", file=sys.stderr)
-x = torch.ones(64)
-for _ in range(4):
-    x = x * 2
-    tenprof.step()
-sys.stderr.write("\\r 50%|#####")
-sys.stderr.flush()
-# A Kineto line of the exact known shape, written by the script itself: the torch on the test machine may
-# print no noise of its own (CPU torch 2.13 prints USDT profiler_start/profiler_stop lines; older ones
-# printed STAGE lines).
-os.write(2, {stage!r}.encode())
-os.write(2, b"\\n")
-sys.stderr.write("\\r100%|##########|\\n")
-print("out: done")
-"""
-
-
-STAGE = "STAGE:2024-01-05 09:02:11 77:77 ActivityProfilerController.cpp:314] Completed Stage: Warm Up"
-
-
-def test_run_shows_the_scripts_output_and_logs_the_profilers(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
-    script = tmp_path / "job.py"
-    script.write_text(textwrap.dedent(SCRIPT.format(stage=STAGE)))
-    out = tmp_path / "prof"
-    assert main(["run", "--quiet", "-o", str(out), "--schedule", "wait=1,warmup=1,active=2", str(script)]) == 0
-    captured = capfd.readouterr()
-    assert "out: hello from the script\n" in captured.out and "out: done\n" in captured.out
-    assert "err: a STAGE of the script's own, in prose, and a USDT probe\n" in captured.err
-    assert "\r 50%|#####\r100%|##########|\n" in captured.err
+@pytest.mark.xdist_group("scheduled_run")
+def test_run_shows_the_scripts_output_and_logs_the_profilers(scheduled_run: Recorded) -> None:
+    assert scheduled_run.ran.code == 0
+    out, err = scheduled_run.ran.out, scheduled_run.ran.err
+    assert "out: hello from the script\n" in out and "out: done\n" in out
+    assert "err: a STAGE of the script's own, in prose, and a USDT probe\n" in err
+    assert "\r 50%|#####\r100%|##########|\n" in err
     noise = re.compile("|".join(known.pattern for known in KNOWN_LINES if not known.shown))
-    assert not [line for line in re.split("[\r\n]", captured.err) if noise.search(line)]
-    logged = (out / "timeline" / "raw" / "profiler.log").read_text().splitlines()
+    assert not [line for line in re.split("[\r\n]", err) if noise.search(line)]
+    logged = (scheduled_run.profile / "timeline" / "raw" / "profiler.log").read_text().splitlines()
     assert STAGE in logged
     assert all(re.fullmatch("|".join(known.pattern for known in KNOWN_LINES), line) for line in logged), logged

@@ -18,6 +18,7 @@ from tenprof.capture.callsites import CallsiteRecorder
 from tenprof.capture.frames import new_interner
 from tenprof.cli.main import main
 from tenprof.store.profile import load_profile
+from tests.integration.conftest import Recorded
 
 SCRIPT = """\
 import threading; import torch
@@ -166,28 +167,14 @@ def test_failed_build_says_so_once_and_records_with_python(
     # a whole run that falls back: test_native_and_python_recorders_give_ops_the_same_lines
 
 
-TIGHT_LOOP = """\
-import torch
-
-w = torch.randn(64, 64)
-for i in range(6):
-    x = torch.randn(8, 64)
-    y = (x @ w).relu()
-    z = y.sum().item()
-"""
-
-
-def test_back_to_back_ops_of_microseconds_keep_their_own_lines(tmp_path: Path) -> None:
-    # A CPU loop whose ops run a few microseconds apart: matched to the native recorder's records by time,
-    # ops took their neighbours' lines wherever the clock mapping's error (79 us seen on this 2-core
+@pytest.mark.xdist_group("tight_loop_run")
+def test_back_to_back_ops_of_microseconds_keep_their_own_lines(tight_loop_run: Recorded) -> None:
+    # A CPU loop whose ops run a few microseconds apart (TIGHT_LOOP): matched to the native recorder's records
+    # by time, ops took their neighbours' lines wherever the clock mapping's error (79 us seen on this 2-core
     # machine) exceeded their spacing (aten::randn at lines 4 and 6 of a three-line body). One record per
     # top-level op: matched in order, each op keeps its own line.
-    from tenprof.cli.main import main
-    from tenprof.store.profile import load_profile
-
-    (tmp_path / "loop.py").write_text(TIGHT_LOOP)
-    assert main(["run", "--quiet", "-o", str(tmp_path / "prof"), str(tmp_path / "loop.py")]) == 0
-    profile = load_profile(tmp_path / "prof")
+    assert tight_loop_run.ran.code == 0
+    profile = load_profile(tight_loop_run.profile)
     lines = profile.sql(
         "select o.name, f.line, count(*) as n from ops o join frames f on o.frame_id = f.frame_id "
         "where o.depth = 0 group by all"

@@ -4,8 +4,6 @@ tests/unit/test_output_safety.py)."""
 
 from __future__ import annotations
 
-import shutil
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -13,6 +11,7 @@ import pytest
 from tenprof.cli.main import main
 from tenprof.store.profile import load_profile
 from tests.helpers import MATMUL64_TRACE, imported_profile, siblings, snapshot
+from tests.integration.conftest import ForcedModuleRun
 
 
 def test_a_meta_json_alone_is_not_a_profile_and_force_touches_nothing(
@@ -47,29 +46,16 @@ def test_an_output_that_cannot_be_made_fails_before_the_script_runs(
     assert not (tmp_path / "ran").exists()
 
 
-def test_run_force_replaces_a_profile_and_keeps_the_users_files(tmp_path: Path) -> None:
-    script = tmp_path / "job.py"
-    script.write_text(
-        textwrap.dedent(
-            """
-            import sys, torch
-            x = torch.ones(8, 8)
-            (x @ x).sum()
-            sys.exit(int(sys.argv[1]))
-            """
-        )
-    )
-    out = tmp_path / "prof"
-    assert main(["run", "--quiet", "-o", str(out), str(script), "0"]) == 0
-    first_pid = load_profile(out).meta.pid
-    (out / "notes.txt").write_text("mine")
-    shutil.copy(script, out / "job_copy.py")
-    # The new run's script fails: what it recorded still replaces the old profile, as asked.
-    assert main(["run", "--quiet", "--force", "-o", str(out), str(script), "3"]) == 3
+@pytest.mark.xdist_group("forced_module_run")
+def test_run_force_replaces_a_profile_and_keeps_the_users_files(forced_module_run: ForcedModuleRun) -> None:
+    # The output held an imported profile, the user's notes.txt and job_copy.py. The new run's script fails:
+    # what it recorded still replaces the old profile, as asked.
+    assert forced_module_run.ran.code == 3
+    out = forced_module_run.profile
     meta = load_profile(out).meta
-    assert meta.pid != first_pid and meta.run.exit_code == 3
+    assert meta.source == "run" and meta.pid > 0 and meta.run.exit_code == 3  # not the imported one
     assert (out / "notes.txt").read_text() == "mine" and (out / "job_copy.py").exists()
-    assert siblings(out) == ["job.py"]
+    assert siblings(out) == []  # no staging directory left behind
 
 
 def test_in_process_force_replaces_the_profile_only_when_the_block_ends(tmp_path: Path) -> None:

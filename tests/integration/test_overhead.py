@@ -13,6 +13,7 @@ from tenprof.cli.main import main
 from tenprof.store.profile import load_profile
 
 
+@pytest.mark.xdist_group("cpu_steps_run")
 def test_a_run_with_steps_times_some_with_the_capture_off(
     cpu_steps_run: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

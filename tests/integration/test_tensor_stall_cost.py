@@ -13,26 +13,20 @@ import pytest
 
 from tenprof.analyses.tensors.tensor_forest import Forest
 from tenprof.analyses.tensors.tensor_stall_cost import NO_ACCESS, NO_TENSOR, tensor_stall_cost
-from tenprof.cli.main import main
 from tenprof.renderers.stall_cost_files import write_stall_cost
 from tenprof.store.meta import PassStatus, read_meta, write_meta
 from tenprof.store.profile import Profile, load_profile
 from tenprof.store.schema import ACCESSES, BLAME, SASS, STALL_KERNELS
 from tenprof.store.writer import PassWriter
-from tests.conftest import shared_recording
-
-
-def _record(tmp: Path) -> None:
-    script = tmp / "job.py"
-    script.write_text("import torch\na = torch.randn(64, 64)\nb = a.t()\nc = b + 1\n")
-    assert main(["run", "--quiet", "--passes", "tensors", "-o", str(tmp / "prof"), str(script)]) == 0
+from tests.integration.conftest import Recorded
 
 
 @pytest.fixture(scope="module")
-def profile(tmp_path_factory: pytest.TempPathFactory) -> Profile:
-    # the recording shared by the test workers, copied: the fake stalls and accesses passes go into the copy
+def profile(tmp_path_factory: pytest.TempPathFactory, accesses_without_toolkit_run: Recorded) -> Profile:
+    # the tensors pass of TRANSPOSED_ADD (`c = b + 1` with b = a.t()), copied: the fake stalls and accesses
+    # passes go into the copy (over the accesses pass that failed there)
     out = tmp_path_factory.mktemp("cost") / "prof"
-    shutil.copytree(shared_recording(tmp_path_factory, "tensor_stall_cost", _record) / "prof", out)
+    shutil.copytree(accesses_without_toolkit_run.profile, out)
     p = load_profile(out)
     add = p.sql("select op_seq from tensor_ops where name = 'aten::add'").column(0)[0].as_py()
     b = p.sql(
@@ -100,6 +94,7 @@ def profile(tmp_path_factory: pytest.TempPathFactory) -> Profile:
     return p
 
 
+@pytest.mark.xdist_group("accesses_without_toolkit_run")
 def test_samples_go_to_the_view_the_op_read_split_by_bytes(profile: Profile) -> None:
     costs = {c.tensor_id: c for c in tensor_stall_cost(profile)}
     b = profile.b_tensor  # type: ignore[attr-defined]
@@ -112,6 +107,7 @@ def test_samples_go_to_the_view_the_op_read_split_by_bytes(profile: Profile) -> 
     assert Forest(profile).columns["view_op"][b] == "aten::t"
 
 
+@pytest.mark.xdist_group("accesses_without_toolkit_run")
 def test_csv_and_blame_forest(profile: Profile, tmp_path: Path) -> None:
     costs = tensor_stall_cost(profile)
     forest = Forest(profile)

@@ -13,6 +13,7 @@ from tenprof.analyses.tensors.tensor_forest import Forest
 from tenprof.cli.main import main
 from tenprof.store.profile import Profile, load_profile
 from tests.conftest import DATA, shared_recording
+from tests.integration.conftest import Recorded
 
 SCRIPT = """\
 import torch
@@ -55,6 +56,7 @@ def _made_by(profile: Profile, op: str, line: str) -> list[int]:
     ]
 
 
+@pytest.mark.xdist_group("tensors_pass")
 def test_pass_is_complete_and_writes_the_forest_files(profile: Profile) -> None:
     assert profile.meta.passes["tensors"].state == "complete", profile.meta.passes["tensors"].reason
     assert profile.meta.passes["timeline"].state == "complete"
@@ -64,6 +66,7 @@ def test_pass_is_complete_and_writes_the_forest_files(profile: Profile) -> None:
     assert dot.startswith("digraph tensor_forest") and "style=dashed" in dot and "style=solid" in dot
 
 
+@pytest.mark.xdist_group("tensors_pass")
 def test_view_chain_has_the_right_parents(profile: Profile) -> None:
     forest = Forest(profile)
     c = forest.columns
@@ -82,6 +85,7 @@ def test_view_chain_has_the_right_parents(profile: Profile) -> None:
     assert list(c["stride"][t]) == [512, 8, 32, 1] and not forest.is_contiguous(t)
 
 
+@pytest.mark.xdist_group("tensors_pass")
 def test_contiguous_is_a_transformation_from_the_transposed_view(profile: Profile) -> None:
     forest = Forest(profile)
     c = forest.columns
@@ -94,6 +98,7 @@ def test_contiguous_is_a_transformation_from_the_transposed_view(profile: Profil
         assert forest.is_contiguous(copy)
 
 
+@pytest.mark.xdist_group("tensors_pass")
 def test_roles_of_out_and_in_place_arguments(profile: Profile) -> None:
     uses = profile.sql(
         "select o.name, u.role, count(*) as n from tensor_uses u join tensor_ops o using (op_seq) "
@@ -109,6 +114,7 @@ def test_roles_of_out_and_in_place_arguments(profile: Profile) -> None:
     assert all(int(forest.columns["writes"][t]) == 2 for t in out_tensors)
 
 
+@pytest.mark.xdist_group("tensors_pass")
 def test_parameter_is_a_root_that_lives_the_whole_run(profile: Profile) -> None:
     forest = Forest(profile)
     c = forest.columns
@@ -118,6 +124,7 @@ def test_parameter_is_a_root_that_lives_the_whole_run(profile: Profile) -> None:
     assert [c["view_op"][k] for k in kids] == ["aten::t"]
 
 
+@pytest.mark.xdist_group("tensors_pass")
 def test_backward_tensors_get_the_forward_line(profile: Profile) -> None:
     ops = profile.table("tensor_ops").to_pylist()
     backward = [o for o in ops if o["is_backward"]]
@@ -134,6 +141,7 @@ def test_backward_tensors_get_the_forward_line(profile: Profile) -> None:
     )
 
 
+@pytest.mark.xdist_group("tensors_pass")
 def test_dead_tensor_is_reported(profile: Profile) -> None:
     report = memory_report(profile)
     assert report is not None
@@ -141,6 +149,7 @@ def test_dead_tensor_is_reported(profile: Profile) -> None:
     assert ("aten::mul", str(LINE["unused = x * 2"])) in dead_lines
 
 
+@pytest.mark.xdist_group("tensors_pass")
 def test_every_input_address_finds_its_tensor(profile: Profile) -> None:
     """Each tensor read by an op, looked up at that op by its first byte, returns (at least) itself."""
     uses = profile.table("tensor_uses")
@@ -191,6 +200,7 @@ def tensors_only(tmp_path_factory: pytest.TempPathFactory) -> Profile:
     return load_profile(shared_recording(tmp_path_factory, "tensors_only", _record_tensors_only) / "prof")
 
 
+@pytest.mark.xdist_group("tensors_only")
 def test_peak_of_a_known_allocation_pattern(tensors_only: Profile) -> None:
     profile = tensors_only
     report = memory_report(profile)
@@ -206,6 +216,7 @@ def test_peak_of_a_known_allocation_pattern(tensors_only: Profile) -> None:
     assert status.state == "partial" and "without a storage (sparse, nested)" in status.reason
 
 
+@pytest.mark.xdist_group("tensors_pass")
 def test_export_forest_and_errors(profile: Profile, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     target = tmp_path / "f.txt"
     assert main(["export", str(profile.directory), "--format", "forest", "--metric", "uses", "-o", str(target)]) == 0
@@ -219,6 +230,7 @@ def test_export_forest_and_errors(profile: Profile, tmp_path: Path, capsys: pyte
     assert "no tensors pass" in capsys.readouterr().err
 
 
+@pytest.mark.xdist_group("tensors_pass")
 def test_lookup_rows_are_consistent_with_storages(profile: Profile) -> None:
     t = profile.table("tensors")
     s = profile.table("storages")
@@ -231,6 +243,7 @@ def test_lookup_rows_are_consistent_with_storages(profile: Profile) -> None:
     assert np.array_equal(s.column("storage_id").to_numpy(), np.arange(s.num_rows))
 
 
+@pytest.mark.xdist_group("tensors_only")
 def test_data_assignment_is_followed_to_the_new_storage(tensors_only: Profile) -> None:
     """`param.data = other` (what Module.to() does) swaps storage without an op; reads go to the new one."""
     profile = tensors_only
@@ -241,20 +254,18 @@ def test_data_assignment_is_followed_to_the_new_storage(tensors_only: Profile) -
     assert rows == [{"shape": [128], "name": "aten::mul"}]
 
 
-def test_a_failing_script_stops_the_later_passes_and_keeps_the_first(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    script = tmp_path / "boom.py"
-    script.write_text("import torch\nx = torch.ones(3) * 2\nraise ValueError('boom')\n")
-    out = tmp_path / "prof"
-    assert main(["run", "--quiet", "--passes", "all", "-o", str(out), str(script)]) == 1
-    profile = load_profile(out)
+@pytest.mark.xdist_group("raising_run")
+def test_a_failing_script_stops_the_later_passes_and_keeps_the_first(raising_run: Recorded) -> None:
+    # run with --passes all: timeline and tensors here
+    assert raising_run.ran.code == 1
+    profile = load_profile(raising_run.profile)
     assert profile.meta.passes["timeline"].state == "partial"
     tensors = profile.meta.passes["tensors"]
     assert tensors.state == "failed" and tensors.reason.startswith("not run: the script stopped early")
-    assert "tenprof: the tensors pass failed: not run" in capsys.readouterr().err
+    assert "tenprof: the tensors pass failed: not run" in raising_run.ran.err
 
 
+@pytest.mark.xdist_group("tensors_only")
 def test_report_of_a_tensors_only_profile_shows_memory(
     tensors_only: Profile, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -3,37 +3,21 @@ profile (the rest is in tests/unit/test_user_metrics.py)."""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
+import pytest
+
 import tenprof
-from tenprof.cli.main import main
 from tenprof.store.profile import load_profile
-
-SCRIPT = textwrap.dedent(
-    """
-    import torch, tenprof
-
-    @tenprof.scope("mlp", flops=2.0e6)
-    def mlp(x):
-        return (x @ x).relu()
-
-    x = torch.ones(64, 64)
-    for i in range(6):
-        with tenprof.scope("attn", flops=1.5e9, bytes=4096, heads=8):
-            y = x + 1
-        mlp(x)
-        tenprof.step(tokens=128 * (i + 1))
-    """
-)
+from tests.integration.conftest import Recorded
 
 
-def test_scopes_and_steps_carry_their_numbers_through_a_run(tmp_path: Path) -> None:
-    script = tmp_path / "numbers.py"
-    script.write_text(SCRIPT)
-    out = tmp_path / "prof"
-    assert main(["run", "--quiet", "-o", str(out), str(script)]) == 0
-    profile = load_profile(out)
+@pytest.mark.xdist_group("scopes_run")
+def test_scopes_and_steps_carry_their_numbers_through_a_run(scopes_run: Recorded) -> None:
+    # six steps of an "attn" scope given three numbers and an "mlp" given one, each step given its tokens
+    # (and 40 "proj" scopes given none, before the first step)
+    assert scopes_run.ran.code == 0
+    profile = load_profile(scopes_run.profile)
     steps = profile.table("steps").to_pydict()
     for number, tokens in zip(steps["step"], steps["tokens"], strict=True):
         assert tokens == (128 * (number + 1) if number < 6 else -1)  # the last, cut by the end, has none
@@ -43,11 +27,12 @@ def test_scopes_and_steps_carry_their_numbers_through_a_run(tmp_path: Path) -> N
     by_scope: dict[int, dict[str, float]] = {}
     for owner_id, name, value in zip(metrics["owner_id"], metrics["metric"], metrics["value"], strict=True):
         by_scope.setdefault(owner_id, {})[name] = value
-    # every entry of a scope that the trace recorded carries the numbers given to it
-    for scope_id, name in enumerate(scopes["name"]):
+    # every entry of a scope that the trace recorded carries the numbers given to it, and only those
+    numbered = {scope_id: name for scope_id, name in enumerate(scopes["name"]) if name != "proj"}
+    for scope_id, name in numbered.items():
         expected = {"flops": 1.5e9, "bytes": 4096.0, "heads": 8.0} if name == "attn" else {"flops": 2.0e6}
         assert by_scope[scope_id] == expected
-    assert len(by_scope) == len(scopes["name"]) >= 8  # 6 steps of 2 scopes, less those run with the capture off
+    assert len(by_scope) == len(numbered) >= 8  # 6 steps of 2 scopes, less those run with the capture off
 
 
 def test_the_in_process_profiles_step_takes_tokens(tmp_path: Path) -> None:

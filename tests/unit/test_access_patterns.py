@@ -31,6 +31,9 @@ from tenprof.renderers.stall_cost_files import cost_csv, short_pattern
 from tenprof.store.profile import Profile, load_profile
 from tests.conftest import DATA, rebuild_pass
 
+# Its tests share module fixtures that take seconds to make: one test worker makes them and runs them all
+pytestmark = pytest.mark.xdist_group("access_patterns")
+
 EXAMPLE = DATA.parent.parent / "examples" / "tensor_cost" / "patterns.py"
 
 

@@ -72,6 +72,7 @@ def test_findings_hold_on_every_recording(case: str) -> None:
     _check_properties(load_profile(DATA / case))
 
 
+@pytest.mark.xdist_group("findings_corpus_imported")
 def test_findings_hold_on_imported_torch_profiler_traces(imported: dict[str, Profile]) -> None:
     assert len(imported) >= 4
     for profile in imported.values():
@@ -100,6 +101,7 @@ def test_fp32_gemm_cost_is_what_tf32_saved(rebuilt: dict[str, Profile]) -> None:
     assert abs(cost - saved) <= 0.1 * saved
 
 
+@pytest.mark.xdist_group("findings_corpus_imported")
 def test_the_final_synchronize_of_a_recording_is_not_a_sync_in_the_loop(imported: dict[str, Profile]) -> None:
     # A torch.profiler trace of fp32_gemm.py without steps: its only synchronize is the one after the loop.
     for name in ("fp32_gemm", "fp32_gemm_stack"):
@@ -112,6 +114,7 @@ def test_nested_compiled_regions_are_counted_once() -> None:
     assert f.numbers["recorded_region_cpu_ns"] < 75e6  # 2 steps; the nested sum was 136.5 ms
 
 
+@pytest.mark.xdist_group("findings_corpus_imported")
 def test_steps_are_inferred_where_none_were_marked(imported: dict[str, Profile]) -> None:
     # conv_block.py under plain torch.profiler: 6 iterations (1 warm-up, 5 steps), none marked. Judged as
     # one step, start-up (building the block, cuDNN's first calls) read as GPU idle "in every step" and
@@ -131,6 +134,7 @@ def test_steps_are_inferred_where_none_were_marked(imported: dict[str, Profile])
         assert summarize(profile).inferred_steps == 6
 
 
+@pytest.mark.xdist_group("findings_corpus_imported")
 def test_a_call_made_twice_per_iteration_does_not_halve_the_iterations(imported: dict[str, Profile]) -> None:
     # fp32_gemm.py: `(x @ w @ w).relu_()` 5 times; both matmuls are one key (one line, or no stack), the
     # only once-per-iteration call comes last, and the first (cold) matmul spans most of the recording.
@@ -142,6 +146,7 @@ def test_a_call_made_twice_per_iteration_does_not_halve_the_iterations(imported:
         assert inferred.keys == 2  # relu_ once, the matmul pair once
 
 
+@pytest.mark.xdist_group("findings_corpus_imported")
 def test_a_one_off_stall_is_one_off_without_marked_steps(imported: dict[str, Profile]) -> None:
     # slow_step.py under plain torch.profiler: no steps marked and no call once per step (8 x matmul,
     # relu_), so each matmul and relu_ reads as an iteration; the one holding torch.fft's first call is
@@ -153,6 +158,7 @@ def test_a_one_off_stall_is_one_off_without_marked_steps(imported: dict[str, Pro
     assert found["slow-step"].cost_ns > 10e6
 
 
+@pytest.mark.xdist_group("findings_corpus_imported")
 def test_the_memory_peak_is_reported_for_imported_traces(imported: dict[str, Profile]) -> None:
     from tenprof.analyses.timeline.summary import memory_peak
 

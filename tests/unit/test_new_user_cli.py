@@ -77,6 +77,7 @@ def test_a_missing_ncu_names_the_pass_that_needs_it(monkeypatch: pytest.MonkeyPa
         ncu_runner.find_ncu("", "stalls")
 
 
+@pytest.mark.xdist_group("cpu_steps_run")
 def test_a_cpu_run_reads_as_one(cpu_steps_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from tenprof.analyses.findings import find_all
     from tenprof.store.profile import load_profile

@@ -12,6 +12,9 @@ import pytest
 from tenprof.cli.main import main
 from tests.conftest import DATA
 
+# Its tests share module fixtures that take seconds to make: one test worker makes them and runs them all
+pytestmark = pytest.mark.xdist_group("perfetto_cut")
+
 
 @pytest.fixture(scope="module")
 def whole(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:

@@ -25,6 +25,9 @@ from tenprof.report.sections import (
 from tenprof.store.profile import Profile, load_profile
 from tests.conftest import DATA
 
+# Its tests share module fixtures that take seconds to make: one test worker makes them and runs them all
+pytestmark = pytest.mark.xdist_group("report_sections")
+
 # Between them these have every pass: timeline, tensors, stalls and accesses (the tensor stall cost), with
 # and without the lanes compared (access patterns); timeline, counters and stalls on compiled code; a
 # tensors pass alone; a plain eager timeline.

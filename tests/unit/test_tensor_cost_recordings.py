@@ -22,6 +22,9 @@ from tenprof.store.profile import Profile, load_profile
 from tenprof.store.writer import PassWriter
 from tests.conftest import DATA
 
+# Its tests share module fixtures that take seconds to make: one test worker makes them and runs them all
+pytestmark = pytest.mark.xdist_group("tensor_cost_recordings")
+
 
 def _rebuilt(tmp: Path, name: str) -> Profile:
     target = tmp / name

@@ -35,7 +35,6 @@ import numpy as np
 from tenprof.analyses.tensors.address_lookup import AddressIndex
 from tenprof.core.kernel_names import base_name
 from tenprof.store.profile import Profile
-from tenprof.store.schema import Pass
 
 MEMORY_REASONS = ("long_scoreboard",)
 TENSOR_SPACES = ("global", "local", "texture")
@@ -77,11 +76,8 @@ def tensor_stall_cost(profile: Profile) -> list[TensorCost]:
     total = sum(waits.values())
     if not total:
         return []
-    accesses = profile.table("accesses").to_pylist() if profile.has_pass(Pass.ACCESSES) else []
-    by_key: dict[tuple[int, int], list[dict[str, object]]] = defaultdict(list)
-    for a in accesses:
-        by_key[(int(a["op_seq"]), int(a["pc_offset"]))].append(a)
-    index = AddressIndex.from_profile(profile) if accesses else None
+    records = AccessRecords(profile)
+    index = AddressIndex.from_profile(profile) if records.count else None
     used = UsedViews(profile)
     base_of = profile.table("storages").column("base_tensor_id").to_numpy()
     charged: dict[int, float] = defaultdict(float)
@@ -96,10 +92,10 @@ def tensor_stall_cost(profile: Profile) -> list[TensorCost]:
         op_seq = -1 if first is None else int(first)
         guessed = False
         if space.get((rid, pc)) in TENSOR_SPACES:
-            records = [
-                a for a in by_key.get((op_seq, pc - first_pc.get(rid, pc)), []) if same_kernel(name, str(a["kernel"]))
-            ]
-            shares = _byte_shares(records, op_seq, index, used, base_of) if records and index is not None else {}
+            rows = records.of(op_seq, pc - first_pc.get(rid, pc), name)
+            shares = (
+                _byte_shares(records, rows, op_seq, index, used, base_of) if len(rows) and index is not None else {}
+            )
             shares = shares or {NO_ACCESS: 1.0}
         elif rid in copies_async and op_seq >= 0:
             if op_seq not in inputs:
@@ -171,15 +167,46 @@ class UsedViews:
         return found
 
 
+class AccessRecords:
+    """The accesses table's rows by (op instance, PC offset), each group in table order, read as arrays: a
+    profile holds hundreds of thousands, which as Python rows took a second to group per stall cost."""
+
+    def __init__(self, profile: Profile) -> None:
+        table = profile.table("accesses")  # empty where the pass was not built
+        self.count = table.num_rows
+        self.address = table.column("address").to_numpy().astype(np.int64)
+        self.bytes = table.column("bytes").to_numpy().astype(np.float64)
+        self.kernel = profile.strings("accesses", "kernel")
+        self._rows: dict[tuple[int, int], np.ndarray] = {}
+        self._kernels: dict[str, np.ndarray] = {}
+        if self.count:
+            op_seq, pc_offset = table.column("op_seq").to_numpy(), table.column("pc_offset").to_numpy()
+            order = np.lexsort((pc_offset, op_seq))  # stable: each group's rows stay in table order
+            op_seq, pc_offset = op_seq[order], pc_offset[order]
+            starts = np.flatnonzero(np.r_[True, (op_seq[1:] != op_seq[:-1]) | (pc_offset[1:] != pc_offset[:-1])])
+            for start, end in zip(starts.tolist(), [*starts[1:].tolist(), self.count], strict=True):
+                self._rows[(int(op_seq[start]), int(pc_offset[start]))] = order[start:end]
+
+    def of(self, op_seq: int, pc_offset: int, kernel: str) -> np.ndarray:
+        """The rows of op instance `op_seq` at `pc_offset` whose kernel is `kernel` (as ncu names it)."""
+        rows = self._rows.get((op_seq, pc_offset))
+        if rows is None:
+            return np.zeros(0, dtype=np.int64)
+        if kernel not in self._kernels:
+            self._kernels[kernel] = self.kernel.where(lambda name: same_kernel(kernel, name))
+        chosen: np.ndarray = rows[self._kernels[kernel][rows]]
+        return chosen
+
+
 def _byte_shares(
-    records: list[dict[str, object]],
+    records: AccessRecords,
+    rows: np.ndarray,
     op_seq: int,
     index: AddressIndex,
     used: UsedViews,
     base_of: np.ndarray,
 ) -> dict[int, float]:
-    addresses = np.array([int(r["address"]) for r in records], dtype=np.int64)  # type: ignore[call-overload]
-    weights = np.array([int(r["bytes"]) for r in records], dtype=np.float64)  # type: ignore[call-overload]
+    addresses, weights = records.address[rows], records.bytes[rows]
     tensors = tensors_at(index, addresses, np.full(len(addresses), op_seq, dtype=np.int64), used, base_of)
     bytes_to: dict[int, float] = defaultdict(float)
     for tensor, weight in zip(tensors.tolist(), weights.tolist(), strict=True):
