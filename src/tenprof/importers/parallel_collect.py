@@ -92,7 +92,7 @@ def _close(pool: Pool, pending: deque[AsyncResult[Any]]) -> None:
     an error): wait for the runs already sent (at most two a worker, each a fraction of a second), then
     close and join. Pool.terminate() with runs still queued can hang for good: its task thread may be
     blocked writing a run to workers it has just killed (seen in a test of cut runs). Only if a run
-    never comes back (a worker killed from outside) is the pool terminated."""
+    never comes back (a worker killed from outside) is the pool terminated before it is joined."""
     with sigint_ignored():
         deadline = time.monotonic() + CLOSE_WAIT_S
         for result in pending:
@@ -100,8 +100,9 @@ def _close(pool: Pool, pending: deque[AsyncResult[Any]]) -> None:
         if all(result.ready() for result in pending):
             pool.close()
             pool.join()
-        else:
-            pool.terminate()
+        # Also after a join: the pool's finalizer runs here, with Ctrl-C ignored, not later when the pool is
+        # collected, where a further Ctrl-C would cut it into a traceback ("Exception ignored in: <Finalize>")
+        pool.terminate()
 
 
 def _merge(
