@@ -1,7 +1,8 @@
 """Captures that several integration tests read, each made once per test session (a `tenprof run` takes
 seconds, most of it the child importing torch). Each fixture says which tests share it; they carry its name
-as their pytest-xdist group, so that one worker records it and runs them (see tests/conftest.py).
-Tests must only read what these fixtures made."""
+as an xdist_group mark, which keeps them together where the tests are handed out to the pytest-xdist
+workers (tests/conftest.py), so that one worker records it and runs them. Tests must only read what these
+fixtures made."""
 
 from __future__ import annotations
 
@@ -30,14 +31,14 @@ class Recorded:
 
 
 def _recorded(
-    tmp_path_factory: pytest.TempPathFactory, name: str, script: str, record: Callable[[Path], list[str]]
+    tmp_path_factory: pytest.TempPathFactory, name: str, script: str, argv_for: Callable[[Path], list[str]]
 ) -> Recorded:
-    """`tenprof` run once per session with the arguments `record(folder)` gives, after `script` was written to
-    folder/job.py and before the profile is at folder/prof."""
+    """`tenprof argv_for(folder)` run once per session, with `script` written to folder/job.py first; the
+    arguments put the profile at folder/prof."""
 
     def run(folder: Path) -> None:
         (folder / "job.py").write_text(script)
-        run_kept(record(folder), folder / "ran")
+        run_kept(argv_for(folder), folder / "ran")
 
     folder = shared_recording(tmp_path_factory, name, run)
     return Recorded(folder / "job.py", folder / "prof", Ran.read(folder / "ran"))
@@ -263,11 +264,11 @@ def accesses_without_toolkit_run(tmp_path_factory: pytest.TempPathFactory) -> Re
     def no_toolkit() -> access_build.Toolkit:
         raise access_build.AccessToolUnavailable("the accesses pass needs the CUDA toolkit's nvcc to build its tool")
 
-    def record(folder: Path) -> list[str]:
+    def argv_for(folder: Path) -> list[str]:
         return ["run", "--quiet", "--passes", "tensors,accesses", "-o", str(folder / "prof"), str(folder / "job.py")]
 
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.setenv("PATH", "/nonexistent")
         monkeypatch.setenv("CUDA_HOME", str(tmp_path_factory.getbasetemp() / "no-cuda"))
         monkeypatch.setattr(access_build, "find_toolkit", no_toolkit)
-        return _recorded(tmp_path_factory, "accesses_without_toolkit_run", TRANSPOSED_ADD, record)
+        return _recorded(tmp_path_factory, "accesses_without_toolkit_run", TRANSPOSED_ADD, argv_for)
