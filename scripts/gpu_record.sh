@@ -256,7 +256,7 @@ while [ $# -gt 0 ]; do
     du -sh "$WORK"/prof/ranks_*
     ;;
   access_smoke)  # build the access tool and run it once on a small script
-    python3 -c "from tenprof.capture.access_build import build_access_tool; print(build_access_tool())" 2>&1 | tee "$OUT/access_build.txt"
+    python3 -c "from tenprof.capture.accesses_build import build_access_tool; print(build_access_tool())" 2>&1 | tee "$OUT/accesses_build.txt"
     cat "${TENPROF_CACHE:-$HOME/.cache/tenprof}"/access/build-*/build.log 2>/dev/null | head -40
     ( cd "$REPO" && tenprof run --quiet --passes tensors,accesses -o "$WORK/prof/access_smoke" examples/matmul_add.py --size 256 --steps 2 --dtype float32 ) > "$WORK/logs/access_smoke.log" 2>&1
     echo "exit=$?" >> "$WORK/logs/access_smoke.log"

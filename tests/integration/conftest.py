@@ -257,12 +257,12 @@ TRANSPOSED_ADD = "import torch\na = torch.randn(64, 64)\nb = a.t()\nc = b + 1\n"
 def accesses_without_toolkit_run(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
     """`--passes tensors,accesses` of an add that reads a transposed view, on a machine without the CUDA
     toolkit (PATH, CUDA_HOME and the toolkit lookup all say so): the accesses pass fails alone, and the
-    tensors pass's tables are what the tensor stall cost is computed on (test_access_launcher,
+    tensors pass's tables are what the tensor stall cost is computed on (test_accesses_launcher,
     test_tensor_stall_cost)."""
-    from tenprof.capture import access_build
+    from tenprof.capture import accesses_build
 
-    def no_toolkit() -> access_build.Toolkit:
-        raise access_build.AccessToolUnavailable("the accesses pass needs the CUDA toolkit's nvcc to build its tool")
+    def no_toolkit() -> accesses_build.Toolkit:
+        raise accesses_build.AccessToolUnavailable("the accesses pass needs the CUDA toolkit's nvcc to build its tool")
 
     def argv_for(folder: Path) -> list[str]:
         return ["run", "--quiet", "--passes", "tensors,accesses", "-o", str(folder / "prof"), str(folder / "job.py")]
@@ -270,5 +270,5 @@ def accesses_without_toolkit_run(tmp_path_factory: pytest.TempPathFactory) -> Re
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.setenv("PATH", "/nonexistent")
         monkeypatch.setenv("CUDA_HOME", str(tmp_path_factory.getbasetemp() / "no-cuda"))
-        monkeypatch.setattr(access_build, "find_toolkit", no_toolkit)
+        monkeypatch.setattr(accesses_build, "find_toolkit", no_toolkit)
         return _recorded(tmp_path_factory, "accesses_without_toolkit_run", TRANSPOSED_ADD, argv_for)

@@ -20,7 +20,7 @@ from tenprof.capture.own_launches import OwnLaunchPatches, kernel_name
 from tenprof.core.kernel_names import USER_KERNEL_PREFIX
 
 if TYPE_CHECKING:
-    from tenprof.capture.access_hook import AccessHook
+    from tenprof.capture.accesses_hook import AccessHook
 
 
 class LaunchRecorder(Protocol):

@@ -43,7 +43,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from tenprof.capture import runtime
-from tenprof.capture.access_hook import AccessHook, AccessHookError
+from tenprof.capture.accesses_hook import AccessHook, AccessHookError
 from tenprof.capture.compiling import is_compiling
 from tenprof.capture.frames import new_interner
 from tenprof.capture.own_launch_uses import OwnLaunchUses

@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from tenprof.capture.access_build import DEFAULT_EVERY, DEFAULT_FIRST
+from tenprof.capture.accesses_build import DEFAULT_EVERY, DEFAULT_FIRST
 from tenprof.capture.overhead_plan import DEFAULT_COUNT as DEFAULT_OVERHEAD_STEPS
 from tenprof.capture.ranks import rank_from_env
 from tenprof.cli.common import console, non_negative_int

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tenprof.capture.access_build import (
+from tenprof.capture.accesses_build import (
     DEFAULT_EVERY,
     AccessTool,
     AccessToolUnavailable,

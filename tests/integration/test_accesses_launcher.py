@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tenprof.capture import access_build
+from tenprof.capture import accesses_build
 from tenprof.cli.main import main
 from tests.integration.conftest import Recorded
 
@@ -34,8 +34,8 @@ def test_accesses_without_tensors_is_a_usage_error(tmp_path: Path, capsys: pytes
 
 
 def test_build_commands_name_the_sanitizer_and_the_architecture(tmp_path: Path) -> None:
-    kit = access_build.Toolkit(Path("/cuda/bin/nvcc"), Path("/cuda/compute-sanitizer"))
-    patch, library = access_build.build_commands(kit, "sm_90", tmp_path)
+    kit = accesses_build.Toolkit(Path("/cuda/bin/nvcc"), Path("/cuda/compute-sanitizer"))
+    patch, library = accesses_build.build_commands(kit, "sm_90", tmp_path)
     assert "--compile-as-tools-patch" in patch and "-arch=sm_90" in patch and "--fatbin" in patch
     assert "-lsanitizer-public" in library and "-Xlinker=-rpath,/cuda/compute-sanitizer" in library
 
