@@ -26,6 +26,10 @@ Configurations:
     tenprof          tenprof run --quiet script.py      (timeline pass: lines, shapes, memory)
     tenprof-python   the same with the Python line recorder (TENPROF_LINES_RECORDER=python)
     tenprof-nosampler the same without the host sampler (TENPROF_HOST_SAMPLE_HZ=0): the sampler's cost
+    tenprof-noclocks the same without the NVML clocks thread (TENPROF_GPU_CLOCKS=0): the thread's cost
+    tenprof-nothreads the same without both threads (host sampler, NVML clocks)
+    tenprof-bare     tenprof run --no-lines --no-shapes --no-memory without both threads: Kineto CPU+CUDA
+                     as tenprof starts it, to set against torch (the same profiler started by a script)
     tenprof-nolines  tenprof run --no-lines
     tenprof-light    tenprof run --no-lines --no-shapes --no-memory
     tenprof-tensors  tenprof run --passes tensors       (the tensors pass alone)
@@ -133,6 +137,11 @@ CONFIGS: dict[str, Config] = {
     "tenprof": Config("tenprof run (default: lines, shapes, memory)", ("tenprof",)),
     "tenprof-python": Config("tenprof run, Python line recorder (TENPROF_LINES_RECORDER=python)", ("tenprof",)),
     "tenprof-nosampler": Config("tenprof run without the host sampler (TENPROF_HOST_SAMPLE_HZ=0)", ("tenprof",)),
+    "tenprof-noclocks": Config("tenprof run without the NVML clocks thread (TENPROF_GPU_CLOCKS=0)", ("tenprof",)),
+    "tenprof-nothreads": Config("tenprof run without the host sampler and the NVML clocks thread", ("tenprof",)),
+    "tenprof-bare": Config(
+        "tenprof run --no-lines --no-shapes --no-memory, no host sampler, no NVML thread", ("tenprof",)
+    ),
     "tenprof-nolines": Config("tenprof run --no-lines", ("tenprof",)),
     "tenprof-light": Config("tenprof run --no-lines --no-shapes --no-memory", ("tenprof",)),
     "tenprof-tensors": Config("tenprof run --passes tensors", ("tenprof",)),
@@ -163,6 +172,9 @@ _EAGER_GPT2: dict[str, float] = {
     "tenprof": 24,
     "tenprof-python": 26,
     "tenprof-nosampler": 24,
+    "tenprof-noclocks": 24,
+    "tenprof-nothreads": 24,
+    "tenprof-bare": 21,
     "tenprof-nolines": 22,
     "tenprof-light": 21,
     "tenprof-tensors": 18,
@@ -193,6 +205,9 @@ ESTIMATE_S: dict[str, dict[str, float]] = {
         "tenprof": 14,
         "tenprof-python": 15,
         "tenprof-nosampler": 14,
+        "tenprof-noclocks": 14,
+        "tenprof-nothreads": 14,
+        "tenprof-bare": 12,
         "tenprof-nolines": 12,
         "tenprof-light": 12,
         "tenprof-tensors": 10,
@@ -387,6 +402,9 @@ def command(
             "tenprof": [],
             "tenprof-python": [],
             "tenprof-nosampler": [],
+            "tenprof-noclocks": [],
+            "tenprof-nothreads": [],
+            "tenprof-bare": ["--no-lines", "--no-shapes", "--no-memory"],
             "tenprof-nolines": ["--no-lines"],
             "tenprof-light": ["--no-lines", "--no-shapes", "--no-memory"],
             "tenprof-tensors": ["--passes", "tensors"],
@@ -398,6 +416,9 @@ def command(
         recorder = {
             "tenprof-python": ["env", "TENPROF_LINES_RECORDER=python"],
             "tenprof-nosampler": ["env", "TENPROF_HOST_SAMPLE_HZ=0"],
+            "tenprof-noclocks": ["env", "TENPROF_GPU_CLOCKS=0"],
+            "tenprof-nothreads": ["env", "TENPROF_HOST_SAMPLE_HZ=0", "TENPROF_GPU_CLOCKS=0"],
+            "tenprof-bare": ["env", "TENPROF_HOST_SAMPLE_HZ=0", "TENPROF_GPU_CLOCKS=0"],
         }.get(config, [])
         return [
             *recorder,

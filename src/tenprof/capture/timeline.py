@@ -138,7 +138,9 @@ class TimelineSession:
         if self.log.sampler is not None:
             worker_sampler.install(self.raw_dir / WORKER_SAMPLES_DIR, self.log.sampler.interval_ns)
             self.log.sampler.start()
-        if torch.cuda.is_available():  # a run with no GPU has no clocks to explain it
+        # a run with no GPU has no clocks to explain it; TENPROF_GPU_CLOCKS=0 leaves the NVML thread out
+        # (for measuring what it costs, as TENPROF_HOST_SAMPLE_HZ=0 does the host sampler)
+        if torch.cuda.is_available() and os.environ.get("TENPROF_GPU_CLOCKS", "1") != "0":
             self.gpu_clocks = GpuClockSampler()
             self.gpu_clocks.start()
         self.log.started_ns = time.perf_counter_ns()
