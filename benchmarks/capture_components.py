@@ -1,6 +1,6 @@
 """What each part of tenprof's timeline capture costs, in one process, phases interleaved.
 
-    python benchmarks/capture_components.py --workload mlp|gpt2-fp32|gpt2-compiled|conv [--steps 50]
+    python benchmarks/capture_components.py --workload mlp|tiny-mlp|gpt2-fp32|gpt2-compiled|conv [--steps 50]
                                             [--rounds 5] [--phases plain,kineto,...]
 
 One model, built (and compiled) once. Each round runs every phase once, in an order rotated from round
@@ -23,6 +23,8 @@ to the plain phase of the same round. Phases:
                    are then placed in ops by time on their thread)
     tenprof-nocorr tenprof with Kineto's external correlation off
     light-nocorr   kineto-nocorr + native recorder (no shapes, no memory)
+    native-ops     the native recorder recording every op too (TENPROF_NATIVE_OPS), nothing else
+    cupti-native-ops  cupti + native-ops: what the capture without Kineto's CPU side records with
 
 A phase whose part cannot start here (no compiler for the native recorder) is skipped with the reason.
 """
@@ -46,8 +48,9 @@ from toggle_probe import gpt2_step, mlp_step
 
 PHASES = (
     "plain", "cupti", "kineto", "kineto-shapes", "kineto-memory", "kineto-full", "native", "python", "tenprof",
-    "tenprof-python", "kineto-nocorr", "tenprof-nocorr", "light-nocorr",
+    "tenprof-python", "kineto-nocorr", "tenprof-nocorr", "light-nocorr", "native-ops", "cupti-native-ops",
 )  # fmt: skip
+NATIVE = ("native", "tenprof", "tenprof-nocorr", "light-nocorr", "native-ops", "cupti-native-ops")
 CUDA = torch.cuda.is_available()
 
 
@@ -83,7 +86,32 @@ def compiled_gpt2_step() -> Callable[[], None]:
     return step
 
 
-WORKLOADS = {"mlp": mlp_step, "gpt2-fp32": gpt2_step, "gpt2-compiled": compiled_gpt2_step, "conv": conv_step}
+def tiny_mlp_step() -> Callable[[], None]:
+    """The MLP's 16 layers at width 32 and batch 8: on a CPU its step is the ops' dispatch, not their math,
+    so what a capture adds per op shows (on a GPU, `mlp` is op-bound already)."""
+    layers: list[nn.Module] = []
+    for _ in range(16):
+        layers += [nn.Linear(32, 32), nn.ReLU()]
+    model = nn.Sequential(*layers)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+    x = torch.randn(8, 32)
+
+    def step() -> None:
+        loss = model(x).square().mean()
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    return step
+
+
+WORKLOADS = {
+    "mlp": mlp_step,
+    "tiny-mlp": tiny_mlp_step,
+    "gpt2-fp32": gpt2_step,
+    "gpt2-compiled": compiled_gpt2_step,
+    "conv": conv_step,
+}
 
 
 def _sync() -> None:
@@ -112,14 +140,14 @@ def _profiler(cpu: bool, shapes: bool, memory: bool, correlate: bool = True) -> 
 
 
 @contextlib.contextmanager
-def _recorder(kind: str) -> Iterator[None]:
+def _recorder(kind: str, every_op: bool = False) -> Iterator[None]:
     from tenprof.capture.callsites import CallsiteRecorder, new_interner
     from tenprof.capture.native_lines import NativeCallsiteRecorder, build_library, load_library
 
     interner = new_interner(None)
     recorder: Any
     if kind == "native":
-        recorder = NativeCallsiteRecorder(interner, load_library(build_library()))
+        recorder = NativeCallsiteRecorder(interner, load_library(build_library()), every_op)
     else:
         recorder = CallsiteRecorder(interner)
     recorder.__enter__()
@@ -128,15 +156,15 @@ def _recorder(kind: str) -> Iterator[None]:
     finally:
         recorder.__exit__(None, None, None)
         recorder.close()
-        _ = recorder.records  # drained outside the timing, as at the end of a run
+        _ = recorder.records  # drained outside the timing, as at the end of a run (the ops with them)
 
 
 @contextlib.contextmanager
 def phase_context(name: str) -> Iterator[None]:
     with contextlib.ExitStack() as stack:
-        if name in ("native", "tenprof", "tenprof-nocorr", "light-nocorr"):
-            stack.enter_context(_recorder("native"))  # first: its callback opens before Kineto's, as in a run
-        if name == "cupti":
+        if name in NATIVE:  # first: its callback opens before Kineto's, as in a run
+            stack.enter_context(_recorder("native", every_op=name.endswith("native-ops")))
+        if name in ("cupti", "cupti-native-ops"):
             stack.enter_context(_profiler(cpu=False, shapes=False, memory=False))
         elif name == "kineto":
             stack.enter_context(_profiler(cpu=True, shapes=False, memory=False))
@@ -165,7 +193,7 @@ def loop(step: Callable[[], None], steps: int) -> float:
 
 
 def skip_reason(name: str) -> str | None:
-    if name in ("native", "tenprof", "tenprof-nocorr", "light-nocorr"):
+    if name in NATIVE:
         from tenprof.capture.native_lines import NativeLinesUnavailable, build_library
 
         try:
@@ -217,11 +245,14 @@ def main() -> None:
         f"rounds={args.rounds} warm-up={warm_s:.1f}s {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}"
     )
     plain = statistics.median(times["plain"])
+    fastest_plain = min(times["plain"])
     for name in phases:
         med = statistics.median(times[name])
         each = " ".join(f"{x:.2f}" for x in ratios[name])
+        # the fastest round of each phase too: on a shared machine, other work only ever adds time
         print(
             f"{name:15s} {med * 1e3 / args.steps:9.3f} ms/step  x{med / plain:5.2f}  "
+            f"fastest x{min(times[name]) / fastest_plain:5.2f}  "
             f"(median of per-round ratios x{statistics.median(ratios[name]):.2f}; rounds: {each})"
         )
 

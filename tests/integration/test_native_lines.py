@@ -7,6 +7,7 @@ import os
 import shutil
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import orjson
@@ -77,6 +78,14 @@ def _record(tmp_path: Path, recorder: str, monkeypatch: pytest.MonkeyPatch, name
     return out
 
 
+@pytest.fixture(scope="module")
+def native_run(tmp_path_factory: pytest.TempPathFactory, native_cache: Path) -> Path:
+    """The script recorded with the native recorder, which records every op too (TENPROF_NATIVE_OPS=1)."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("TENPROF_NATIVE_OPS", "1")
+        return _record(tmp_path_factory.mktemp("native_run"), "native", env)
+
+
 def _user_lines(out: Path) -> list[tuple[str, int] | None]:
     """Each op's name and the line of the profiled script it ran from (None: no line)."""
     profile = load_profile(out)
@@ -91,9 +100,9 @@ def _user_lines(out: Path) -> list[tuple[str, int] | None]:
 
 
 def test_native_and_python_recorders_give_ops_the_same_lines(
-    tmp_path: Path, native_cache: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+    tmp_path: Path, native_run: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    native = _user_lines(_record(tmp_path, "native", monkeypatch))
+    native = _user_lines(native_run)
     # The Python recorder's run is the one a failed build falls back to (one run for both checks): the
     # native recorder asked for, no compiler, so one line says so and the Python recorder records.
     capfd.readouterr()
@@ -116,8 +125,8 @@ def test_native_and_python_recorders_give_ops_the_same_lines(
     # per thread, it cannot). Kineto records no ops on a thread the script started (its callbacks are per
     # thread too), so these records place the thread's GPU launches only; no op takes the worker's line.
     assert not any(n is not None and n[1] == 28 for n in native)
-    for recorder, expected in (("native", {("worker", 28)}), ("python", None)):
-        sidecar = orjson.loads(gzip.decompress((tmp_path / recorder / "timeline/raw/callsites.json.gz").read_bytes()))
+    for run, expected in ((native_run, {("worker", 28)}), (tmp_path / "python", None)):
+        sidecar = _sidecar(run)
         frames = sidecar["frames"]
         threads: dict[int, set[tuple[str, int]]] = {}
         for tid, frame in zip(sidecar["calls"]["thread_id"], sidecar["calls"]["frame_id"], strict=True):
@@ -125,6 +134,72 @@ def test_native_and_python_recorders_give_ops_the_same_lines(
         assert len(threads) == (2 if expected else 1)
         if expected:
             assert expected in threads.values()
+
+
+def _sidecar(run: Path) -> dict[str, Any]:
+    sidecar: dict[str, Any] = orjson.loads(gzip.decompress((run / "timeline/raw/callsites.json.gz").read_bytes()))
+    return sidecar
+
+
+def _nesting(starts: list[int], ends: list[int]) -> list[int]:
+    """Each interval's depth among intervals that contain it, in start order (they nest: ops on a thread)."""
+    depth, open_ends = [], []
+    for start, end in sorted(zip(starts, ends, strict=True), key=lambda se: (se[0], -se[1])):
+        while open_ends and open_ends[-1] <= start:
+            open_ends.pop()
+        depth.append(len(open_ends))
+        open_ends.append(end)
+    return depth
+
+
+def _profiler_ops(run: Path) -> list[list[dict[str, Any]]]:
+    """The profiler's op events of each of the run's sessions (one trace file each, on its own clock), in
+    start order."""
+    raw = run / "timeline/raw"
+    later = sorted(raw.glob("kineto_trace.*.json.gz"), key=lambda f: int(f.suffixes[0][1:]))
+    files = [raw / "kineto_trace.json.gz", *later]
+    sessions = []
+    for file in files:
+        events = orjson.loads(gzip.decompress(file.read_bytes()))["traceEvents"]
+        sessions.append(sorted((e for e in events if e.get("cat") == "cpu_op"), key=lambda e: (e["ts"], -e["dur"])))
+    return sessions
+
+
+def test_every_op_is_recorded_natively_as_the_profiler_records_it(native_run: Path) -> None:
+    # The profiler's own op records of the same run are the reference: on the script's thread the native
+    # records are the same ops in the same order and nesting, each containing the profiler's (its callbacks
+    # run inside the native ones), and none in the steps run with the capture off; on the worker thread,
+    # where the profiler records no op, they are there.
+    ops = _sidecar(native_run)["native_ops"]
+    names = [ops["names"][i] for i in ops["name_id"]]
+    sessions = _profiler_ops(native_run)
+    kineto = [e for session in sessions for e in session]
+    main_thread = {e["tid"] for e in kineto}
+    assert len(main_thread) == 1 and len(sessions) >= 2
+    mine = sorted(
+        (i for i, tid in enumerate(ops["thread_id"]) if tid in main_thread),
+        key=lambda i: (ops["start_ns"][i], -ops["end_ns"][i]),
+    )
+    assert [names[i] for i in mine] == [e["name"] for e in kineto]
+    assert len(mine) > 500 and {"aten::addmm", "aten::mm"} <= set(names)
+    assert any("Backward" in n for n in names)
+    starts, ends = [ops["start_ns"][i] for i in mine], [ops["end_ns"][i] for i in mine]
+    assert [ops["depth"][i] for i in mine] == _nesting(starts, ends)
+    taken = 0
+    for session in sessions:  # one clock shift per session puts every native record around its profiler one
+        span = range(taken, taken + len(session))
+        taken += len(session)
+        shift = [starts[k] - e["ts"] * 1000 for k, e in zip(span, session, strict=True)]
+        after = [ends[k] - (e["ts"] + e["dur"]) * 1000 for k, e in zip(span, session, strict=True)]
+        assert max(shift) - 1000 <= min(after)  # shifted by the largest start shift, no end comes before
+        k_starts = [round(e["ts"] * 1000) for e in session]
+        k_ends = [round((e["ts"] + e["dur"]) * 1000) for e in session]
+        assert [ops["depth"][mine[k]] for k in span] == _nesting(k_starts, k_ends)
+    # sequence numbers tie backward ops to their forward ones, as the profiler's do
+    assert all(ops["sequence_nr"][i] >= 0 for i in mine if names[i] == "aten::addmm")
+    worker = set(ops["thread_id"]) - main_thread
+    assert len(worker) == 1
+    assert sum(1 for i, tid in enumerate(ops["thread_id"]) if tid in worker and names[i] == "aten::mm") == 20
 
 
 def test_native_recorder_records_nothing_while_paused(native_cache: Path) -> None:

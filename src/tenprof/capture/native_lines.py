@@ -141,7 +141,17 @@ def load_library(path: Path) -> ctypes.PyDLL:
     lib.tenprof_lines_paths.restype = ctypes.py_object
     lib.tenprof_lines_clear.argtypes = []
     lib.tenprof_lines_clear.restype = None
+    lib.tenprof_lines_every_op.argtypes = [ctypes.c_int]
+    lib.tenprof_lines_every_op.restype = None
+    lib.tenprof_lines_ops.argtypes = []
+    lib.tenprof_lines_ops.restype = ctypes.py_object
+    lib.tenprof_lines_op_names.argtypes = []
+    lib.tenprof_lines_op_names.restype = ctypes.py_object
     return lib
+
+
+# The columns of an op record (callsite_observer.cpp, ThreadBuffer::ops), in order.
+OP_FIELDS = ("thread_id", "start_ns", "end_ns", "name_id", "sequence_nr", "forward_thread_id", "depth", "scope")
 
 
 def _line_of(code: CodeType, offset: int) -> int:
@@ -156,9 +166,12 @@ class NativeCallsiteRecorder:
     """Stands where `CallsiteRecorder` does in the call-site log (enter, pause, close, records), but
     records natively; Dynamo's compilations are still recorded from their Python callbacks."""
 
-    def __init__(self, interner: FrameInterner, lib: ctypes.PyDLL) -> None:
+    def __init__(self, interner: FrameInterner, lib: ctypes.PyDLL, every_op: bool = False) -> None:
         self.interner = interner
         self.lib = lib
+        # every op of every thread recorded too (`ops`), as a profiler's CPU side records them
+        self.every_op = every_op
+        self._ops: dict[str, Any] | None = None
         # Dynamo's compile records come from the Python recorder's callbacks, into its records array.
         self._python = CallsiteRecorder(interner)
         self._started = False
@@ -181,6 +194,8 @@ class NativeCallsiteRecorder:
     def __enter__(self) -> NativeCallsiteRecorder:
         if not self._started:
             self._records = None
+            self._ops = None
+            self.lib.tenprof_lines_every_op(int(self.every_op))
             self.lib.tenprof_lines_start(self.interner.stop_code, self._on_new_path)
             self._started = True
             self._paused = False
@@ -260,24 +275,44 @@ class NativeCallsiteRecorder:
             self._records = self._collect()
         return self._records
 
+    @property
+    def ops(self) -> dict[str, Any]:
+        """Every op recorded natively (`every_op`): a list per column of OP_FIELDS, and `names` by name id;
+        empty when not asked for."""
+        if self._ops is None:
+            self.records  # noqa: B018  (collects the ops with the call records, then clears both)
+        return self._ops or {}
+
     def _collect(self) -> array[int]:
         raw = array("q")
         raw.frombytes(self.lib.tenprof_lines_records())
         paths = self.lib.tenprof_lines_paths()
+        self._ops = self._collect_ops() if self.every_op else {}
         self.lib.tenprof_lines_clear()
         frame_of = [self.interner.intern_chain(_resolve(path)) for path in paths]
         raw[3::4] = array("q", (frame_of[p] for p in raw[3::4]))
         raw.extend(self._python.records)
         return raw
 
+    def _collect_ops(self) -> dict[str, Any]:
+        flat = array("q")
+        flat.frombytes(self.lib.tenprof_lines_ops())
+        width = len(OP_FIELDS)
+        columns: dict[str, Any] = {name: list(flat[i::width]) for i, name in enumerate(OP_FIELDS)}
+        columns["names"] = self.lib.tenprof_lines_op_names()
+        return columns
+
 
 def _resolve(path: tuple[Any, ...]) -> list[tuple[CodeType, int]]:
     return [(path[i], _line_of(path[i], path[i + 1])) for i in range(0, len(path), 2)]
 
 
-def make_recorder(interner: FrameInterner, wanted: str) -> CallsiteRecorder | NativeCallsiteRecorder:
+def make_recorder(
+    interner: FrameInterner, wanted: str, every_op: bool = False
+) -> CallsiteRecorder | NativeCallsiteRecorder:
     """The recorder asked for ("native" or "python", from TENPROF_LINES_RECORDER); the Python one when
-    the native one is unavailable, after one line on stderr saying why."""
+    the native one is unavailable, after one line on stderr saying why. `every_op`: the native one
+    records every op too (the Python one cannot, and records without them)."""
     wanted = wanted.strip().lower() or "native"
     if wanted != "native":
         if wanted != "python":
@@ -288,4 +323,4 @@ def make_recorder(interner: FrameInterner, wanted: str) -> CallsiteRecorder | Na
     except NativeLinesUnavailable as exc:
         print(f"tenprof: native call-site recorder unavailable ({exc}); using the Python recorder", file=sys.stderr)
         return CallsiteRecorder(interner)
-    return NativeCallsiteRecorder(interner, lib)
+    return NativeCallsiteRecorder(interner, lib, every_op)

@@ -94,7 +94,10 @@ class TimelineSession:
         # TENPROF_LINES_RECORDER=native|python: which call-site recorder (see tenprof.capture.native_lines);
         # native unless asked otherwise, the Python one where native cannot be built.
         recorder = os.environ.get("TENPROF_LINES_RECORDER", "native")
-        self.log = CallsiteLog(stop_code, record_calls=options.lines, recorder=recorder)
+        # TENPROF_NATIVE_OPS=1: the native recorder records every op too, beside the profiler's (the first
+        # stage of a capture without the profiler's CPU side: its records, their cost and their parity)
+        every_op = os.environ.get("TENPROF_NATIVE_OPS", "") == "1"
+        self.log = CallsiteLog(stop_code, record_calls=options.lines, recorder=recorder, every_op=every_op)
         if options.lines:
             self.log.own_launches = OwnLaunches(self.log.interner)
         interval = _sample_interval_ns(options.sample_interval_ns)
@@ -230,6 +233,9 @@ class TimelineSession:
             # whether the kernels and copies of the steps run with the capture off are in the trace
             "timed_steps_gpu": not self._gpu_activity,
         }
+        ops = getattr(self.log.recorder, "ops", None)
+        if ops:
+            data["native_ops"] = ops
         return data
 
     def _collect_worker_samples(self) -> None:

@@ -4,6 +4,10 @@
 // thread's Python frames, innermost first, cut at the stop code; paths are interned, and resolved to
 // file/line/function in Python when the recording ends (tenprof.capture.native_lines).
 //
+// Asked to (tenprof_lines_every_op), it also records every op of the observed scopes on every thread:
+// (thread, start, end, name id, sequence number, forward thread, depth, scope), the op records a
+// profiler's CPU side gives, without the profiler; names are interned by their text.
+//
 // Built by tenprof.capture.native_lines on first use (g++ against the installed torch's headers) and
 // loaded with ctypes.PyDLL: every entry point below is called with the GIL held.
 //
@@ -23,6 +27,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <deque>
+#include <string>
+#include <string_view>
 #include <cstdint>
 #include <mutex>
 #include <unordered_map>
@@ -66,7 +73,13 @@ struct ThreadBuffer {
   int64_t tid = 0;
   int64_t open = -1;  // index of the top-level record being timed, -1 when none
   int depth = 0;      // ops of the observed scopes open on this thread
+  // every op (when g_every_op): kOpFields per op, end 0 while it runs; the open ones' indexes, innermost last
+  std::vector<int64_t> ops;
+  std::vector<size_t> open_ops;
+  std::unordered_map<std::string_view, int64_t> name_ids;  // views into g_names' strings
+  uint64_t names_generation = 0;  // the g_generation the name ids belong to
 };
+constexpr size_t kOpFields = 8;  // thread, start, end, name id, sequence nr, forward thread, depth, scope
 
 std::mutex g_mutex;  // guards g_buffers, g_paths, g_path_codes; never held while taking the GIL
 std::vector<ThreadBuffer*> g_buffers;
@@ -80,6 +93,9 @@ PyObject* g_on_new_path = nullptr;   // called (GIL held) when a path is first s
 std::atomic<bool> g_want_new_path{false};
 std::atomic<int> g_compiling{0};     // Dynamo compilations running: their ops belong to the compile record
 std::atomic<uint64_t> g_generation{1};  // bumped when path ids are cleared: threads' caches go stale
+std::atomic<bool> g_every_op{false};    // record every op too
+std::deque<std::string> g_names;        // op names by id (a deque: its strings never move)
+std::unordered_map<std::string_view, int64_t> g_name_ids;
 
 ThreadBuffer* buffer() {
   if (t_buffer == nullptr) {
@@ -195,9 +211,45 @@ int64_t cached_path_id(ThreadBuffer* b) {
 // Kineto's callback runs between the opener's start and the closer's end (callbacks run in the order
 // they were added: the opener before the profiler's, the closer after it), so each record contains the
 // trace's op, however short, and the importer's midpoint join cannot miss it.
-std::unique_ptr<at::ObserverContext> on_open(const at::RecordFunction&) {
+// The id of an op's name: from the thread's map, else the global one (and then kept in the thread's).
+int64_t name_id(ThreadBuffer* b, std::string_view name) {
+  uint64_t generation = g_generation.load(std::memory_order_acquire);
+  if (b->names_generation != generation) {
+    b->name_ids.clear();
+    b->names_generation = generation;
+  }
+  auto found = b->name_ids.find(name);
+  if (found != b->name_ids.end()) return found->second;
+  int64_t id;
+  std::string_view kept;
+  {
+    std::lock_guard<std::mutex> guard(g_mutex);
+    auto global = g_name_ids.find(name);
+    if (global == g_name_ids.end()) {
+      g_names.emplace_back(name);
+      kept = g_names.back();
+      id = static_cast<int64_t>(g_names.size() - 1);
+      g_name_ids.emplace(kept, id);
+    } else {
+      kept = global->first;
+      id = global->second;
+    }
+  }
+  b->name_ids.emplace(kept, id);
+  return id;
+}
+
+void open_op(ThreadBuffer* b, const at::RecordFunction& fn, int64_t start) {
+  b->open_ops.push_back(b->ops.size());
+  b->ops.insert(b->ops.end(), {b->tid, start, 0, name_id(b, fn.name()), fn.seqNr(),
+                               static_cast<int64_t>(fn.forwardThreadId()), b->depth,
+                               static_cast<int64_t>(fn.scope())});
+}
+
+std::unique_ptr<at::ObserverContext> on_open(const at::RecordFunction& fn) {
   int64_t start = now_ns();
   ThreadBuffer* b = buffer();
+  if (g_every_op.load(std::memory_order_relaxed)) open_op(b, fn, start);
   if (b->depth++ != 0 || g_compiling.load(std::memory_order_relaxed) != 0) return nullptr;
   if (!walk(b->key, b->key_hash)) return nullptr;
   int64_t id = cached_path_id(b);
@@ -210,6 +262,12 @@ std::unique_ptr<at::ObserverContext> on_nothing(const at::RecordFunction&) { ret
 
 void on_close(const at::RecordFunction&, at::ObserverContext*) {
   ThreadBuffer* b = buffer();
+  // ops nest on a thread, so the innermost open one ends; one open before recording began has no record
+  // and ends after every op opened since
+  if (!b->open_ops.empty()) {
+    b->ops[b->open_ops.back() + 2] = now_ns();
+    b->open_ops.pop_back();
+  }
   if (b->depth > 0) b->depth--;  // an op open when the observer was added ends unseen at its start
   if (b->depth == 0 && b->open >= 0) {
     b->records[static_cast<size_t>(b->open) + 2] = now_ns();
@@ -228,6 +286,13 @@ void clear_paths() {
   g_codes.clear();
   g_paths.clear();
   g_path_keys.clear();
+  g_name_ids.clear();
+  g_names.clear();
+}
+
+void clear_ops(ThreadBuffer* b) {
+  b->ops.clear();
+  b->open_ops.clear();
 }
 
 }  // namespace
@@ -243,6 +308,7 @@ void tenprof_lines_prepare() {
     for (ThreadBuffer* b : g_buffers) {
       b->records.clear();
       b->open = -1;
+      clear_ops(b);
     }
   }
   g_opener = at::addGlobalCallback(at::RecordFunctionCallback(on_open).scopes(kScopes));
@@ -335,7 +401,43 @@ void tenprof_lines_clear() {
   for (ThreadBuffer* b : g_buffers) {
     b->records.clear();
     b->records.shrink_to_fit();
+    clear_ops(b);
+    b->ops.shrink_to_fit();
   }
+}
+
+// Record every op too (1) or only the top-level call sites (0); before tenprof_lines_start.
+void tenprof_lines_every_op(int on) { g_every_op.store(on != 0); }
+
+// Finished op records of every thread, as int64 bytes, kOpFields per op (see ThreadBuffer::ops).
+PyObject* tenprof_lines_ops() {
+  std::vector<int64_t> all;
+  {
+    std::lock_guard<std::mutex> guard(g_mutex);
+    for (ThreadBuffer* b : g_buffers) {
+      for (size_t i = 0; i + kOpFields - 1 < b->ops.size(); i += kOpFields) {
+        if (b->ops[i + 2] != 0) all.insert(all.end(), b->ops.begin() + i, b->ops.begin() + i + kOpFields);
+      }
+    }
+  }
+  return PyBytes_FromStringAndSize(reinterpret_cast<const char*>(all.data()),
+                                   static_cast<Py_ssize_t>(all.size() * sizeof(int64_t)));
+}
+
+// The op names by id.
+PyObject* tenprof_lines_op_names() {
+  std::lock_guard<std::mutex> guard(g_mutex);
+  PyObject* out = PyList_New(static_cast<Py_ssize_t>(g_names.size()));
+  if (out == nullptr) return nullptr;
+  for (size_t i = 0; i < g_names.size(); i++) {
+    PyObject* name = PyUnicode_DecodeUTF8(g_names[i].data(), static_cast<Py_ssize_t>(g_names[i].size()), "replace");
+    if (name == nullptr) {
+      Py_DECREF(out);
+      return nullptr;
+    }
+    PyList_SET_ITEM(out, static_cast<Py_ssize_t>(i), name);
+  }
+  return out;
 }
 
 }  // extern "C"
