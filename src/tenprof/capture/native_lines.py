@@ -150,8 +150,10 @@ def load_library(path: Path) -> ctypes.PyDLL:
     return lib
 
 
-# The columns of an op record (callsite_observer.cpp, ThreadBuffer::ops), in order.
+# The columns of an op record (callsite_observer.cpp, ThreadBuffer::ops), in order; `scope` is torch's
+# RecordScope, USER_SCOPE for a named range (record_function, ProfilerStep#N), the others ops.
 OP_FIELDS = ("thread_id", "start_ns", "end_ns", "name_id", "sequence_nr", "forward_thread_id", "depth", "scope")
+USER_SCOPE: int = torch._C._profiler.RecordScope.USER_SCOPE.value
 
 
 def _line_of(code: CodeType, offset: int) -> int:
@@ -178,7 +180,9 @@ class NativeCallsiteRecorder:
         self._paused = False
         self._records: array[int] | None = None
         self._unwrapped: dict[str, Any] = {}
-        # Its first callback goes in now, disabled, so that it runs before the profiler's (started later).
+        # Its first callback goes in now, disabled, so that it runs before the profiler's (started later);
+        # the scopes it observes (named ranges too, for every op) are set with it.
+        lib.tenprof_lines_every_op(int(every_op))
         lib.tenprof_lines_prepare()
 
     @property
@@ -195,7 +199,7 @@ class NativeCallsiteRecorder:
         if not self._started:
             self._records = None
             self._ops = None
-            self.lib.tenprof_lines_every_op(int(self.every_op))
+            self.lib.tenprof_lines_every_op(int(self.every_op))  # as prepared (another recorder may have run)
             self.lib.tenprof_lines_start(self.interner.stop_code, self._on_new_path)
             self._started = True
             self._paused = False

@@ -4,9 +4,9 @@
 // thread's Python frames, innermost first, cut at the stop code; paths are interned, and resolved to
 // file/line/function in Python when the recording ends (tenprof.capture.native_lines).
 //
-// Asked to (tenprof_lines_every_op), it also records every op of the observed scopes on every thread:
-// (thread, start, end, name id, sequence number, forward thread, depth, scope), the op records a
-// profiler's CPU side gives, without the profiler; names are interned by their text.
+// Asked to (tenprof_lines_every_op), it also records every op on every thread, and the named ranges
+// (record_function): (thread, start, end, name id, sequence number, forward thread, depth, scope), the
+// records a profiler's CPU side gives, without the profiler; names are interned by their text.
 //
 // Built by tenprof.capture.native_lines on first use (g++ against the installed torch's headers) and
 // loaded with ctypes.PyDLL: every entry point below is called with the GIL held.
@@ -246,10 +246,15 @@ void open_op(ThreadBuffer* b, const at::RecordFunction& fn, int64_t start) {
                                static_cast<int64_t>(fn.scope())});
 }
 
+// Named ranges (record_function, the profiler's step ranges) reach the callbacks only when every op is
+// recorded; they are recorded and leave the call-site logic, which looks at ops, alone.
+inline bool is_range(const at::RecordFunction& fn) { return fn.scope() == at::RecordScope::USER_SCOPE; }
+
 std::unique_ptr<at::ObserverContext> on_open(const at::RecordFunction& fn) {
   int64_t start = now_ns();
   ThreadBuffer* b = buffer();
   if (g_every_op.load(std::memory_order_relaxed)) open_op(b, fn, start);
+  if (is_range(fn)) return nullptr;
   if (b->depth++ != 0 || g_compiling.load(std::memory_order_relaxed) != 0) return nullptr;
   if (!walk(b->key, b->key_hash)) return nullptr;
   int64_t id = cached_path_id(b);
@@ -260,7 +265,7 @@ std::unique_ptr<at::ObserverContext> on_open(const at::RecordFunction& fn) {
 
 std::unique_ptr<at::ObserverContext> on_nothing(const at::RecordFunction&) { return nullptr; }
 
-void on_close(const at::RecordFunction&, at::ObserverContext*) {
+void on_close(const at::RecordFunction& fn, at::ObserverContext*) {
   ThreadBuffer* b = buffer();
   // ops nest on a thread, so the innermost open one ends; one open before recording began has no record
   // and ends after every op opened since
@@ -268,6 +273,7 @@ void on_close(const at::RecordFunction&, at::ObserverContext*) {
     b->ops[b->open_ops.back() + 2] = now_ns();
     b->open_ops.pop_back();
   }
+  if (is_range(fn)) return;
   if (b->depth > 0) b->depth--;  // an op open when the observer was added ends unseen at its start
   if (b->depth == 0 && b->open >= 0) {
     b->records[static_cast<size_t>(b->open) + 2] = now_ns();
@@ -277,6 +283,8 @@ void on_close(const at::RecordFunction&, at::ObserverContext*) {
 
 const std::unordered_set<at::RecordScope, std::hash<at::RecordScope>> kScopes = {
     at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION};
+const std::unordered_set<at::RecordScope, std::hash<at::RecordScope>> kScopesAndRanges = {
+    at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION, at::RecordScope::USER_SCOPE};
 at::CallbackHandle g_opener = 0;
 at::CallbackHandle g_closer = 0;
 
@@ -311,7 +319,8 @@ void tenprof_lines_prepare() {
       clear_ops(b);
     }
   }
-  g_opener = at::addGlobalCallback(at::RecordFunctionCallback(on_open).scopes(kScopes));
+  g_opener = at::addGlobalCallback(
+      at::RecordFunctionCallback(on_open).scopes(g_every_op.load() ? kScopesAndRanges : kScopes));
   at::disableCallback(g_opener);
 }
 
@@ -327,7 +336,8 @@ int tenprof_lines_start(PyObject* stop_code, PyObject* on_new_path) {
   Py_XINCREF(g_on_new_path);
   g_want_new_path.store(g_on_new_path != nullptr);
   g_compiling.store(0);
-  g_closer = at::addGlobalCallback(at::RecordFunctionCallback(on_nothing, on_close).scopes(kScopes));
+  g_closer = at::addGlobalCallback(
+      at::RecordFunctionCallback(on_nothing, on_close).scopes(g_every_op.load() ? kScopesAndRanges : kScopes));
   at::reenableCallback(g_opener);
 #if defined(TP_INTERNAL_FRAMES)
   return 1;
@@ -406,7 +416,8 @@ void tenprof_lines_clear() {
   }
 }
 
-// Record every op too (1) or only the top-level call sites (0); before tenprof_lines_start.
+// Record every op and named range too (1) or only the top-level call sites (0); before
+// tenprof_lines_prepare (the opener's scopes are set when it is added).
 void tenprof_lines_every_op(int on) { g_every_op.store(on != 0); }
 
 // Finished op records of every thread, as int64 bytes, kOpFields per op (see ThreadBuffer::ops).

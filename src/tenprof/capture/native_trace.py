@@ -1,0 +1,79 @@
+"""A trace in Kineto's format made from the native recorder's op records, for a capture without the
+profiler's CPU side (torch-free; no I/O but `write_trace`).
+
+The native recorder (tenprof.capture.native_lines, every_op) records every op and named range of every
+thread on the perf clock. Written as a Kineto trace, they import through the same importer as a profiler's
+trace does: ops as `cpu_op` events with their sequence number and forward thread (which tie backward ops
+to forward ones), named ranges (record_function, ProfilerStep#N, tenprof's clock syncs) as
+`user_annotation` events. Times are the perf clock's, so the clock syncs in it align the call-site log
+with no shift. Input shapes are not recorded natively yet: the ops have none (an importer says so).
+"""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+OP_CATEGORY = "cpu_op"
+RANGE_CATEGORY = "user_annotation"
+
+
+def trace_events(ops: dict[str, Any], pid: int, user_scope: int) -> list[dict[str, Any]]:
+    """One complete ("X") event per record of `ops` (the recorder's columns and `names`), in start order;
+    `user_scope`: the scope value of a named range."""
+    names = ops["names"]
+    order = sorted(range(len(ops["start_ns"])), key=lambda i: (ops["start_ns"][i], -ops["end_ns"][i]))
+    sequence = _sequence_numbers(ops, order)
+    events = []
+    for external_id, i in enumerate(order, start=1):
+        start, end = ops["start_ns"][i], ops["end_ns"][i]
+        is_range = ops["scope"][i] == user_scope
+        args: dict[str, Any] = {"External id": external_id}
+        if not is_range:
+            args["Sequence number"] = sequence[i]
+            args["Fwd thread id"] = ops["forward_thread_id"][i]
+        events.append(
+            {
+                "ph": "X",
+                "cat": RANGE_CATEGORY if is_range else OP_CATEGORY,
+                "name": names[ops["name_id"][i]],
+                "pid": pid,
+                "tid": ops["thread_id"][i],
+                "ts": start / 1000,  # Kineto's unit, microseconds
+                "dur": (end - start) / 1000,
+                "args": args,
+            }
+        )
+    return events
+
+
+EVALUATE = "autograd::engine::evaluate_function: "
+
+
+def _sequence_numbers(ops: dict[str, Any], order: list[int]) -> list[int]:
+    """Each record's sequence number; the autograd engine's `evaluate_function: X` range, recorded without
+    one, takes that of the node X it runs (its first op inside), as the profiler's records give it."""
+    names, name_of = ops["names"], ops["name_id"]
+    sequence = list(ops["sequence_nr"])
+    next_on_thread: dict[int, int] = {}
+    for i in reversed(order):  # the record that starts next on the same thread: an op's first child
+        tid = ops["thread_id"][i]
+        name = names[name_of[i]]
+        following = next_on_thread.get(tid)
+        if following is not None and sequence[i] < 0 and _runs_node(name, names[name_of[following]]):
+            sequence[i] = sequence[following]
+        next_on_thread[tid] = i
+    return sequence
+
+
+def _runs_node(name: str, first_inside: str) -> bool:
+    return name.startswith(EVALUATE) and first_inside == name[len(EVALUATE) :]
+
+
+def write_trace(path: Path, ops: dict[str, Any], pid: int, user_scope: int) -> None:
+    """The trace file (gzipped JSON, as the profiler's export is kept) holding `trace_events`."""
+    trace = {"schemaVersion": 1, "deviceProperties": [], "traceEvents": trace_events(ops, pid, user_scope)}
+    path.write_bytes(gzip.compress(orjson.dumps(trace), compresslevel=1))
