@@ -124,6 +124,7 @@ def _session(spec: dict[str, Any], raw_dir: Path) -> Any:
         schedule=schedule,
         verify=spec.get("verify", False),
         overhead_steps=int(spec.get("overhead_steps", 0)),
+        capture=str(spec.get("capture", "kineto")),
     )
     return TimelineSession(raw_dir, options, stop_code=stop_code)
 

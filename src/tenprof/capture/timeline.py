@@ -46,6 +46,8 @@ from tenprof.capture.callsites import CallsiteLog
 from tenprof.capture.gpu_clocks import GpuClockSampler
 from tenprof.capture.host_sampler import DEFAULT_INTERVAL_NS, HostSampler
 from tenprof.capture.log_filter import profiler_lines_kept_out
+from tenprof.capture.native_lines import USER_SCOPE, NativeCallsiteRecorder
+from tenprof.capture.native_trace import write_trace
 from tenprof.capture.overhead_plan import DEFAULT_COUNT, RECORDED, OverheadPlan
 from tenprof.capture.own_launches import OwnLaunches
 from tenprof.capture.schedule import Schedule
@@ -57,6 +59,13 @@ from tenprof.core.rawfiles import (
     WORKER_SAMPLES_DIR,
     trace_part_name,
 )
+from tenprof.errors import TenprofError
+
+STEP_RANGE_PREFIX = "ProfilerStep#"  # the name torch.profiler gives each step's range
+
+
+class NativeCaptureUnavailable(TenprofError):
+    """--capture native cannot record here (a GPU, whose activity it does not record yet; no native recorder)."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +77,10 @@ class TimelineOptions:
     verify: bool = False
     overhead_steps: int = DEFAULT_COUNT  # steps run with the capture off to time the un-profiled program
     sample_interval_ns: int = DEFAULT_INTERVAL_NS  # the host sampler's period (0: no sampling)
+    # "kineto": torch.profiler records ops, GPU activity, shapes, memory; "native" (experimental, CPU only
+    # so far): no profiler session, the native recorder records every op and tenprof writes the trace
+    # (tenprof.capture.native_trace)
+    capture: str = "kineto"
     # the profiler library's own lines kept out of this process's stderr (into raw/profiler.log): for a
     # process that profiles itself; under `tenprof run` the launcher filters the child's stderr
     keep_profiler_lines_out: bool = False
@@ -94,10 +107,13 @@ class TimelineSession:
         # TENPROF_LINES_RECORDER=native|python: which call-site recorder (see tenprof.capture.native_lines);
         # native unless asked otherwise, the Python one where native cannot be built.
         recorder = os.environ.get("TENPROF_LINES_RECORDER", "native")
-        # TENPROF_NATIVE_OPS=1: the native recorder records every op too, beside the profiler's (the first
-        # stage of a capture without the profiler's CPU side: its records, their cost and their parity)
-        every_op = os.environ.get("TENPROF_NATIVE_OPS", "") == "1"
-        self.log = CallsiteLog(stop_code, record_calls=options.lines, recorder=recorder, every_op=every_op)
+        self._native = options.capture == "native"
+        # TENPROF_NATIVE_OPS=1: the native recorder records every op too, beside the profiler's (to compare
+        # the two); the native capture needs them, and the lines with them
+        every_op = self._native or os.environ.get("TENPROF_NATIVE_OPS", "") == "1"
+        record_calls = options.lines or self._native
+        self.log = CallsiteLog(stop_code, record_calls=record_calls, recorder=recorder, every_op=every_op)
+        self._step_range: Any = None  # the native capture's open ProfilerStep#N range
         if options.lines:
             self.log.own_launches = OwnLaunches(self.log.interner)
         interval = _sample_interval_ns(options.sample_interval_ns)
@@ -111,7 +127,7 @@ class TimelineSession:
         self._plan = OverheadPlan.for_run(options.overhead_steps, options.schedule)
         self._capture_on = True
         # the session stops for the steps timed un-profiled, GPU activity and all (see `_set_capture`)
-        self._gpu_activity = torch.cuda.is_available() and options.schedule is None
+        self._gpu_activity = torch.cuda.is_available() and options.schedule is None and not self._native
         self._set_teardown = False
         if self._gpu_activity and self._plan.count > 0:
             # Kineto leaves CUPTI attached after a session stops unless told to tear it down, and an
@@ -131,10 +147,16 @@ class TimelineSession:
     def start(self) -> None:
         # torch warns that a schedule drops events between cycles; tenprof records one cycle.
         warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle.*")
-        self._start_session(0)
-        self._sync()
+        if self._native:
+            self._check_native()
+        else:
+            self._start_session(0)
+            self._sync()
         if self.log.recorder is not None:
             self.log.recorder.__enter__()
+        if self._native:
+            self._sync()
+            self._open_step(0)
         runtime.activate(self)
         if self.log.own_launches is not None:
             self.log.own_launches.start()
@@ -150,6 +172,9 @@ class TimelineSession:
 
     def stop(self) -> None:
         self.log.stopped_ns = time.perf_counter_ns()
+        if self._native and self._capture_on:
+            self._close_step()
+            self._sync()
         if self.log.sampler is not None:
             self.log.sampler.stop()
             self._collect_worker_samples()
@@ -169,6 +194,8 @@ class TimelineSession:
         if self._set_teardown:
             os.environ.pop("TEARDOWN_CUPTI", None)
         self.log.extra = self._extra_keys()
+        if self._native:
+            self._write_native_trace()
         self.log.to_file(self.raw_dir / CALLSITES_FILE)
         if self.options.verify and self.trace_written:
             self._write_checks()
@@ -186,6 +213,8 @@ class TimelineSession:
             self._set_capture(not off)  # stops or starts the session in place of torch's step
         elif self._prof is not None:
             self._torch_step()
+        elif self._native and not off:
+            self._native_step()
         if sampler is not None and not off:
             sampler.paused = False
         # The clock reads bracket tenprof's own work at the boundary (syncs, toggling), which is left out
@@ -234,7 +263,7 @@ class TimelineSession:
             "timed_steps_gpu": not self._gpu_activity,
         }
         ops = getattr(self.log.recorder, "ops", None)
-        if ops:
+        if ops and not self._native:  # the native capture's are its trace
             data["native_ops"] = ops
         return data
 
@@ -255,6 +284,16 @@ class TimelineSession:
         recorded step and show there as idle GPU time. With `--schedule` the measured steps are outside
         torch's window already, and only tenprof's own recorders pause."""
         self._capture_on = on
+        if self._native:  # no session: the step ranges close before the recorder pauses, open after it resumes
+            if on:
+                self._set_recorders(on)
+                self._sync()
+                self._open_step(self.log.step_calls)
+            else:
+                self._close_step()
+                self._sync()
+                self._set_recorders(on)
+            return
         if self.options.schedule is None:
             if on:
                 if self._gpu_activity:
@@ -274,6 +313,40 @@ class TimelineSession:
         with _without_importing_inductor(), self._profiler_lines_kept_out():
             self._prof.step()
         self._sync()
+
+    def _check_native(self) -> None:
+        """Raise NativeCaptureUnavailable where the native capture cannot record what the run needs."""
+        if torch.cuda.is_available():
+            raise NativeCaptureUnavailable(
+                "--capture native records no GPU activity yet (CPU only so far); use the default capture"
+            )
+        if not isinstance(self.log.recorder, NativeCallsiteRecorder):
+            raise NativeCaptureUnavailable("--capture native needs the native recorder, unavailable here (above)")
+
+    def _native_step(self) -> None:
+        """The native capture's step boundary: ProfilerStep#N closed and the next opened, as torch.profiler's
+        step does, between two clock syncs."""
+        self._sync()
+        self._close_step()
+        self._open_step(self.log.step_calls)
+        self._sync()
+
+    def _open_step(self, number: int) -> None:
+        self._step_range = record_function(f"{STEP_RANGE_PREFIX}{number}")
+        self._step_range.__enter__()
+
+    def _close_step(self) -> None:
+        if self._step_range is not None:
+            self._step_range.__exit__(None, None, None)
+            self._step_range = None
+
+    def _write_native_trace(self) -> None:
+        """The native recorder's ops and ranges as the run's trace, where torch.profiler's export would be."""
+        recorder = self.log.recorder
+        assert isinstance(recorder, NativeCallsiteRecorder)
+        write_trace(self.raw_dir / trace_part_name(0), recorder.ops, os.getpid(), USER_SCOPE)
+        self._parts_written = 1
+        self.trace_written = True
 
     def _set_recorders(self, on: bool) -> None:
         """tenprof's own recorders on or off: Python lines, the host sampler, the launch hooks, the GPU

@@ -66,6 +66,14 @@ class RunCommand:
             "0: none): the 5th step and every 5th after it, each after an untimed one that settles the profiler's "
             "stop, or with --schedule the steps after its window",
         )
+        parser.add_argument(
+            "--capture",
+            choices=("kineto", "native"),
+            default="kineto",
+            help="timeline pass: kineto (torch.profiler records ops and GPU activity; the default) or native "
+            "(experimental, CPU only so far: tenprof's own recorder records every op, no profiler session; no "
+            "input shapes or memory yet)",
+        )
         parser.add_argument("--no-lines", action="store_true", help="do not record Python call paths (less overhead)")
         parser.add_argument("--no-shapes", action="store_true", help="do not record op input shapes (less overhead)")
         parser.add_argument("--no-memory", action="store_true", help="do not record allocations (less overhead)")
@@ -138,6 +146,7 @@ class RunCommand:
             replay_scopes=tuple(x.strip() for x in args.replay_scopes.split(",") if x.strip()),
             quiet=args.quiet,
             overhead_steps=args.overhead_steps,
+            capture=args.capture,
         )
         result = run_profile(request)
         drawing = time.perf_counter()

@@ -76,6 +76,7 @@ struct ThreadBuffer {
   // every op (when g_every_op): kOpFields per op, end 0 while it runs; the open ones' indexes, innermost last
   std::vector<int64_t> ops;
   std::vector<size_t> open_ops;
+  std::vector<const void*> open_fns;  // the RecordFunction of each open op, which its end callback gets too
   std::unordered_map<std::string_view, int64_t> name_ids;  // views into g_names' strings
   uint64_t names_generation = 0;  // the g_generation the name ids belong to
 };
@@ -241,6 +242,7 @@ int64_t name_id(ThreadBuffer* b, std::string_view name) {
 
 void open_op(ThreadBuffer* b, const at::RecordFunction& fn, int64_t start) {
   b->open_ops.push_back(b->ops.size());
+  b->open_fns.push_back(&fn);
   b->ops.insert(b->ops.end(), {b->tid, start, 0, name_id(b, fn.name()), fn.seqNr(),
                                static_cast<int64_t>(fn.forwardThreadId()), b->depth,
                                static_cast<int64_t>(fn.scope())});
@@ -267,11 +269,17 @@ std::unique_ptr<at::ObserverContext> on_nothing(const at::RecordFunction&) { ret
 
 void on_close(const at::RecordFunction& fn, at::ObserverContext*) {
   ThreadBuffer* b = buffer();
-  // ops nest on a thread, so the innermost open one ends; one open before recording began has no record
-  // and ends after every op opened since
-  if (!b->open_ops.empty()) {
-    b->ops[b->open_ops.back() + 2] = now_ns();
-    b->open_ops.pop_back();
+  // Ops nest on a thread, so it is the innermost open one, unless ends were missed (callbacks paused
+  // between an op's start and its end): then it is found further down, and the ones above it, whose ends
+  // were missed, stay unfinished (left out). One that started unrecorded has no record.
+  const void* key = &fn;
+  for (size_t k = b->open_fns.size(); k-- > 0;) {
+    if (b->open_fns[k] == key) {
+      b->ops[b->open_ops[k] + 2] = now_ns();
+      b->open_ops.resize(k);
+      b->open_fns.resize(k);
+      break;
+    }
   }
   if (is_range(fn)) return;
   if (b->depth > 0) b->depth--;  // an op open when the observer was added ends unseen at its start
@@ -301,6 +309,7 @@ void clear_paths() {
 void clear_ops(ThreadBuffer* b) {
   b->ops.clear();
   b->open_ops.clear();
+  b->open_fns.clear();
 }
 
 }  // namespace

@@ -110,6 +110,7 @@ class RunRequest:
     replay_scopes: tuple[str, ...] = ()
     rank: RankInfo | None = None
     overhead_steps: int = DEFAULT_OVERHEAD_STEPS
+    capture: str = "kineto"  # the timeline pass's capture: kineto, or native (experimental, CPU only)
     quiet: bool = False  # no progress or notes from tenprof (errors and failed passes are still said)
     python: str = field(default_factory=lambda: sys.executable)
 
@@ -185,6 +186,7 @@ def _run_child(
         "schedule": req.schedule,
         "verify": req.verify,
         "overhead_steps": req.overhead_steps,
+        "capture": req.capture,
         "keep_all": req.counters_all,
         "replay_scopes": list(req.replay_scopes),
         "access_library": str(access.library) if access is not None else "",
@@ -322,6 +324,7 @@ def _run_passes(req: RunRequest) -> RunResult:
             "memory": str(req.memory).lower(),
             "schedule": req.schedule,
             "overhead_steps": str(req.overhead_steps),
+            "capture": req.capture,
             **(_access_options(req) if Pass.ACCESSES in req.passes else {}),
         },
         timeline=TimelineInfo(lines=req.lines),
