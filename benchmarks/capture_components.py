@@ -87,22 +87,9 @@ def compiled_gpt2_step() -> Callable[[], None]:
 
 
 def tiny_mlp_step() -> Callable[[], None]:
-    """The MLP's 16 layers at width 32 and batch 8: on a CPU its step is the ops' dispatch, not their math,
+    """The MLP's 16 layers at width 32 and batch 8 on the CPU: its step is the ops' dispatch, not their math,
     so what a capture adds per op shows (on a GPU, `mlp` is op-bound already)."""
-    layers: list[nn.Module] = []
-    for _ in range(16):
-        layers += [nn.Linear(32, 32), nn.ReLU()]
-    model = nn.Sequential(*layers)
-    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
-    x = torch.randn(8, 32)
-
-    def step() -> None:
-        loss = model(x).square().mean()
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-
-    return step
+    return mlp_step(width=32, batch=8, device="cpu")
 
 
 WORKLOADS = {

@@ -28,14 +28,15 @@ import torch
 from torch import nn
 
 
-def mlp_step() -> Callable[[], None]:
-    device = "cuda" if torch.cuda.is_available() else "cpu"
+def mlp_step(width: int = 256, batch: int = 64, device: str = "") -> Callable[[], None]:
+    """A training step of 16 Linear+ReLU layers `width` wide on a batch of `batch` (the GPU where there is one)."""
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     layers: list[nn.Module] = []
     for _ in range(16):
-        layers += [nn.Linear(256, 256), nn.ReLU()]
+        layers += [nn.Linear(width, width), nn.ReLU()]
     model = nn.Sequential(*layers).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
-    x = torch.randn(64, 256, device=device)
+    x = torch.randn(batch, width, device=device)
 
     def step() -> None:
         loss = model(x).square().mean()

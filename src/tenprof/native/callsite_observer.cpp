@@ -312,6 +312,22 @@ void clear_ops(ThreadBuffer* b) {
   b->open_fns.clear();
 }
 
+// The finished records (end, their third field, set) of every thread's `field`, `width` int64s each, as bytes.
+PyObject* finished_bytes(std::vector<int64_t> ThreadBuffer::*field, size_t width) {
+  std::vector<int64_t> all;
+  {
+    std::lock_guard<std::mutex> guard(g_mutex);
+    for (ThreadBuffer* b : g_buffers) {
+      const std::vector<int64_t>& records = b->*field;
+      for (size_t i = 0; i + width <= records.size(); i += width) {
+        if (records[i + 2] != 0) all.insert(all.end(), records.begin() + i, records.begin() + i + width);
+      }
+    }
+  }
+  return PyBytes_FromStringAndSize(reinterpret_cast<const char*>(all.data()),
+                                   static_cast<Py_ssize_t>(all.size() * sizeof(int64_t)));
+}
+
 }  // namespace
 
 extern "C" {
@@ -376,19 +392,7 @@ void tenprof_lines_stop() {
 }
 
 // Finished records of every thread, as int64 bytes: thread, start, end, path id per record.
-PyObject* tenprof_lines_records() {
-  std::vector<int64_t> all;
-  {
-    std::lock_guard<std::mutex> guard(g_mutex);
-    for (ThreadBuffer* b : g_buffers) {
-      for (size_t i = 0; i + 3 < b->records.size(); i += 4) {
-        if (b->records[i + 2] != 0) all.insert(all.end(), b->records.begin() + i, b->records.begin() + i + 4);
-      }
-    }
-  }
-  return PyBytes_FromStringAndSize(reinterpret_cast<const char*>(all.data()),
-                                   static_cast<Py_ssize_t>(all.size() * sizeof(int64_t)));
-}
+PyObject* tenprof_lines_records() { return finished_bytes(&ThreadBuffer::records, 4); }
 
 // Paths by id: a list of tuples (code, byte offset, code, byte offset, ...), innermost frame first.
 PyObject* tenprof_lines_paths() {
@@ -430,19 +434,7 @@ void tenprof_lines_clear() {
 void tenprof_lines_every_op(int on) { g_every_op.store(on != 0); }
 
 // Finished op records of every thread, as int64 bytes, kOpFields per op (see ThreadBuffer::ops).
-PyObject* tenprof_lines_ops() {
-  std::vector<int64_t> all;
-  {
-    std::lock_guard<std::mutex> guard(g_mutex);
-    for (ThreadBuffer* b : g_buffers) {
-      for (size_t i = 0; i + kOpFields - 1 < b->ops.size(); i += kOpFields) {
-        if (b->ops[i + 2] != 0) all.insert(all.end(), b->ops.begin() + i, b->ops.begin() + i + kOpFields);
-      }
-    }
-  }
-  return PyBytes_FromStringAndSize(reinterpret_cast<const char*>(all.data()),
-                                   static_cast<Py_ssize_t>(all.size() * sizeof(int64_t)));
-}
+PyObject* tenprof_lines_ops() { return finished_bytes(&ThreadBuffer::ops, kOpFields); }
 
 // The op names by id.
 PyObject* tenprof_lines_op_names() {
