@@ -24,6 +24,7 @@ to the plain phase of the same round. Phases:
     tenprof-nocorr tenprof with Kineto's external correlation off
     light-nocorr   kineto-nocorr + native recorder (no shapes, no memory)
     native-ops     the native recorder recording every op too (TENPROF_NATIVE_OPS), nothing else
+    native-shapes  native-ops with each op's input signature (what `tenprof run --capture native` records)
     cupti-native-ops  cupti + native-ops: what the capture without Kineto's CPU side records with
 
 A phase whose part cannot start here (no compiler for the native recorder) is skipped with the reason.
@@ -48,9 +49,10 @@ from toggle_probe import gpt2_step, mlp_step
 
 PHASES = (
     "plain", "cupti", "kineto", "kineto-shapes", "kineto-memory", "kineto-full", "native", "python", "tenprof",
-    "tenprof-python", "kineto-nocorr", "tenprof-nocorr", "light-nocorr", "native-ops", "cupti-native-ops",
+    "tenprof-python", "kineto-nocorr", "tenprof-nocorr", "light-nocorr", "native-ops", "native-shapes",
+    "cupti-native-ops",
 )  # fmt: skip
-NATIVE = ("native", "tenprof", "tenprof-nocorr", "light-nocorr", "native-ops", "cupti-native-ops")
+NATIVE = ("native", "tenprof", "tenprof-nocorr", "light-nocorr", "native-ops", "native-shapes", "cupti-native-ops")
 CUDA = torch.cuda.is_available()
 
 
@@ -127,14 +129,14 @@ def _profiler(cpu: bool, shapes: bool, memory: bool, correlate: bool = True) -> 
 
 
 @contextlib.contextmanager
-def _recorder(kind: str, every_op: bool = False) -> Iterator[None]:
+def _recorder(kind: str, every_op: bool = False, inputs: bool = False) -> Iterator[None]:
     from tenprof.capture.callsites import CallsiteRecorder, new_interner
     from tenprof.capture.native_lines import NativeCallsiteRecorder, build_library, load_library
 
     interner = new_interner(None)
     recorder: Any
     if kind == "native":
-        recorder = NativeCallsiteRecorder(interner, load_library(build_library()), every_op)
+        recorder = NativeCallsiteRecorder(interner, load_library(build_library()), every_op, inputs)
     else:
         recorder = CallsiteRecorder(interner)
     recorder.__enter__()
@@ -150,7 +152,8 @@ def _recorder(kind: str, every_op: bool = False) -> Iterator[None]:
 def phase_context(name: str) -> Iterator[None]:
     with contextlib.ExitStack() as stack:
         if name in NATIVE:  # first: its callback opens before Kineto's, as in a run
-            stack.enter_context(_recorder("native", every_op=name.endswith("native-ops")))
+            every_op = name.endswith(("native-ops", "native-shapes"))
+            stack.enter_context(_recorder("native", every_op=every_op, inputs=name == "native-shapes"))
         if name in ("cupti", "cupti-native-ops"):
             stack.enter_context(_profiler(cpu=False, shapes=False, memory=False))
         elif name == "kineto":

@@ -1,6 +1,7 @@
 """`tenprof run --capture native` (experimental, CPU only so far): no torch.profiler session; the native
 recorder records every op and tenprof writes the trace. Set against the default capture's run of the same
-script (conftest's `cpu_steps_run`): the same ops in each step, each at the same line."""
+script (conftest's `cpu_steps_run`): the same ops in each step, with the same input shapes, each at the
+same line."""
 
 from __future__ import annotations
 
@@ -27,14 +28,15 @@ def native_steps_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return shared_recording(tmp_path_factory, "cpu-steps-native-run", record)
 
 
-def _ops_by_step(profile: Profile) -> dict[int, Counter[tuple[str, str, int]]]:
-    """Each step's ops as (name, file, line) counts; the line is the op's innermost frame's."""
+def _ops_by_step(profile: Profile) -> dict[int, Counter[tuple[str, str, str, int]]]:
+    """Each step's ops as (name, input shapes, file, line) counts; the line is the op's innermost frame's."""
     ops, frames = profile.table("ops"), profile.table("frames")
     files, lines = frames.column("file").to_pylist(), frames.column("line").to_pylist()
-    by_step: dict[int, Counter[tuple[str, str, int]]] = {}
-    for name, step, frame in zip(*(ops.column(c).to_pylist() for c in ("name", "step", "frame_id")), strict=True):
+    by_step: dict[int, Counter[tuple[str, str, str, int]]] = {}
+    columns = (ops.column(c).to_pylist() for c in ("name", "input_shapes", "step", "frame_id"))
+    for name, shapes, step, frame in zip(*columns, strict=True):
         where = (Path(files[frame]).name, lines[frame]) if frame >= 0 else ("", -1)
-        by_step.setdefault(step, Counter())[(name, *where)] += 1
+        by_step.setdefault(step, Counter())[(name, shapes, *where)] += 1
     return by_step
 
 
@@ -46,7 +48,8 @@ def test_the_native_capture_records_the_ops_and_lines_the_default_one_does(
     assert native.meta.options["capture"] == "native"
     by_step = _ops_by_step(native)
     assert by_step == _ops_by_step(default)
-    assert by_step[1][("aten::mm", "loop.py", 8)] == by_step[1][("aten::tanh", "loop.py", 8)] == 20
+    assert by_step[1][("aten::mm", "[[64,64],[64,64]]", "loop.py", 8)] == 20
+    assert by_step[1][("aten::tanh", "[[64,64]]", "loop.py", 8)] == 20
     assert (native.column("ops", "frame_id") >= 0).all()
     steps = ("step", "complete", "capture_on")
     assert native.table("steps").select(steps).to_pylist() == default.table("steps").select(steps).to_pylist()

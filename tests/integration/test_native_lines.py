@@ -215,8 +215,8 @@ def test_every_op_is_recorded_natively_as_the_profiler_records_it(native_run: Pa
 def test_a_trace_made_from_the_native_records_imports_as_the_profilers_does(native_run: Path, tmp_path: Path) -> None:
     # The same run imported from a trace written from the native records alone (no profiler's event in it):
     # the script's thread's ops get the same names, nesting, parents, sequence numbers, scopes and lines
-    # as from the profiler's trace, and the worker thread's ops are there too. Input shapes are not
-    # recorded natively yet. A step whose range the profiler opened as its session started (0, and the
+    # and inputs (shapes, dtypes, strides, scalar values) as from the profiler's trace, and the worker
+    # thread's ops are there too. A step whose range the profiler opened as its session started (0, and the
     # first after the steps run un-profiled) has no native record yet, so only the others are compared.
     copy = tmp_path / "native_trace"
     shutil.copytree(native_run, copy)
@@ -234,7 +234,9 @@ def test_a_trace_made_from_the_native_records_imports_as_the_profilers_does(nati
     on_script_thread = np.isin(mine.column("thread_id").to_numpy(), list(script_thread))
     assert 0 < on_script_thread.sum() < mine.num_rows  # the worker's ops besides
     assert on_script_thread.sum() == theirs.num_rows
-    for column in ("name", "depth", "parent_op_id", "sequence_nr", "is_backward", "scope_id", "frame_id"):
+    columns = ("name", "depth", "parent_op_id", "sequence_nr", "is_backward", "scope_id", "frame_id")
+    inputs = ("input_shapes", "input_dtypes", "input_strides", "input_values")
+    for column in columns + inputs:
         mine_here = mine.column(column).to_numpy(zero_copy_only=False)[on_script_thread].tolist()
         assert mine_here == theirs.column(column).to_pylist(), column
     steps_theirs = theirs.column("step").to_numpy()

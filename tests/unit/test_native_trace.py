@@ -1,7 +1,10 @@
 """The Kineto-format trace written from native op records (tenprof.capture.native_trace), on records made
-up here: categories, units, arguments and the autograd engine's ranges' sequence numbers."""
+up here: categories, units, arguments and the autograd engine's ranges' sequence numbers; and the input
+signatures the native recorder encodes, decoded as the profiler writes them (tenprof.capture.native_lines)."""
 
 from __future__ import annotations
+
+import struct
 
 from tenprof.capture.native_trace import trace_events
 
@@ -60,3 +63,23 @@ def test_the_engines_range_takes_the_sequence_number_of_the_node_it_runs() -> No
     sequence = {(e["tid"], e["name"]): e["args"]["Sequence number"] for e in events}
     assert sequence[(1, "autograd::engine::evaluate_function: MmBackward0")] == 7
     assert sequence[(2, "autograd::engine::evaluate_function: MmBackward0")] == -1
+
+
+def test_input_signatures_read_as_the_profilers_record_shapes_writes_them() -> None:
+    from tenprof.capture import native_lines as nl
+
+    def double(value: float) -> int:
+        return int.from_bytes(struct.pack("<d", value), "little", signed=True)
+
+    tensor = (nl.INPUT_TENSOR, 6, 2, 64, 32, 32, 1)  # float [64, 32], strides [32, 1]
+    tensors = (nl.INPUT_TENSOR_LIST, 2, 15, 1, 8, 1, -1, 0)  # [bf16 [8], undefined]
+    scalars = (nl.INPUT_INT, 6, nl.INPUT_BOOL, 0, nl.INPUT_DOUBLE, double(0.0), nl.INPUT_DOUBLE, double(-0.001))
+    lists = (nl.INPUT_INT_LIST, 2, 256, 256, nl.INPUT_INT_LIST, 0, nl.INPUT_NONE)
+    key = (*tensor, *tensors, *scalars, *lists)
+    names = {6: "float", 15: "c10::BFloat16"}
+    dims, types, strides, values = nl.decode_signature(key, names.__getitem__)
+    assert dims == [[64, 32], [[8], []], [], [], [], [], [], [], []]
+    assert types == ["float", "TensorList", "Scalar", "Scalar", "Scalar", "Scalar", "ScalarList", "ScalarList", ""]
+    assert strides == [[32, 1], [[1], []], [], [], [], [], [], [], []]
+    assert values == ["", "", "6", "False", "0.", "-0.001", "[256, 256]", "[]", ""]
+    assert nl.decode_signature((), names.__getitem__) == [[], [], [], []]

@@ -127,16 +127,21 @@ class CallsiteLog:
     """Everything the sidecar file holds: call records, scopes and clock-sync brackets."""
 
     def __init__(
-        self, stop_code: CodeType | None, record_calls: bool, recorder: str = "python", every_op: bool = False
+        self,
+        stop_code: CodeType | None,
+        record_calls: bool,
+        recorder: str = "python",
+        every_op: bool = False,
+        inputs: bool = False,
     ) -> None:
         self.interner = new_interner(stop_code)
         # recorder: "python" (the TorchFunctionMode above) or "native" (tenprof.capture.native_lines), which
-        # records every op too when `every_op`.
+        # records every op too when `every_op`, and their input signatures with `inputs`.
         self.recorder: CallsiteRecorder | NativeCallsiteRecorder | None = None
         if record_calls:
             from tenprof.capture.native_lines import make_recorder
 
-            self.recorder = make_recorder(self.interner, recorder, every_op)
+            self.recorder = make_recorder(self.interner, recorder, every_op, inputs)
         self.scopes: list[list[Any]] = []
         self.syncs: list[list[Any]] = []
         self.step_calls = 0

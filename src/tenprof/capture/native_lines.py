@@ -20,6 +20,7 @@ import functools
 import hashlib
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import sysconfig
@@ -141,8 +142,12 @@ def load_library(path: Path) -> ctypes.PyDLL:
     lib.tenprof_lines_paths.restype = ctypes.py_object
     lib.tenprof_lines_clear.argtypes = []
     lib.tenprof_lines_clear.restype = None
-    lib.tenprof_lines_every_op.argtypes = [ctypes.c_int]
+    lib.tenprof_lines_every_op.argtypes = [ctypes.c_int, ctypes.c_int]
     lib.tenprof_lines_every_op.restype = None
+    lib.tenprof_lines_signatures.argtypes = []
+    lib.tenprof_lines_signatures.restype = ctypes.py_object
+    lib.tenprof_lines_dtype_name.argtypes = [ctypes.c_int]
+    lib.tenprof_lines_dtype_name.restype = ctypes.py_object
     lib.tenprof_lines_ops.argtypes = []
     lib.tenprof_lines_ops.restype = ctypes.py_object
     lib.tenprof_lines_op_names.argtypes = []
@@ -152,7 +157,9 @@ def load_library(path: Path) -> ctypes.PyDLL:
 
 # The columns of an op record (callsite_observer.cpp, ThreadBuffer::ops), in order; `scope` is torch's
 # RecordScope, USER_SCOPE for a named range (record_function, ProfilerStep#N), the others ops.
-OP_FIELDS = ("thread_id", "start_ns", "end_ns", "name_id", "sequence_nr", "forward_thread_id", "depth", "scope")
+OP_FIELDS = (
+    "thread_id", "start_ns", "end_ns", "name_id", "sequence_nr", "forward_thread_id", "depth", "scope", "signature_id",
+)  # fmt: skip
 USER_SCOPE: int = torch._C._profiler.RecordScope.USER_SCOPE.value
 
 
@@ -168,11 +175,15 @@ class NativeCallsiteRecorder:
     """Stands where `CallsiteRecorder` does in the call-site log (enter, pause, close, records), but
     records natively; Dynamo's compilations are still recorded from their Python callbacks."""
 
-    def __init__(self, interner: FrameInterner, lib: ctypes.PyDLL, every_op: bool = False) -> None:
+    def __init__(
+        self, interner: FrameInterner, lib: ctypes.PyDLL, every_op: bool = False, inputs: bool = False
+    ) -> None:
         self.interner = interner
         self.lib = lib
-        # every op of every thread recorded too (`ops`), as a profiler's CPU side records them
+        # every op of every thread recorded too (`ops`), as a profiler's CPU side records them; with `inputs`
+        # each op's input signature (shapes, dtypes, strides, scalar values), as its record_shapes does
         self.every_op = every_op
+        self.inputs = every_op and inputs
         self._ops: dict[str, Any] | None = None
         # Dynamo's compile records come from the Python recorder's callbacks, into its records array.
         self._python = CallsiteRecorder(interner)
@@ -182,7 +193,7 @@ class NativeCallsiteRecorder:
         self._unwrapped: dict[str, Any] = {}
         # Its first callback goes in now, disabled, so that it runs before the profiler's (started later);
         # the scopes it observes (named ranges too, for every op) are set with it.
-        lib.tenprof_lines_every_op(int(every_op))
+        lib.tenprof_lines_every_op(int(every_op), int(self.inputs))
         lib.tenprof_lines_prepare()
 
     @property
@@ -199,7 +210,7 @@ class NativeCallsiteRecorder:
         if not self._started:
             self._records = None
             self._ops = None
-            self.lib.tenprof_lines_every_op(int(self.every_op))  # as prepared (another recorder may have run)
+            self.lib.tenprof_lines_every_op(int(self.every_op), int(self.inputs))  # as prepared (another may have run)
             self.lib.tenprof_lines_start(self.interner.stop_code, self._on_new_path)
             self._started = True
             self._paused = False
@@ -304,7 +315,71 @@ class NativeCallsiteRecorder:
         width = len(OP_FIELDS)
         columns: dict[str, Any] = {name: list(flat[i::width]) for i, name in enumerate(OP_FIELDS)}
         columns["names"] = self.lib.tenprof_lines_op_names()
+        columns["signatures"] = [decode_signature(key, self._dtype_name) for key in self.lib.tenprof_lines_signatures()]
         return columns
+
+    @functools.cache  # noqa: B019  (one recorder a run; a handful of dtypes)
+    def _dtype_name(self, scalar_type: int) -> str:
+        name: str = self.lib.tenprof_lines_dtype_name(scalar_type)
+        return name
+
+
+def decode_signature(key: tuple[int, ...], dtype_name: Any) -> list[list[Any]]:
+    """An encoded input signature (callsite_observer.cpp, encode_inputs) as the profiler's record_shapes
+    writes it: [Input Dims, Input type, Input Strides, Concrete Inputs], one entry per input."""
+    columns: list[list[Any]] = [[], [], [], []]
+    at = 0
+
+    def add(dims: Any, kind: str, strides: Any, value: str) -> None:
+        for column, item in zip(columns, (dims, kind, strides, value), strict=True):
+            column.append(item)
+
+    def tensor() -> tuple[list[int], str, list[int]]:
+        nonlocal at
+        dtype, rank = key[at], key[at + 1]
+        sizes, steps = list(key[at + 2 : at + 2 + rank]), list(key[at + 2 + rank : at + 2 + 2 * rank])
+        at += 2 + 2 * rank
+        return sizes, dtype_name(dtype) if dtype >= 0 else "", steps
+
+    while at < len(key):
+        kind = key[at]
+        at += 1
+        if kind == INPUT_TENSOR:
+            sizes, name, steps = tensor()
+            add(sizes, name, steps, "")
+        elif kind == INPUT_TENSOR_LIST:
+            count = key[at]
+            at += 1
+            listed = [tensor() for _ in range(count)]
+            add([t[0] for t in listed], "TensorList", [t[2] for t in listed], "")
+        elif kind in (INPUT_INT, INPUT_BOOL, INPUT_DOUBLE):
+            add([], "Scalar", [], _scalar_text(kind, key[at]))
+            at += 1
+        elif kind == INPUT_INT_LIST:
+            count = key[at]
+            add([], "ScalarList", [], "[" + ", ".join(str(v) for v in key[at + 1 : at + 1 + count]) + "]")
+            at += 1 + count
+        else:
+            add([], "", [], "")
+    return columns
+
+
+# the input kinds of an encoded signature (callsite_observer.cpp, InputKind)
+INPUT_NONE, INPUT_TENSOR, INPUT_INT, INPUT_BOOL, INPUT_DOUBLE, INPUT_INT_LIST, INPUT_TENSOR_LIST = range(7)
+
+
+def _scalar_text(kind: int, value: int) -> str:
+    """A scalar as the profiler prints it: ints as they are, bools as Python's, doubles with 17 significant
+    digits and a point where they have none (C++'s ostream at max_digits10, as torch's IValue printing)."""
+    if kind == INPUT_BOOL:
+        return "True" if value else "False"
+    if kind == INPUT_INT:
+        return str(value)
+    number = struct.unpack("<d", struct.pack("<q", value))[0]
+    text = f"{number:.17g}"
+    if not any(c in text for c in ".en"):  # not 1e+20, inf, nan
+        text += "."
+    return text
 
 
 def _resolve(path: tuple[Any, ...]) -> list[tuple[CodeType, int]]:
@@ -312,7 +387,7 @@ def _resolve(path: tuple[Any, ...]) -> list[tuple[CodeType, int]]:
 
 
 def make_recorder(
-    interner: FrameInterner, wanted: str, every_op: bool = False
+    interner: FrameInterner, wanted: str, every_op: bool = False, inputs: bool = False
 ) -> CallsiteRecorder | NativeCallsiteRecorder:
     """The recorder asked for ("native" or "python", from TENPROF_LINES_RECORDER); the Python one when
     the native one is unavailable, after one line on stderr saying why. `every_op`: the native one
@@ -327,4 +402,4 @@ def make_recorder(
     except NativeLinesUnavailable as exc:
         print(f"tenprof: native call-site recorder unavailable ({exc}); using the Python recorder", file=sys.stderr)
         return CallsiteRecorder(interner)
-    return NativeCallsiteRecorder(interner, lib, every_op)
+    return NativeCallsiteRecorder(interner, lib, every_op, inputs)

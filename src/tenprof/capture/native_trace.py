@@ -6,7 +6,8 @@ thread on the perf clock. Written as a Kineto trace, they import through the sam
 trace does: ops as `cpu_op` events with their sequence number and forward thread (which tie backward ops
 to forward ones), named ranges (record_function, ProfilerStep#N, tenprof's clock syncs) as
 `user_annotation` events. Times are the perf clock's, so the clock syncs in it align the call-site log
-with no shift. Input shapes are not recorded natively yet: the ops have none (an importer says so).
+with no shift. Where the recorder recorded input signatures, each op carries them as the profiler's
+record_shapes does (Input Dims, Input type, Input Strides, Concrete Inputs).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import Any
 import orjson
 
 OP_CATEGORY = "cpu_op"
+# the args of a recorded op's input signature, in the order native_lines.decode_signature gives them
+INPUT_KEYS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs")
 RANGE_CATEGORY = "user_annotation"
 
 
@@ -27,6 +30,7 @@ def trace_events(ops: dict[str, Any], pid: int, user_scope: int) -> list[dict[st
     names = ops["names"]
     order = sorted(range(len(ops["start_ns"])), key=lambda i: (ops["start_ns"][i], -ops["end_ns"][i]))
     sequence = _sequence_numbers(ops, order)
+    signatures = ops.get("signatures")
     events = []
     for external_id, i in enumerate(order, start=1):
         start, end = ops["start_ns"][i], ops["end_ns"][i]
@@ -35,6 +39,9 @@ def trace_events(ops: dict[str, Any], pid: int, user_scope: int) -> list[dict[st
         if not is_range:
             args["Sequence number"] = sequence[i]
             args["Fwd thread id"] = ops["forward_thread_id"][i]
+            signature = signatures[ops["signature_id"][i]] if signatures and ops["signature_id"][i] >= 0 else None
+            if signature is not None and signature[0]:  # as the profiler, nothing for an op without inputs
+                args.update(zip(INPUT_KEYS, signature, strict=True))
         events.append(
             {
                 "ph": "X",

@@ -112,7 +112,9 @@ class TimelineSession:
         # the two); the native capture needs them, and the lines with them
         every_op = self._native or os.environ.get("TENPROF_NATIVE_OPS", "") == "1"
         record_calls = options.lines or self._native
-        self.log = CallsiteLog(stop_code, record_calls=record_calls, recorder=recorder, every_op=every_op)
+        self.log = CallsiteLog(
+            stop_code, record_calls=record_calls, recorder=recorder, every_op=every_op, inputs=options.shapes
+        )
         self._step_range: Any = None  # the native capture's open ProfilerStep#N range
         if options.lines:
             self.log.own_launches = OwnLaunches(self.log.interner)

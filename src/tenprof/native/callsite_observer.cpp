@@ -22,6 +22,8 @@
 #undef Py_BUILD_CORE
 #endif
 #include <ATen/record_function.h>
+#include <c10/core/ScalarTypeToTypeMeta.h>
+#include <cstring>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,9 +49,10 @@ inline int64_t now_ns() {
 inline uint64_t mix(uint64_t h, uint64_t v) { return (h ^ v) * 1099511628211ULL ^ (v >> 29); }
 
 struct KeyHash {
-  size_t operator()(const std::vector<uint64_t>& key) const noexcept {
+  template <typename T>
+  size_t operator()(const std::vector<T>& key) const noexcept {
     uint64_t h = 1469598103934665603ULL;
-    for (uint64_t v : key) h = mix(h, v);
+    for (T v : key) h = mix(h, static_cast<uint64_t>(v));
     return static_cast<size_t>(h);
   }
 };
@@ -78,9 +81,12 @@ struct ThreadBuffer {
   std::vector<size_t> open_ops;
   std::vector<const void*> open_fns;  // the RecordFunction of each open op, which its end callback gets too
   std::unordered_map<std::string_view, int64_t> name_ids;  // views into g_names' strings
-  uint64_t names_generation = 0;  // the g_generation the name ids belong to
+  uint64_t names_generation = 0;  // the g_generation the name ids belong to (and the signature ids)
+  std::unordered_map<std::vector<int64_t>, int64_t, KeyHash> signature_ids;
+  std::vector<int64_t> signature;  // scratch for the current op's
 };
-constexpr size_t kOpFields = 8;  // thread, start, end, name id, sequence nr, forward thread, depth, scope
+// thread, start, end, name id, sequence nr, forward thread, depth, scope, input signature id (-1: none)
+constexpr size_t kOpFields = 9;
 
 std::mutex g_mutex;  // guards g_buffers, g_paths, g_path_codes; never held while taking the GIL
 std::vector<ThreadBuffer*> g_buffers;
@@ -95,6 +101,9 @@ std::atomic<bool> g_want_new_path{false};
 std::atomic<int> g_compiling{0};     // Dynamo compilations running: their ops belong to the compile record
 std::atomic<uint64_t> g_generation{1};  // bumped when path ids are cleared: threads' caches go stale
 std::atomic<bool> g_every_op{false};    // record every op too
+std::atomic<bool> g_inputs{false};      // and each op's input signature (shapes, dtypes, strides, scalars)
+std::vector<std::vector<int64_t>> g_signatures;  // by id: the encoded inputs (see encode_inputs)
+std::unordered_map<std::vector<int64_t>, int64_t, KeyHash> g_signature_ids;
 std::deque<std::string> g_names;        // op names by id (a deque: its strings never move)
 std::unordered_map<std::string_view, int64_t> g_name_ids;
 
@@ -217,6 +226,7 @@ int64_t name_id(ThreadBuffer* b, std::string_view name) {
   uint64_t generation = g_generation.load(std::memory_order_acquire);
   if (b->names_generation != generation) {
     b->name_ids.clear();
+    b->signature_ids.clear();
     b->names_generation = generation;
   }
   auto found = b->name_ids.find(name);
@@ -240,12 +250,94 @@ int64_t name_id(ThreadBuffer* b, std::string_view name) {
   return id;
 }
 
+// Input kinds of an encoded signature: each input is its kind, then its values.
+enum InputKind : int64_t {
+  kNone = 0,        // None, an undefined tensor, or a kind not encoded
+  kTensor = 1,      // dtype, rank, sizes..., strides...
+  kInt = 2,         // value
+  kBool = 3,        // value
+  kDouble = 4,      // the value's bits
+  kIntList = 5,     // length, values...
+  kTensorList = 6,  // length, then per tensor: dtype, rank, sizes..., strides...
+};
+
+void encode_tensor(const at::Tensor& t, std::vector<int64_t>& out) {
+  out.push_back(static_cast<int64_t>(t.scalar_type()));
+  out.push_back(t.dim());
+  for (int64_t size : t.sizes()) out.push_back(size);
+  if (t.layout() == c10::kStrided) {
+    for (int64_t stride : t.strides()) out.push_back(stride);
+  } else {
+    for (int64_t d = 0; d < t.dim(); d++) out.push_back(0);
+  }
+}
+
+// The op's inputs, as the profiler's record_shapes reads them, encoded into out.
+void encode_inputs(const at::RecordFunction& fn, std::vector<int64_t>& out) {
+  out.clear();
+  for (const c10::IValue& v : fn.inputs()) {
+    if (v.isTensor() && v.toTensor().defined()) {
+      out.push_back(kTensor);
+      encode_tensor(v.toTensor(), out);
+    } else if (v.isBool()) {
+      out.insert(out.end(), {kBool, v.toBool() ? 1 : 0});
+    } else if (v.isInt()) {
+      out.insert(out.end(), {kInt, v.toInt()});
+    } else if (v.isDouble()) {
+      double d = v.toDouble();
+      int64_t bits;
+      std::memcpy(&bits, &d, sizeof bits);
+      out.insert(out.end(), {kDouble, bits});
+    } else if (v.isIntList()) {
+      c10::List<int64_t> list = v.toIntList();
+      out.push_back(kIntList);
+      out.push_back(static_cast<int64_t>(list.size()));
+      for (int64_t x : list) out.push_back(x);
+    } else if (v.isTensorList()) {
+      c10::List<at::Tensor> list = v.toTensorList();
+      out.push_back(kTensorList);
+      out.push_back(static_cast<int64_t>(list.size()));
+      for (const at::Tensor& t : list) {
+        if (t.defined()) {
+          encode_tensor(t, out);
+        } else {
+          out.insert(out.end(), {-1, 0});  // an undefined tensor: no dtype, rank 0
+        }
+      }
+    } else {
+      out.push_back(kNone);
+    }
+  }
+}
+
+// The id of the op's input signature: from the thread's map, else the global one.
+int64_t signature_id(ThreadBuffer* b, const at::RecordFunction& fn) {
+  encode_inputs(fn, b->signature);
+  auto found = b->signature_ids.find(b->signature);
+  if (found != b->signature_ids.end()) return found->second;
+  int64_t id;
+  {
+    std::lock_guard<std::mutex> guard(g_mutex);
+    auto global = g_signature_ids.find(b->signature);
+    if (global == g_signature_ids.end()) {
+      id = static_cast<int64_t>(g_signatures.size());
+      g_signatures.push_back(b->signature);
+      g_signature_ids.emplace(b->signature, id);
+    } else {
+      id = global->second;
+    }
+  }
+  b->signature_ids.emplace(b->signature, id);
+  return id;
+}
+
 void open_op(ThreadBuffer* b, const at::RecordFunction& fn, int64_t start) {
   b->open_ops.push_back(b->ops.size());
   b->open_fns.push_back(&fn);
-  b->ops.insert(b->ops.end(), {b->tid, start, 0, name_id(b, fn.name()), fn.seqNr(),
-                               static_cast<int64_t>(fn.forwardThreadId()), b->depth,
-                               static_cast<int64_t>(fn.scope())});
+  int64_t name = name_id(b, fn.name());  // first: it clears the thread's ids of an older generation
+  bool inputs = g_inputs.load(std::memory_order_relaxed) && fn.scope() != at::RecordScope::USER_SCOPE;
+  b->ops.insert(b->ops.end(), {b->tid, start, 0, name, fn.seqNr(), static_cast<int64_t>(fn.forwardThreadId()),
+                               b->depth, static_cast<int64_t>(fn.scope()), inputs ? signature_id(b, fn) : -1});
 }
 
 // Named ranges (record_function, the profiler's step ranges) reach the callbacks only when every op is
@@ -304,6 +396,8 @@ void clear_paths() {
   g_path_keys.clear();
   g_name_ids.clear();
   g_names.clear();
+  g_signature_ids.clear();
+  g_signatures.clear();
 }
 
 void clear_ops(ThreadBuffer* b) {
@@ -344,8 +438,9 @@ void tenprof_lines_prepare() {
       clear_ops(b);
     }
   }
-  g_opener = at::addGlobalCallback(
-      at::RecordFunctionCallback(on_open).scopes(g_every_op.load() ? kScopesAndRanges : kScopes));
+  g_opener = at::addGlobalCallback(at::RecordFunctionCallback(on_open)
+                                       .scopes(g_every_op.load() ? kScopesAndRanges : kScopes)
+                                       .needsInputs(g_every_op.load() && g_inputs.load()));
   at::disableCallback(g_opener);
 }
 
@@ -429,9 +524,36 @@ void tenprof_lines_clear() {
   }
 }
 
-// Record every op and named range too (1) or only the top-level call sites (0); before
-// tenprof_lines_prepare (the opener's scopes are set when it is added).
-void tenprof_lines_every_op(int on) { g_every_op.store(on != 0); }
+// Record every op and named range too (1) or only the top-level call sites (0), and with every op its
+// input signature (inputs 1); before tenprof_lines_prepare (the opener's scopes are set when it is added).
+void tenprof_lines_every_op(int on, int inputs) {
+  g_every_op.store(on != 0);
+  g_inputs.store(inputs != 0);
+}
+
+// The input signatures by id: a list of tuples of ints (encode_inputs).
+PyObject* tenprof_lines_signatures() {
+  std::lock_guard<std::mutex> guard(g_mutex);
+  PyObject* out = PyList_New(static_cast<Py_ssize_t>(g_signatures.size()));
+  if (out == nullptr) return nullptr;
+  for (size_t i = 0; i < g_signatures.size(); i++) {
+    const std::vector<int64_t>& key = g_signatures[i];
+    PyObject* row = PyTuple_New(static_cast<Py_ssize_t>(key.size()));
+    if (row == nullptr) {
+      Py_DECREF(out);
+      return nullptr;
+    }
+    for (size_t k = 0; k < key.size(); k++) PyTuple_SET_ITEM(row, static_cast<Py_ssize_t>(k), PyLong_FromLongLong(key[k]));
+    PyList_SET_ITEM(out, static_cast<Py_ssize_t>(i), row);
+  }
+  return out;
+}
+
+// The name the profiler gives a dtype (its TypeMeta name: "float", "long int", "c10::BFloat16").
+PyObject* tenprof_lines_dtype_name(int scalar_type) {
+  std::string_view name = c10::scalarTypeToTypeMeta(static_cast<c10::ScalarType>(scalar_type)).name();
+  return PyUnicode_FromStringAndSize(name.data(), static_cast<Py_ssize_t>(name.size()));
+}
 
 // Finished op records of every thread, as int64 bytes, kOpFields per op (see ThreadBuffer::ops).
 PyObject* tenprof_lines_ops() { return finished_bytes(&ThreadBuffer::ops, kOpFields); }
