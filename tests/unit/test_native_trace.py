@@ -1,12 +1,22 @@
 """The Kineto-format trace written from native op records (tenprof.capture.native_trace), on records made
 up here: categories, units, arguments and the autograd engine's ranges' sequence numbers; and the input
-signatures the native recorder encodes, decoded as the profiler writes them (tenprof.capture.native_lines)."""
+signatures the native recorder encodes, decoded as the profiler writes them (tenprof.capture.native_lines);
+and the GPU side of a Kineto trace merged in, on real GPU recordings of tests/data."""
 
 from __future__ import annotations
 
+import gzip
+import shutil
 import struct
+from pathlib import Path
 
-from tenprof.capture.native_trace import trace_events
+import orjson
+import pytest
+
+from tenprof.capture.native_trace import trace_events, trace_minus_perf_ns, with_gpu_events
+from tenprof.importers.timeline_import import build_pass
+from tenprof.store.profile import Profile, load_profile
+from tests.conftest import DATA, rebuild_pass
 
 USER_SCOPE = 7
 NAMES = ["ProfilerStep#1", "aten::mm", "autograd::engine::evaluate_function: MmBackward0", "MmBackward0", "aten::t"]
@@ -83,3 +93,59 @@ def test_input_signatures_read_as_the_profilers_record_shapes_writes_them() -> N
     assert strides == [[32, 1], [[1], []], [], [], [], [], [], [], []]
     assert values == ["", "", "6", "False", "0.", "-0.001", "[256, 256]", "[]", ""]
     assert nl.decode_signature((), names.__getitem__) == [[], [], [], []]
+
+
+def test_the_wall_clock_pairs_map_a_gpu_trace_onto_the_perf_clock() -> None:
+    base = 1_790_000_000_000_000_000
+    # wall - perf = 5_000 (+-1 of reading jitter), read three times; Kineto's times are wall - base
+    pairs = [[100, 5_101, 102], [200, 5_200, 200], [300, 5_299, 298]]
+    assert trace_minus_perf_ns(pairs, base) == 5_000 - base
+    with pytest.raises(ValueError, match="no clock pairs"):
+        trace_minus_perf_ns([], base)
+
+
+@pytest.mark.parametrize("case", ["mlp", "user_kernels"])
+def test_a_gpu_only_trace_merged_with_op_records_attributes_kernels_as_the_full_trace(
+    case: str, tmp_path: Path
+) -> None:
+    # A GPU recording's own trace split as the capture without Kineto's CPU side records it: its ops and
+    # ranges as native records on another clock (shifted by SHIFT), and a GPU-only trace without the
+    # External ids that name a launch's op. Merged and imported, every kernel gets the same op and line
+    # as from the full trace (launches found in their ops by time on their thread).
+    shift = 123_456_789_000
+    raw = DATA / case / "timeline" / "raw"
+    trace = orjson.loads(gzip.decompress((raw / "kineto_trace.json.gz").read_bytes()))
+    cpu = [e for e in trace["traceEvents"] if e.get("cat") in ("cpu_op", "user_annotation") and e.get("ph") == "X"]
+    names = sorted({e["name"] for e in cpu})
+    ops = {
+        "thread_id": [e["tid"] for e in cpu],
+        "start_ns": [round(e["ts"] * 1000) - shift for e in cpu],
+        "end_ns": [round((e["ts"] + e["dur"]) * 1000) - shift for e in cpu],
+        "name_id": [names.index(e["name"]) for e in cpu],
+        "sequence_nr": [e["args"].get("Sequence number", -1) for e in cpu],
+        "forward_thread_id": [e["args"].get("Fwd thread id", 0) for e in cpu],
+        "depth": [0] * len(cpu),
+        "scope": [USER_SCOPE if e["cat"] == "user_annotation" else 0 for e in cpu],
+        "signature_id": [-1] * len(cpu),
+        "names": names,
+    }
+    cpu_side = ("cpu_op", "user_annotation", "cpu_instant_event", "python_function")
+    gpu_only = [e for e in trace["traceEvents"] if e.get("cat") not in cpu_side]
+    for e in gpu_only:
+        e.get("args", {}).pop("External id", None)
+    merged = with_gpu_events(trace_events(ops, 1, USER_SCOPE), {**trace, "traceEvents": gpu_only}, shift)
+    copy = tmp_path / case
+    shutil.copytree(DATA / case, copy)
+    kept = copy / "timeline" / "raw"
+    (kept / "kineto_trace.json.gz").write_bytes(gzip.compress(orjson.dumps(merged)))
+    rebuild_pass(copy, "timeline", lambda w, r: build_pass(w, r / "kineto_trace.json.gz", r / "callsites.json.gz"))
+    full, split = load_profile(DATA / case), load_profile(copy)
+    assert split.table("kernels").num_rows == full.table("kernels").num_rows > 0
+    assert _kernel_ops(split) == _kernel_ops(full)
+
+
+def _kernel_ops(profile: Profile) -> list[tuple[str, int]]:
+    """Each kernel's op name and Python frame, in kernel order."""
+    ops = profile.table("ops")
+    names, frames = ops.column("name").to_pylist(), ops.column("frame_id").to_pylist()
+    return [(names[i], frames[i]) if i >= 0 else ("", -1) for i in profile.table("kernels").column("op_id").to_pylist()]

@@ -76,6 +76,35 @@ def _sequence_numbers(ops: dict[str, Any], order: list[int]) -> list[int]:
     return sequence
 
 
+# What a Kineto session recording GPU activity alone gives: kernels, copies, sets, the CUDA calls that
+# launched them, the GPU side of annotations, and the streams' names (metadata, no time)
+GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver", "gpu_user_annotation"})
+
+
+def with_gpu_events(events: list[dict[str, Any]], gpu_trace: dict[str, Any], shift_ns: float) -> dict[str, Any]:
+    """A trace of `events` (trace_events', on the perf clock) and the GPU side of a Kineto trace recorded
+    alongside (its other top-level keys too: devices, versions), moved onto the perf clock: its time less
+    `shift_ns` (trace_minus_perf_ns). A launch's op is then found by time on its thread (the trace has no
+    External ids from the profiler's CPU side to name it)."""
+    shift_us = shift_ns / 1000
+    moved = [e for e in gpu_trace["traceEvents"] if e.get("ph") == "M" and "ts" not in e]
+    for e in gpu_trace["traceEvents"]:
+        if e.get("cat") in GPU_CATEGORIES and "ts" in e:
+            moved.append({**e, "ts": e["ts"] - shift_us})
+    kept = {k: v for k, v in gpu_trace.items() if k not in ("traceEvents", "baseTimeNanoseconds", "traceName")}
+    return {**kept, "traceEvents": events + moved}
+
+
+def trace_minus_perf_ns(pairs: list[list[int]], base_ns: int) -> int:
+    """What to subtract from a Kineto trace's times (ns) to put them on the perf clock: Kineto's times are
+    the wall clock less its `baseTimeNanoseconds`; `pairs` are [perf before, wall, perf after] reads taken
+    together (the median of their wall-minus-perf, each read at the middle of its perf bracket)."""
+    if not pairs:
+        raise ValueError("no clock pairs to map the GPU trace's clock with")
+    offsets = sorted(wall - base_ns - (before + after) // 2 for before, wall, after in pairs)  # ints: exact
+    return offsets[len(offsets) // 2]
+
+
 def _runs_node(name: str, first_inside: str) -> bool:
     return name.startswith(EVALUATE) and first_inside == name[len(EVALUATE) :]
 

@@ -116,6 +116,7 @@ class TimelineSession:
             stop_code, record_calls=record_calls, recorder=recorder, every_op=every_op, inputs=options.shapes
         )
         self._step_range: Any = None  # the native capture's open ProfilerStep#N range
+        self.clock_pairs: list[list[int]] = []  # the native capture's [perf before, wall, perf after] reads
         if options.lines:
             self.log.own_launches = OwnLaunches(self.log.interner)
         interval = _sample_interval_ns(options.sample_interval_ns)
@@ -267,6 +268,8 @@ class TimelineSession:
         ops = getattr(self.log.recorder, "ops", None)
         if ops and not self._native:  # the native capture's are its trace
             data["native_ops"] = ops
+        if self.clock_pairs:
+            data["clock_pairs"] = self.clock_pairs
         return data
 
     def _collect_worker_samples(self) -> None:
@@ -412,6 +415,10 @@ class TimelineSession:
         with record_function(SYNC_PREFIX + label):
             after = time.perf_counter_ns()
         self.log.syncs.append([label, before, after])
+        if self._native:  # the wall clock beside the perf clock: Kineto's GPU-only trace is on the wall clock
+            pair_before = time.perf_counter_ns()
+            wall = time.time_ns()
+            self.clock_pairs.append([pair_before, wall, time.perf_counter_ns()])
 
     def _save_trace(self, prof: Any) -> None:
         prof.export_chrome_trace(str(self.raw_dir / trace_part_name(self._parts_written)))
