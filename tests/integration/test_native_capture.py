@@ -60,11 +60,13 @@ def test_the_native_capture_records_the_ops_and_lines_the_default_one_does(
     assert status["trace_written"]
 
 
-def test_the_native_capture_refuses_a_gpu_it_cannot_record_yet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_native_capture_refuses_a_gpu_until_it_is_checked_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     session = TimelineSession(tmp_path, TimelineOptions(capture="native", overhead_steps=0))
     try:
-        with pytest.raises(NativeCaptureUnavailable, match="no GPU activity yet"):
+        with pytest.raises(NativeCaptureUnavailable, match="not yet checked on a GPU"):
             session.start()
     finally:
         if session.log.recorder is not None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tenprof.capture.native_trace import trace_events, trace_minus_perf_ns, with_gpu_events
+from tenprof.capture.native_trace import trace_events, trace_minus_perf_ns, with_gpu_events, write_trace
 from tenprof.importers.timeline_import import build_pass
 from tenprof.store.profile import Profile, load_profile
 from tests.conftest import DATA, rebuild_pass
@@ -149,3 +149,19 @@ def _kernel_ops(profile: Profile) -> list[tuple[str, int]]:
     ops = profile.table("ops")
     names, frames = ops.column("name").to_pylist(), ops.column("frame_id").to_pylist()
     return [(names[i], frames[i]) if i >= 0 else ("", -1) for i in profile.table("kernels").column("op_id").to_pylist()]
+
+
+def test_the_trace_written_holds_each_gpu_part_on_the_perf_clock(tmp_path: Path) -> None:
+    ops = _records([(1, 1_000, 9_000, 1, 3, 0)])
+    kernel = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10.0, "dur": 2.0, "args": {}}
+    launch = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 42, "tid": 1, "ts": 7.5, "dur": 1}
+    stream = {"ph": "M", "name": "thread_name", "pid": 0, "tid": 7, "args": {"name": "stream 7"}}
+    cpu = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 42, "tid": 1, "ts": 7.0, "dur": 3.0}
+    part = {"deviceProperties": [{"id": 0}], "baseTimeNanoseconds": 5, "traceEvents": [kernel, launch, stream, cpu]}
+    write_trace(tmp_path / "t.json.gz", ops, 42, USER_SCOPE, [(part, 4_000)])
+    trace = orjson.loads(gzip.decompress((tmp_path / "t.json.gz").read_bytes()))
+    assert trace["deviceProperties"] == [{"id": 0}] and "baseTimeNanoseconds" not in trace
+    by_cat = {e.get("cat"): e for e in trace["traceEvents"]}
+    assert by_cat["kernel"]["ts"] == 6.0 and by_cat["cuda_runtime"]["ts"] == 3.5  # 4 us earlier: the perf clock
+    assert by_cat["cpu_op"]["name"] == "aten::mm" and by_cat["cpu_op"]["ts"] == 1.0  # the native record, not the part's
+    assert sum(e.get("cat") == "cpu_op" for e in trace["traceEvents"]) == 1 and by_cat[None]["ph"] == "M"

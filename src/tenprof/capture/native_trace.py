@@ -13,6 +13,7 @@ record_shapes does (Input Dims, Input type, Input Strides, Concrete Inputs).
 from __future__ import annotations
 
 import gzip
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +110,13 @@ def _runs_node(name: str, first_inside: str) -> bool:
     return name.startswith(EVALUATE) and first_inside == name[len(EVALUATE) :]
 
 
-def write_trace(path: Path, ops: dict[str, Any], pid: int, user_scope: int) -> None:
-    """The trace file (gzipped JSON, as the profiler's export is kept) holding `trace_events`."""
-    trace = {"schemaVersion": 1, "deviceProperties": [], "traceEvents": trace_events(ops, pid, user_scope)}
+def write_trace(
+    path: Path, ops: dict[str, Any], pid: int, user_scope: int, gpu_parts: Sequence[tuple[dict[str, Any], int]] = ()
+) -> None:
+    """The trace file (gzipped JSON, as the profiler's export is kept) holding `trace_events`, and the GPU
+    side of each of `gpu_parts` (a GPU-only Kineto trace and its trace_minus_perf_ns)."""
+    events = trace_events(ops, pid, user_scope)
+    trace: dict[str, Any] = {"schemaVersion": 1, "deviceProperties": [], "traceEvents": events}
+    for part, shift_ns in gpu_parts:  # the part's devices and versions, the events so far and its own
+        trace = {**trace, **with_gpu_events(trace["traceEvents"], part, shift_ns)}
     path.write_bytes(gzip.compress(orjson.dumps(trace), compresslevel=1))

@@ -24,6 +24,7 @@ Raw files written into `raw_dir`:
 
 from __future__ import annotations
 
+import gzip
 import os
 import shutil
 import sys
@@ -47,7 +48,7 @@ from tenprof.capture.gpu_clocks import GpuClockSampler
 from tenprof.capture.host_sampler import DEFAULT_INTERVAL_NS, HostSampler
 from tenprof.capture.log_filter import profiler_lines_kept_out
 from tenprof.capture.native_lines import USER_SCOPE, NativeCallsiteRecorder
-from tenprof.capture.native_trace import write_trace
+from tenprof.capture.native_trace import trace_minus_perf_ns, write_trace
 from tenprof.capture.overhead_plan import DEFAULT_COUNT, RECORDED, OverheadPlan
 from tenprof.capture.own_launches import OwnLaunches
 from tenprof.capture.schedule import Schedule
@@ -62,6 +63,8 @@ from tenprof.core.rawfiles import (
 from tenprof.errors import TenprofError
 
 STEP_RANGE_PREFIX = "ProfilerStep#"  # the name torch.profiler gives each step's range
+GPU_PART_PREFIX = "gpu_trace."  # the native capture's GPU-only sessions' exports, until merged
+NATIVE_GPU_VAR = "TENPROF_NATIVE_GPU"  # 1: the native capture on a GPU, before it is checked there
 
 
 class NativeCaptureUnavailable(TenprofError):
@@ -117,6 +120,7 @@ class TimelineSession:
         )
         self._step_range: Any = None  # the native capture's open ProfilerStep#N range
         self.clock_pairs: list[list[int]] = []  # the native capture's [perf before, wall, perf after] reads
+        self._gpu_parts = 0  # the native capture's GPU-only sessions exported so far
         if options.lines:
             self.log.own_launches = OwnLaunches(self.log.interner)
         interval = _sample_interval_ns(options.sample_interval_ns)
@@ -130,7 +134,7 @@ class TimelineSession:
         self._plan = OverheadPlan.for_run(options.overhead_steps, options.schedule)
         self._capture_on = True
         # the session stops for the steps timed un-profiled, GPU activity and all (see `_set_capture`)
-        self._gpu_activity = torch.cuda.is_available() and options.schedule is None and not self._native
+        self._gpu_activity = torch.cuda.is_available() and options.schedule is None
         self._set_teardown = False
         if self._gpu_activity and self._plan.count > 0:
             # Kineto leaves CUPTI attached after a session stops unless told to tear it down, and an
@@ -152,6 +156,8 @@ class TimelineSession:
         warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle.*")
         if self._native:
             self._check_native()
+            if self._gpu_activity:
+                self._start_session(0)  # GPU activity alone
         else:
             self._start_session(0)
             self._sync()
@@ -289,14 +295,19 @@ class TimelineSession:
         recorded step and show there as idle GPU time. With `--schedule` the measured steps are outside
         torch's window already, and only tenprof's own recorders pause."""
         self._capture_on = on
-        if self._native:  # no session: the step ranges close before the recorder pauses, open after it resumes
+        if self._native:  # the step ranges close before the recorder pauses, and open after it resumes
             if on:
+                if self._gpu_activity:
+                    torch.cuda.synchronize()
+                    self._start_session(self.log.step_calls)
                 self._set_recorders(on)
                 self._sync()
                 self._open_step(self.log.step_calls)
             else:
                 self._close_step()
                 self._sync()
+                if self._prof is not None:
+                    self._stop_session()
                 self._set_recorders(on)
             return
         if self.options.schedule is None:
@@ -321,10 +332,13 @@ class TimelineSession:
 
     def _check_native(self) -> None:
         """Raise NativeCaptureUnavailable where the native capture cannot record what the run needs."""
-        if torch.cuda.is_available():
+        if torch.cuda.is_available() and os.environ.get(NATIVE_GPU_VAR) != "1":
             raise NativeCaptureUnavailable(
-                "--capture native records no GPU activity yet (CPU only so far); use the default capture"
+                f"--capture native is not yet checked on a GPU; use the default capture (or {NATIVE_GPU_VAR}=1 to "
+                "try it)"
             )
+        if self.options.schedule is not None:
+            raise NativeCaptureUnavailable("--capture native does not take --schedule yet")
         if not isinstance(self.log.recorder, NativeCallsiteRecorder):
             raise NativeCaptureUnavailable("--capture native needs the native recorder, unavailable here (above)")
 
@@ -349,7 +363,13 @@ class TimelineSession:
         """The native recorder's ops and ranges as the run's trace, where torch.profiler's export would be."""
         recorder = self.log.recorder
         assert isinstance(recorder, NativeCallsiteRecorder)
-        write_trace(self.raw_dir / trace_part_name(0), recorder.ops, os.getpid(), USER_SCOPE)
+        files = [self.raw_dir / f"{GPU_PART_PREFIX}{k}.json.gz" for k in range(self._gpu_parts)]
+        parts = [orjson.loads(gzip.decompress(f.read_bytes())) for f in files]
+        pairs = self.clock_pairs
+        shifted = [(part, trace_minus_perf_ns(pairs, int(part.get("baseTimeNanoseconds", 0)))) for part in parts]
+        write_trace(self.raw_dir / trace_part_name(0), recorder.ops, os.getpid(), USER_SCOPE, shifted)
+        for f in files:  # merged into the trace
+            f.unlink()
         self._parts_written = 1
         self.trace_written = True
 
@@ -371,7 +391,13 @@ class TimelineSession:
             self.gpu_clocks.paused = not on
 
     def _start_session(self, step_number: int) -> None:
-        """A torch.profiler session whose first step is ProfilerStep#`step_number`."""
+        """A torch.profiler session whose first step is ProfilerStep#`step_number`; for the native capture
+        one that records GPU activity alone (its ranges and ops are the native recorder's)."""
+        if self._native:
+            self._prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
+            with _without_importing_inductor(), self._profiler_lines_kept_out():
+                self._prof.start()
+            return
         activities = [torch.profiler.ProfilerActivity.CPU]
         if torch.cuda.is_available():
             activities.append(torch.profiler.ProfilerActivity.CUDA)
@@ -400,6 +426,9 @@ class TimelineSession:
             torch.cuda.synchronize()
         with self._profiler_lines_kept_out():
             self._prof.stop()
+        if self._native:  # its GPU activity, merged into the trace at the end (_write_native_trace)
+            self._prof.export_chrome_trace(str(self.raw_dir / f"{GPU_PART_PREFIX}{self._gpu_parts}.json.gz"))
+            self._gpu_parts += 1
         self._prof = None
 
     def _profiler_lines_kept_out(self) -> Any:
