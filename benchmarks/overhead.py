@@ -30,6 +30,8 @@ Configurations:
     tenprof-nothreads the same without both threads (host sampler, NVML clocks)
     tenprof-bare     tenprof run --no-lines --no-shapes --no-memory without both threads: Kineto CPU+CUDA
                      as tenprof starts it, to set against torch (the same profiler started by a script)
+    tenprof-native   tenprof run --capture native: ops, shapes and lines recorded natively, GPU activity by a
+                     CUDA-only profiler session (no memory events yet)
     tenprof-nolines  tenprof run --no-lines
     tenprof-light    tenprof run --no-lines --no-shapes --no-memory
     tenprof-tensors  tenprof run --passes tensors       (the tensors pass alone)
@@ -142,6 +144,7 @@ CONFIGS: dict[str, Config] = {
     "tenprof-bare": Config(
         "tenprof run --no-lines --no-shapes --no-memory, no host sampler, no NVML thread", ("tenprof",)
     ),
+    "tenprof-native": Config("tenprof run --capture native (no profiler CPU side; TENPROF_NATIVE_GPU=1)", ("tenprof",)),
     "tenprof-nolines": Config("tenprof run --no-lines", ("tenprof",)),
     "tenprof-light": Config("tenprof run --no-lines --no-shapes --no-memory", ("tenprof",)),
     "tenprof-tensors": Config("tenprof run --passes tensors", ("tenprof",)),
@@ -175,6 +178,7 @@ _EAGER_GPT2: dict[str, float] = {
     "tenprof-noclocks": 24,
     "tenprof-nothreads": 24,
     "tenprof-bare": 21,
+    "tenprof-native": 22,
     "tenprof-nolines": 22,
     "tenprof-light": 21,
     "tenprof-tensors": 18,
@@ -208,6 +212,7 @@ ESTIMATE_S: dict[str, dict[str, float]] = {
         "tenprof-noclocks": 14,
         "tenprof-nothreads": 14,
         "tenprof-bare": 12,
+        "tenprof-native": 12,
         "tenprof-nolines": 12,
         "tenprof-light": 12,
         "tenprof-tensors": 10,
@@ -405,6 +410,7 @@ def command(
             "tenprof-noclocks": [],
             "tenprof-nothreads": [],
             "tenprof-bare": ["--no-lines", "--no-shapes", "--no-memory"],
+            "tenprof-native": ["--capture", "native"],
             "tenprof-nolines": ["--no-lines"],
             "tenprof-light": ["--no-lines", "--no-shapes", "--no-memory"],
             "tenprof-tensors": ["--passes", "tensors"],
@@ -419,6 +425,7 @@ def command(
             "tenprof-noclocks": ["env", "TENPROF_GPU_CLOCKS=0"],
             "tenprof-nothreads": ["env", "TENPROF_HOST_SAMPLE_HZ=0", "TENPROF_GPU_CLOCKS=0"],
             "tenprof-bare": ["env", "TENPROF_HOST_SAMPLE_HZ=0", "TENPROF_GPU_CLOCKS=0"],
+            "tenprof-native": ["env", "TENPROF_NATIVE_GPU=1"],
         }.get(config, [])
         return [
             *recorder,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (native38 parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -519,6 +519,13 @@ while [ $# -gt 0 ]; do
   defer36)  # issue 36: toggle_probe with --defer-export, then same36's benchmark (run at 19:05 UTC with a capture that wrote each stopped session's part at the end of the run: measured, not kept); text in $OUT/defer36.txt
     python3 benchmarks/toggle_probe.py --workload mlp --steps 50 --rounds 3 --defer-export 2>&1 | grep -v "^\[W\|USDT" > "$OUT/defer36.txt"
     python3 benchmarks/overhead.py --workloads "${TIMED_WORKLOADS:-mlp,gpt2-compiled}" --configs plain,tenprof-timed --repeats "${TIMED_REPEATS:-3}" --deadline-min "${TIMED_DEADLINE_MIN:-6.5}" --json "$OUT/" >> "$OUT/defer36.txt" 2>&1
+    ;;
+  native38)  # issue 38: the native capture on the GPU: parity with the default capture (benchmarks/native_parity.py) on the MLP and fp32 GPT-2, then its cost beside torch.profiler and Proton (NATIVE_WORKLOADS, NATIVE_REPEATS, NATIVE_DEADLINE_MIN); text in $OUT/native38.txt
+    N="$OUT/native38.txt"
+    ( cd "$REPO" && python3 benchmarks/native_parity.py "$WORK/parity_mlp" examples/small_mlp.py --steps 30 ) >> "$N" 2>&1
+    ( cd "$REPO" && python3 benchmarks/native_parity.py "$WORK/parity_gpt2" examples/gpt2_fp32.py --steps 6 --warmup 2 ) >> "$N" 2>&1
+    tenprof report "$WORK/parity_mlp/native" --limit 5 > "$OUT/native38_mlp_report.txt" 2>&1
+    python3 benchmarks/overhead.py --workloads "${NATIVE_WORKLOADS:-mlp,gpt2-fp32}" --configs plain,torch,proton,tenprof,tenprof-native --repeats "${NATIVE_REPEATS:-3}" --deadline-min "${NATIVE_DEADLINE_MIN:-6}" --json "$OUT/" >> "$N" 2>&1
     ;;
   parts38)  # issue 38: what each part of tenprof's capture costs, every step recorded, beside torch.profiler and Proton (PARTS_WORKLOADS, PARTS_REPEATS, PARTS_DEADLINE_MIN); text in $OUT/parts38.txt
     python3 benchmarks/overhead.py --workloads "${PARTS_WORKLOADS:-gpt2-fp32}" --configs plain,torch,proton,tenprof,tenprof-nosampler,tenprof-noclocks,tenprof-nothreads,tenprof-bare --repeats "${PARTS_REPEATS:-3}" --deadline-min "${PARTS_DEADLINE_MIN:-8.5}" --json "$OUT/" > "$OUT/parts38.txt" 2>&1
