@@ -68,7 +68,8 @@ NATIVE_GPU_VAR = "TENPROF_NATIVE_GPU"  # 1: the native capture on a GPU, before 
 
 
 class NativeCaptureUnavailable(TenprofError):
-    """--capture native cannot record here (a GPU, whose activity it does not record yet; no native recorder)."""
+    """--capture native cannot record this run: a GPU before it is checked there, --schedule, or no native
+    recorder (no compiler)."""
 
 
 @dataclass(frozen=True)
