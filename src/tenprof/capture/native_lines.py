@@ -11,6 +11,10 @@ file is the same and the importer does not know which recorder wrote it.
 
 The default; TENPROF_LINES_RECORDER=python selects the Python recorder instead. When the native one
 cannot be built here, one line on stderr says why and the Python recorder is used.
+
+Asked to (`every_op`), it also records every op of every thread and the named ranges, and with `inputs`
+each op's input signature, decoded here as torch.profiler's record_shapes writes it; the native capture
+(`tenprof run --capture native`) writes them as its trace (tenprof.capture.native_trace).
 """
 
 from __future__ import annotations
@@ -292,8 +296,8 @@ class NativeCallsiteRecorder:
 
     @property
     def ops(self) -> dict[str, Any]:
-        """Every op recorded natively (`every_op`): a list per column of OP_FIELDS, and `names` by name id;
-        empty when not asked for."""
+        """Every op recorded natively (`every_op`): a list per column of OP_FIELDS, `names` by name id and
+        `signatures` by signature id (decode_signature's lists; none without `inputs`); empty when not asked for."""
         if self._ops is None:
             self.records  # noqa: B018  (collects the ops with the call records, then clears both)
         return self._ops or {}
