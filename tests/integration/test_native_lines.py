@@ -268,6 +268,32 @@ def test_native_recorder_records_nothing_while_paused(native_cache: Path) -> Non
     assert all(s <= e for s, e in zip(records[1::4], records[2::4], strict=True))
 
 
+def test_a_compilation_whose_start_was_missed_does_not_silence_the_rest(native_cache: Path) -> None:
+    # Dynamo is hooked when it is first seen, which can be in the middle of a compilation: its end then
+    # comes without a start, and must not leave the recorder counting a compilation that never ends (every
+    # later op would read as the compiler's and go unrecorded). Inside a counted one, the ops are left out
+    # and torch's profiler flag is up (torch's compiler names its phases only then).
+    import torch
+
+    lib = native_lines.load_library(native_lines.build_library())
+    recorder = native_lines.NativeCallsiteRecorder(new_interner(None), lib, every_op=True)
+    recorder.__enter__()
+    recorder._compile_ended()  # no start seen
+    torch.ones(3).add(1)
+    recorder._compile_started()
+    flag_inside = torch.autograd.profiler._is_profiler_enabled
+    torch.ones(3).mul(2)
+    recorder._compile_ended()
+    torch.ones(3).sub(1)
+    recorder.close()
+    recorder.__exit__(None, None, None)
+    ops = recorder.ops
+    names = [ops["names"][i] for i in ops["name_id"]]
+    assert flag_inside and not torch.autograd.profiler._is_profiler_enabled
+    assert "aten::add" in names and "aten::sub" in names and "aten::mul" not in names
+    assert len(recorder.records) == 4 * 4  # ones, add, ones, sub: the compiled-over ones and mul are not
+
+
 def threading_id() -> int:
     import threading
 

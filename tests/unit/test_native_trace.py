@@ -159,7 +159,9 @@ def test_the_trace_written_holds_each_gpu_part_on_the_perf_clock(tmp_path: Path)
     cpu = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 42, "tid": 1, "ts": 7.0, "dur": 3.0}
     part = {"deviceProperties": [{"id": 0}], "baseTimeNanoseconds": 5, "traceEvents": [kernel, launch, stream, cpu]}
     write_trace(tmp_path / "t.json.gz", ops, 42, USER_SCOPE, [(part, 4_000)])
+    write_trace(tmp_path / "t.json", ops, 42, USER_SCOPE, [(part, 4_000)])  # plain, as the profiler's export
     trace = orjson.loads(gzip.decompress((tmp_path / "t.json.gz").read_bytes()))
+    assert orjson.loads((tmp_path / "t.json").read_bytes()) == trace
     assert trace["deviceProperties"] == [{"id": 0}] and "baseTimeNanoseconds" not in trace
     by_cat = {e.get("cat"): e for e in trace["traceEvents"]}
     assert by_cat["kernel"]["ts"] == 6.0 and by_cat["cuda_runtime"]["ts"] == 3.5  # 4 us earlier: the perf clock

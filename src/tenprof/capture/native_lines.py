@@ -189,6 +189,8 @@ class NativeCallsiteRecorder:
         self.every_op = every_op
         self.inputs = every_op and inputs
         self._ops: dict[str, Any] | None = None
+        self._compiles = 0  # Dynamo compilations running
+        self._flag_before = False  # torch's profiler flag before they began
         # Dynamo's compile records come from the Python recorder's callbacks, into its records array.
         self._python = CallsiteRecorder(interner)
         self._started = False
@@ -283,9 +285,23 @@ class NativeCallsiteRecorder:
 
     def _compile_started(self, *args: Any) -> None:
         self.lib.tenprof_lines_compiling(1)  # the compile record covers the compiler's ops
+        # torch's compiler names its phases (entire_frame_compile, ...) only while torch's profiler flag is
+        # up; recording every op, the flag goes up for the compilation alone (the compiled code, which adds
+        # a record per launch while it is up, runs with it as it was)
+        if self.every_op and self._compiles == 0:
+            self._flag_before = bool(torch.autograd.profiler._is_profiler_enabled)
+            torch.autograd.profiler._set_is_profiler_enabled(True)
+        self._compiles += 1
 
     def _compile_ended(self, *args: Any) -> None:
+        # The end of a compilation whose start came before Dynamo was hooked (mid-compile) is not counted:
+        # the count would stay below zero and every later op would read as the compiler's.
+        if self._compiles == 0:
+            return
+        self._compiles -= 1
         self.lib.tenprof_lines_compiling(-1)
+        if self.every_op and self._compiles == 0:
+            torch.autograd.profiler._set_is_profiler_enabled(self._flag_before)
 
     @property
     def records(self) -> array[int]:

@@ -113,10 +113,11 @@ def _runs_node(name: str, first_inside: str) -> bool:
 def write_trace(
     path: Path, ops: dict[str, Any], pid: int, user_scope: int, gpu_parts: Sequence[tuple[dict[str, Any], int]] = ()
 ) -> None:
-    """The trace file (gzipped JSON, as the profiler's export is kept) holding `trace_events`, and the GPU
-    side of each of `gpu_parts` (a GPU-only Kineto trace and its trace_minus_perf_ns)."""
+    """The trace file holding `trace_events`, and the GPU side of each of `gpu_parts` (a GPU-only Kineto
+    trace and its trace_minus_perf_ns): JSON, gzipped where the name ends in .gz (as the profiler's export)."""
     events = trace_events(ops, pid, user_scope)
     trace: dict[str, Any] = {"schemaVersion": 1, "deviceProperties": [], "traceEvents": events}
     for part, shift_ns in gpu_parts:  # the part's devices and versions, the events so far and its own
         trace = {**trace, **with_gpu_events(trace["traceEvents"], part, shift_ns)}
-    path.write_bytes(gzip.compress(orjson.dumps(trace), compresslevel=1))
+    data = orjson.dumps(trace)
+    path.write_bytes(gzip.compress(data, compresslevel=1) if path.suffix == ".gz" else data)

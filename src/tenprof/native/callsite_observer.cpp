@@ -347,7 +347,10 @@ inline bool is_range(const at::RecordFunction& fn) { return fn.scope() == at::Re
 std::unique_ptr<at::ObserverContext> on_open(const at::RecordFunction& fn) {
   int64_t start = now_ns();
   ThreadBuffer* b = buffer();
-  if (g_every_op.load(std::memory_order_relaxed)) open_op(b, fn, start);
+  // Dynamo's compilations: their named phases are recorded, not the ops their tracing runs (as the
+  // profiler's records have them)
+  bool compiling = g_compiling.load(std::memory_order_relaxed) != 0;
+  if (g_every_op.load(std::memory_order_relaxed) && (!compiling || is_range(fn))) open_op(b, fn, start);
   if (is_range(fn)) return nullptr;
   if (b->depth++ != 0 || g_compiling.load(std::memory_order_relaxed) != 0) return nullptr;
   if (!walk(b->key, b->key_hash)) return nullptr;
