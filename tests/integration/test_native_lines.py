@@ -19,6 +19,7 @@ from tenprof.capture.callsites import CallsiteRecorder
 from tenprof.capture.frames import new_interner
 from tenprof.capture.native_trace import write_trace
 from tenprof.cli.main import main
+from tenprof.core.rawfiles import TRACE_FILE, later_trace_parts
 from tenprof.importers.timeline_import import build_pass
 from tenprof.store.profile import load_profile
 from tests.conftest import rebuild_pass
@@ -159,8 +160,7 @@ def _profiler_ops(run: Path) -> list[list[dict[str, Any]]]:
     """The profiler's op events of each of the run's sessions (one trace file each, on its own clock), in
     start order."""
     raw = run / "timeline/raw"
-    later = sorted(raw.glob("kineto_trace.*.json.gz"), key=lambda f: int(f.suffixes[0][1:]))
-    files = [raw / "kineto_trace.json.gz", *later]
+    files = [raw / f"{TRACE_FILE}.gz", *later_trace_parts(raw)]
     sessions = []
     for file in files:
         events = orjson.loads(gzip.decompress(file.read_bytes()))["traceEvents"]

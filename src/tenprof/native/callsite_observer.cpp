@@ -425,6 +425,23 @@ PyObject* finished_bytes(std::vector<int64_t> ThreadBuffer::*field, size_t width
                                    static_cast<Py_ssize_t>(all.size() * sizeof(int64_t)));
 }
 
+// A Python list with a tuple per key, item(key, i) giving its i-th element (a new reference).
+template <typename Key, typename Item>
+PyObject* list_of_tuples(const std::vector<Key>& keys, Item item) {
+  PyObject* out = PyList_New(static_cast<Py_ssize_t>(keys.size()));
+  if (out == nullptr) return nullptr;
+  for (size_t p = 0; p < keys.size(); p++) {
+    PyObject* row = PyTuple_New(static_cast<Py_ssize_t>(keys[p].size()));
+    if (row == nullptr) {
+      Py_DECREF(out);
+      return nullptr;
+    }
+    for (size_t i = 0; i < keys[p].size(); i++) PyTuple_SET_ITEM(row, static_cast<Py_ssize_t>(i), item(keys[p], i));
+    PyList_SET_ITEM(out, static_cast<Py_ssize_t>(p), row);
+  }
+  return out;
+}
+
 }  // namespace
 
 extern "C" {
@@ -495,24 +512,12 @@ PyObject* tenprof_lines_records() { return finished_bytes(&ThreadBuffer::records
 // Paths by id: a list of tuples (code, byte offset, code, byte offset, ...), innermost frame first.
 PyObject* tenprof_lines_paths() {
   std::lock_guard<std::mutex> guard(g_mutex);
-  PyObject* out = PyList_New(static_cast<Py_ssize_t>(g_path_keys.size()));
-  if (out == nullptr) return nullptr;
-  for (size_t p = 0; p < g_path_keys.size(); p++) {
-    const std::vector<uint64_t>& key = g_path_keys[p];
-    PyObject* row = PyTuple_New(static_cast<Py_ssize_t>(key.size()));
-    if (row == nullptr) {
-      Py_DECREF(out);
-      return nullptr;
-    }
-    for (size_t i = 0; i < key.size(); i += 2) {
-      PyObject* code = reinterpret_cast<PyObject*>(static_cast<uintptr_t>(key[i]));
-      Py_INCREF(code);
-      PyTuple_SET_ITEM(row, static_cast<Py_ssize_t>(i), code);
-      PyTuple_SET_ITEM(row, static_cast<Py_ssize_t>(i + 1), PyLong_FromUnsignedLongLong(key[i + 1]));
-    }
-    PyList_SET_ITEM(out, static_cast<Py_ssize_t>(p), row);
-  }
-  return out;
+  return list_of_tuples(g_path_keys, [](const std::vector<uint64_t>& key, size_t i) -> PyObject* {
+    if (i % 2 != 0) return PyLong_FromUnsignedLongLong(key[i]);
+    PyObject* code = reinterpret_cast<PyObject*>(static_cast<uintptr_t>(key[i]));
+    Py_INCREF(code);
+    return code;
+  });
 }
 
 // Drop the records and paths (and the references to their code objects).
@@ -537,19 +542,8 @@ void tenprof_lines_every_op(int on, int inputs) {
 // The input signatures by id: a list of tuples of ints (encode_inputs).
 PyObject* tenprof_lines_signatures() {
   std::lock_guard<std::mutex> guard(g_mutex);
-  PyObject* out = PyList_New(static_cast<Py_ssize_t>(g_signatures.size()));
-  if (out == nullptr) return nullptr;
-  for (size_t i = 0; i < g_signatures.size(); i++) {
-    const std::vector<int64_t>& key = g_signatures[i];
-    PyObject* row = PyTuple_New(static_cast<Py_ssize_t>(key.size()));
-    if (row == nullptr) {
-      Py_DECREF(out);
-      return nullptr;
-    }
-    for (size_t k = 0; k < key.size(); k++) PyTuple_SET_ITEM(row, static_cast<Py_ssize_t>(k), PyLong_FromLongLong(key[k]));
-    PyList_SET_ITEM(out, static_cast<Py_ssize_t>(i), row);
-  }
-  return out;
+  return list_of_tuples(g_signatures,
+                        [](const std::vector<int64_t>& key, size_t i) { return PyLong_FromLongLong(key[i]); });
 }
 
 // The name the profiler gives a dtype (its TypeMeta name: "float", "long int", "c10::BFloat16").
