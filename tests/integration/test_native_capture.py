@@ -71,3 +71,21 @@ def test_the_native_capture_refuses_a_gpu_until_it_is_checked_there(
     finally:
         if session.log.recorder is not None:
             session.log.recorder.__exit__(None, None, None)
+
+
+def test_tenprof_capture_names_the_default_capture_and_a_wrong_name_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tenprof.cli.run_command import default_capture
+
+    monkeypatch.delenv("TENPROF_CAPTURE", raising=False)
+    assert default_capture() == "kineto"
+    monkeypatch.setenv("TENPROF_CAPTURE", "native")
+    assert default_capture() == "native"
+    monkeypatch.setenv("TENPROF_CAPTURE", "nsys")
+    script = tmp_path / "s.py"
+    script.write_text("print('ran')\n")
+    assert main(["run", "--quiet", "-o", str(tmp_path / "prof"), str(script)]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "TENPROF_CAPTURE='nsys'" in err[0] and "kineto, native" in err[0], err
+    assert not (tmp_path / "prof").exists()

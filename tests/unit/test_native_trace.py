@@ -13,7 +13,13 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tenprof.capture.native_trace import trace_events, trace_minus_perf_ns, with_gpu_events, write_trace
+from tenprof.capture.native_trace import (
+    threads_by_time,
+    trace_events,
+    trace_minus_perf_ns,
+    with_gpu_events,
+    write_trace,
+)
 from tenprof.importers.timeline_import import build_pass
 from tenprof.store.profile import Profile, load_profile
 from tests.conftest import DATA, rebuild_pass
@@ -110,7 +116,8 @@ def test_a_gpu_only_trace_merged_with_op_records_attributes_kernels_as_the_full_
 ) -> None:
     # A GPU recording's own trace split as the capture without Kineto's CPU side records it: its ops and
     # ranges as native records on another clock (shifted by SHIFT), and a GPU-only trace without the
-    # External ids that name a launch's op. Merged and imported, every kernel gets the same op and line
+    # External ids that name a launch's op, its CUDA calls on CUPTI's thread ids (the low 32 bits of each
+    # thread's pthread_self(), made up here). Merged and imported, every kernel gets the same op and line
     # as from the full trace (launches found in their ops by time on their thread).
     shift = 123_456_789_000
     raw = DATA / case / "timeline" / "raw"
@@ -131,9 +138,13 @@ def test_a_gpu_only_trace_merged_with_op_records_attributes_kernels_as_the_full_
     }
     cpu_side = ("cpu_op", "user_annotation", "cpu_instant_event", "python_function")
     gpu_only = [e for e in trace["traceEvents"] if e.get("cat") not in cpu_side]
+    pthreads = {tid: 0x7F3A_0000_0640 + k * 0x80_0000 for k, tid in enumerate(sorted(set(ops["thread_id"])))}
     for e in gpu_only:
         e.get("args", {}).pop("External id", None)
-    merged = with_gpu_events(trace_events(ops, 1, USER_SCOPE), {**trace, "traceEvents": gpu_only}, shift)
+        if e.get("cat") in ("cuda_runtime", "cuda_driver"):
+            e["tid"] = pthreads[e["tid"]] & 0xFFFFFFFF
+    threads = {pthread: tid for tid, pthread in pthreads.items()}
+    merged = with_gpu_events(trace_events(ops, 1, USER_SCOPE), {**trace, "traceEvents": gpu_only}, shift, threads)
     copy = tmp_path / case
     shutil.copytree(DATA / case, copy)
     kept = copy / "timeline" / "raw"
@@ -158,6 +169,8 @@ def test_the_trace_written_holds_each_gpu_part_on_the_perf_clock(tmp_path: Path)
     stream = {"ph": "M", "name": "thread_name", "pid": 0, "tid": 7, "args": {"name": "stream 7"}}
     cpu = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 42, "tid": 1, "ts": 7.0, "dur": 3.0}
     part = {"deviceProperties": [{"id": 0}], "baseTimeNanoseconds": 5, "traceEvents": [kernel, launch, stream, cpu]}
+    launch["tid"] = 0x2FF7_8940  # CUPTI's: pthread_self()'s low 32 bits
+    ops["threads"] = [[0x7F12_2FF7_8940, 1]]  # (pthread_self(), OS thread id), as the recorder gives them
     write_trace(tmp_path / "t.json.gz", ops, 42, USER_SCOPE, [(part, 4_000)])
     write_trace(tmp_path / "t.json", ops, 42, USER_SCOPE, [(part, 4_000)])  # plain, as the profiler's export
     trace = orjson.loads(gzip.decompress((tmp_path / "t.json.gz").read_bytes()))
@@ -165,5 +178,37 @@ def test_the_trace_written_holds_each_gpu_part_on_the_perf_clock(tmp_path: Path)
     assert trace["deviceProperties"] == [{"id": 0}] and "baseTimeNanoseconds" not in trace
     by_cat = {e.get("cat"): e for e in trace["traceEvents"]}
     assert by_cat["kernel"]["ts"] == 6.0 and by_cat["cuda_runtime"]["ts"] == 3.5  # 4 us earlier: the perf clock
+    assert by_cat["cuda_runtime"]["tid"] == 1 and by_cat["kernel"]["tid"] == 7  # the call on its op's thread
     assert by_cat["cpu_op"]["name"] == "aten::mm" and by_cat["cpu_op"]["ts"] == 1.0  # the native record, not the part's
     assert sum(e.get("cat") == "cpu_op" for e in trace["traceEvents"]) == 1 and by_cat[None]["ph"] == "M"
+
+
+def test_each_gpu_part_keeps_its_launches_apart_and_an_unnamed_thread_goes_where_its_calls_fall(
+    tmp_path: Path,
+) -> None:
+    # Two recorded windows, each a session numbering its launches from 1: the same correlation id in both
+    # must still join each kernel to its own call. The calls' CUPTI thread id (0x49EF6EC0) is not among the
+    # recorder's pthread ids: its calls fall inside thread 2's ops, not thread 1's, so they go to thread 2.
+    ops = _records([(1, 1_000, 2_000, 1, 3, 0), (2, 3_000, 9_000, 1, 4, 0), (2, 13_000, 19_000, 4, 5, 0)])
+    ops["threads"] = [[0x7F12_2FF7_8940, 1]]
+
+    def part(ts: float) -> dict[str, object]:
+        kernel = {"ph": "X", "cat": "kernel", "name": "k", "tid": 7, "ts": ts + 1, "dur": 1, "args": {"correlation": 5}}
+        call = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "tid": 0x49EF6EC0, "ts": ts, "dur": 0.5}
+        return {"traceEvents": [kernel, {**call, "args": {"correlation": 5}}]}
+
+    write_trace(tmp_path / "t.json", ops, 42, USER_SCOPE, [(part(4.0), 0), (part(14.0), 0)])
+    trace = orjson.loads((tmp_path / "t.json").read_bytes())
+    gpu = [e for e in trace["traceEvents"] if e.get("cat") in ("kernel", "cuda_runtime")]
+    assert sorted((e["cat"], e["args"]["correlation"]) for e in gpu) == [
+        ("cuda_runtime", 5), ("cuda_runtime", 5 + 2**32), ("kernel", 5), ("kernel", 5 + 2**32)
+    ]  # fmt: skip
+    assert {e["tid"] for e in gpu if e["cat"] == "cuda_runtime"} == {2}
+    assert trace["tenprofThreads"] == [[0x7F12_2FF7_8940, 1]]
+
+
+def test_a_thread_is_not_guessed_when_no_thread_holds_most_of_its_calls() -> None:
+    events = trace_events(_records([(1, 0, 10_000, 1, 3, 0), (2, 20_000, 30_000, 1, 4, 0)]), 42, USER_SCOPE)
+    calls = [{"tid": 9, "ts": 5.0}, {"tid": 9, "ts": 25.0}, {"tid": 8, "ts": 40.0}]  # one in each; one in none
+    assert threads_by_time(events, calls) == {}
+    assert threads_by_time(events, [*calls, {"tid": 9, "ts": 26.0}]) == {9: 2}

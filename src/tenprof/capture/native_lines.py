@@ -156,6 +156,8 @@ def load_library(path: Path) -> ctypes.PyDLL:
     lib.tenprof_lines_ops.restype = ctypes.py_object
     lib.tenprof_lines_op_names.argtypes = []
     lib.tenprof_lines_op_names.restype = ctypes.py_object
+    lib.tenprof_lines_threads.argtypes = []
+    lib.tenprof_lines_threads.restype = ctypes.py_object
     return lib
 
 
@@ -313,7 +315,8 @@ class NativeCallsiteRecorder:
     @property
     def ops(self) -> dict[str, Any]:
         """Every op recorded natively (`every_op`): a list per column of OP_FIELDS, `names` by name id and
-        `signatures` by signature id (decode_signature's lists; none without `inputs`); empty when not asked for."""
+        `signatures` by signature id (decode_signature's lists; none without `inputs`), `threads` as
+        (pthread_self(), OS thread id) pairs; empty when not asked for."""
         if self._ops is None:
             self.records  # noqa: B018  (collects the ops with the call records, then clears both)
         return self._ops or {}
@@ -336,7 +339,14 @@ class NativeCallsiteRecorder:
         columns: dict[str, Any] = {name: list(flat[i::width]) for i, name in enumerate(OP_FIELDS)}
         columns["names"] = self.lib.tenprof_lines_op_names()
         columns["signatures"] = [decode_signature(key, self._dtype_name) for key in self.lib.tenprof_lines_signatures()]
+        columns["threads"] = self._threads()
         return columns
+
+    def _threads(self) -> list[tuple[int, int]]:
+        """(pthread_self(), OS thread id) of every thread that ran an op, and of the Python threads alive."""
+        threads = {t.ident: t.native_id for t in threading.enumerate() if t.ident and t.native_id}
+        threads.update((pthread, tid) for tid, pthread in self.lib.tenprof_lines_threads())
+        return sorted(threads.items())
 
     @functools.cache  # noqa: B019  (one recorder a run; a handful of dtypes)
     def _dtype_name(self, scalar_type: int) -> str:

@@ -12,8 +12,10 @@ record_shapes does (Input Dims, Input type, Input Strides, Concrete Inputs).
 
 from __future__ import annotations
 
+import bisect
 import gzip
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,18 +84,84 @@ def _sequence_numbers(ops: dict[str, Any], order: list[int]) -> list[int]:
 GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver", "gpu_user_annotation"})
 
 
-def with_gpu_events(events: list[dict[str, Any]], gpu_trace: dict[str, Any], shift_ns: float) -> dict[str, Any]:
+API_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver"})
+CORRELATION_BITS = 32  # a GPU part's correlation ids move up by its index times 2**32
+
+
+def with_gpu_events(
+    events: list[dict[str, Any]],
+    gpu_trace: dict[str, Any],
+    shift_ns: float,
+    threads: Mapping[int, int] | None = None,
+    correlation_offset: int = 0,
+) -> dict[str, Any]:
     """A trace of `events` (trace_events', on the perf clock) and the GPU side of a Kineto trace recorded
     alongside (its other top-level keys too: devices, versions), moved onto the perf clock: its time less
     `shift_ns` (trace_minus_perf_ns). A launch's op is then found by time on its thread (the trace has no
-    External ids from the profiler's CPU side to name it)."""
+    External ids from the profiler's CPU side to name it). Without the CPU side, Kineto names a CUDA call's
+    thread by CUPTI's thread id, the low 32 bits of its pthread_self(): `threads` (pthread_self() -> OS
+    thread id, the recorder's `threads`) puts the call on the thread its ops are on; a call on a thread it
+    does not name goes to the thread whose ops hold most of its thread's calls (threads_by_time). Each
+    session numbers its launches from 1 again: `correlation_offset` keeps a part's apart from the others'."""
     shift_us = shift_ns / 1000
+    os_tid = {pthread & 0xFFFFFFFF: tid for pthread, tid in (threads or {}).items()}
     moved = [e for e in gpu_trace["traceEvents"] if e.get("ph") == "M" and "ts" not in e]
+    calls: list[dict[str, Any]] = []
     for e in gpu_trace["traceEvents"]:
         if e.get("cat") in GPU_CATEGORIES and "ts" in e:
-            moved.append({**e, "ts": e["ts"] - shift_us})
+            event = {**e, "ts": e["ts"] - shift_us}
+            if correlation_offset and isinstance(e.get("args", {}).get("correlation"), int):
+                event["args"] = {**e["args"], "correlation": e["args"]["correlation"] + correlation_offset}
+            if e["cat"] in API_CATEGORIES and isinstance(e.get("tid"), int):
+                event["tid"] = os_tid.get(e["tid"] & 0xFFFFFFFF, e["tid"])
+                calls.append(event)
+            moved.append(event)
+    op_tids = {e["tid"] for e in events if e.get("cat") == OP_CATEGORY}
+    unnamed = [e for e in calls if e["tid"] not in op_tids]
+    if unnamed:
+        by_time = threads_by_time(events, unnamed)
+        for e in unnamed:
+            e["tid"] = by_time.get(e["tid"], e["tid"])
     kept = {k: v for k, v in gpu_trace.items() if k not in ("traceEvents", "baseTimeNanoseconds", "traceName")}
     return {**kept, "traceEvents": events + moved}
+
+
+def threads_by_time(events: list[dict[str, Any]], calls: list[dict[str, Any]]) -> dict[int, int]:
+    """CUDA calls' thread ids -> the op thread that holds most of each one's calls inside its ops (a launch
+    runs inside the op that launched it, on its thread): for a thread whose CUPTI id the pthread ids did
+    not name. Chosen only when that thread holds more than half of the calls that fall inside any op."""
+    spans: dict[int, list[tuple[float, float]]] = {}
+    for e in events:
+        if e.get("cat") == OP_CATEGORY:
+            spans.setdefault(e["tid"], []).append((e["ts"], e["ts"] + e["dur"]))
+    outer = {tid: _outermost(s) for tid, s in spans.items()}
+    votes: dict[int, Counter[int]] = {}
+    for call in calls:
+        tally = votes.setdefault(call["tid"], Counter())
+        for tid, (starts, ends) in outer.items():
+            k = bisect.bisect_right(starts, call["ts"]) - 1
+            if k >= 0 and ends[k] >= call["ts"]:
+                tally[tid] += 1
+    chosen = {}
+    for cupti_id, tally in votes.items():
+        if tally:
+            tid, count = tally.most_common(1)[0]
+            if count * 2 > sum(tally.values()):
+                chosen[cupti_id] = tid
+    return chosen
+
+
+def _outermost(spans: list[tuple[float, float]]) -> tuple[list[float], list[float]]:
+    """The starts and ends of the spans that no other span holds, in start order (ops nest on a thread)."""
+    starts: list[float] = []
+    ends: list[float] = []
+    for start, end in sorted(spans):
+        if ends and start <= ends[-1]:
+            ends[-1] = max(ends[-1], end)
+        else:
+            starts.append(start)
+            ends.append(end)
+    return starts, ends
 
 
 def trace_minus_perf_ns(pairs: list[list[int]], base_ns: int) -> int:
@@ -117,7 +185,10 @@ def write_trace(
     trace and its trace_minus_perf_ns): JSON, gzipped where the name ends in .gz (as the profiler's export)."""
     events = trace_events(ops, pid, user_scope)
     trace: dict[str, Any] = {"schemaVersion": 1, "deviceProperties": [], "traceEvents": events}
-    for part, shift_ns in gpu_parts:  # the part's devices and versions, the events so far and its own
-        trace = {**trace, **with_gpu_events(trace["traceEvents"], part, shift_ns)}
+    threads = dict(ops.get("threads", ()))  # (pthread_self(), OS thread id) pairs
+    for k, (part, shift_ns) in enumerate(gpu_parts):  # the part's devices and versions, the events so far and its own
+        offset = k << CORRELATION_BITS
+        trace = {**trace, **with_gpu_events(trace["traceEvents"], part, shift_ns, threads, offset)}
+    trace["tenprofThreads"] = sorted(threads.items())  # how the CUDA calls' threads were named, to check
     data = orjson.dumps(trace)
     path.write_bytes(gzip.compress(data, compresslevel=1) if path.suffix == ".gz" else data)

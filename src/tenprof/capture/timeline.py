@@ -430,6 +430,8 @@ class TimelineSession:
         if self._native:  # its GPU activity, merged into the trace at the end (_write_native_trace)
             self._prof.export_chrome_trace(str(self.raw_dir / f"{GPU_PART_PREFIX}{self._gpu_parts}.json.gz"))
             self._gpu_parts += 1
+            if self.options.verify:  # the profiler's own totals of its GPU-only records, as of a full session
+                self._add_device_totals(self._prof)
         self._prof = None
 
     def _profiler_lines_kept_out(self) -> Any:

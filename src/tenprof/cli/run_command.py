@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -19,6 +20,17 @@ from tenprof.renderers.run_times import time_breakdown
 from tenprof.report.drawings import write_drawings
 from tenprof.store.directory import rank_dir
 from tenprof.store.profile import load_profile
+
+CAPTURES = ("kineto", "native")
+CAPTURE_VAR = "TENPROF_CAPTURE"  # the --capture default, so that a test suite can run on either capture
+
+
+def default_capture() -> str:
+    """--capture's default: kineto, or what TENPROF_CAPTURE names."""
+    chosen = os.environ.get(CAPTURE_VAR, "") or "kineto"
+    if chosen not in CAPTURES:
+        raise UsageError(f"{CAPTURE_VAR}={chosen!r}: choose one of {', '.join(CAPTURES)}")
+    return chosen
 
 
 class RunCommand:
@@ -68,11 +80,11 @@ class RunCommand:
         )
         parser.add_argument(
             "--capture",
-            choices=("kineto", "native"),
-            default="kineto",
-            help="timeline pass: kineto (torch.profiler records ops and GPU activity; the default) or native "
-            "(experimental, CPU only so far: tenprof's own recorder records every op, no profiler session; no "
-            "input shapes or memory yet)",
+            choices=CAPTURES,
+            default=None,
+            help="timeline pass: kineto (torch.profiler records ops and GPU activity; the default, or what "
+            f"{CAPTURE_VAR} names) or native (experimental: tenprof's own recorder records every op and its input "
+            "shapes, a CUDA-only profiler session the GPU activity; no memory events yet)",
         )
         parser.add_argument("--no-lines", action="store_true", help="do not record Python call paths (less overhead)")
         parser.add_argument("--no-shapes", action="store_true", help="do not record op input shapes (less overhead)")
@@ -146,7 +158,7 @@ class RunCommand:
             replay_scopes=tuple(x.strip() for x in args.replay_scopes.split(",") if x.strip()),
             quiet=args.quiet,
             overhead_steps=args.overhead_steps,
-            capture=args.capture,
+            capture=args.capture or default_capture(),
         )
         result = run_profile(request)
         drawing = time.perf_counter()

@@ -24,11 +24,14 @@
 #include <ATen/record_function.h>
 #include <c10/core/ScalarTypeToTypeMeta.h>
 #include <cstring>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
+#include <memory>
 #include <deque>
 #include <string>
 #include <string_view>
@@ -57,6 +60,35 @@ struct KeyHash {
   }
 };
 
+// Fixed-width records in blocks that never move: appending never copies what is recorded (a growing
+// vector copied it all at each doubling, and the copies' fresh pages faulted in the middle of the steps:
+// most of the recorder's cost per op). Cleared, the blocks are kept for the next recording, up to kKept.
+template <size_t Width>
+class Records {
+ public:
+  static constexpr size_t kPerBlock = 8192;
+  static constexpr size_t kKept = 8;
+
+  size_t size() const { return size_; }
+  int64_t* at(size_t i) { return blocks_[i / kPerBlock].get() + (i % kPerBlock) * Width; }
+  const int64_t* at(size_t i) const { return blocks_[i / kPerBlock].get() + (i % kPerBlock) * Width; }
+  // The index of a new record holding `values`.
+  size_t append(const std::array<int64_t, Width>& values) {
+    if (size_ == blocks_.size() * kPerBlock) blocks_.emplace_back(new int64_t[kPerBlock * Width]);
+    std::memcpy(at(size_), values.data(), sizeof(int64_t) * Width);
+    return size_++;
+  }
+  void clear() { size_ = 0; }
+  void release() {  // clear, and give back all but kKept blocks
+    size_ = 0;
+    if (blocks_.size() > kKept) blocks_.resize(kKept);
+  }
+
+ private:
+  std::vector<std::unique_ptr<int64_t[]>> blocks_;
+  size_t size_ = 0;
+};
+
 // A thread's recently seen paths, direct-mapped by hash: a repeated path (the common case: the same
 // lines every step) is found without the global lock or the global map's hashing.
 struct CachedPath {
@@ -66,18 +98,22 @@ struct CachedPath {
 };
 constexpr size_t kCacheSize = 256;  // a power of two
 
+// thread, start, end, name id, sequence nr, forward thread, depth, scope, input signature id (-1: none)
+constexpr size_t kOpFields = 9;
+
 // One per thread that ran an op; never freed (threads may outlive a recording), cleared at start.
 struct ThreadBuffer {
-  std::vector<int64_t> records;  // thread, start, end, path id; end 0 while the op runs
+  Records<4> records;  // thread, start, end, path id; end 0 while the op runs
   std::vector<uint64_t> key;     // scratch for the path of the current op
   uint64_t key_hash = 0;         // of key, as walk() built it
   std::vector<CachedPath> cache = std::vector<CachedPath>(kCacheSize);
   uint64_t cache_generation = 0;  // the g_generation the cache's ids belong to
   int64_t tid = 0;
+  int64_t pthread = 0;  // pthread_self(): what CUPTI names the thread by in a trace without CPU ops
   int64_t open = -1;  // index of the top-level record being timed, -1 when none
   int depth = 0;      // ops of the observed scopes open on this thread
   // every op (when g_every_op): kOpFields per op, end 0 while it runs; the open ones' indexes, innermost last
-  std::vector<int64_t> ops;
+  Records<kOpFields> ops;
   std::vector<size_t> open_ops;
   std::vector<const void*> open_fns;  // the RecordFunction of each open op, which its end callback gets too
   std::unordered_map<std::string_view, int64_t> name_ids;  // views into g_names' strings
@@ -85,8 +121,6 @@ struct ThreadBuffer {
   std::unordered_map<std::vector<int64_t>, int64_t, KeyHash> signature_ids;
   std::vector<int64_t> signature;  // scratch for the current op's
 };
-// thread, start, end, name id, sequence nr, forward thread, depth, scope, input signature id (-1: none)
-constexpr size_t kOpFields = 9;
 
 std::mutex g_mutex;  // guards g_buffers, g_paths, g_path_codes; never held while taking the GIL
 std::vector<ThreadBuffer*> g_buffers;
@@ -111,7 +145,7 @@ ThreadBuffer* buffer() {
   if (t_buffer == nullptr) {
     t_buffer = new ThreadBuffer();
     t_buffer->tid = static_cast<int64_t>(syscall(SYS_gettid));
-    t_buffer->records.reserve(1 << 16);
+    t_buffer->pthread = static_cast<int64_t>(pthread_self());
     std::lock_guard<std::mutex> guard(g_mutex);
     g_buffers.push_back(t_buffer);
   }
@@ -332,12 +366,11 @@ int64_t signature_id(ThreadBuffer* b, const at::RecordFunction& fn) {
 }
 
 void open_op(ThreadBuffer* b, const at::RecordFunction& fn, int64_t start) {
-  b->open_ops.push_back(b->ops.size());
-  b->open_fns.push_back(&fn);
   int64_t name = name_id(b, fn.name());  // first: it clears the thread's ids of an older generation
   bool inputs = g_inputs.load(std::memory_order_relaxed) && fn.scope() != at::RecordScope::USER_SCOPE;
-  b->ops.insert(b->ops.end(), {b->tid, start, 0, name, fn.seqNr(), static_cast<int64_t>(fn.forwardThreadId()),
-                               b->depth, static_cast<int64_t>(fn.scope()), inputs ? signature_id(b, fn) : -1});
+  b->open_ops.push_back(b->ops.append({b->tid, start, 0, name, fn.seqNr(), static_cast<int64_t>(fn.forwardThreadId()),
+                                       b->depth, static_cast<int64_t>(fn.scope()), inputs ? signature_id(b, fn) : -1}));
+  b->open_fns.push_back(&fn);
 }
 
 // Named ranges (record_function, the profiler's step ranges) reach the callbacks only when every op is
@@ -355,14 +388,14 @@ std::unique_ptr<at::ObserverContext> on_open(const at::RecordFunction& fn) {
   if (b->depth++ != 0 || g_compiling.load(std::memory_order_relaxed) != 0) return nullptr;
   if (!walk(b->key, b->key_hash)) return nullptr;
   int64_t id = cached_path_id(b);
-  b->open = static_cast<int64_t>(b->records.size());
-  b->records.insert(b->records.end(), {b->tid, start, 0, id});
+  b->open = static_cast<int64_t>(b->records.append({b->tid, start, 0, id}));
   return nullptr;
 }
 
 std::unique_ptr<at::ObserverContext> on_nothing(const at::RecordFunction&) { return nullptr; }
 
 void on_close(const at::RecordFunction& fn, at::ObserverContext*) {
+  int64_t end = now_ns();  // one read for the op's record and the call site's (the clock costs per op)
   ThreadBuffer* b = buffer();
   // Ops nest on a thread, so it is the innermost open one, unless ends were missed (callbacks paused
   // between an op's start and its end): then it is found further down, and the ones above it, whose ends
@@ -370,7 +403,7 @@ void on_close(const at::RecordFunction& fn, at::ObserverContext*) {
   const void* key = &fn;
   for (size_t k = b->open_fns.size(); k-- > 0;) {
     if (b->open_fns[k] == key) {
-      b->ops[b->open_ops[k] + 2] = now_ns();
+      b->ops.at(b->open_ops[k])[2] = end;
       b->open_ops.resize(k);
       b->open_fns.resize(k);
       break;
@@ -379,7 +412,7 @@ void on_close(const at::RecordFunction& fn, at::ObserverContext*) {
   if (is_range(fn)) return;
   if (b->depth > 0) b->depth--;  // an op open when the observer was added ends unseen at its start
   if (b->depth == 0 && b->open >= 0) {
-    b->records[static_cast<size_t>(b->open) + 2] = now_ns();
+    b->records.at(static_cast<size_t>(b->open))[2] = end;
     b->open = -1;
   }
 }
@@ -409,15 +442,17 @@ void clear_ops(ThreadBuffer* b) {
   b->open_fns.clear();
 }
 
-// The finished records (end, their third field, set) of every thread's `field`, `width` int64s each, as bytes.
-PyObject* finished_bytes(std::vector<int64_t> ThreadBuffer::*field, size_t width) {
+// The finished records (end, their third field, set) of every thread's `field`, as int64 bytes.
+template <size_t Width>
+PyObject* finished_bytes(Records<Width> ThreadBuffer::*field) {
   std::vector<int64_t> all;
   {
     std::lock_guard<std::mutex> guard(g_mutex);
     for (ThreadBuffer* b : g_buffers) {
-      const std::vector<int64_t>& records = b->*field;
-      for (size_t i = 0; i + width <= records.size(); i += width) {
-        if (records[i + 2] != 0) all.insert(all.end(), records.begin() + i, records.begin() + i + width);
+      const Records<Width>& records = b->*field;
+      for (size_t i = 0; i < records.size(); i++) {
+        const int64_t* record = records.at(i);
+        if (record[2] != 0) all.insert(all.end(), record, record + Width);
       }
     }
   }
@@ -507,7 +542,7 @@ void tenprof_lines_stop() {
 }
 
 // Finished records of every thread, as int64 bytes: thread, start, end, path id per record.
-PyObject* tenprof_lines_records() { return finished_bytes(&ThreadBuffer::records, 4); }
+PyObject* tenprof_lines_records() { return finished_bytes(&ThreadBuffer::records); }
 
 // Paths by id: a list of tuples (code, byte offset, code, byte offset, ...), innermost frame first.
 PyObject* tenprof_lines_paths() {
@@ -525,10 +560,9 @@ void tenprof_lines_clear() {
   std::lock_guard<std::mutex> guard(g_mutex);
   clear_paths();
   for (ThreadBuffer* b : g_buffers) {
-    b->records.clear();
-    b->records.shrink_to_fit();
+    b->records.release();
     clear_ops(b);
-    b->ops.shrink_to_fit();
+    b->ops.release();
   }
 }
 
@@ -553,7 +587,16 @@ PyObject* tenprof_lines_dtype_name(int scalar_type) {
 }
 
 // Finished op records of every thread, as int64 bytes, kOpFields per op (see ThreadBuffer::ops).
-PyObject* tenprof_lines_ops() { return finished_bytes(&ThreadBuffer::ops, kOpFields); }
+PyObject* tenprof_lines_ops() { return finished_bytes(&ThreadBuffer::ops); }
+
+// (OS thread id, pthread_self()) of every thread that ran an op since the library was loaded.
+PyObject* tenprof_lines_threads() {
+  std::lock_guard<std::mutex> guard(g_mutex);
+  std::vector<std::vector<int64_t>> threads;
+  threads.reserve(g_buffers.size());
+  for (const ThreadBuffer* b : g_buffers) threads.push_back({b->tid, b->pthread});
+  return list_of_tuples(threads, [](const std::vector<int64_t>& key, size_t i) { return PyLong_FromLongLong(key[i]); });
+}
 
 // The op names by id.
 PyObject* tenprof_lines_op_names() {
