@@ -25,7 +25,11 @@ to the plain phase of the same round. Phases:
     light-nocorr   kineto-nocorr + native recorder (no shapes, no memory)
     native-ops     the native recorder recording every op too (TENPROF_NATIVE_OPS), nothing else
     native-shapes  native-ops with each op's input signature (what `tenprof run --capture native` records)
-    cupti-native-ops  cupti + native-ops: what the capture without Kineto's CPU side records with
+    cupti-native-ops  cupti + native-ops
+    cupti-native-shapes  cupti + native-shapes: what `tenprof run --capture native` records with (less its
+                   host sampler and GPU clock reader)
+    sampler        tenprof's host sampler alone (1 kHz Python stacks)
+    clocks         tenprof's GPU clock reader alone (NVML every 50 ms)
 
 A phase whose part cannot start here (no compiler for the native recorder) is skipped with the reason.
 """
@@ -50,9 +54,12 @@ from toggle_probe import gpt2_step, mlp_step
 PHASES = (
     "plain", "cupti", "kineto", "kineto-shapes", "kineto-memory", "kineto-full", "native", "python", "tenprof",
     "tenprof-python", "kineto-nocorr", "tenprof-nocorr", "light-nocorr", "native-ops", "native-shapes",
-    "cupti-native-ops",
+    "cupti-native-ops", "cupti-native-shapes", "sampler", "clocks",
 )  # fmt: skip
-NATIVE = ("native", "tenprof", "tenprof-nocorr", "light-nocorr", "native-ops", "native-shapes", "cupti-native-ops")
+NATIVE = (
+    "native", "tenprof", "tenprof-nocorr", "light-nocorr", "native-ops", "native-shapes", "cupti-native-ops",
+    "cupti-native-shapes",
+)  # fmt: skip
 CUDA = torch.cuda.is_available()
 
 
@@ -153,8 +160,9 @@ def phase_context(name: str) -> Iterator[None]:
     with contextlib.ExitStack() as stack:
         if name in NATIVE:  # first: its callback opens before Kineto's, as in a run
             every_op = name.endswith(("native-ops", "native-shapes"))
-            stack.enter_context(_recorder("native", every_op=every_op, inputs=name == "native-shapes"))
-        if name in ("cupti", "cupti-native-ops"):
+            inputs = name.endswith("native-shapes")
+            stack.enter_context(_recorder("native", every_op=every_op, inputs=inputs))
+        if name in ("cupti", "cupti-native-ops", "cupti-native-shapes"):
             stack.enter_context(_profiler(cpu=False, shapes=False, memory=False))
         elif name == "kineto":
             stack.enter_context(_profiler(cpu=True, shapes=False, memory=False))
@@ -170,7 +178,36 @@ def phase_context(name: str) -> Iterator[None]:
             stack.enter_context(_profiler(cpu=True, shapes=True, memory=True, correlate=False))
         if name in ("python", "tenprof-python"):
             stack.enter_context(_recorder("python"))
+        if name == "sampler":
+            stack.enter_context(_sampler())
+        if name == "clocks":
+            stack.enter_context(_clocks())
         yield
+
+
+@contextlib.contextmanager
+def _sampler() -> Iterator[None]:
+    from tenprof.capture.callsites import new_interner
+    from tenprof.capture.host_sampler import HostSampler
+
+    sampler = HostSampler(new_interner(None))
+    sampler.start()
+    try:
+        yield
+    finally:
+        sampler.stop()
+
+
+@contextlib.contextmanager
+def _clocks() -> Iterator[None]:
+    from tenprof.capture.gpu_clocks import GpuClockSampler
+
+    clocks = GpuClockSampler()
+    clocks.start()
+    try:
+        yield
+    finally:
+        clocks.stop()
 
 
 def loop(step: Callable[[], None], steps: int) -> float:

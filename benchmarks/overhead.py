@@ -32,6 +32,7 @@ Configurations:
                      as tenprof starts it, to set against torch (the same profiler started by a script)
     tenprof-native   tenprof run --capture native: ops, shapes and lines recorded natively, GPU activity by a
                      CUDA-only profiler session (no memory events yet)
+    tenprof-native-bare  the same without both threads (host sampler, NVML clocks)
     tenprof-nolines  tenprof run --no-lines
     tenprof-light    tenprof run --no-lines --no-shapes --no-memory
     tenprof-tensors  tenprof run --passes tensors       (the tensors pass alone)
@@ -145,6 +146,7 @@ CONFIGS: dict[str, Config] = {
         "tenprof run --no-lines --no-shapes --no-memory, no host sampler, no NVML thread", ("tenprof",)
     ),
     "tenprof-native": Config("tenprof run --capture native (no profiler CPU side; TENPROF_NATIVE_GPU=1)", ("tenprof",)),
+    "tenprof-native-bare": Config("tenprof run --capture native without host sampler and NVML thread", ("tenprof",)),
     "tenprof-nolines": Config("tenprof run --no-lines", ("tenprof",)),
     "tenprof-light": Config("tenprof run --no-lines --no-shapes --no-memory", ("tenprof",)),
     "tenprof-tensors": Config("tenprof run --passes tensors", ("tenprof",)),
@@ -179,6 +181,7 @@ _EAGER_GPT2: dict[str, float] = {
     "tenprof-nothreads": 24,
     "tenprof-bare": 21,
     "tenprof-native": 22,
+    "tenprof-native-bare": 22,
     "tenprof-nolines": 22,
     "tenprof-light": 21,
     "tenprof-tensors": 18,
@@ -213,6 +216,7 @@ ESTIMATE_S: dict[str, dict[str, float]] = {
         "tenprof-nothreads": 14,
         "tenprof-bare": 12,
         "tenprof-native": 12,
+        "tenprof-native-bare": 12,
         "tenprof-nolines": 12,
         "tenprof-light": 12,
         "tenprof-tensors": 10,
@@ -411,6 +415,7 @@ def command(
             "tenprof-nothreads": [],
             "tenprof-bare": ["--no-lines", "--no-shapes", "--no-memory"],
             "tenprof-native": ["--capture", "native"],
+            "tenprof-native-bare": ["--capture", "native"],
             "tenprof-nolines": ["--no-lines"],
             "tenprof-light": ["--no-lines", "--no-shapes", "--no-memory"],
             "tenprof-tensors": ["--passes", "tensors"],
@@ -426,6 +431,7 @@ def command(
             "tenprof-nothreads": ["env", "TENPROF_HOST_SAMPLE_HZ=0", "TENPROF_GPU_CLOCKS=0"],
             "tenprof-bare": ["env", "TENPROF_HOST_SAMPLE_HZ=0", "TENPROF_GPU_CLOCKS=0"],
             "tenprof-native": ["env", "TENPROF_NATIVE_GPU=1"],
+            "tenprof-native-bare": ["env", "TENPROF_NATIVE_GPU=1", "TENPROF_HOST_SAMPLE_HZ=0", "TENPROF_GPU_CLOCKS=0"],
         }.get(config, [])
         return [
             *recorder,

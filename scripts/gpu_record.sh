@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (native38 parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -420,6 +420,9 @@ while [ $# -gt 0 ]; do
   gputests)
     python3 -m pytest -q -m gpu tests/gpu -p no:cacheprovider 2>&1 | tee "$OUT/gputests.txt" | tail -n 15
     ;;
+  gputests_native)  # issue 38: the GPU tests with the native capture as `tenprof run`'s default
+    TENPROF_CAPTURE=native TENPROF_NATIVE_GPU=1 python3 -m pytest -q -m gpu tests/gpu -p no:cacheprovider 2>&1 | tee "$OUT/gputests_native.txt" | tail -n 25
+    ;;
   corpus36rec)  # issue 36: the corpus pairs new in this issue (and two made larger), recorded with tenprof run
     record finding_slow_transform examples/findings/slow_transform.py --steps 10
     record finding_slow_transform_fixed examples/findings/slow_transform.py --steps 10 --fixed
@@ -525,7 +528,43 @@ while [ $# -gt 0 ]; do
     ( cd "$REPO" && python3 benchmarks/native_parity.py "$WORK/parity_mlp" examples/small_mlp.py --steps 30 ) >> "$N" 2>&1
     ( cd "$REPO" && python3 benchmarks/native_parity.py "$WORK/parity_gpt2" examples/gpt2_fp32.py --steps 6 --warmup 2 ) >> "$N" 2>&1
     tenprof report "$WORK/parity_mlp/native" --limit 5 > "$OUT/native38_mlp_report.txt" 2>&1
+    tar -C "$WORK" -czf "$OUT/native38_parity_mlp.tgz" parity_mlp  # both profiles, to study the joins on the CPU
     python3 benchmarks/overhead.py --workloads "${NATIVE_WORKLOADS:-mlp,gpt2-fp32}" --configs plain,torch,proton,tenprof,tenprof-native --repeats "${NATIVE_REPEATS:-3}" --deadline-min "${NATIVE_DEADLINE_MIN:-6}" --json "$OUT/" >> "$N" 2>&1
+    ;;
+  native38d)  # issue 38: the GPU tests of the timeline capture with the native capture as the default, compiled GPT-2's parity, and a native-captured MLP fixture ($OUT/native_mlp.tgz); text in $OUT/native38d.txt
+    N="$OUT/native38d.txt"
+    ( cd "$REPO" && TENPROF_NATIVE_GPU=1 tenprof run --quiet --capture native -o "$OUT/native_mlp" examples/small_mlp.py --steps 5 --warmup 2 ) > "$OUT/native_mlp.log" 2>&1
+    echo "fixture exit=$?" >> "$N"
+    tar -C "$OUT" -czf "$OUT/native_mlp.tgz" native_mlp && rm -rf "$OUT/native_mlp"  # raw/ is deeper than what comes back
+    ( cd "$REPO" && TENPROF_CAPTURE=native TENPROF_NATIVE_GPU=1 timeout 250 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_gpu_capture.py tests/gpu/test_gpu_native_lines.py tests/gpu/test_gpu_prebuilt_launches.py tests/gpu/test_user_metrics_gpu.py tests/gpu/test_gpu_diff.py ) > "$OUT/gputests_native.txt" 2>&1
+    tail -n 30 "$OUT/gputests_native.txt" >> "$N"
+    echo "== parity compiled" >> "$N"
+    ( cd "$REPO" && timeout 240 python3 benchmarks/native_parity.py "$WORK/parity_compiled" examples/compiled_train.py --model gpt2 --mode default --steps 8 --warmup 3 ) > "$OUT/parity_compiled.log" 2>&1
+    grep "^default\|^native\|kernel\|ops with\|Error" "$OUT/parity_compiled.log" >> "$N"
+    ;;
+  native38c)  # issue 38: the native capture's parity on the MLP, fp32 GPT-2 and the conv block, the cost of its parts and of tenprof's two threads (one process), and its cost beside torch.profiler and Proton on the MLP; text in $OUT/native38c.txt
+    N="$OUT/native38c.txt"
+    parity() {  # name, then the example and its arguments
+      local name=$1; shift
+      echo "== parity $name: $*" >> "$N"
+      ( cd "$REPO" && timeout 150 python3 benchmarks/native_parity.py "$WORK/parity_$name" "$@" ) 2>&1 | grep -v "^loop_s\|loss_type" >> "$N"
+    }
+    parity mlp examples/small_mlp.py --steps 30
+    parity gpt2 examples/gpt2_fp32.py --steps 6 --warmup 2
+    parity conv examples/conv_block.py --steps 10 --warmup 3
+    tar -C "$WORK" -czf "$OUT/native38c_parity_mlp.tgz" parity_mlp
+    ( cd "$REPO" && timeout 120 python3 benchmarks/capture_components.py --workload mlp --steps 20 --rounds 7 --phases plain,cupti,kineto,kineto-shapes,native,native-ops,native-shapes,cupti-native-shapes,sampler,clocks ) 2>&1 | grep -v "USDT\|^STAGE\|_warn_once\|UserWarning" >> "$N"
+    python3 benchmarks/overhead.py --workloads "${NATIVE_WORKLOADS:-mlp}" --configs plain,torch,proton,tenprof-native,tenprof-native-bare --repeats "${NATIVE_REPEATS:-2}" --deadline-min "${NATIVE_DEADLINE_MIN:-2.5}" --json "$OUT/" 2>&1 | grep -v "^\[" >> "$N"
+    ;;
+  native38b)  # issue 38: the native capture's parity on the MLP again, what each of its parts costs (benchmarks/capture_components.py, one process), and its cost with and without tenprof's threads (NATIVE_WORKLOADS, NATIVE_REPEATS, NATIVE_DEADLINE_MIN); text in $OUT/native38b.txt
+    N="$OUT/native38b.txt"
+    ( cd "$REPO" && python3 benchmarks/native_parity.py "$WORK/parity_mlp" examples/small_mlp.py --steps 30 ) >> "$N" 2>&1
+    tenprof report "$WORK/parity_mlp/native" --limit 3 > "$OUT/native38b_mlp_report.txt" 2>&1
+    tar -C "$WORK" -czf "$OUT/native38b_parity_mlp.tgz" parity_mlp
+    for w in mlp gpt2-fp32; do
+      ( cd "$REPO" && python3 benchmarks/capture_components.py --workload $w --steps 20 --rounds "${COMPONENT_ROUNDS:-5}" --phases plain,cupti,kineto,kineto-nocorr,kineto-shapes,native,native-ops,native-shapes,cupti-native-ops,cupti-native-shapes ) 2>&1 | grep -v "USDT\|^STAGE" >> "$N"
+    done
+    python3 benchmarks/overhead.py --workloads "${NATIVE_WORKLOADS:-mlp,gpt2-fp32}" --configs plain,torch,tenprof-native,tenprof-native-bare --repeats "${NATIVE_REPEATS:-2}" --deadline-min "${NATIVE_DEADLINE_MIN:-3}" --json "$OUT/" >> "$N" 2>&1
     ;;
   parts38)  # issue 38: what each part of tenprof's capture costs, every step recorded, beside torch.profiler and Proton (PARTS_WORKLOADS, PARTS_REPEATS, PARTS_DEADLINE_MIN); text in $OUT/parts38.txt
     python3 benchmarks/overhead.py --workloads "${PARTS_WORKLOADS:-gpt2-fp32}" --configs plain,torch,proton,tenprof,tenprof-nosampler,tenprof-noclocks,tenprof-nothreads,tenprof-bare --repeats "${PARTS_REPEATS:-3}" --deadline-min "${PARTS_DEADLINE_MIN:-8.5}" --json "$OUT/" > "$OUT/parts38.txt" 2>&1
