@@ -538,6 +538,9 @@ while [ $# -gt 0 ]; do
     tar -C "$OUT" -czf "$OUT/native_mlp.tgz" native_mlp && rm -rf "$OUT/native_mlp"  # raw/ is deeper than what comes back
     ( cd "$REPO" && TENPROF_CAPTURE=native TENPROF_NATIVE_GPU=1 timeout 250 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_gpu_capture.py tests/gpu/test_gpu_native_lines.py tests/gpu/test_gpu_prebuilt_launches.py tests/gpu/test_user_metrics_gpu.py tests/gpu/test_gpu_diff.py ) > "$OUT/gputests_native.txt" 2>&1
     tail -n 30 "$OUT/gputests_native.txt" >> "$N"
+    # the failing tests' profiles, to read on the CPU (pytest keeps the last runs' tmp_path folders)
+    T=$(ls -d /tmp/pytest-of-*/pytest-current 2>/dev/null | head -n 1)
+    [ -n "$T" ] && tar -C "$T/" -czf "$OUT/gputests_native_profiles.tgz" --exclude='*.so' $(cd "$T/" && ls -d test_launch_metadata* test_fp32_to_tf32* test_run_on_cuda* 2>/dev/null)
     echo "== parity compiled" >> "$N"
     ( cd "$REPO" && timeout 240 python3 benchmarks/native_parity.py "$WORK/parity_compiled" examples/compiled_train.py --model gpt2 --mode default --steps 8 --warmup 3 ) > "$OUT/parity_compiled.log" 2>&1
     grep "^default\|^native\|kernel\|ops with\|Error" "$OUT/parity_compiled.log" >> "$N"

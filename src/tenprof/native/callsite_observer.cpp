@@ -98,6 +98,12 @@ struct CachedPath {
 };
 constexpr size_t kCacheSize = 256;  // a power of two
 
+struct CachedSignature {
+  uint64_t hash = 0;
+  int64_t id = -1;  // -1: empty
+  std::vector<int64_t> key;
+};
+
 // thread, start, end, name id, sequence nr, forward thread, depth, scope, input signature id (-1: none)
 constexpr size_t kOpFields = 9;
 
@@ -118,7 +124,8 @@ struct ThreadBuffer {
   std::vector<const void*> open_fns;  // the RecordFunction of each open op, which its end callback gets too
   std::unordered_map<std::string_view, int64_t> name_ids;  // views into g_names' strings
   uint64_t names_generation = 0;  // the g_generation the name ids belong to (and the signature ids)
-  std::unordered_map<std::vector<int64_t>, int64_t, KeyHash> signature_ids;
+  // recently seen input signatures, direct-mapped by hash (an op's inputs mostly repeat from step to step)
+  std::vector<CachedSignature> signatures = std::vector<CachedSignature>(kCacheSize);
   std::vector<int64_t> signature;  // scratch for the current op's
 };
 
@@ -252,15 +259,12 @@ int64_t cached_path_id(ThreadBuffer* b) {
   return id;
 }
 
-// Kineto's callback runs between the opener's start and the closer's end (callbacks run in the order
-// they were added: the opener before the profiler's, the closer after it), so each record contains the
-// trace's op, however short, and the importer's midpoint join cannot miss it.
 // The id of an op's name: from the thread's map, else the global one (and then kept in the thread's).
 int64_t name_id(ThreadBuffer* b, std::string_view name) {
   uint64_t generation = g_generation.load(std::memory_order_acquire);
   if (b->names_generation != generation) {
     b->name_ids.clear();
-    b->signature_ids.clear();
+    for (CachedSignature& entry : b->signatures) entry.id = -1;
     b->names_generation = generation;
   }
   auto found = b->name_ids.find(name);
@@ -344,11 +348,12 @@ void encode_inputs(const at::RecordFunction& fn, std::vector<int64_t>& out) {
   }
 }
 
-// The id of the op's input signature: from the thread's map, else the global one.
+// The id of the op's input signature: from the thread's cache, else the global map (and then cached).
 int64_t signature_id(ThreadBuffer* b, const at::RecordFunction& fn) {
   encode_inputs(fn, b->signature);
-  auto found = b->signature_ids.find(b->signature);
-  if (found != b->signature_ids.end()) return found->second;
+  uint64_t hash = KeyHash()(b->signature);
+  CachedSignature& entry = b->signatures[hash & (kCacheSize - 1)];
+  if (entry.id >= 0 && entry.hash == hash && entry.key == b->signature) return entry.id;
   int64_t id;
   {
     std::lock_guard<std::mutex> guard(g_mutex);
@@ -361,7 +366,9 @@ int64_t signature_id(ThreadBuffer* b, const at::RecordFunction& fn) {
       id = global->second;
     }
   }
-  b->signature_ids.emplace(b->signature, id);
+  entry.hash = hash;
+  entry.id = id;
+  entry.key = b->signature;
   return id;
 }
 
@@ -377,6 +384,9 @@ void open_op(ThreadBuffer* b, const at::RecordFunction& fn, int64_t start) {
 // recorded; they are recorded and leave the call-site logic, which looks at ops, alone.
 inline bool is_range(const at::RecordFunction& fn) { return fn.scope() == at::RecordScope::USER_SCOPE; }
 
+// Kineto's callback runs between the opener's start and the closer's end (callbacks run in the order
+// they were added: the opener before the profiler's, the closer after it), so each record contains the
+// trace's op, however short, and the importer's midpoint join cannot miss it.
 std::unique_ptr<at::ObserverContext> on_open(const at::RecordFunction& fn) {
   int64_t start = now_ns();
   ThreadBuffer* b = buffer();
