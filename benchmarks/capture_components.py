@@ -29,6 +29,9 @@ to the plain phase of the same round. Phases:
     cupti-native-shapes  cupti + native-shapes: what `tenprof run --capture native` records with (less its
                    host sampler and GPU clock reader)
     sampler        tenprof's host sampler alone (1 kHz Python stacks)
+    native-sampler native + the host sampler (what the default capture runs beside Kineto)
+    native-gated   native + the host sampler behind its gate (TENPROF_SAMPLER_GATE=1: rounds skipped while
+                   the script runs ops)
     clocks         tenprof's GPU clock reader alone (NVML every 50 ms)
 
 A phase whose part cannot start here (no compiler for the native recorder) is skipped with the reason.
@@ -54,11 +57,11 @@ from toggle_probe import gpt2_step, mlp_step
 PHASES = (
     "plain", "cupti", "kineto", "kineto-shapes", "kineto-memory", "kineto-full", "native", "python", "tenprof",
     "tenprof-python", "kineto-nocorr", "tenprof-nocorr", "light-nocorr", "native-ops", "native-shapes",
-    "cupti-native-ops", "cupti-native-shapes", "sampler", "clocks",
+    "cupti-native-ops", "cupti-native-shapes", "sampler", "clocks", "native-sampler", "native-gated",
 )  # fmt: skip
 NATIVE = (
     "native", "tenprof", "tenprof-nocorr", "light-nocorr", "native-ops", "native-shapes", "cupti-native-ops",
-    "cupti-native-shapes",
+    "cupti-native-shapes", "native-sampler", "native-gated",
 )  # fmt: skip
 CUDA = torch.cuda.is_available()
 
@@ -136,7 +139,7 @@ def _profiler(cpu: bool, shapes: bool, memory: bool, correlate: bool = True) -> 
 
 
 @contextlib.contextmanager
-def _recorder(kind: str, every_op: bool = False, inputs: bool = False) -> Iterator[None]:
+def _recorder(kind: str, every_op: bool = False, inputs: bool = False, sampler: str = "") -> Iterator[None]:
     from tenprof.capture.callsites import CallsiteRecorder, new_interner
     from tenprof.capture.native_lines import NativeCallsiteRecorder, build_library, load_library
 
@@ -148,7 +151,13 @@ def _recorder(kind: str, every_op: bool = False, inputs: bool = False) -> Iterat
         recorder = CallsiteRecorder(interner)
     recorder.__enter__()
     try:
-        yield
+        if sampler:
+            from tenprof.capture.native_lines import SamplerGate
+
+            with _sampler(SamplerGate(recorder.lib) if sampler == "gated" else None):
+                yield
+        else:
+            yield
     finally:
         recorder.__exit__(None, None, None)
         recorder.close()
@@ -161,7 +170,8 @@ def phase_context(name: str) -> Iterator[None]:
         if name in NATIVE:  # first: its callback opens before Kineto's, as in a run
             every_op = name.endswith(("native-ops", "native-shapes"))
             inputs = name.endswith("native-shapes")
-            stack.enter_context(_recorder("native", every_op=every_op, inputs=inputs))
+            sampler = {"native-sampler": "plain", "native-gated": "gated"}.get(name, "")
+            stack.enter_context(_recorder("native", every_op=every_op, inputs=inputs, sampler=sampler))
         if name in ("cupti", "cupti-native-ops", "cupti-native-shapes"):
             stack.enter_context(_profiler(cpu=False, shapes=False, memory=False))
         elif name == "kineto":
@@ -186,11 +196,11 @@ def phase_context(name: str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _sampler() -> Iterator[None]:
+def _sampler(gate: Any = None) -> Iterator[None]:
     from tenprof.capture.callsites import new_interner
     from tenprof.capture.host_sampler import HostSampler
 
-    sampler = HostSampler(new_interner(None))
+    sampler = HostSampler(new_interner(None), gate=gate)
     sampler.start()
     try:
         yield

@@ -33,6 +33,9 @@ Configurations:
     tenprof-native   tenprof run --capture native: ops, shapes and lines recorded natively, GPU activity by a
                      CUDA-only profiler session (no memory events yet)
     tenprof-native-bare  the same without both threads (host sampler, NVML clocks)
+    tenprof-gated    tenprof run with the host sampler behind its gate (TENPROF_SAMPLER_GATE=1: no round, and
+                     no hand-over of the interpreter's lock, while the script runs ops)
+    tenprof-native-gated  tenprof run --capture native, the sampler behind its gate
     tenprof-nolines  tenprof run --no-lines
     tenprof-light    tenprof run --no-lines --no-shapes --no-memory
     tenprof-tensors  tenprof run --passes tensors       (the tensors pass alone)
@@ -147,6 +150,8 @@ CONFIGS: dict[str, Config] = {
     ),
     "tenprof-native": Config("tenprof run --capture native (no profiler CPU side; TENPROF_NATIVE_GPU=1)", ("tenprof",)),
     "tenprof-native-bare": Config("tenprof run --capture native without host sampler and NVML thread", ("tenprof",)),
+    "tenprof-gated": Config("tenprof run, host sampler behind its gate (TENPROF_SAMPLER_GATE=1)", ("tenprof",)),
+    "tenprof-native-gated": Config("tenprof run --capture native, host sampler behind its gate", ("tenprof",)),
     "tenprof-nolines": Config("tenprof run --no-lines", ("tenprof",)),
     "tenprof-light": Config("tenprof run --no-lines --no-shapes --no-memory", ("tenprof",)),
     "tenprof-tensors": Config("tenprof run --passes tensors", ("tenprof",)),
@@ -182,6 +187,8 @@ _EAGER_GPT2: dict[str, float] = {
     "tenprof-bare": 21,
     "tenprof-native": 22,
     "tenprof-native-bare": 22,
+    "tenprof-gated": 24,
+    "tenprof-native-gated": 22,
     "tenprof-nolines": 22,
     "tenprof-light": 21,
     "tenprof-tensors": 18,
@@ -217,6 +224,8 @@ ESTIMATE_S: dict[str, dict[str, float]] = {
         "tenprof-bare": 12,
         "tenprof-native": 12,
         "tenprof-native-bare": 12,
+        "tenprof-gated": 14,
+        "tenprof-native-gated": 12,
         "tenprof-nolines": 12,
         "tenprof-light": 12,
         "tenprof-tensors": 10,
@@ -416,6 +425,8 @@ def command(
             "tenprof-bare": ["--no-lines", "--no-shapes", "--no-memory"],
             "tenprof-native": ["--capture", "native"],
             "tenprof-native-bare": ["--capture", "native"],
+            "tenprof-gated": [],
+            "tenprof-native-gated": ["--capture", "native"],
             "tenprof-nolines": ["--no-lines"],
             "tenprof-light": ["--no-lines", "--no-shapes", "--no-memory"],
             "tenprof-tensors": ["--passes", "tensors"],
@@ -432,6 +443,8 @@ def command(
             "tenprof-bare": ["env", "TENPROF_HOST_SAMPLE_HZ=0", "TENPROF_GPU_CLOCKS=0"],
             "tenprof-native": ["env", "TENPROF_NATIVE_GPU=1"],
             "tenprof-native-bare": ["env", "TENPROF_NATIVE_GPU=1", "TENPROF_HOST_SAMPLE_HZ=0", "TENPROF_GPU_CLOCKS=0"],
+            "tenprof-gated": ["env", "TENPROF_SAMPLER_GATE=1"],
+            "tenprof-native-gated": ["env", "TENPROF_NATIVE_GPU=1", "TENPROF_SAMPLER_GATE=1"],
         }.get(config, [])
         return [
             *recorder,

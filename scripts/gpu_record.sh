@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -530,6 +530,11 @@ while [ $# -gt 0 ]; do
     tenprof report "$WORK/parity_mlp/native" --limit 5 > "$OUT/native38_mlp_report.txt" 2>&1
     tar -C "$WORK" -czf "$OUT/native38_parity_mlp.tgz" parity_mlp  # both profiles, to study the joins on the CPU
     python3 benchmarks/overhead.py --workloads "${NATIVE_WORKLOADS:-mlp,gpt2-fp32}" --configs plain,torch,proton,tenprof,tenprof-native --repeats "${NATIVE_REPEATS:-3}" --deadline-min "${NATIVE_DEADLINE_MIN:-6}" --json "$OUT/" >> "$N" 2>&1
+    ;;
+  native38e)  # issue 38: the host sampler behind its gate, what it saves: components on the MLP (native + sampler, native + gated sampler) and whole runs beside torch.profiler and Proton (NATIVE_WORKLOADS, NATIVE_REPEATS, NATIVE_DEADLINE_MIN); text in $OUT/native38e.txt
+    N="$OUT/native38e.txt"
+    ( cd "$REPO" && timeout 120 python3 benchmarks/capture_components.py --workload mlp --steps 20 --rounds 9 --phases plain,native,native-sampler,native-gated ) 2>&1 | grep -v "USDT\|^STAGE\|_warn_once\|UserWarning" >> "$N"
+    python3 benchmarks/overhead.py --workloads "${NATIVE_WORKLOADS:-mlp,gpt2-fp32}" --configs plain,torch,proton,tenprof,tenprof-gated,tenprof-native-gated --repeats "${NATIVE_REPEATS:-3}" --deadline-min "${NATIVE_DEADLINE_MIN:-6.5}" --json "$OUT/" 2>&1 | grep -v "^\[" >> "$N"
     ;;
   native38d)  # issue 38: the GPU tests of the timeline capture with the native capture as the default, compiled GPT-2's parity, and a native-captured MLP fixture ($OUT/native_mlp.tgz); text in $OUT/native38d.txt
     N="$OUT/native38d.txt"

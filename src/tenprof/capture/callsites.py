@@ -24,6 +24,7 @@ from torch.overrides import TorchFunctionMode
 
 from tenprof.capture.compiling import is_compiling
 from tenprof.capture.frames import FrameInterner, new_interner
+from tenprof.capture.skipped_rounds import samples_of_skipped
 
 if TYPE_CHECKING:
     from tenprof.capture.host_sampler import HostSampler
@@ -160,6 +161,8 @@ class CallsiteLog:
     def to_file(self, path: Path) -> None:
         rec = self.recorder
         samples = self.sampler.samples if self.sampler is not None else array("q")
+        if self.sampler is not None and self.sampler.skipped and rec is not None:
+            samples = samples + samples_of_skipped(self.sampler.skipped, rec.records)
         workers = self.worker_samples
         own = self.own_launches
         data = {

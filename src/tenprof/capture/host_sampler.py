@@ -10,6 +10,13 @@ frames (C++ inside torch, a C extension) are not read. Paused while a step runs 
 (so its cost is part of the profiler's measured overhead) and during tenprof's own work at each step
 boundary; while it samples, the interpreter's switch interval is one period (see `paused`). Samples: `samples` array of
 (thread, time, frame) triples, read by CallsiteLog.to_file.
+
+With a gate (`TENPROF_SAMPLER_GATE=1` and the native recorder; experimental), the thread waits for its
+rounds in native code without the interpreter's lock, and a round due while every script thread that runs
+torch ops was running them is skipped there (`skipped`), to be given its op's call site
+(capture.skipped_rounds): each round costs the script a hand-over of the lock, which in a loop of torch ops
+is most of the sampler's cost. A thread that runs no ops is not sampled in skipped rounds: its next sample
+stands for their time, at the line where it then is (where it waits, for a queue's feeder or a logger).
 """
 
 from __future__ import annotations
@@ -18,11 +25,23 @@ import sys
 import threading
 import time
 from array import array
+from typing import Protocol
 
 from tenprof.capture.frames import FrameInterner
 from tenprof.capture.pause_gate import PauseGate
 
 DEFAULT_INTERVAL_NS = 1_000_000  # 1 kHz
+GATE_MAX_WAIT_NS = 50_000_000  # the gate returns at least this often, so that a stop is seen
+
+
+class RoundGate(Protocol):
+    """Where a gated sampler waits for its rounds (capture.native_lines.SamplerGate)."""
+
+    def wait(self, period_ns: int, max_wait_ns: int, threads: list[int]) -> int: ...
+    def pause(self, paused: bool) -> None: ...
+    def skipped(self) -> array[int]: ...
+
+
 # While sampling, a thread waiting for the interpreter's lock asks for it after a tenth of a period: the
 # sampler, waking, takes its sample within that of when it was due. At a whole period, a stretch of pure
 # Python shorter than a period between two calls that let the lock go (a torch op, a sleep(0)) was never
@@ -31,10 +50,15 @@ SWITCHES_PER_PERIOD = 10
 
 
 class HostSampler:
-    def __init__(self, interner: FrameInterner, interval_ns: int = DEFAULT_INTERVAL_NS) -> None:
+    def __init__(
+        self, interner: FrameInterner, interval_ns: int = DEFAULT_INTERVAL_NS, gate: RoundGate | None = None
+    ) -> None:
         self.interner = interner
         self.interval_ns = interval_ns
         self.samples = array("q")
+        # with a gate, the rounds it skipped (the script's threads all running ops): (thread, time) pairs
+        self.gate = gate
+        self.skipped = array("q")
         self._gate = PauseGate(paused=True)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -50,6 +74,8 @@ class HostSampler:
         # than the default 5 ms (SWITCHES_PER_PERIOD): a round that waits for the script's Python code to let
         # go lands close to when it was due, so a stretch of pure-Python work is sampled where it runs (at
         # 5 ms, an 8 ms loop got 4.8 ms). Paused, the program runs with its own setting again.
+        if self.gate is not None:
+            self.gate.pause(value)
         if value:
             self._gate.close()
             sys.setswitchinterval(self._switch_interval)
@@ -69,6 +95,8 @@ class HostSampler:
         if self._thread is not None:
             self._thread.join(timeout=1.0)
         sys.setswitchinterval(self._switch_interval)
+        if self.gate is not None:
+            self.skipped.extend(self.gate.skipped())
 
     def _run(self) -> None:
         me = threading.get_ident()
@@ -76,7 +104,15 @@ class HostSampler:
         own = {me}
         known: set[int] = set()
         wait = self.interval_ns / 1e9
-        while not self._stop.wait(wait):
+        script: list[int] = []  # the script's threads the last round sampled (OS ids), for the gate
+        while not self._stop.is_set():
+            if self.gate is None:
+                if self._stop.wait(wait):
+                    break
+            elif not self.gate.wait(self.interval_ns, GATE_MAX_WAIT_NS, script) and not self.paused:
+                continue  # no round due yet (the script's threads were all running ops)
+            if self._stop.is_set():
+                break
             if self.paused:
                 self._gate.wait_while_paused()  # blocked, not polling: a paused sampler costs the program nothing
                 if self._stop.is_set():
@@ -100,6 +136,7 @@ class HostSampler:
             # The frames hold their locals: let go of them before the script runs again (a dead tensor kept
             # alive even briefly breaks CUDA graph trees' check that its pool's memory was freed).
             del frames
+            script = [row[0] for row in rows]
             if not self.paused:  # paused while this round was read: it may straddle the pause, drop it
                 for row in rows:
                     self.samples.extend(row)

@@ -177,6 +177,41 @@ def _line_of(code: CodeType, offset: int) -> int:
     return 0
 
 
+class SamplerGate:
+    """The host sampler's wait for its next round, in the native library and without the GIL (ctypes.CDLL
+    lets it go for the call): rounds due while every script thread that runs ops is running them are
+    skipped there, so the sampler takes the interpreter's lock only when some thread's time is not the ops' (see
+    tenprof_lines_sampler_wait). The skipped rounds' samples are made from the call-site records
+    (tenprof.capture.skipped_rounds)."""
+
+    def __init__(self, lib: ctypes.PyDLL) -> None:
+        self._owned = lib  # its functions that return Python objects need the GIL held
+        self._free = ctypes.CDLL(lib._name)  # the same library loaded again: the same globals
+        self._free.tenprof_lines_sampler_wait.argtypes = [
+            ctypes.c_int64, ctypes.c_int64, ctypes.POINTER(ctypes.c_int64), ctypes.c_int64
+        ]  # fmt: skip
+        self._free.tenprof_lines_sampler_wait.restype = ctypes.c_int64
+        self._free.tenprof_lines_sampler_pause.argtypes = [ctypes.c_int]
+        self._free.tenprof_lines_sampler_pause.restype = None
+        lib.tenprof_lines_sampler_skipped.argtypes = []
+        lib.tenprof_lines_sampler_skipped.restype = ctypes.py_object
+
+    def wait(self, period_ns: int, max_wait_ns: int, threads: list[int]) -> int:
+        """The perf-clock time of the next round to take, or 0 when none came within `max_wait_ns` (or
+        the gate is paused); `threads`: the OS ids of the script's threads the last round sampled."""
+        ids = (ctypes.c_int64 * len(threads))(*threads)
+        return int(self._free.tenprof_lines_sampler_wait(period_ns, max_wait_ns, ids, len(threads)))
+
+    def pause(self, paused: bool) -> None:
+        self._free.tenprof_lines_sampler_pause(int(paused))
+
+    def skipped(self) -> array[int]:
+        """The rounds skipped since the last call: (thread, time) pairs, flattened."""
+        taken = array("q")
+        taken.frombytes(self._owned.tenprof_lines_sampler_skipped())
+        return taken
+
+
 class NativeCallsiteRecorder:
     """Stands where `CallsiteRecorder` does in the call-site log (enter, pause, close, records), but
     records natively; Dynamo's compilations are still recorded from their Python callbacks."""

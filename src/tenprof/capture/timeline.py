@@ -47,7 +47,7 @@ from tenprof.capture.callsites import CallsiteLog
 from tenprof.capture.gpu_clocks import GpuClockSampler
 from tenprof.capture.host_sampler import DEFAULT_INTERVAL_NS, HostSampler
 from tenprof.capture.log_filter import profiler_lines_kept_out
-from tenprof.capture.native_lines import USER_SCOPE, NativeCallsiteRecorder
+from tenprof.capture.native_lines import USER_SCOPE, NativeCallsiteRecorder, SamplerGate
 from tenprof.capture.native_trace import trace_minus_perf_ns, write_trace
 from tenprof.capture.overhead_plan import DEFAULT_COUNT, RECORDED, OverheadPlan
 from tenprof.capture.own_launches import OwnLaunches
@@ -100,6 +100,17 @@ def _sample_interval_ns(default: int) -> int:
     return int(1e9 / rate) if rate > 0 else 0
 
 
+SAMPLER_GATE_VAR = "TENPROF_SAMPLER_GATE"  # 1: the host sampler skips rounds while the script runs ops
+
+
+def _sampler_gate(recorder: Any) -> SamplerGate | None:
+    """The host sampler's gate, where TENPROF_SAMPLER_GATE=1 asks for it and the native recorder (whose op
+    callbacks it reads) records."""
+    if os.environ.get(SAMPLER_GATE_VAR) != "1" or not isinstance(recorder, NativeCallsiteRecorder):
+        return None
+    return SamplerGate(recorder.lib)
+
+
 def _record_every_step(step: int) -> Any:
     return torch.profiler.ProfilerAction.RECORD
 
@@ -126,7 +137,7 @@ class TimelineSession:
             self.log.own_launches = OwnLaunches(self.log.interner)
         interval = _sample_interval_ns(options.sample_interval_ns)
         if interval > 0:
-            self.log.sampler = HostSampler(self.log.interner, interval)
+            self.log.sampler = HostSampler(self.log.interner, interval, _sampler_gate(self.log.recorder))
         self.trace_written = False
         self._parts_written = 0
         self._device_totals_us: dict[str, float] = {}  # torch's own totals over every part, for --verify

@@ -23,6 +23,7 @@
 #endif
 #include <ATen/record_function.h>
 #include <c10/core/ScalarTypeToTypeMeta.h>
+#include <cerrno>
 #include <cstring>
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -116,6 +117,7 @@ struct ThreadBuffer {
   uint64_t cache_generation = 0;  // the g_generation the cache's ids belong to
   int64_t tid = 0;
   int64_t pthread = 0;  // pthread_self(): what CUPTI names the thread by in a trace without CPU ops
+  std::atomic<int64_t> last_ns{0};  // its last op callback, read by the host sampler's gate (any thread)
   int64_t open = -1;  // index of the top-level record being timed, -1 when none
   int depth = 0;      // ops of the observed scopes open on this thread
   // every op (when g_every_op): kOpFields per op, end 0 while it runs; the open ones' indexes, innermost last
@@ -145,6 +147,9 @@ std::atomic<bool> g_every_op{false};    // record every op too
 std::atomic<bool> g_inputs{false};      // and each op's input signature (shapes, dtypes, strides, scalars)
 std::vector<std::vector<int64_t>> g_signatures;  // by id: the encoded inputs (see encode_inputs)
 std::unordered_map<std::vector<int64_t>, int64_t, KeyHash> g_signature_ids;
+std::atomic<bool> g_sampler_paused{false};  // the host sampler's gate returns at once while paused
+std::mutex g_skipped_mutex;
+std::vector<int64_t> g_skipped;  // the gate's skipped rounds: (thread, time) pairs
 std::deque<std::string> g_names;        // op names by id (a deque: its strings never move)
 std::unordered_map<std::string_view, int64_t> g_name_ids;
 
@@ -390,6 +395,7 @@ inline bool is_range(const at::RecordFunction& fn) { return fn.scope() == at::Re
 std::unique_ptr<at::ObserverContext> on_open(const at::RecordFunction& fn) {
   int64_t start = now_ns();
   ThreadBuffer* b = buffer();
+  b->last_ns.store(start, std::memory_order_relaxed);
   // Dynamo's compilations: their named phases are recorded, not the ops their tracing runs (as the
   // profiler's records have them)
   bool compiling = g_compiling.load(std::memory_order_relaxed) != 0;
@@ -407,6 +413,7 @@ std::unique_ptr<at::ObserverContext> on_nothing(const at::RecordFunction&) { ret
 void on_close(const at::RecordFunction& fn, at::ObserverContext*) {
   int64_t end = now_ns();  // one read for the op's record and the call site's (the clock costs per op)
   ThreadBuffer* b = buffer();
+  b->last_ns.store(end, std::memory_order_relaxed);
   // Ops nest on a thread, so it is the innermost open one, unless ends were missed (callbacks paused
   // between an op's start and its end): then it is found further down, and the ones above it, whose ends
   // were missed, stay unfinished (left out). One that started unrecorded has no record.
@@ -622,6 +629,58 @@ PyObject* tenprof_lines_op_names() {
     PyList_SET_ITEM(out, static_cast<Py_ssize_t>(i), name);
   }
   return out;
+}
+
+// The host sampler's gate. Called through ctypes.CDLL, so without the GIL: waits until a round of the
+// sampler is due (every period_ns) at a time when one of the threads `tids` (OS ids, n of them) that have
+// run ops has made no op callback for a period, and returns that time. A round due while every one of them
+// was inside or between ops (a callback less than a period ago) is skipped: recorded as (thread, time) for
+// each of them, to be given the line of its op's call site (tenprof.capture.skipped_rounds), and the lock
+// is not asked for. Threads that never ran an op (a queue's feeder, a logger) are not waited for: their
+// next sample stands for the skipped time, at the line they then are, usually where they wait. Returns 0
+// after max_wait_ns without a round, or at once while paused. When none of `tids` ran an op, every round
+// is due.
+int64_t tenprof_lines_sampler_wait(int64_t period_ns, int64_t max_wait_ns, const int64_t* tids, int64_t n) {
+  int64_t start = now_ns();
+  std::vector<const ThreadBuffer*> watched;
+  {
+    std::lock_guard<std::mutex> guard(g_mutex);
+    for (const ThreadBuffer* b : g_buffers) {
+      for (int64_t i = 0; i < n; i++) {
+        if (b->tid == tids[i]) watched.push_back(b);
+      }
+    }
+  }
+  bool can_skip = !watched.empty();
+  for (int64_t due = start + period_ns;; due += period_ns) {
+    timespec until{static_cast<time_t>(due / 1000000000LL), static_cast<long>(due % 1000000000LL)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nullptr) == EINTR) {
+    }
+    if (g_sampler_paused.load(std::memory_order_relaxed)) return 0;
+    int64_t now = now_ns();
+    bool busy = can_skip;
+    for (const ThreadBuffer* b : watched) busy = busy && now - b->last_ns.load(std::memory_order_relaxed) < period_ns;
+    if (!busy) return now;
+    {
+      std::lock_guard<std::mutex> guard(g_skipped_mutex);
+      for (const ThreadBuffer* b : watched) g_skipped.insert(g_skipped.end(), {b->tid, now});
+    }
+    if (due + period_ns - start > max_wait_ns) return 0;
+  }
+}
+
+// The gate's pause (1) or resume (0): paused, it returns at once and skips nothing.
+void tenprof_lines_sampler_pause(int paused) { g_sampler_paused.store(paused != 0); }
+
+// The rounds the gate skipped since the last call, as int64 bytes of (thread, time) pairs; cleared.
+PyObject* tenprof_lines_sampler_skipped() {
+  std::vector<int64_t> taken;
+  {
+    std::lock_guard<std::mutex> guard(g_skipped_mutex);
+    taken.swap(g_skipped);
+  }
+  return PyBytes_FromStringAndSize(reinterpret_cast<const char*>(taken.data()),
+                                   static_cast<Py_ssize_t>(taken.size() * sizeof(int64_t)));
 }
 
 }  // extern "C"

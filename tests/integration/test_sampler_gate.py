@@ -1,0 +1,59 @@
+"""The host sampler behind its native gate (TENPROF_SAMPLER_GATE=1): while the script's thread runs torch
+ops, rounds are skipped without the interpreter's lock and get the ops' call sites; a sleep, where no op
+runs, is sampled as without the gate. No timing is asserted: only that some of the op loop's rounds were
+skipped (the loop makes an op callback every few microseconds while it runs) and where samples land."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from tenprof.capture.callsites import new_interner
+from tenprof.capture.host_sampler import HostSampler
+from tenprof.capture.native_lines import (
+    NativeCallsiteRecorder,
+    NativeLinesUnavailable,
+    SamplerGate,
+    build_library,
+    load_library,
+)
+from tenprof.capture.skipped_rounds import samples_of_skipped
+
+
+def _ops_for(seconds: float) -> None:
+    x = torch.ones(4)
+    began = time.perf_counter()
+    while time.perf_counter() - began < seconds:
+        torch.relu(torch.add(x, x))  # OPS_LINE
+
+
+def test_rounds_in_an_op_loop_are_skipped_and_given_the_ops_line_and_a_sleep_is_sampled() -> None:
+    try:
+        lib = load_library(build_library())
+    except NativeLinesUnavailable as exc:
+        pytest.skip(str(exc))
+    interner = new_interner(None)
+    recorder = NativeCallsiteRecorder(interner, lib)
+    sampler = HostSampler(interner, gate=SamplerGate(lib))
+    recorder.__enter__()
+    sampler.start()
+    try:
+        _ops_for(0.3)
+        time.sleep(0.1)  # SLEEP_LINE
+    finally:
+        sampler.stop()
+        recorder.__exit__(None, None, None)
+        recorder.close()
+    made = samples_of_skipped(sampler.skipped, recorder.records)
+    assert len(sampler.skipped) >= 2 and len(made) == len(sampler.skipped) * 3 // 2
+    source = Path(__file__).read_text().splitlines()
+    ops_line = next(i + 1 for i, t in enumerate(source) if t.endswith("# OPS_LINE"))
+    sleep_line = next(i + 1 for i, t in enumerate(source) if t.endswith("# SLEEP_LINE"))
+    rows = interner.rows
+    made_lines = {rows[frame][3] for frame in made[2::3]}  # a frame row: id, parent, file, line, ...
+    assert made_lines == {ops_line}
+    sampled_lines = [rows[frame][3] for frame in sampler.samples[2::3]]
+    assert sampled_lines.count(sleep_line) >= 5  # 100 rounds were due; a loaded machine may take fewer
