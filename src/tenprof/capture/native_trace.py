@@ -103,8 +103,28 @@ def with_gpu_events(
     thread id, the recorder's `threads`) puts the call on the thread its ops are on; a call on a thread it
     does not name goes to the thread whose ops hold most of its thread's calls (threads_by_time). Each
     session numbers its launches from 1 again: `correlation_offset` keeps a part's apart from the others'."""
+    moved, calls = _gpu_side(gpu_trace, shift_ns, _cupti_ids(threads or {}), correlation_offset)
+    _name_call_threads(events, calls)
+    return {**_top_level(gpu_trace), "traceEvents": events + moved}
+
+
+def _cupti_ids(threads: Mapping[int, int]) -> dict[int, int]:
+    """pthread_self() -> OS thread id, as CUPTI's 32-bit thread id -> OS thread id."""
+    return {pthread & 0xFFFFFFFF: tid for pthread, tid in threads.items()}
+
+
+def _top_level(gpu_trace: dict[str, Any]) -> dict[str, Any]:
+    """A GPU-only trace's keys besides its events and its own clock base (devices, versions)."""
+    return {k: v for k, v in gpu_trace.items() if k not in ("traceEvents", "baseTimeNanoseconds", "traceName")}
+
+
+def _gpu_side(
+    gpu_trace: dict[str, Any], shift_ns: float, cupti_ids: Mapping[int, int], correlation_offset: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A GPU-only trace's events moved onto the perf clock (its metadata without time first), their
+    correlation ids moved up by `correlation_offset`, the CUDA calls put on the OS thread their CUPTI id
+    names; and those calls (the same objects) apart."""
     shift_us = shift_ns / 1000
-    os_tid = {pthread & 0xFFFFFFFF: tid for pthread, tid in (threads or {}).items()}
     moved = [e for e in gpu_trace["traceEvents"] if e.get("ph") == "M" and "ts" not in e]
     calls: list[dict[str, Any]] = []
     for e in gpu_trace["traceEvents"]:
@@ -113,17 +133,20 @@ def with_gpu_events(
             if correlation_offset and isinstance(e.get("args", {}).get("correlation"), int):
                 event["args"] = {**e["args"], "correlation": e["args"]["correlation"] + correlation_offset}
             if e["cat"] in API_CATEGORIES and isinstance(e.get("tid"), int):
-                event["tid"] = os_tid.get(e["tid"] & 0xFFFFFFFF, e["tid"])
+                event["tid"] = cupti_ids.get(e["tid"] & 0xFFFFFFFF, e["tid"])
                 calls.append(event)
             moved.append(event)
+    return moved, calls
+
+
+def _name_call_threads(events: list[dict[str, Any]], calls: list[dict[str, Any]]) -> None:
+    """The calls on no op thread of `events` moved to the one threads_by_time chooses (in place)."""
     op_tids = {e["tid"] for e in events if e.get("cat") == OP_CATEGORY}
     unnamed = [e for e in calls if e["tid"] not in op_tids]
     if unnamed:
         by_time = threads_by_time(events, unnamed)
         for e in unnamed:
             e["tid"] = by_time.get(e["tid"], e["tid"])
-    kept = {k: v for k, v in gpu_trace.items() if k not in ("traceEvents", "baseTimeNanoseconds", "traceName")}
-    return {**kept, "traceEvents": events + moved}
 
 
 def threads_by_time(events: list[dict[str, Any]], calls: list[dict[str, Any]]) -> dict[int, int]:
@@ -184,11 +207,17 @@ def write_trace(
     """The trace file holding `trace_events`, and the GPU side of each of `gpu_parts` (a GPU-only Kineto
     trace and its trace_minus_perf_ns): JSON, gzipped where the name ends in .gz (as the profiler's export)."""
     events = trace_events(ops, pid, user_scope)
-    trace: dict[str, Any] = {"schemaVersion": 1, "deviceProperties": [], "traceEvents": events}
     threads = dict(ops.get("threads", ()))  # (pthread_self(), OS thread id) pairs
-    for k, (part, shift_ns) in enumerate(gpu_parts):  # the part's devices and versions, the events so far and its own
-        offset = k << CORRELATION_BITS
-        trace = {**trace, **with_gpu_events(trace["traceEvents"], part, shift_ns, threads, offset)}
-    trace["tenprofThreads"] = sorted(threads.items())  # how the CUDA calls' threads were named, to check
+    cupti_ids = _cupti_ids(threads)
+    top: dict[str, Any] = {"schemaVersion": 1, "deviceProperties": []}
+    gpu: list[dict[str, Any]] = []
+    calls: list[dict[str, Any]] = []
+    for k, (part, shift_ns) in enumerate(gpu_parts):  # later parts' devices and versions replace earlier ones'
+        moved, part_calls = _gpu_side(part, shift_ns, cupti_ids, k << CORRELATION_BITS)
+        top.update(_top_level(part))
+        gpu += moved
+        calls += part_calls
+    _name_call_threads(events, calls)  # once, over every part's calls
+    trace = {**top, "traceEvents": events + gpu, "tenprofThreads": sorted(threads.items())}
     data = orjson.dumps(trace)
     path.write_bytes(gzip.compress(data, compresslevel=1) if path.suffix == ".gz" else data)

@@ -81,9 +81,9 @@ class TimelineOptions:
     verify: bool = False
     overhead_steps: int = DEFAULT_COUNT  # steps run with the capture off to time the un-profiled program
     sample_interval_ns: int = DEFAULT_INTERVAL_NS  # the host sampler's period (0: no sampling)
-    # "kineto": torch.profiler records ops, GPU activity, shapes, memory; "native" (experimental, CPU only
-    # so far): no profiler session, the native recorder records every op and tenprof writes the trace
-    # (tenprof.capture.native_trace)
+    # "kineto": torch.profiler records ops, GPU activity, shapes, memory; "native" (experimental; on a GPU
+    # only with TENPROF_NATIVE_GPU=1): the native recorder records every op and its inputs, a CUDA-only
+    # session the GPU activity, and tenprof writes the trace (tenprof.capture.native_trace)
     capture: str = "kineto"
     # the profiler library's own lines kept out of this process's stderr (into raw/profiler.log): for a
     # process that profiles itself; under `tenprof run` the launcher filters the child's stderr

@@ -110,7 +110,7 @@ class RunRequest:
     replay_scopes: tuple[str, ...] = ()
     rank: RankInfo | None = None
     overhead_steps: int = DEFAULT_OVERHEAD_STEPS
-    capture: str = "kineto"  # the timeline pass's capture: kineto, or native (experimental, CPU only)
+    capture: str = "kineto"  # the timeline pass's capture: kineto, or native (experimental)
     quiet: bool = False  # no progress or notes from tenprof (errors and failed passes are still said)
     python: str = field(default_factory=lambda: sys.executable)
 
