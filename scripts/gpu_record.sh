@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -530,6 +530,29 @@ while [ $# -gt 0 ]; do
     tenprof report "$WORK/parity_mlp/native" --limit 5 > "$OUT/native38_mlp_report.txt" 2>&1
     tar -C "$WORK" -czf "$OUT/native38_parity_mlp.tgz" parity_mlp  # both profiles, to study the joins on the CPU
     python3 benchmarks/overhead.py --workloads "${NATIVE_WORKLOADS:-mlp,gpt2-fp32}" --configs plain,torch,proton,tenprof,tenprof-native --repeats "${NATIVE_REPEATS:-3}" --deadline-min "${NATIVE_DEADLINE_MIN:-6}" --json "$OUT/" >> "$N" 2>&1
+    ;;
+  native38g)  # issue 38: the native capture's parity on the MLP again (step times; Kineto's init line), on compiled GPT-2 (each run compiling from empty caches; steady steps apart), and the host sampler's cost with and without its gate on the MLP (one process); text in $OUT/native38g.txt
+    N="$OUT/native38g.txt"
+    ( cd "$REPO" && timeout 120 python3 benchmarks/native_parity.py "$WORK/parity_mlp" examples/small_mlp.py --steps 10 ) > "$OUT/parity_mlp.log" 2>&1
+    echo "== parity mlp (lines saying External init: $(grep -c 'External init' "$OUT/parity_mlp.log"))" >> "$N"
+    grep -v "^loop_s\|External init" "$OUT/parity_mlp.log" >> "$N"
+    echo "== parity compiled gpt2" >> "$N"
+    ( cd "$REPO" && timeout "${COMPILED_PARITY_S:-300}" python3 benchmarks/native_parity.py "$WORK/parity_compiled" examples/compiled_train.py --model gpt2 --mode default --steps 6 --warmup 2 ) > "$OUT/parity_compiled.log" 2>&1
+    grep -v "^loop_s\|loss_type\|UserWarning\|Consider using\|print(f" "$OUT/parity_compiled.log" >> "$N"
+    ( cd "$REPO" && timeout 120 python3 benchmarks/capture_components.py --workload mlp --steps 20 --rounds 7 --phases plain,native,native-sampler,native-gated ) 2>&1 | grep -v "USDT\|^STAGE\|_warn_once\|UserWarning" >> "$N"
+    ;;
+  native38f)  # issue 38: the native capture after its step-range and memory fixes: the native MLP fixture ($OUT/native_mlp.tgz), the GPU tests of the timeline capture under it (a limit per test), parity on the MLP (memory too); text in $OUT/native38f.txt
+    N="$OUT/native38f.txt"
+    ( cd "$REPO" && TENPROF_NATIVE_GPU=1 tenprof run --quiet --capture native -o "$OUT/native_mlp" examples/small_mlp.py --steps 5 --warmup 2 ) > "$OUT/native_mlp.log" 2>&1
+    echo "fixture exit=$?" >> "$N"
+    steps_of "$OUT/native_mlp" >> "$N" 2>&1
+    tar -C "$OUT" -czf "$OUT/native_mlp.tgz" native_mlp && rm -rf "$OUT/native_mlp"  # raw/ is deeper than what comes back
+    ( cd "$REPO" && TENPROF_CAPTURE=native TENPROF_NATIVE_GPU=1 timeout "${NATIVE_TESTS_S:-300}" python3 -m pytest -v -rA --timeout 150 --durations=0 -m gpu -p no:cacheprovider tests/gpu/test_gpu_capture.py tests/gpu/test_gpu_native_lines.py tests/gpu/test_gpu_prebuilt_launches.py tests/gpu/test_user_metrics_gpu.py tests/gpu/test_gpu_diff.py ) > "$OUT/gputests_native.txt" 2>&1
+    grep -E "PASSED|FAILED|ERROR|passed|failed|Timeout|s call" "$OUT/gputests_native.txt" | tail -n 30 >> "$N"
+    T=$(ls -d /tmp/pytest-of-*/pytest-current 2>/dev/null | head -n 1)
+    [ -n "$T" ] && tar -C "$T/" -czf "$OUT/gputests_native_profiles.tgz" --exclude='*.so' --exclude='*.ncu-rep' .
+    echo "== parity mlp" >> "$N"
+    ( cd "$REPO" && timeout 150 python3 benchmarks/native_parity.py "$WORK/parity_mlp" examples/small_mlp.py --steps 30 ) 2>&1 | grep -v "^loop_s" >> "$N"
     ;;
   native38e)  # issue 38: the host sampler behind its gate, what it saves: components on the MLP (native + sampler, native + gated sampler) and whole runs beside torch.profiler and Proton (NATIVE_WORKLOADS, NATIVE_REPEATS, NATIVE_DEADLINE_MIN); text in $OUT/native38e.txt
     N="$OUT/native38e.txt"

@@ -5,9 +5,12 @@ same line."""
 
 from __future__ import annotations
 
+import gzip
 import json
+import threading
 from collections import Counter
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 import torch
@@ -60,6 +63,41 @@ def test_the_native_capture_records_the_ops_and_lines_the_default_one_does(
     assert status["trace_written"]
 
 
+def _memory_by_op(profile: Profile, totals: bool) -> Counter[tuple[str, int, int, int]]:
+    """The allocator samples as (op name, bytes, step, total allocated after it or 0 unless `totals`) counts."""
+    memory, ops = profile.table("memory"), profile.table("ops")
+    names, steps = ops.column("name").to_pylist(), ops.column("step").to_pylist()
+    samples: Counter[tuple[str, int, int, int]] = Counter()
+    columns = (memory.column(c).to_pylist() for c in ("op_id", "bytes", "total_allocated_bytes"))
+    for op, size, total in zip(*columns, strict=True):
+        samples[(names[op] if op >= 0 else "", size, steps[op] if op >= 0 else -1, total if totals else 0)] += 1
+    return samples
+
+
+@pytest.mark.xdist_group("cpu_steps_run")
+def test_the_native_capture_records_the_memory_the_default_one_does(
+    native_steps_run: Path, cpu_steps_run: Path
+) -> None:
+    native, default = load_profile(native_steps_run / "prof"), load_profile(cpu_steps_run / "prof")
+    samples = _memory_by_op(native, totals=False)
+    in_ops = [Counter({k: v for k, v in c.items() if k[0]}) for c in (samples, _memory_by_op(default, totals=False))]
+    assert in_ops[0] == in_ops[1]
+    # outside ops, the frees of tensors made before a window run un-profiled: one may be told apart at its edge
+    assert (
+        abs(samples[("", -64 * 64 * 4, -1, 0)] - _memory_by_op(default, totals=False)[("", -64 * 64 * 4, -1, 0)]) <= 1
+    )
+    # each recorded step's 20 matmuls and tanhs allocate their 64x64 fp32 output in the op
+    assert samples[("aten::mm", 64 * 64 * 4, 1, 0)] == samples[("aten::tanh", 64 * 64 * 4, 1, 0)] == 20
+
+    # The CPU allocator's total counts the allocations made while memory is profiled, so after the first
+    # window run un-profiled (steps 3-4) each capture's totals depend on when its reporting paused; before
+    # it, the same.
+    def before_off(profile: Profile) -> Counter[tuple[str, int, int, int]]:
+        return Counter({k: v for k, v in _memory_by_op(profile, totals=True).items() if 0 <= k[2] < 3})
+
+    assert before_off(native) == before_off(default) != Counter()
+
+
 def test_the_native_capture_refuses_a_gpu_until_it_is_checked_there(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -89,3 +127,63 @@ def test_tenprof_capture_names_the_default_capture_and_a_wrong_name_is_one_line(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "TENPROF_CAPTURE='nsys'" in err[0] and "kineto, native" in err[0], err
     assert not (tmp_path / "prof").exists()
+
+
+class _GpuActivitySession:
+    """Stands in for the native capture's GPU-activity session (a CUDA-only torch.profiler session) on a
+    machine without a GPU, noting each call and the thread it came on."""
+
+    calls: ClassVar[list[tuple[str, str]]] = []  # every session's, in order
+
+    def __init__(self, **_: object) -> None:
+        pass
+
+    def _note(self, name: str) -> None:
+        self.calls.append((name, threading.current_thread().name))
+
+    def prepare_trace(self) -> None:
+        self._note("prepare")
+
+    def start_trace(self) -> None:
+        self._note("start")
+
+    def step(self) -> None:
+        self._note("step")
+
+    def stop(self) -> None:
+        self._note("stop")
+
+    def export_chrome_trace(self, path: str) -> None:
+        self._note("export")
+        Path(path).write_bytes(gzip.compress(json.dumps({"traceEvents": []}).encode()))
+
+
+def test_the_native_capture_on_a_gpu_marks_every_step_and_keeps_its_session_off_the_script_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What the first runs on an H100 showed: the step ranges of all but a window's first step went missing
+    # (the boundary stepped the GPU-activity session, which marks nothing, instead of opening tenprof's
+    # range); and a session started on the script's thread stands above the memory reporter there.
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    monkeypatch.setattr(torch.profiler, "profile", _GpuActivitySession)
+    monkeypatch.setenv("TENPROF_NATIVE_GPU", "1")
+    monkeypatch.setenv("TENPROF_GPU_CLOCKS", "0")
+    _GpuActivitySession.calls = []
+    session = TimelineSession(tmp_path, TimelineOptions(capture="native", sample_interval_ns=0))
+    session.start()
+    for _ in range(6):  # steps 3-4 run un-profiled
+        torch.ones(3).add_(1)
+        session.step()
+    session.stop()
+    main, own = threading.current_thread().name, "tenprof-gpu-session_0"
+    window = [("prepare", main), ("start", own), ("stop", own), ("export", main)]
+    assert _GpuActivitySession.calls == window * 2
+    recorder = session.log.recorder
+    assert recorder is not None
+    names = recorder.ops["names"]
+    marked = [names[n] for n in recorder.ops["name_id"] if names[n].startswith("ProfilerStep#")]
+    assert marked == [f"ProfilerStep#{k}" for k in (0, 1, 2, 5, 6)]
+    memory = recorder.ops["memory"]
+    assert set(memory["thread_id"]) == {threading.get_native_id()}
+    assert memory["bytes"].count(12) == 4  # torch.ones(3) of each recorded step (0-2, 5), none of 3-4

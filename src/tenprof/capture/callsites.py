@@ -134,15 +134,17 @@ class CallsiteLog:
         recorder: str = "python",
         every_op: bool = False,
         inputs: bool = False,
+        memory: bool = False,
     ) -> None:
         self.interner = new_interner(stop_code)
         # recorder: "python" (the TorchFunctionMode above) or "native" (tenprof.capture.native_lines), which
-        # records every op too when `every_op`, and their input signatures with `inputs`.
+        # records every op too when `every_op`, their input signatures with `inputs`, the allocators'
+        # reports with `memory`.
         self.recorder: CallsiteRecorder | NativeCallsiteRecorder | None = None
         if record_calls:
             from tenprof.capture.native_lines import make_recorder
 
-            self.recorder = make_recorder(self.interner, recorder, every_op, inputs)
+            self.recorder = make_recorder(self.interner, recorder, every_op, inputs, memory)
         self.scopes: list[list[Any]] = []
         self.syncs: list[list[Any]] = []
         self.step_calls = 0

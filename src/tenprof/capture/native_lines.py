@@ -41,6 +41,7 @@ import torch
 from tenprof.capture.callsites import CallsiteRecorder
 from tenprof.capture.compiling import is_compiling
 from tenprof.capture.frames import FrameInterner
+from tenprof.capture.native_trace import MEMORY_FIELDS
 from tenprof.errors import TenprofError
 
 SOURCE = Path(__file__).resolve().parents[1] / "native" / "callsite_observer.cpp"
@@ -158,6 +159,14 @@ def load_library(path: Path) -> ctypes.PyDLL:
     lib.tenprof_lines_op_names.restype = ctypes.py_object
     lib.tenprof_lines_threads.argtypes = []
     lib.tenprof_lines_threads.restype = ctypes.py_object
+    lib.tenprof_lines_memory_start.argtypes = []
+    lib.tenprof_lines_memory_start.restype = ctypes.c_int
+    lib.tenprof_lines_memory_pause.argtypes = [ctypes.c_int]
+    lib.tenprof_lines_memory_pause.restype = None
+    lib.tenprof_lines_memory_stop.argtypes = []
+    lib.tenprof_lines_memory_stop.restype = ctypes.c_int
+    lib.tenprof_lines_memory.argtypes = []
+    lib.tenprof_lines_memory.restype = ctypes.py_object
     return lib
 
 
@@ -217,14 +226,22 @@ class NativeCallsiteRecorder:
     records natively; Dynamo's compilations are still recorded from their Python callbacks."""
 
     def __init__(
-        self, interner: FrameInterner, lib: ctypes.PyDLL, every_op: bool = False, inputs: bool = False
+        self,
+        interner: FrameInterner,
+        lib: ctypes.PyDLL,
+        every_op: bool = False,
+        inputs: bool = False,
+        memory: bool = False,
     ) -> None:
         self.interner = interner
         self.lib = lib
         # every op of every thread recorded too (`ops`), as a profiler's CPU side records them; with `inputs`
-        # each op's input signature (shapes, dtypes, strides, scalar values), as its record_shapes does
+        # each op's input signature (shapes, dtypes, strides, scalar values), as its record_shapes does; with
+        # `memory` the allocators' reports, as its profile_memory does (for the thread that enters the
+        # recorder and those autograd runs its backward on)
         self.every_op = every_op
         self.inputs = every_op and inputs
+        self.memory = every_op and memory
         self._ops: dict[str, Any] | None = None
         self._compiles = 0  # Dynamo compilations running
         self._flag_before = False  # torch's profiler flag before they began
@@ -247,6 +264,8 @@ class NativeCallsiteRecorder:
     def paused(self, value: bool) -> None:
         if value != self._paused and self._started:
             self.lib.tenprof_lines_pause(int(value))
+            if self.memory:
+                self.lib.tenprof_lines_memory_pause(int(value))
         self._paused = value
 
     def __enter__(self) -> NativeCallsiteRecorder:
@@ -255,6 +274,8 @@ class NativeCallsiteRecorder:
             self._ops = None
             self.lib.tenprof_lines_every_op(int(self.every_op), int(self.inputs))  # as prepared (another may have run)
             self.lib.tenprof_lines_start(self.interner.stop_code, self._on_new_path)
+            if self.memory:
+                self.lib.tenprof_lines_memory_start()
             self._started = True
             self._paused = False
             self._on_new_path()
@@ -263,6 +284,8 @@ class NativeCallsiteRecorder:
 
     def __exit__(self, *exc: Any) -> None:
         self.lib.tenprof_lines_stop()
+        if self.memory:
+            self.lib.tenprof_lines_memory_stop()
         self._started = False
         for name, func in self._unwrapped.items():
             if getattr(torch.autograd, name, None) is not func:
@@ -351,7 +374,8 @@ class NativeCallsiteRecorder:
     def ops(self) -> dict[str, Any]:
         """Every op recorded natively (`every_op`): a list per column of OP_FIELDS, `names` by name id and
         `signatures` by signature id (decode_signature's lists; none without `inputs`), `threads` as
-        (pthread_self(), OS thread id) pairs; empty when not asked for."""
+        (pthread_self(), OS thread id) pairs, `memory` the allocators' reports (a list per column of
+        MEMORY_FIELDS; only with `memory`); empty when not asked for."""
         if self._ops is None:
             self.records  # noqa: B018  (collects the ops with the call records, then clears both)
         return self._ops or {}
@@ -375,6 +399,11 @@ class NativeCallsiteRecorder:
         columns["names"] = self.lib.tenprof_lines_op_names()
         columns["signatures"] = [decode_signature(key, self._dtype_name) for key in self.lib.tenprof_lines_signatures()]
         columns["threads"] = self._threads()
+        if self.memory:
+            reports = array("q")
+            reports.frombytes(self.lib.tenprof_lines_memory())
+            width = len(MEMORY_FIELDS)
+            columns["memory"] = {name: list(reports[i::width]) for i, name in enumerate(MEMORY_FIELDS)}
         return columns
 
     def _threads(self) -> list[tuple[int, int]]:
@@ -452,11 +481,12 @@ def _resolve(path: tuple[Any, ...]) -> list[tuple[CodeType, int]]:
 
 
 def make_recorder(
-    interner: FrameInterner, wanted: str, every_op: bool = False, inputs: bool = False
+    interner: FrameInterner, wanted: str, every_op: bool = False, inputs: bool = False, memory: bool = False
 ) -> CallsiteRecorder | NativeCallsiteRecorder:
     """The recorder asked for ("native" or "python", from TENPROF_LINES_RECORDER); the Python one when
     the native one is unavailable, after one line on stderr saying why. `every_op`: the native one
-    records every op too (the Python one cannot, and records without them)."""
+    records every op too (the Python one cannot, and records without them), with `inputs` their input
+    signatures and with `memory` the allocators' reports."""
     wanted = wanted.strip().lower() or "native"
     if wanted != "native":
         if wanted != "python":
@@ -467,4 +497,4 @@ def make_recorder(
     except NativeLinesUnavailable as exc:
         print(f"tenprof: native call-site recorder unavailable ({exc}); using the Python recorder", file=sys.stderr)
         return CallsiteRecorder(interner)
-    return NativeCallsiteRecorder(interner, lib, every_op, inputs)
+    return NativeCallsiteRecorder(interner, lib, every_op, inputs, memory)

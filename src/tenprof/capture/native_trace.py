@@ -7,7 +7,8 @@ trace does: ops as `cpu_op` events with their sequence number and forward thread
 to forward ones), named ranges (record_function, ProfilerStep#N, tenprof's clock syncs) as
 `user_annotation` events. Times are the perf clock's, so the clock syncs in it align the call-site log
 with no shift. Where the recorder recorded input signatures, each op carries them as the profiler's
-record_shapes does (Input Dims, Input type, Input Strides, Concrete Inputs).
+record_shapes does (Input Dims, Input type, Input Strides, Concrete Inputs); where it recorded the
+allocators' reports, each is a "[memory]" instant event on its thread, as profile_memory writes them.
 """
 
 from __future__ import annotations
@@ -61,6 +62,42 @@ def trace_events(ops: dict[str, Any], pid: int, user_scope: int) -> list[dict[st
 
 
 EVALUATE = "autograd::engine::evaluate_function: "
+
+
+MEMORY_EVENT = "[memory]"
+MEMORY_CATEGORY = "cpu_instant_event"
+
+
+# The columns of an allocator report (callsite_observer.cpp, ThreadBuffer::memory), in order; `bytes` is
+# negative for a free; `kind` MEMORY_USAGE, or OUT_OF_MEMORY for an allocation that failed (its size asked for).
+MEMORY_FIELDS = (
+    "ts_ns", "thread_id", "bytes", "address", "total_allocated", "total_reserved", "device_type", "device", "kind",
+)  # fmt: skip
+MEMORY_USAGE, OUT_OF_MEMORY = 0, 1
+
+
+def memory_events(memory: Mapping[str, list[int]], pid: int) -> list[dict[str, Any]]:
+    """One instant event per allocator report of `memory` (the recorder's MEMORY_FIELDS columns; a failed
+    allocation's report is left out, as the profiler writes none), with the args profile_memory gives it."""
+    events = []
+    for ts_ns, tid, size, address, allocated, reserved, device_type, device, kind in zip(
+        *(memory.get(c, ()) for c in MEMORY_FIELDS), strict=True
+    ):
+        if kind != MEMORY_USAGE:
+            continue
+        args = {
+            "Total Reserved": reserved,
+            "Total Allocated": allocated,
+            "Bytes": size,
+            "Device Id": device,
+            "Device Type": device_type,
+            "Addr": address,
+        }
+        events.append(
+            {"ph": "i", "cat": MEMORY_CATEGORY, "s": "t", "name": MEMORY_EVENT, "pid": pid, "tid": tid,
+             "ts": ts_ns / 1000, "args": args}
+        )  # fmt: skip
+    return events
 
 
 def _sequence_numbers(ops: dict[str, Any], order: list[int]) -> list[int]:
@@ -206,7 +243,7 @@ def write_trace(
 ) -> None:
     """The trace file holding `trace_events`, and the GPU side of each of `gpu_parts` (a GPU-only Kineto
     trace and its trace_minus_perf_ns): JSON, gzipped where the name ends in .gz (as the profiler's export)."""
-    events = trace_events(ops, pid, user_scope)
+    events = trace_events(ops, pid, user_scope) + memory_events(ops.get("memory", {}), pid)
     threads = dict(ops.get("threads", ()))  # (pthread_self(), OS thread id) pairs
     cupti_ids = _cupti_ids(threads)
     top: dict[str, Any] = {"schemaVersion": 1, "deviceProperties": []}

@@ -52,6 +52,7 @@ from tenprof.capture.native_trace import trace_minus_perf_ns, write_trace
 from tenprof.capture.overhead_plan import DEFAULT_COUNT, RECORDED, OverheadPlan
 from tenprof.capture.own_launches import OwnLaunches
 from tenprof.capture.schedule import Schedule
+from tenprof.capture.session_thread import SessionThread
 from tenprof.core.rawfiles import (
     CALLSITES_FILE,
     CHECKS_FILE,
@@ -128,11 +129,17 @@ class TimelineSession:
         every_op = self._native or os.environ.get("TENPROF_NATIVE_OPS", "") == "1"
         record_calls = options.lines or self._native
         self.log = CallsiteLog(
-            stop_code, record_calls=record_calls, recorder=recorder, every_op=every_op, inputs=options.shapes
+            stop_code,
+            record_calls=record_calls,
+            recorder=recorder,
+            every_op=every_op,
+            inputs=options.shapes,
+            memory=self._native and options.memory,
         )
         self._step_range: Any = None  # the native capture's open ProfilerStep#N range
         self.clock_pairs: list[list[int]] = []  # the native capture's [perf before, wall, perf after] reads
         self._gpu_parts = 0  # the native capture's GPU-only sessions exported so far
+        self._session_thread: SessionThread | None = None  # where those start and stop
         if options.lines:
             self.log.own_launches = OwnLaunches(self.log.interner)
         interval = _sample_interval_ns(options.sample_interval_ns)
@@ -212,6 +219,8 @@ class TimelineSession:
         if self._prof is not None:
             self._sync()
             self._stop_session()
+        if self._session_thread is not None:
+            self._session_thread.close()
         if self._set_teardown:
             os.environ.pop("TEARDOWN_CUPTI", None)
         self.log.extra = self._extra_keys()
@@ -232,10 +241,11 @@ class TimelineSession:
         off = state != RECORDED
         if off == self._capture_on:
             self._set_capture(not off)  # stops or starts the session in place of torch's step
+        elif self._native:  # its session (GPU activity alone) marks no steps: tenprof's own ranges do
+            if not off:
+                self._native_step()
         elif self._prof is not None:
             self._torch_step()
-        elif self._native and not off:
-            self._native_step()
         if sampler is not None and not off:
             sampler.paused = False
         # The clock reads bracket tenprof's own work at the boundary (syncs, toggling), which is left out
@@ -408,7 +418,11 @@ class TimelineSession:
         if self._native:
             self._prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
             with _without_importing_inductor(), self._profiler_lines_kept_out():
-                self._prof.start()
+                # Prepared here: Kineto initialises its client on the first preparation and, on any thread
+                # but the one torch registered it from, says "External init callback must run in same
+                # thread as registerClient" instead (the session then records the same); started there.
+                self._prof.prepare_trace()
+                self._gpu_session_thread().call(self._prof.start_trace)
             return
         activities = [torch.profiler.ProfilerActivity.CPU]
         if torch.cuda.is_available():
@@ -437,13 +451,22 @@ class TimelineSession:
         if torch.cuda.is_available():
             torch.cuda.synchronize()
         with self._profiler_lines_kept_out():
-            self._prof.stop()
+            if self._native:
+                self._gpu_session_thread().call(self._prof.stop)
+            else:
+                self._prof.stop()
         if self._native:  # its GPU activity, merged into the trace at the end (_write_native_trace)
             self._prof.export_chrome_trace(str(self.raw_dir / f"{GPU_PART_PREFIX}{self._gpu_parts}.json.gz"))
             self._gpu_parts += 1
             if self.options.verify:  # the profiler's own totals of its GPU-only records, as of a full session
                 self._add_device_totals(self._prof)
         self._prof = None
+
+    def _gpu_session_thread(self) -> SessionThread:
+        """The thread the native capture's GPU-activity sessions start and stop on (session_thread)."""
+        if self._session_thread is None:
+            self._session_thread = SessionThread()
+        return self._session_thread
 
     def _profiler_lines_kept_out(self) -> Any:
         if not self.options.keep_profiler_lines_out:

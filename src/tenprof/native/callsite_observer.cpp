@@ -8,6 +8,10 @@
 // (record_function): (thread, start, end, name id, sequence number, forward thread, depth, scope), the
 // records a profiler's CPU side gives, without the profiler; names are interned by their text.
 //
+// Asked to (tenprof_lines_memory_start), it also records the allocators' reports (every allocation and
+// free of the CPU allocator and CUDA's caching allocator, with the totals after it), as a profiler's
+// profile_memory does, by standing where a profiler's state stands for the threads that run the script.
+//
 // Built by tenprof.capture.native_lines on first use (g++ against the installed torch's headers) and
 // loaded with ctypes.PyDLL: every entry point below is called with the GIL held.
 //
@@ -23,6 +27,8 @@
 #endif
 #include <ATen/record_function.h>
 #include <c10/core/ScalarTypeToTypeMeta.h>
+#include <c10/util/ThreadLocalDebugInfo.h>
+#include <torch/csrc/profiler/orchestration/observer.h>
 #include <cerrno>
 #include <cstring>
 #include <pthread.h>
@@ -108,6 +114,12 @@ struct CachedSignature {
 // thread, start, end, name id, sequence nr, forward thread, depth, scope, input signature id (-1: none)
 constexpr size_t kOpFields = 9;
 
+// time, thread, bytes (negative: freed), address, total allocated, total reserved, device type, device
+// index, kind (kMemoryUsage or kOutOfMemory: an allocation that failed, its bytes the size asked for)
+constexpr size_t kMemoryFields = 9;
+constexpr int64_t kMemoryUsage = 0;
+constexpr int64_t kOutOfMemory = 1;
+
 // One per thread that ran an op; never freed (threads may outlive a recording), cleared at start.
 struct ThreadBuffer {
   Records<4> records;  // thread, start, end, path id; end 0 while the op runs
@@ -129,6 +141,7 @@ struct ThreadBuffer {
   // recently seen input signatures, direct-mapped by hash (an op's inputs mostly repeat from step to step)
   std::vector<CachedSignature> signatures = std::vector<CachedSignature>(kCacheSize);
   std::vector<int64_t> signature;  // scratch for the current op's
+  Records<kMemoryFields> memory;  // the allocators' reports on this thread
 };
 
 std::mutex g_mutex;  // guards g_buffers, g_paths, g_path_codes; never held while taking the GIL
@@ -152,6 +165,7 @@ std::mutex g_skipped_mutex;
 std::vector<int64_t> g_skipped;  // the gate's skipped rounds: (thread, time) pairs
 std::deque<std::string> g_names;        // op names by id (a deque: its strings never move)
 std::unordered_map<std::string_view, int64_t> g_name_ids;
+std::atomic<bool> g_memory_on{false};   // the allocators' reports recorded (off while paused)
 
 ThreadBuffer* buffer() {
   if (t_buffer == nullptr) {
@@ -459,9 +473,10 @@ void clear_ops(ThreadBuffer* b) {
   b->open_fns.clear();
 }
 
-// The finished records (end, their third field, set) of every thread's `field`, as int64 bytes.
+// The finished records (end, their third field, set; every record when not `only_finished`) of every
+// thread's `field`, as int64 bytes.
 template <size_t Width>
-PyObject* finished_bytes(Records<Width> ThreadBuffer::*field) {
+PyObject* finished_bytes(Records<Width> ThreadBuffer::*field, bool only_finished = true) {
   std::vector<int64_t> all;
   {
     std::lock_guard<std::mutex> guard(g_mutex);
@@ -469,7 +484,7 @@ PyObject* finished_bytes(Records<Width> ThreadBuffer::*field) {
       const Records<Width>& records = b->*field;
       for (size_t i = 0; i < records.size(); i++) {
         const int64_t* record = records.at(i);
-        if (record[2] != 0) all.insert(all.end(), record, record + Width);
+        if (!only_finished || record[2] != 0) all.insert(all.end(), record, record + Width);
       }
     }
   }
@@ -493,6 +508,40 @@ PyObject* list_of_tuples(const std::vector<Key>& keys, Item item) {
   }
   return out;
 }
+
+// Where a profiler's state stands in a thread's debug info (c10::DebugInfoKind::PROFILER_STATE), which the
+// allocators report to and autograd's threads inherit from the thread that runs backward: a profiler state
+// that profiles nothing (code that asks whether a profiler runs reads "no"), but takes the memory reports.
+// A profiler started later on the thread stands above it until it stops, and takes the reports meanwhile.
+class MemoryReporter final : public torch::profiler::impl::ProfilerStateBase {
+ public:
+  MemoryReporter()
+      : ProfilerStateBase(torch::profiler::impl::ProfilerConfig(torch::profiler::impl::ProfilerState::Disabled)) {}
+
+  bool memoryProfilingEnabled() const override { return g_memory_on.load(std::memory_order_relaxed); }
+
+  torch::profiler::impl::ActiveProfilerType profilerType() override {
+    return torch::profiler::impl::ActiveProfilerType::NONE;
+  }
+
+  void reportMemoryUsage(void* ptr, int64_t bytes, size_t allocated, size_t reserved, c10::Device device) override {
+    add(kMemoryUsage, reinterpret_cast<intptr_t>(ptr), bytes, allocated, reserved, device);
+  }
+
+  void reportOutOfMemory(int64_t bytes, size_t allocated, size_t reserved, c10::Device device) override {
+    add(kOutOfMemory, 0, bytes, allocated, reserved, device);
+  }
+
+ private:
+  static void add(int64_t kind, int64_t address, int64_t bytes, size_t allocated, size_t reserved, c10::Device device) {
+    if (!g_memory_on.load(std::memory_order_relaxed)) return;
+    ThreadBuffer* b = buffer();
+    b->memory.append({now_ns(), b->tid, bytes, address, static_cast<int64_t>(allocated), static_cast<int64_t>(reserved),
+                      static_cast<int64_t>(device.type()), static_cast<int64_t>(device.index()), kind});
+  }
+};
+
+std::shared_ptr<MemoryReporter> g_memory_reporter;  // pushed on the thread that called memory_start
 
 }  // namespace
 
@@ -580,6 +629,7 @@ void tenprof_lines_clear() {
     b->records.release();
     clear_ops(b);
     b->ops.release();
+    b->memory.release();
   }
 }
 
@@ -630,6 +680,37 @@ PyObject* tenprof_lines_op_names() {
   }
   return out;
 }
+
+// Record the allocators' reports on this thread and on the threads it hands work to (autograd's); 0, or -1
+// when already recording.
+int tenprof_lines_memory_start() {
+  if (g_memory_reporter != nullptr) return -1;
+  {
+    std::lock_guard<std::mutex> guard(g_mutex);
+    for (ThreadBuffer* b : g_buffers) b->memory.release();
+  }
+  g_memory_reporter = std::make_shared<MemoryReporter>();
+  c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE, g_memory_reporter);
+  g_memory_on.store(true);
+  return 0;
+}
+
+// Paused (1), the reports are not recorded (allocators do not even make them); resumed (0), they are.
+void tenprof_lines_memory_pause(int paused) { g_memory_on.store(paused == 0 && g_memory_reporter != nullptr); }
+
+// Stop recording them; on the thread that started. 1 when the reporter left the thread's debug info,
+// 0 when something pushed after it is still there (a profiler not stopped): it stays, recording nothing.
+int tenprof_lines_memory_stop() {
+  g_memory_on.store(false);
+  if (g_memory_reporter == nullptr) return 1;
+  bool on_top = c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE) == g_memory_reporter.get();
+  if (on_top) c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);
+  g_memory_reporter.reset();
+  return on_top ? 1 : 0;
+}
+
+// The allocators' reports of every thread, as int64 bytes, kMemoryFields per report.
+PyObject* tenprof_lines_memory() { return finished_bytes(&ThreadBuffer::memory, false); }
 
 // The host sampler's gate. Called through ctypes.CDLL, so without the GIL: waits until a round of the
 // sampler is due (every period_ns) at a time when one of the threads `tids` (OS ids, n of them) that have
