@@ -21,6 +21,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from tenprof.store.profile import Profile, load_profile
 
 CAPTURES = {"default": [], "native": ["--capture", "native"]}
 STEADY_FROM = 2  # the first step of the "steady" comparison
+DIFFERENCES_SHOWN = 8
 
 
 def record(out: Path, capture: str, script: list[str]) -> Profile:
@@ -109,6 +111,16 @@ def overlap(a: Counter[tuple[str, str, str]], b: Counter[tuple[str, str, str]]) 
     return sum(min(v, b.get(k, 0)) for k, v in a.items()) / total if total else 1.0
 
 
+def print_differences(
+    label: str, default: Counter[tuple[str, str, str]], native: Counter[tuple[str, str, str]]
+) -> None:
+    """The keys whose counts differ most between the captures (at most DIFFERENCES_SHOWN)."""
+    keys = sorted(set(default) | set(native), key=lambda k: (-abs(default[k] - native[k]), k))
+    for key in keys[:DIFFERENCES_SHOWN]:
+        if default[key] != native[key]:
+            print(f"  {label} default {default[key]:6d} native {native[key]:6d}  " + " | ".join(key)[:200])
+
+
 def print_steps(profiles: dict[str, Profile]) -> None:
     """Per step (-1: kernels without an op): each capture's ops, kernels and kernel time; then each
     capture's step times (one run each, not a measurement of cost: the first step's start-up shows)."""
@@ -149,10 +161,12 @@ def compare(profiles: dict[str, Profile], first_step: int) -> None:
     print(f"launches with the same kernel, op and line: {overlap(launches['default'], launches['native']):.4%}")
     ops = {c: op_keys(p, first_step) for c, p in profiles.items()}
     print(f"ops with the same name, shapes and line: {overlap(ops['default'], ops['native']):.4%} of the default's")
+    print_differences("op", ops["default"], ops["native"])
     memory = {c: memory_keys(p, first_step) for c, p in profiles.items()}
     counts_text = ", ".join(f"{c} {sum(m.values())}" for c, m in memory.items())
     same_memory = overlap(memory["default"], memory["native"])
     print(f"allocator samples: {counts_text}; with the same op, line and bytes: {same_memory:.4%} of the default's")
+    print_differences("allocator samples", memory["default"], memory["native"])
     if first_step < 0:
         print("peak allocated: " + "; ".join(f"{c} {peak_allocated(p)}" for c, p in profiles.items()))
 
@@ -162,7 +176,11 @@ def main() -> None:
         raise SystemExit(__doc__)
     out, script = Path(sys.argv[1]), sys.argv[2:]
     out.mkdir(parents=True, exist_ok=True)
-    profiles = {capture: record(out, capture, script) for capture in CAPTURES}
+    profiles = {}
+    for capture in CAPTURES:
+        started = time.perf_counter()
+        profiles[capture] = record(out, capture, script)
+        print(f"{capture}: recorded and imported in {time.perf_counter() - started:.0f} s", flush=True)
     for capture, profile in profiles.items():
         print(f"{capture:8s} ops {profile.table('ops').num_rows:8d}  kernels {profile.table('kernels').num_rows:7d}")
     print_steps(profiles)

@@ -204,3 +204,33 @@ def test_while_sampling_a_waiting_thread_asks_for_the_lock_after_a_tenth_of_a_pe
     finally:
         sampler.stop()
     assert sys.getswitchinterval() == before
+
+
+def test_a_frame_chain_that_cannot_be_walked_drops_that_sample_not_the_sampler(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # On Python 3.11 with torch.compile (CPU), a thread's chain once held a function where a frame was:
+    # f.f_code raised in the sampler's thread, which died and sampled nothing for the rest of the run.
+    import sys
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    from tenprof.capture.frames import FrameInterner
+    from tenprof.capture.host_sampler import HostSampler
+
+    torn = SimpleNamespace(f_code=test_a_frame_chain_that_cannot_be_walked_drops_that_sample_not_the_sampler.__code__)
+    torn.f_lasti, torn.f_lineno, torn.f_back = 0, 1, len  # a builtin where the next frame should be
+    real = sys._current_frames
+    monkeypatch.setattr(sys, "_current_frames", lambda: {**real(), -1: torn})
+    sampler = HostSampler(FrameInterner(None, set()), interval_ns=1_000_000)
+    sampler.start()
+    try:
+        deadline = time.monotonic() + 5
+        while sampler.torn_chains < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        sampler.stop()
+    assert sampler.torn_chains >= 3
+    me = threading.get_native_id()
+    assert me in set(sampler.samples[0::3].tolist())  # the other threads were still sampled, round after round

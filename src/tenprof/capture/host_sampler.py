@@ -59,6 +59,7 @@ class HostSampler:
         # with a gate, the rounds it skipped (the script's threads all running ops): (thread, time) pairs
         self.gate = gate
         self.skipped = array("q")
+        self.torn_chains = 0  # samples dropped because a thread's frame chain could not be walked
         self._gate = PauseGate(paused=True)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -128,11 +129,17 @@ class HostSampler:
                 threads = [(t.ident, t.native_id, t.name) for t in threading.enumerate() if t.ident is not None]
                 native = {ident: native_id or ident for ident, native_id, _ in threads}
                 own = {ident for ident, _, name in threads if name.startswith("tenprof-")} | {me}
-            rows = [
-                (native.get(ident, ident), now, self.interner.path_id(frame))
-                for ident, frame in frames.items()
-                if ident not in own
-            ]
+            rows = []
+            for ident, frame in frames.items():
+                if ident in own:
+                    continue
+                try:
+                    rows.append((native.get(ident, ident), now, self.interner.path_id(frame)))
+                except AttributeError:
+                    # A chain whose f_back is not a frame (seen on Python 3.11 with torch.compile on the CPU,
+                    # a function in the chain while Dynamo evaluates a frame): that thread's sample is
+                    # dropped this round; uncaught, it ended the sampler for the rest of the run.
+                    self.torn_chains += 1
             # The frames hold their locals: let go of them before the script runs again (a dead tensor kept
             # alive even briefly breaks CUDA graph trees' check that its pool's memory was freed).
             del frames
