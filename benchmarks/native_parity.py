@@ -3,16 +3,15 @@ records and whether they attribute it alike.
 
     python benchmarks/native_parity.py OUT_DIR SCRIPT [ARGS...]
 
-Runs the script under each capture (TENPROF_NATIVE_GPU=1 lets the native one run on a GPU before it is
-checked there), then prints, per capture: ops, kernels and kernel time, in all and step by step; and between
-them: the kernels with the same (kernel name, op, file:line) in both, as a share of the kernel keys, the
-launches and the kernel time (issue 38's parity: counts equal, GPU totals within 0.1%, the same op and line
-for at least 99.9% of kernel time), the ops with the same (name, input shapes, file:line) and the allocator
-samples with the same (op, file:line, bytes), with each device's peak allocated; once over
-every step and once over the steps after the first two ("steady": torch.compile compiles and autotunes in
-the first, and how many benchmark launches its autotuning makes depends on timings). Each run compiles from
-an empty Inductor and Triton cache of its own, so that the second does not skip the compilation the first
-did. Runs are not timed here (benchmarks/overhead.py).
+Runs the script under each capture, then prints, per capture: ops, kernels and kernel time, in all and step
+by step; and between them: the kernels with the same (kernel name, op, file:line) in both, as a share of the
+kernel keys, the launches and the kernel time (issue 38's parity: counts equal, GPU totals within 0.1%, the
+same op and line for at least 99.9% of kernel time), the ops with the same (name, input shapes, file:line)
+and the allocator samples with the same (op, file:line, bytes), with the keys that differ most, and each
+device's peak allocated; once over every step and once over the steps after the first two ("steady":
+torch.compile compiles and autotunes in the first, and how many benchmark launches its autotuning makes
+depends on timings). Each run compiles from an empty Inductor and Triton cache of its own, so that the
+second does not skip the compilation the first did. Runs are not timed here (benchmarks/overhead.py).
 """
 
 from __future__ import annotations
@@ -38,7 +37,6 @@ def record(out: Path, capture: str, script: list[str]) -> Profile:
     shutil.rmtree(caches, ignore_errors=True)
     env = {
         **os.environ,
-        "TENPROF_NATIVE_GPU": "1",
         "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"),
         "TRITON_CACHE_DIR": str(caches / "triton"),
     }

@@ -148,7 +148,7 @@ CONFIGS: dict[str, Config] = {
     "tenprof-bare": Config(
         "tenprof run --no-lines --no-shapes --no-memory, no host sampler, no NVML thread", ("tenprof",)
     ),
-    "tenprof-native": Config("tenprof run --capture native (no profiler CPU side; TENPROF_NATIVE_GPU=1)", ("tenprof",)),
+    "tenprof-native": Config("tenprof run --capture native (no profiler CPU side)", ("tenprof",)),
     "tenprof-native-bare": Config("tenprof run --capture native without host sampler and NVML thread", ("tenprof",)),
     "tenprof-gated": Config("tenprof run, host sampler behind its gate (TENPROF_SAMPLER_GATE=1)", ("tenprof",)),
     "tenprof-native-gated": Config("tenprof run --capture native, host sampler behind its gate", ("tenprof",)),
@@ -441,10 +441,9 @@ def command(
             "tenprof-noclocks": ["env", "TENPROF_GPU_CLOCKS=0"],
             "tenprof-nothreads": ["env", "TENPROF_HOST_SAMPLE_HZ=0", "TENPROF_GPU_CLOCKS=0"],
             "tenprof-bare": ["env", "TENPROF_HOST_SAMPLE_HZ=0", "TENPROF_GPU_CLOCKS=0"],
-            "tenprof-native": ["env", "TENPROF_NATIVE_GPU=1"],
-            "tenprof-native-bare": ["env", "TENPROF_NATIVE_GPU=1", "TENPROF_HOST_SAMPLE_HZ=0", "TENPROF_GPU_CLOCKS=0"],
+            "tenprof-native-bare": ["env", "TENPROF_HOST_SAMPLE_HZ=0", "TENPROF_GPU_CLOCKS=0"],
             "tenprof-gated": ["env", "TENPROF_SAMPLER_GATE=1"],
-            "tenprof-native-gated": ["env", "TENPROF_NATIVE_GPU=1", "TENPROF_SAMPLER_GATE=1"],
+            "tenprof-native-gated": ["env", "TENPROF_SAMPLER_GATE=1"],
         }.get(config, [])
         return [
             *recorder,

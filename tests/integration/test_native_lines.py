@@ -272,8 +272,9 @@ def test_native_recorder_records_nothing_while_paused(native_cache: Path) -> Non
 def test_a_compilation_whose_start_was_missed_does_not_silence_the_rest(native_cache: Path) -> None:
     # Dynamo is hooked when it is first seen, which can be in the middle of a compilation: its end then
     # comes without a start, and must not leave the recorder counting a compilation that never ends (every
-    # later op would read as the compiler's and go unrecorded). Inside a counted one, the ops are left out
-    # and torch's profiler flag is up (torch's compiler names its phases only then).
+    # later op would read as the compiler's and get no call site). Inside a counted one, the ops are recorded
+    # (as the profiler records them) without call sites of their own (the compile record covers them), and
+    # torch's profiler flag is up (torch's compiler names its phases only then).
     import torch
 
     lib = native_lines.load_library(native_lines.build_library())
@@ -291,8 +292,8 @@ def test_a_compilation_whose_start_was_missed_does_not_silence_the_rest(native_c
     ops = recorder.ops
     names = [ops["names"][i] for i in ops["name_id"]]
     assert flag_inside and not torch.autograd.profiler._is_profiler_enabled
-    assert "aten::add" in names and "aten::sub" in names and "aten::mul" not in names
-    assert len(recorder.records) == 4 * 4  # ones, add, ones, sub: the compiled-over ones and mul are not
+    assert names.count("aten::ones") == 3 and {"aten::add", "aten::mul", "aten::sub"} <= set(names)
+    assert len(recorder.records) == 4 * 4  # call sites: ones, add, ones, sub; the compiled-over ones and mul none
 
 
 def threading_id() -> int:

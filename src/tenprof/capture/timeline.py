@@ -65,7 +65,6 @@ from tenprof.errors import TenprofError
 
 STEP_RANGE_PREFIX = "ProfilerStep#"  # the name torch.profiler gives each step's range
 GPU_PART_PREFIX = "gpu_trace."  # the native capture's GPU-only sessions' exports, until merged
-NATIVE_GPU_VAR = "TENPROF_NATIVE_GPU"  # 1: the native capture on a GPU, before it is checked there
 
 
 class NativeCaptureUnavailable(TenprofError):
@@ -82,9 +81,9 @@ class TimelineOptions:
     verify: bool = False
     overhead_steps: int = DEFAULT_COUNT  # steps run with the capture off to time the un-profiled program
     sample_interval_ns: int = DEFAULT_INTERVAL_NS  # the host sampler's period (0: no sampling)
-    # "kineto": torch.profiler records ops, GPU activity, shapes, memory; "native" (experimental; on a GPU
-    # only with TENPROF_NATIVE_GPU=1): the native recorder records every op and its inputs, a CUDA-only
-    # session the GPU activity, and tenprof writes the trace (tenprof.capture.native_trace)
+    # "kineto": torch.profiler records ops, GPU activity, shapes, memory; "native" (experimental): the native
+    # recorder records every op, its inputs and the allocators' reports, a CUDA-only session the GPU
+    # activity, and tenprof writes the trace (tenprof.capture.native_trace)
     capture: str = "kineto"
     # the profiler library's own lines kept out of this process's stderr (into raw/profiler.log): for a
     # process that profiles itself; under `tenprof run` the launcher filters the child's stderr
@@ -354,11 +353,6 @@ class TimelineSession:
 
     def _check_native(self) -> None:
         """Raise NativeCaptureUnavailable where the native capture cannot record what the run needs."""
-        if torch.cuda.is_available() and os.environ.get(NATIVE_GPU_VAR) != "1":
-            raise NativeCaptureUnavailable(
-                f"--capture native is not yet checked on a GPU; use the default capture (or {NATIVE_GPU_VAR}=1 to "
-                "try it)"
-            )
         if self.options.schedule is not None:
             raise NativeCaptureUnavailable("--capture native does not take --schedule yet")
         if not isinstance(self.log.recorder, NativeCallsiteRecorder):

@@ -410,10 +410,10 @@ std::unique_ptr<at::ObserverContext> on_open(const at::RecordFunction& fn) {
   int64_t start = now_ns();
   ThreadBuffer* b = buffer();
   b->last_ns.store(start, std::memory_order_relaxed);
-  // Dynamo's compilations: their named phases are recorded, not the ops their tracing runs (as the
-  // profiler's records have them)
-  bool compiling = g_compiling.load(std::memory_order_relaxed) != 0;
-  if (g_every_op.load(std::memory_order_relaxed) && (!compiling || is_range(fn))) open_op(b, fn, start);
+  // Every op, those of Dynamo's compilations too (the profiler records them: on the CPU a compiled MLP's
+  // first step held 13412 ops under the default capture, 10196 without them, 13300 with them); their
+  // call sites are not recorded below: the compile record covers them.
+  if (g_every_op.load(std::memory_order_relaxed)) open_op(b, fn, start);
   if (is_range(fn)) return nullptr;
   if (b->depth++ != 0 || g_compiling.load(std::memory_order_relaxed) != 0) return nullptr;
   if (!walk(b->key, b->key_hash)) return nullptr;
