@@ -1,19 +1,25 @@
 """The Kineto-format trace written from native op records (tenprof.capture.native_trace), on records made
 up here: categories, units, arguments and the autograd engine's ranges' sequence numbers; and the input
 signatures the native recorder encodes, decoded as the profiler writes them (tenprof.capture.native_lines);
-and the GPU side of a Kineto trace merged in, on real GPU recordings of tests/data."""
+the allocators' reports as profile_memory's instant events; and the GPU side of a Kineto trace merged in, on
+real GPU recordings of tests/data, one of them made by the native capture on an H100 (tests/data/native_mlp)."""
 
 from __future__ import annotations
 
 import gzip
 import shutil
 import struct
+from collections import Counter
 from pathlib import Path
 
 import orjson
 import pytest
 
 from tenprof.capture.native_trace import (
+    MEMORY_FIELDS,
+    MEMORY_USAGE,
+    OUT_OF_MEMORY,
+    memory_events,
     threads_by_time,
     trace_events,
     trace_minus_perf_ns,
@@ -212,3 +218,65 @@ def test_a_thread_is_not_guessed_when_no_thread_holds_most_of_its_calls() -> Non
     calls = [{"tid": 9, "ts": 5.0}, {"tid": 9, "ts": 25.0}, {"tid": 8, "ts": 40.0}]  # one in each; one in none
     assert threads_by_time(events, calls) == {}
     assert threads_by_time(events, [*calls, {"tid": 9, "ts": 26.0}]) == {9: 2}
+
+
+def test_allocator_reports_become_memory_instant_events_and_a_failed_allocation_none() -> None:
+    rows = [
+        # time, thread, bytes, address, total allocated, total reserved, device type, device, kind
+        (7_500, 11, 4096, 0x7F00, 4096, 2 << 20, 1, 0, MEMORY_USAGE),
+        (9_000, 12, -4096, 0x7F00, 0, 2 << 20, 1, 0, MEMORY_USAGE),
+        (9_500, 11, 1 << 40, 0, 0, 2 << 20, 1, 0, OUT_OF_MEMORY),
+        (9_800, 11, 64, 0x5500, 64, 0, 0, -1, MEMORY_USAGE),
+    ]
+    memory = {name: [r[i] for r in rows] for i, name in enumerate(MEMORY_FIELDS)}
+    events = memory_events(memory, pid=3)
+    assert [
+        (e["ts"], e["tid"], e["args"]["Bytes"], e["args"]["Device Type"], e["args"]["Device Id"]) for e in events
+    ] == [
+        (7.5, 11, 4096, 1, 0),
+        (9.0, 12, -4096, 1, 0),
+        (9.8, 11, 64, 0, -1),
+    ]
+    assert {(e["ph"], e["cat"], e["name"], e["pid"]) for e in events} == {("i", "cpu_instant_event", "[memory]", 3)}
+    assert events[0]["args"] == {
+        "Total Reserved": 2 << 20, "Total Allocated": 4096, "Bytes": 4096, "Device Id": 0, "Device Type": 1,
+        "Addr": 0x7F00,
+    }  # fmt: skip
+    assert memory_events({}, pid=3) == []
+
+
+def test_the_native_capture_of_a_gpu_run_rebuilds_with_every_step_kernel_and_memory_sample_placed(
+    tmp_path: Path,
+) -> None:
+    # Recorded on an H100 by `tenprof run --capture native` (tests/data/README.md); rebuilt here from its raw
+    # trace and call-site log by the importer, it gives the stored tables again, and what they hold is the
+    # capture's: every recorded step marked (steps 3-4 run un-profiled), every kernel at an op and a line of
+    # the script, the allocators' samples on the GPU and the CPU, most inside ops.
+    copy = tmp_path / "native_mlp"
+    shutil.copytree(DATA / "native_mlp", copy)
+    rebuild_pass(copy, "timeline", lambda w, r: build_pass(w, r / "kineto_trace.json.gz", r / "callsites.json.gz"))
+    stored, rebuilt = load_profile(DATA / "native_mlp"), load_profile(copy)
+    for table in ("ops", "kernels", "memory", "steps"):
+        assert rebuilt.table(table).equals(stored.table(table)), table
+    steps = stored.table("steps")
+    assert steps.column("step").to_pylist() == [0, 1, 2, 3, 4, 5, 6, 7]
+    assert steps.column("capture_on").to_pylist() == [True, True, True, False, False, True, True, True]
+    kernels, ops, frames = stored.table("kernels"), stored.table("ops"), stored.table("frames")
+    kernel_ops = kernels.column("op_id").to_pylist()
+    assert len(kernel_ops) == 666 and min(kernel_ops) >= 0
+    files, parents = frames.column("file").to_pylist(), frames.column("parent_frame_id").to_pylist()
+    op_frames = ops.column("frame_id").to_pylist()
+
+    def in_script(frame: int) -> bool:  # a line of the script on the op's Python stack
+        while frame >= 0 and not files[frame].endswith("small_mlp.py"):
+            frame = parents[frame]
+        return frame >= 0
+
+    assert all(in_script(op_frames[op]) for op in kernel_ops)
+    per_step = Counter(ops.column("step").to_pylist()[op] for op in kernel_ops)
+    assert per_step == {0: 134, 1: 133, 2: 133, 5: 133, 6: 133}
+    memory = stored.table("memory")
+    devices = Counter(memory.column("device_type").to_pylist())
+    assert devices["cuda"] > 1000 and devices["cpu"] > 0
+    in_ops = sum(op >= 0 for op in memory.column("op_id").to_pylist())
+    assert in_ops > 0.7 * memory.num_rows
