@@ -296,6 +296,35 @@ def test_a_compilation_whose_start_was_missed_does_not_silence_the_rest(native_c
     assert len(recorder.records) == 4 * 4  # call sites: ones, add, ones, sub; the compiled-over ones and mul none
 
 
+@pytest.mark.parametrize("stand_in", [True, False])
+def test_standing_in_for_the_profiler_records_what_torch_records_only_under_one(
+    native_cache: Path, stand_in: bool
+) -> None:
+    # torch's fast record function (Inductor's ranges around a compiled graph's call and each Triton launch)
+    # records only where a profiler's state stands on the thread: the native capture's recorder puts one of
+    # its own there, which profiles nothing (torch reads no profiler as running) and takes memory reports.
+    import torch
+
+    lib = native_lines.load_library(native_lines.build_library())
+    recorder = native_lines.NativeCallsiteRecorder(
+        new_interner(None), lib, every_op=True, memory=True, stand_in=stand_in
+    )
+    recorder.__enter__()
+    try:
+        with torch._C._profiler._RecordFunctionFast("triton_poi_fused_0"):
+            kept = torch.ones(5)
+        assert not torch._C._autograd._profiler_enabled()
+    finally:
+        recorder.close()
+        recorder.__exit__(None, None, None)
+    ops = recorder.ops
+    names = [ops["names"][i] for i in ops["name_id"]]
+    assert ("triton_poi_fused_0" in names) == stand_in
+    memory = ops.get("memory", {})
+    assert (20 in memory.get("bytes", [])) == stand_in  # torch.ones(5): 20 bytes, reported while standing in
+    del kept
+
+
 def threading_id() -> int:
     import threading
 

@@ -280,3 +280,13 @@ def test_the_native_capture_of_a_gpu_run_rebuilds_with_every_step_kernel_and_mem
     assert devices["cuda"] > 1000 and devices["cpu"] > 0
     in_ops = sum(op >= 0 for op in memory.column("op_id").to_pylist())
     assert in_ops > 0.7 * memory.num_rows
+
+
+def test_inductors_marked_graph_call_is_a_named_range_as_the_profiler_writes_it() -> None:
+    names = ["## Call CompiledFxGraph fabc ##", "aten::mm"]
+    columns = {**_records([(1, 1_000, 9_000, 0, -1, 0), (1, 2_000, 3_000, 1, 4, 0)]), "names": names}
+    events = trace_events(columns, pid=1, user_scope=USER_SCOPE)
+    assert [(e["name"], e["cat"]) for e in events] == [
+        ("## Call CompiledFxGraph fabc ##", "user_annotation"),
+        ("aten::mm", "cpu_op"),
+    ]

@@ -135,16 +135,17 @@ class CallsiteLog:
         every_op: bool = False,
         inputs: bool = False,
         memory: bool = False,
+        stand_in: bool = False,
     ) -> None:
         self.interner = new_interner(stop_code)
         # recorder: "python" (the TorchFunctionMode above) or "native" (tenprof.capture.native_lines), which
-        # records every op too when `every_op`, their input signatures with `inputs`, the allocators'
-        # reports with `memory`.
+        # records every op too when `every_op`, their input signatures with `inputs`, and stands in for the
+        # profiler with `stand_in` (recording the allocators' reports with `memory`).
         self.recorder: CallsiteRecorder | NativeCallsiteRecorder | None = None
         if record_calls:
             from tenprof.capture.native_lines import make_recorder
 
-            self.recorder = make_recorder(self.interner, recorder, every_op, inputs, memory)
+            self.recorder = make_recorder(self.interner, recorder, every_op, inputs, memory, stand_in)
         self.scopes: list[list[Any]] = []
         self.syncs: list[list[Any]] = []
         self.step_calls = 0

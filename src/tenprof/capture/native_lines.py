@@ -159,12 +159,12 @@ def load_library(path: Path) -> ctypes.PyDLL:
     lib.tenprof_lines_op_names.restype = ctypes.py_object
     lib.tenprof_lines_threads.argtypes = []
     lib.tenprof_lines_threads.restype = ctypes.py_object
-    lib.tenprof_lines_memory_start.argtypes = []
-    lib.tenprof_lines_memory_start.restype = ctypes.c_int
+    lib.tenprof_lines_state_push.argtypes = [ctypes.c_int, ctypes.c_int]
+    lib.tenprof_lines_state_push.restype = ctypes.c_int
     lib.tenprof_lines_memory_pause.argtypes = [ctypes.c_int]
     lib.tenprof_lines_memory_pause.restype = None
-    lib.tenprof_lines_memory_stop.argtypes = []
-    lib.tenprof_lines_memory_stop.restype = ctypes.c_int
+    lib.tenprof_lines_state_pop.argtypes = []
+    lib.tenprof_lines_state_pop.restype = ctypes.c_int
     lib.tenprof_lines_memory.argtypes = []
     lib.tenprof_lines_memory.restype = ctypes.py_object
     return lib
@@ -232,16 +232,22 @@ class NativeCallsiteRecorder:
         every_op: bool = False,
         inputs: bool = False,
         memory: bool = False,
+        stand_in: bool = False,
     ) -> None:
         self.interner = interner
         self.lib = lib
         # every op of every thread recorded too (`ops`), as a profiler's CPU side records them; with `inputs`
         # each op's input signature (shapes, dtypes, strides, scalar values), as its record_shapes does; with
         # `memory` the allocators' reports, as its profile_memory does (for the thread that enters the
-        # recorder and those autograd runs its backward on)
+        # recorder and those autograd runs its backward on). With `stand_in` (a capture without the profiler),
+        # a profiler's state of its own stands on the entering thread (callsite_observer.cpp, RecorderState):
+        # torch's fast record function records only where one does (the compiled graph's and each Triton
+        # launch's ranges). Never beside a profiler session on that thread: it would stand above the
+        # session's state, which the session's callbacks and its stop expect to find on top.
         self.every_op = every_op
         self.inputs = every_op and inputs
-        self.memory = every_op and memory
+        self.memory = every_op and stand_in and memory
+        self.stand_in = every_op and stand_in
         self._ops: dict[str, Any] | None = None
         self._compiles = 0  # Dynamo compilations running
         self._flag_before = False  # torch's profiler flag before they began
@@ -274,8 +280,8 @@ class NativeCallsiteRecorder:
             self._ops = None
             self.lib.tenprof_lines_every_op(int(self.every_op), int(self.inputs))  # as prepared (another may have run)
             self.lib.tenprof_lines_start(self.interner.stop_code, self._on_new_path)
-            if self.memory:
-                self.lib.tenprof_lines_memory_start()
+            if self.stand_in:
+                self.lib.tenprof_lines_state_push(int(self.memory), int(self.inputs))
             self._started = True
             self._paused = False
             self._on_new_path()
@@ -284,8 +290,8 @@ class NativeCallsiteRecorder:
 
     def __exit__(self, *exc: Any) -> None:
         self.lib.tenprof_lines_stop()
-        if self.memory:
-            self.lib.tenprof_lines_memory_stop()
+        if self.stand_in:
+            self.lib.tenprof_lines_state_pop()
         self._started = False
         for name, func in self._unwrapped.items():
             if getattr(torch.autograd, name, None) is not func:
@@ -481,12 +487,18 @@ def _resolve(path: tuple[Any, ...]) -> list[tuple[CodeType, int]]:
 
 
 def make_recorder(
-    interner: FrameInterner, wanted: str, every_op: bool = False, inputs: bool = False, memory: bool = False
+    interner: FrameInterner,
+    wanted: str,
+    every_op: bool = False,
+    inputs: bool = False,
+    memory: bool = False,
+    stand_in: bool = False,
 ) -> CallsiteRecorder | NativeCallsiteRecorder:
     """The recorder asked for ("native" or "python", from TENPROF_LINES_RECORDER); the Python one when
     the native one is unavailable, after one line on stderr saying why. `every_op`: the native one
     records every op too (the Python one cannot, and records without them), with `inputs` their input
-    signatures and with `memory` the allocators' reports."""
+    signatures; with `stand_in` it stands in for the profiler (NativeCallsiteRecorder), with `memory`
+    recording the allocators' reports."""
     wanted = wanted.strip().lower() or "native"
     if wanted != "native":
         if wanted != "python":
@@ -497,4 +509,4 @@ def make_recorder(
     except NativeLinesUnavailable as exc:
         print(f"tenprof: native call-site recorder unavailable ({exc}); using the Python recorder", file=sys.stderr)
         return CallsiteRecorder(interner)
-    return NativeCallsiteRecorder(interner, lib, every_op, inputs, memory)
+    return NativeCallsiteRecorder(interner, lib, every_op, inputs, memory, stand_in)

@@ -38,7 +38,7 @@ def trace_events(ops: dict[str, Any], pid: int, user_scope: int) -> list[dict[st
     events = []
     for external_id, i in enumerate(order, start=1):
         start, end = ops["start_ns"][i], ops["end_ns"][i]
-        is_range = ops["scope"][i] == user_scope
+        is_range = ops["scope"][i] == user_scope or _is_marked_range(names[ops["name_id"][i]])
         args: dict[str, Any] = {"External id": external_id}
         if not is_range:
             args["Sequence number"] = sequence[i]
@@ -98,6 +98,13 @@ def memory_events(memory: Mapping[str, list[int]], pid: int) -> list[dict[str, A
              "ts": ts_ns / 1000, "args": args}
         )  # fmt: skip
     return events
+
+
+def _is_marked_range(name: str) -> bool:
+    """Inductor's "## Call CompiledFxGraph <key> ##": made by torch's fast record function with the keyword
+    scope="user_scope", which the profiler then writes as a named range (with record_shapes); the keyword
+    does not reach a recorder that is not the profiler, so the name tells."""
+    return name.startswith("## ") and name.endswith(" ##")
 
 
 def _sequence_numbers(ops: dict[str, Any], order: list[int]) -> list[int]:

@@ -133,12 +133,14 @@ class TimelineSession:
             recorder=recorder,
             every_op=every_op,
             inputs=options.shapes,
-            memory=self._native and options.memory,
+            memory=options.memory,
+            stand_in=self._native,
         )
         self._step_range: Any = None  # the native capture's open ProfilerStep#N range
         self.clock_pairs: list[list[int]] = []  # the native capture's [perf before, wall, perf after] reads
         self._gpu_parts = 0  # the native capture's GPU-only sessions exported so far
         self._session_thread: SessionThread | None = None  # where those start and stop
+        self._flag_before: bool | None = None  # torch's profiler flag before the native capture raised it
         if options.lines:
             self.log.own_launches = OwnLaunches(self.log.interner)
         interval = _sample_interval_ns(options.sample_interval_ns)
@@ -182,6 +184,7 @@ class TimelineSession:
         if self.log.recorder is not None:
             self.log.recorder.__enter__()
         if self._native:
+            self._set_profiler_flag(True)
             self._sync()
             self._open_step(0)
         runtime.activate(self)
@@ -220,6 +223,8 @@ class TimelineSession:
             self._stop_session()
         if self._session_thread is not None:
             self._session_thread.close()
+        if self._flag_before is not None:
+            torch.autograd.profiler._set_is_profiler_enabled(self._flag_before)
         if self._set_teardown:
             os.environ.pop("TEARDOWN_CUPTI", None)
         self.log.extra = self._extra_keys()
@@ -392,6 +397,8 @@ class TimelineSession:
     def _set_recorders(self, on: bool) -> None:
         """tenprof's own recorders on or off: Python lines, the host sampler, the launch hooks, the GPU
         clock reader."""
+        if self._native:
+            self._set_profiler_flag(on)
         recorder = self.log.recorder
         if recorder is not None:
             # Paused: the native recorder's callbacks go off; the Python recorder (a TorchFunctionMode) is
@@ -455,6 +462,16 @@ class TimelineSession:
             if self.options.verify:  # the profiler's own totals of its GPU-only records, as of a full session
                 self._add_device_totals(self._prof)
         self._prof = None
+
+    def _set_profiler_flag(self, on: bool) -> None:
+        """torch's "a profiler is running" flag, up while the native capture records, as a torch.profiler
+        session raises it: code that records more under a profiler does so under both captures alike (the
+        compiler's phase ranges, which the torch-compile-time finding reads; the compiled wrapper's ranges;
+        each Triton launch's range with its kernel's file and launch settings). Put back as it was when the
+        run ends (`stop`)."""
+        if self._flag_before is None:
+            self._flag_before = bool(torch.autograd.profiler._is_profiler_enabled)
+        torch.autograd.profiler._set_is_profiler_enabled(on)
 
     def _gpu_session_thread(self) -> SessionThread:
         """The thread the native capture's GPU-activity sessions start and stop on (session_thread)."""

@@ -8,9 +8,11 @@
 // (record_function): (thread, start, end, name id, sequence number, forward thread, depth, scope), the
 // records a profiler's CPU side gives, without the profiler; names are interned by their text.
 //
-// Asked to (tenprof_lines_memory_start), it also records the allocators' reports (every allocation and
-// free of the CPU allocator and CUDA's caching allocator, with the totals after it), as a profiler's
-// profile_memory does, by standing where a profiler's state stands for the threads that run the script.
+// Asked to (tenprof_lines_state_push), it stands where a profiler's state stands for the threads that run
+// the script: code that records more when a profiler is there does so (torch's fast record function: the
+// compiled graph's and each Triton launch's ranges, with their keywords when input shapes are asked for),
+// and, asked to, it records the allocators' reports (every allocation and free of the CPU allocator and
+// CUDA's caching allocator, with the totals after it), as a profiler's profile_memory does.
 //
 // Built by tenprof.capture.native_lines on first use (g++ against the installed torch's headers) and
 // loaded with ctypes.PyDLL: every entry point below is called with the GIL held.
@@ -165,7 +167,8 @@ std::mutex g_skipped_mutex;
 std::vector<int64_t> g_skipped;  // the gate's skipped rounds: (thread, time) pairs
 std::deque<std::string> g_names;        // op names by id (a deque: its strings never move)
 std::unordered_map<std::string_view, int64_t> g_name_ids;
-std::atomic<bool> g_memory_on{false};   // the allocators' reports recorded (off while paused)
+std::atomic<bool> g_memory_wanted{false};  // the allocators' reports asked for (tenprof_lines_state_push)
+std::atomic<bool> g_memory_on{false};      // and recorded now (off while paused)
 
 ThreadBuffer* buffer() {
   if (t_buffer == nullptr) {
@@ -391,11 +394,28 @@ int64_t signature_id(ThreadBuffer* b, const at::RecordFunction& fn) {
   return id;
 }
 
+// The scope an op record keeps: the RecordFunction's, or USER_SCOPE for a range made by torch's fast
+// record function with the keyword scope="user_scope" (the compiled graph's "## Call CompiledFxGraph ..."),
+// which the profiler writes as a named range too. Its keywords reach the callbacks only when they take the
+// inputs (record_shapes / `inputs`), as the profiler's do.
+int64_t recorded_scope(const at::RecordFunction& fn, bool inputs) {
+  if (inputs && fn.scope() == at::RecordScope::FUNCTION) {
+    const auto keywords = fn.kwinputs();  // a copy; empty for an aten op
+    auto found = keywords.find("scope");
+    if (found != keywords.end() && found->second.isString() && found->second.toStringRef() == "user_scope") {
+      return static_cast<int64_t>(at::RecordScope::USER_SCOPE);
+    }
+  }
+  return static_cast<int64_t>(fn.scope());
+}
+
 void open_op(ThreadBuffer* b, const at::RecordFunction& fn, int64_t start) {
   int64_t name = name_id(b, fn.name());  // first: it clears the thread's ids of an older generation
   bool inputs = g_inputs.load(std::memory_order_relaxed) && fn.scope() != at::RecordScope::USER_SCOPE;
+  int64_t scope = recorded_scope(fn, inputs);
+  bool signature = inputs && scope != static_cast<int64_t>(at::RecordScope::USER_SCOPE);
   b->open_ops.push_back(b->ops.append({b->tid, start, 0, name, fn.seqNr(), static_cast<int64_t>(fn.forwardThreadId()),
-                                       b->depth, static_cast<int64_t>(fn.scope()), inputs ? signature_id(b, fn) : -1}));
+                                       b->depth, scope, signature ? signature_id(b, fn) : -1}));
   b->open_fns.push_back(&fn);
 }
 
@@ -510,13 +530,16 @@ PyObject* list_of_tuples(const std::vector<Key>& keys, Item item) {
 }
 
 // Where a profiler's state stands in a thread's debug info (c10::DebugInfoKind::PROFILER_STATE), which the
-// allocators report to and autograd's threads inherit from the thread that runs backward: a profiler state
-// that profiles nothing (code that asks whether a profiler runs reads "no"), but takes the memory reports.
-// A profiler started later on the thread stands above it until it stops, and takes the reports meanwhile.
-class MemoryReporter final : public torch::profiler::impl::ProfilerStateBase {
+// allocators report to, autograd's threads inherit from the thread that runs backward, and torch's fast
+// record function asks for before it records (and, for its keywords, whether input shapes are recorded):
+// a profiler state that profiles nothing (code that asks whether a profiler runs reads "no"), but takes the
+// memory reports. A profiler started later on the thread stands above it until it stops (and takes the
+// reports meanwhile).
+class RecorderState final : public torch::profiler::impl::ProfilerStateBase {
  public:
-  MemoryReporter()
-      : ProfilerStateBase(torch::profiler::impl::ProfilerConfig(torch::profiler::impl::ProfilerState::Disabled)) {}
+  explicit RecorderState(bool shapes)
+      : ProfilerStateBase(
+            torch::profiler::impl::ProfilerConfig(torch::profiler::impl::ProfilerState::Disabled, shapes)) {}
 
   bool memoryProfilingEnabled() const override { return g_memory_on.load(std::memory_order_relaxed); }
 
@@ -541,7 +564,7 @@ class MemoryReporter final : public torch::profiler::impl::ProfilerStateBase {
   }
 };
 
-std::shared_ptr<MemoryReporter> g_memory_reporter;  // pushed on the thread that called memory_start
+std::shared_ptr<RecorderState> g_state;  // pushed on the thread that called state_push
 
 }  // namespace
 
@@ -681,31 +704,34 @@ PyObject* tenprof_lines_op_names() {
   return out;
 }
 
-// Record the allocators' reports on this thread and on the threads it hands work to (autograd's); 0, or -1
-// when already recording.
-int tenprof_lines_memory_start() {
-  if (g_memory_reporter != nullptr) return -1;
+// Stand where a profiler's state stands on this thread and the threads it hands work to (autograd's), with
+// input shapes (1) or not (0), recording the allocators' reports (memory 1) or not; 0, or -1 when already there.
+int tenprof_lines_state_push(int memory, int shapes) {
+  if (g_state != nullptr) return -1;
   {
     std::lock_guard<std::mutex> guard(g_mutex);
     for (ThreadBuffer* b : g_buffers) b->memory.release();
   }
-  g_memory_reporter = std::make_shared<MemoryReporter>();
-  c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE, g_memory_reporter);
-  g_memory_on.store(true);
+  g_state = std::make_shared<RecorderState>(shapes != 0);
+  c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE, g_state);
+  g_memory_wanted.store(memory != 0);
+  g_memory_on.store(memory != 0);
   return 0;
 }
 
-// Paused (1), the reports are not recorded (allocators do not even make them); resumed (0), they are.
-void tenprof_lines_memory_pause(int paused) { g_memory_on.store(paused == 0 && g_memory_reporter != nullptr); }
+// Paused (1), the reports are not recorded (allocators do not even make them); resumed (0), they are, if
+// asked for when the state was pushed.
+void tenprof_lines_memory_pause(int paused) { g_memory_on.store(paused == 0 && g_memory_wanted.load()); }
 
-// Stop recording them; on the thread that started. 1 when the reporter left the thread's debug info,
-// 0 when something pushed after it is still there (a profiler not stopped): it stays, recording nothing.
-int tenprof_lines_memory_stop() {
+// Leave this thread's debug info (on the thread that pushed). 1 when the state left it, 0 when something
+// pushed after it is still there (a profiler not stopped): it stays, recording nothing.
+int tenprof_lines_state_pop() {
+  g_memory_wanted.store(false);
   g_memory_on.store(false);
-  if (g_memory_reporter == nullptr) return 1;
-  bool on_top = c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE) == g_memory_reporter.get();
+  if (g_state == nullptr) return 1;
+  bool on_top = c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE) == g_state.get();
   if (on_top) c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);
-  g_memory_reporter.reset();
+  g_state.reset();
   return on_top ? 1 : 0;
 }
 
