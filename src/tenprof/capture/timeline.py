@@ -467,8 +467,7 @@ class TimelineSession:
         """torch's "a profiler is running" flag, up while the native capture records, as a torch.profiler
         session raises it: code that records more under a profiler does so under both captures alike (the
         compiler's phase ranges, which the torch-compile-time finding reads; the compiled wrapper's ranges;
-        each Triton launch's range with its kernel's file and launch settings). Put back as it was when the
-        run ends (`stop`)."""
+        each Triton launch's range). Put back as it was when the run ends (`stop`)."""
         if self._flag_before is None:
             self._flag_before = bool(torch.autograd.profiler._is_profiler_enabled)
         torch.autograd.profiler._set_is_profiler_enabled(on)
