@@ -159,7 +159,7 @@ def load_library(path: Path) -> ctypes.PyDLL:
     lib.tenprof_lines_op_names.restype = ctypes.py_object
     lib.tenprof_lines_threads.argtypes = []
     lib.tenprof_lines_threads.restype = ctypes.py_object
-    lib.tenprof_lines_state_push.argtypes = [ctypes.c_int, ctypes.c_int]
+    lib.tenprof_lines_state_push.argtypes = [ctypes.c_int]
     lib.tenprof_lines_state_push.restype = ctypes.c_int
     lib.tenprof_lines_memory_pause.argtypes = [ctypes.c_int]
     lib.tenprof_lines_memory_pause.restype = None
@@ -281,7 +281,7 @@ class NativeCallsiteRecorder:
             self.lib.tenprof_lines_every_op(int(self.every_op), int(self.inputs))  # as prepared (another may have run)
             self.lib.tenprof_lines_start(self.interner.stop_code, self._on_new_path)
             if self.stand_in:
-                self.lib.tenprof_lines_state_push(int(self.memory), int(self.inputs))
+                self.lib.tenprof_lines_state_push(int(self.memory))
             self._started = True
             self._paused = False
             self._on_new_path()

@@ -10,8 +10,8 @@
 //
 // Asked to (tenprof_lines_state_push), it stands where a profiler's state stands for the threads that run
 // the script: code that records more when a profiler is there does so (torch's fast record function: the
-// compiled graph's and each Triton launch's ranges, with their keywords when input shapes are asked for),
-// and, asked to, it records the allocators' reports (every allocation and free of the CPU allocator and
+// compiled graph's and each Triton launch's ranges; their keywords, which torch hands the profiler alone,
+// do not come), and, asked to, it records the allocators' reports (every allocation and free of the CPU allocator and
 // CUDA's caching allocator, with the totals after it), as a profiler's profile_memory does.
 //
 // Built by tenprof.capture.native_lines on first use (g++ against the installed torch's headers) and
@@ -394,28 +394,11 @@ int64_t signature_id(ThreadBuffer* b, const at::RecordFunction& fn) {
   return id;
 }
 
-// The scope an op record keeps: the RecordFunction's, or USER_SCOPE for a range made by torch's fast
-// record function with the keyword scope="user_scope" (the compiled graph's "## Call CompiledFxGraph ..."),
-// which the profiler writes as a named range too. Its keywords reach the callbacks only when they take the
-// inputs (record_shapes / `inputs`), as the profiler's do.
-int64_t recorded_scope(const at::RecordFunction& fn, bool inputs) {
-  if (inputs && fn.scope() == at::RecordScope::FUNCTION) {
-    const auto keywords = fn.kwinputs();  // a copy; empty for an aten op
-    auto found = keywords.find("scope");
-    if (found != keywords.end() && found->second.isString() && found->second.toStringRef() == "user_scope") {
-      return static_cast<int64_t>(at::RecordScope::USER_SCOPE);
-    }
-  }
-  return static_cast<int64_t>(fn.scope());
-}
-
 void open_op(ThreadBuffer* b, const at::RecordFunction& fn, int64_t start) {
   int64_t name = name_id(b, fn.name());  // first: it clears the thread's ids of an older generation
   bool inputs = g_inputs.load(std::memory_order_relaxed) && fn.scope() != at::RecordScope::USER_SCOPE;
-  int64_t scope = recorded_scope(fn, inputs);
-  bool signature = inputs && scope != static_cast<int64_t>(at::RecordScope::USER_SCOPE);
   b->open_ops.push_back(b->ops.append({b->tid, start, 0, name, fn.seqNr(), static_cast<int64_t>(fn.forwardThreadId()),
-                                       b->depth, scope, signature ? signature_id(b, fn) : -1}));
+                                       b->depth, static_cast<int64_t>(fn.scope()), inputs ? signature_id(b, fn) : -1}));
   b->open_fns.push_back(&fn);
 }
 
@@ -531,15 +514,13 @@ PyObject* list_of_tuples(const std::vector<Key>& keys, Item item) {
 
 // Where a profiler's state stands in a thread's debug info (c10::DebugInfoKind::PROFILER_STATE), which the
 // allocators report to, autograd's threads inherit from the thread that runs backward, and torch's fast
-// record function asks for before it records (and, for its keywords, whether input shapes are recorded):
-// a profiler state that profiles nothing (code that asks whether a profiler runs reads "no"), but takes the
+// record function asks for before it records: a profiler state that profiles nothing (code that asks whether a profiler runs reads "no"), but takes the
 // memory reports. A profiler started later on the thread stands above it until it stops (and takes the
 // reports meanwhile).
 class RecorderState final : public torch::profiler::impl::ProfilerStateBase {
  public:
-  explicit RecorderState(bool shapes)
-      : ProfilerStateBase(
-            torch::profiler::impl::ProfilerConfig(torch::profiler::impl::ProfilerState::Disabled, shapes)) {}
+  RecorderState()
+      : ProfilerStateBase(torch::profiler::impl::ProfilerConfig(torch::profiler::impl::ProfilerState::Disabled)) {}
 
   bool memoryProfilingEnabled() const override { return g_memory_on.load(std::memory_order_relaxed); }
 
@@ -704,15 +685,15 @@ PyObject* tenprof_lines_op_names() {
   return out;
 }
 
-// Stand where a profiler's state stands on this thread and the threads it hands work to (autograd's), with
-// input shapes (1) or not (0), recording the allocators' reports (memory 1) or not; 0, or -1 when already there.
-int tenprof_lines_state_push(int memory, int shapes) {
+// Stand where a profiler's state stands on this thread and the threads it hands work to (autograd's),
+// recording the allocators' reports (memory 1) or not; 0, or -1 when already there.
+int tenprof_lines_state_push(int memory) {
   if (g_state != nullptr) return -1;
   {
     std::lock_guard<std::mutex> guard(g_mutex);
     for (ThreadBuffer* b : g_buffers) b->memory.release();
   }
-  g_state = std::make_shared<RecorderState>(shapes != 0);
+  g_state = std::make_shared<RecorderState>();
   c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE, g_state);
   g_memory_wanted.store(memory != 0);
   g_memory_on.store(memory != 0);
