@@ -10,16 +10,17 @@ same op and line for at least 99.9% of kernel time), the ops with the same (name
 and the allocator samples with the same (op, file:line, bytes), with the keys that differ most, and each
 device's peak allocated; once over every step and once over the steps after the first two ("steady":
 torch.compile compiles and autotunes in the first, and how many benchmark launches its autotuning makes
-depends on timings). Each run compiles from an empty Inductor and Triton cache of its own, so that the
-second does not skip the compilation the first did. Runs are not timed here (benchmarks/overhead.py).
+depends on timings). Each run compiles from an empty Inductor and Triton cache of its own (a new folder in
+OUT_DIR), so that the second does not skip the compilation the first did. Runs are not timed here
+(benchmarks/overhead.py).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -33,8 +34,8 @@ DIFFERENCES_SHOWN = 8
 
 def record(out: Path, capture: str, script: list[str]) -> Profile:
     target = out / capture
-    caches = out / f"cache_{capture}"  # empty: each run compiles (and autotunes) what it runs
-    shutil.rmtree(caches, ignore_errors=True)
+    # new and empty: each run compiles (and autotunes) what it runs; nothing already in OUT_DIR is removed
+    caches = Path(tempfile.mkdtemp(prefix=f"cache_{capture}_", dir=out))
     env = {
         **os.environ,
         "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"),
