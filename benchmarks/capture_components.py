@@ -33,6 +33,11 @@ to the plain phase of the same round. Phases:
     native-gated   native + the host sampler behind its gate (TENPROF_SAMPLER_GATE=1: rounds skipped while
                    the script runs ops)
     clocks         tenprof's GPU clock reader alone (NVML every 50 ms)
+    session        tenprof's whole timeline capture as `tenprof run` starts it (TimelineSession, every step
+                   recorded, its step boundary after each step; the trace written after the timing)
+    session-native the same with `--capture native`
+    session-native-nomemory, -noshapes, -nolines   the native one less memory, input shapes, or lines;
+    session-native-nothreads  the native one without the host sampler and NVML thread
 
 A phase whose part cannot start here (no compiler for the native recorder) is skipped with the reason.
 """
@@ -58,10 +63,19 @@ PHASES = (
     "plain", "cupti", "kineto", "kineto-shapes", "kineto-memory", "kineto-full", "native", "python", "tenprof",
     "tenprof-python", "kineto-nocorr", "tenprof-nocorr", "light-nocorr", "native-ops", "native-shapes",
     "cupti-native-ops", "cupti-native-shapes", "sampler", "clocks", "native-sampler", "native-gated",
+    "session", "session-native", "session-native-nomemory", "session-native-noshapes", "session-native-nolines",
+    "session-native-nothreads",
 )  # fmt: skip
 NATIVE = (
     "native", "tenprof", "tenprof-nocorr", "light-nocorr", "native-ops", "native-shapes", "cupti-native-ops",
-    "cupti-native-shapes", "native-sampler", "native-gated",
+    "cupti-native-shapes", "native-sampler", "native-gated", "session", "session-native",
+    "session-native-nomemory", "session-native-noshapes", "session-native-nolines", "session-native-nothreads",
+)  # fmt: skip
+SESSIONS = tuple(p for p in PHASES if p.startswith("session"))
+# the recorder's phases with no profiler CPU side beside it: one callback opens and closes each record
+ALONE = (
+    "native", "native-ops", "native-shapes", "cupti-native-ops", "cupti-native-shapes", "native-sampler",
+    "native-gated",
 )  # fmt: skip
 CUDA = torch.cuda.is_available()
 
@@ -139,14 +153,16 @@ def _profiler(cpu: bool, shapes: bool, memory: bool, correlate: bool = True) -> 
 
 
 @contextlib.contextmanager
-def _recorder(kind: str, every_op: bool = False, inputs: bool = False, sampler: str = "") -> Iterator[None]:
+def _recorder(
+    kind: str, every_op: bool = False, inputs: bool = False, sampler: str = "", alone: bool = False
+) -> Iterator[None]:
     from tenprof.capture.callsites import CallsiteRecorder, new_interner
     from tenprof.capture.native_lines import NativeCallsiteRecorder, build_library, load_library
 
     interner = new_interner(None)
     recorder: Any
     if kind == "native":
-        recorder = NativeCallsiteRecorder(interner, load_library(build_library()), every_op, inputs)
+        recorder = NativeCallsiteRecorder(interner, load_library(build_library()), every_op, inputs, alone=alone)
     else:
         recorder = CallsiteRecorder(interner)
     recorder.__enter__()
@@ -165,13 +181,54 @@ def _recorder(kind: str, every_op: bool = False, inputs: bool = False, sampler: 
 
 
 @contextlib.contextmanager
-def phase_context(name: str) -> Iterator[None]:
+def _session(name: str) -> Iterator[Callable[[], None]]:
+    """tenprof's TimelineSession as a run starts it, every step recorded; yields its step boundary."""
+    import os
+    import tempfile
+
+    from tenprof.capture.timeline import TimelineOptions, TimelineSession
+
+    options = TimelineOptions(
+        lines=not name.endswith("-nolines"),
+        shapes=not name.endswith("-noshapes"),
+        memory=not name.endswith("-nomemory"),
+        overhead_steps=0,
+        capture="native" if name.startswith("session-native") else "kineto",
+        sample_interval_ns=0 if name.endswith("-nothreads") else TimelineOptions.sample_interval_ns,
+        keep_profiler_lines_out=True,
+    )
+    clocks = os.environ.get("TENPROF_GPU_CLOCKS")
+    if name.endswith("-nothreads"):
+        os.environ["TENPROF_GPU_CLOCKS"] = "0"
+    with tempfile.TemporaryDirectory(prefix="tenprof-components-") as raw:
+        session = TimelineSession(Path(raw), options)
+        session.start()
+        try:
+            yield session.step
+        finally:
+            _sync()
+            session.stop()  # the trace written here, outside the timing
+            if clocks is None:
+                os.environ.pop("TENPROF_GPU_CLOCKS", None)
+            else:
+                os.environ["TENPROF_GPU_CLOCKS"] = clocks
+
+
+@contextlib.contextmanager
+def phase_context(name: str) -> Iterator[Callable[[], None] | None]:
+    """The phase's capture started; yields what to call after each step (a session's step boundary)."""
+    if name in SESSIONS:
+        with _session(name) as boundary:
+            yield boundary
+        return
     with contextlib.ExitStack() as stack:
         if name in NATIVE:  # first: its callback opens before Kineto's, as in a run
             every_op = name.endswith(("native-ops", "native-shapes"))
             inputs = name.endswith("native-shapes")
             sampler = {"native-sampler": "plain", "native-gated": "gated"}.get(name, "")
-            stack.enter_context(_recorder("native", every_op=every_op, inputs=inputs, sampler=sampler))
+            # no profiler's CPU side beside it: one callback opens and closes (as `--capture native` has it)
+            alone = name in ALONE
+            stack.enter_context(_recorder("native", every_op=every_op, inputs=inputs, sampler=sampler, alone=alone))
         if name in ("cupti", "cupti-native-ops", "cupti-native-shapes"):
             stack.enter_context(_profiler(cpu=False, shapes=False, memory=False))
         elif name == "kineto":
@@ -220,11 +277,13 @@ def _clocks() -> Iterator[None]:
         clocks.stop()
 
 
-def loop(step: Callable[[], None], steps: int) -> float:
+def loop(step: Callable[[], None], steps: int, boundary: Callable[[], None] | None = None) -> float:
     _sync()
     start = time.perf_counter()
     for _ in range(steps):
         step()
+        if boundary is not None:
+            boundary()
     _sync()
     return time.perf_counter() - start
 
@@ -270,9 +329,9 @@ def main() -> None:
         order = phases[r % len(phases) :] + phases[: r % len(phases)]
         this_round: dict[str, float] = {}
         for name in order:
-            with phase_context(name):
-                loop(step, 2)
-                this_round[name] = loop(step, args.steps)
+            with phase_context(name) as boundary:
+                loop(step, 2, boundary)
+                this_round[name] = loop(step, args.steps, boundary)
         for name in phases:
             times[name].append(this_round[name])
             ratios[name].append(this_round[name] / this_round["plain"])

@@ -33,6 +33,8 @@ Configurations:
     tenprof-native   tenprof run --capture native: ops, shapes and lines recorded natively, GPU activity by a
                      CUDA-only profiler session (no memory events yet)
     tenprof-native-bare  the same without both threads (host sampler, NVML clocks)
+    tenprof-native-light  the native capture without threads, shapes or memory: its op records (and their
+                     call sites: it records those whatever --no-lines says) and the GPU activity
     tenprof-gated    tenprof run with the host sampler behind its gate (TENPROF_SAMPLER_GATE=1: no round, and
                      no hand-over of the interpreter's lock, while the script runs ops)
     tenprof-native-gated  tenprof run --capture native, the sampler behind its gate
@@ -46,6 +48,7 @@ Configurations:
                      benchmarks/step_marks.py), which drift and warm-up hit alike
     torch            torch.profiler(CPU+CUDA)                                  benchmarks/torch_profiler_run.py
     torch-stack      torch.profiler(CPU+CUDA, with_stack, record_shapes, profile_memory)
+    torch-cuda       torch.profiler(CUDA): GPU activity alone, what the native capture leaves to the profiler
     torch-et         torch.profiler.ExecutionTraceObserver                     benchmarks/execution_trace_run.py
     proton           Proton: triton.profiler.start(hook="triton") .. finalize() benchmarks/proton_run.py
 A configuration that cannot run here (Proton without triton.profiler or without a CUDA device, a GPT-2
@@ -150,6 +153,9 @@ CONFIGS: dict[str, Config] = {
     ),
     "tenprof-native": Config("tenprof run --capture native (no profiler CPU side)", ("tenprof",)),
     "tenprof-native-bare": Config("tenprof run --capture native without host sampler and NVML thread", ("tenprof",)),
+    "tenprof-native-light": Config(
+        "tenprof run --capture native --no-shapes --no-memory, without both threads", ("tenprof",)
+    ),
     "tenprof-gated": Config("tenprof run, host sampler behind its gate (TENPROF_SAMPLER_GATE=1)", ("tenprof",)),
     "tenprof-native-gated": Config("tenprof run --capture native, host sampler behind its gate", ("tenprof",)),
     "tenprof-nolines": Config("tenprof run --no-lines", ("tenprof",)),
@@ -158,6 +164,7 @@ CONFIGS: dict[str, Config] = {
     "tenprof-timed": Config("tenprof run --overhead-steps 7 (its own un-profiled steps)", ("tenprof",)),
     "torch": Config("torch.profiler (CPU+CUDA)"),
     "torch-stack": Config("torch.profiler + with_stack, record_shapes, profile_memory"),
+    "torch-cuda": Config("torch.profiler (CUDA alone)", needs_cuda=True),
     "torch-et": Config("torch ExecutionTraceObserver"),
     "proton": Config("Proton (triton.profiler, hook=triton)", ("triton.profiler",), needs_cuda=True),
 }
@@ -425,6 +432,7 @@ def command(
             "tenprof-bare": ["--no-lines", "--no-shapes", "--no-memory"],
             "tenprof-native": ["--capture", "native"],
             "tenprof-native-bare": ["--capture", "native"],
+            "tenprof-native-light": ["--capture", "native", "--no-shapes", "--no-memory"],
             "tenprof-gated": [],
             "tenprof-native-gated": ["--capture", "native"],
             "tenprof-nolines": ["--no-lines"],
@@ -442,6 +450,7 @@ def command(
             "tenprof-nothreads": ["env", "TENPROF_HOST_SAMPLE_HZ=0", "TENPROF_GPU_CLOCKS=0"],
             "tenprof-bare": ["env", "TENPROF_HOST_SAMPLE_HZ=0", "TENPROF_GPU_CLOCKS=0"],
             "tenprof-native-bare": ["env", "TENPROF_HOST_SAMPLE_HZ=0", "TENPROF_GPU_CLOCKS=0"],
+            "tenprof-native-light": ["env", "TENPROF_HOST_SAMPLE_HZ=0", "TENPROF_GPU_CLOCKS=0"],
             "tenprof-gated": ["env", "TENPROF_SAMPLER_GATE=1"],
             "tenprof-native-gated": ["env", "TENPROF_SAMPLER_GATE=1"],
         }.get(config, [])
@@ -463,7 +472,7 @@ def command(
         return [py, str(ROOT / "benchmarks" / "execution_trace_run.py"), str(scratch / "et.json"), *script]
     if config == "proton":
         return [py, str(ROOT / "benchmarks" / "proton_run.py"), str(scratch / "proton"), *script]
-    stack = ["--stack"] if config == "torch-stack" else []
+    stack = {"torch-stack": ["--stack"], "torch-cuda": ["--cuda-only"]}.get(config, [])
     return [py, str(ROOT / "benchmarks" / "torch_profiler_run.py"), *stack, str(scratch / "trace.json"), *script]
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -530,6 +530,38 @@ while [ $# -gt 0 ]; do
     tenprof report "$WORK/parity_mlp/native" --limit 5 > "$OUT/native38_mlp_report.txt" 2>&1
     tar -C "$WORK" -czf "$OUT/native38_parity_mlp.tgz" parity_mlp  # both profiles, to study the joins on the CPU
     python3 benchmarks/overhead.py --workloads "${NATIVE_WORKLOADS:-mlp,gpt2-fp32}" --configs plain,torch,proton,tenprof,tenprof-native --repeats "${NATIVE_REPEATS:-3}" --deadline-min "${NATIVE_DEADLINE_MIN:-6}" --json "$OUT/" >> "$N" 2>&1
+    ;;
+  native38m)  # issue 38: the MLP's plain loop and one capture per process (capture_components.py --rounds 1: plain runs first, before anything attaches to CUDA), 200 steps, three processes per capture held to 8 cores; text in $OUT/native38m.txt
+    for r in 1 2 3; do
+      for ph in cupti session-native native-shapes session; do
+        ( cd "$REPO" && taskset -c 0-7 timeout 120 python3 benchmarks/capture_components.py --workload mlp --steps 200 --rounds 1 --phases "$ph" ) 2>&1 | grep "ms/step" >> "$OUT/native38m.txt"
+      done
+    done
+    ;;
+  native38l)  # issue 38: whole runs of the MLP, each its own process held to 8 cores: the native capture with its parts taken off (threads; lines, shapes and memory) beside CUPTI's GPU activity alone; text in $OUT/native38l.txt
+    taskset -c 0-7 python3 benchmarks/overhead.py --workloads mlp --configs plain,torch-cuda,tenprof-native,tenprof-native-bare,tenprof-native-light --repeats "${MLP_REPEATS:-3}" --deadline-min "${MLP_DEADLINE_MIN:-4}" --json "$OUT/" 2>&1 | grep -v "^\[" >> "$OUT/native38l.txt"
+    ;;
+  native38k)  # issue 38: whole runs, each its own process held to 8 cores: what CUPTI's GPU activity alone costs (torch.profiler CUDA-only) beside the native capture, torch.profiler and Proton, on the MLP and fp32 GPT-2; text in $OUT/native38k.txt
+    N="$OUT/native38k.txt"
+    taskset -c 0-7 python3 benchmarks/overhead.py --workloads mlp --configs plain,torch-cuda,proton,tenprof-native,torch --repeats "${MLP_REPEATS:-3}" --deadline-min "${MLP_DEADLINE_MIN:-3.3}" --json "$OUT/" 2>&1 | grep -v "^\[" >> "$N"
+    taskset -c 0-7 python3 benchmarks/overhead.py --workloads gpt2-fp32 --configs plain,torch-cuda,tenprof-native,proton --repeats "${GPT2_REPEATS:-2}" --deadline-min "${GPT2_DEADLINE_MIN:-3.6}" --json "$OUT/" 2>&1 | grep -v "^\[" >> "$N"
+    ;;
+  native38j)  # issue 38: the whole capture in one process (benchmarks/capture_components.py session phases: TimelineSession as a run starts it, default and native) beside its parts, torch.profiler and CUPTI alone, on the MLP, fp32 GPT-2 and the conv block; text in $OUT/native38j.txt
+    N="$OUT/native38j.txt"
+    components() {  # workload, steps, rounds, phases
+      ( cd "$REPO" && timeout "${COMPONENTS_S:-260}" python3 benchmarks/capture_components.py --workload "$1" --steps "$2" --rounds "$3" --phases "$4" ) 2>&1 | grep -v "USDT\|^STAGE\|_warn_once\|UserWarning\|warnings.warn\|^\[W" >> "$N"
+    }
+    components mlp 20 "${MLP_ROUNDS:-9}" plain,cupti,kineto-shapes,native-shapes,cupti-native-shapes,session,session-native,session-native-nothreads,session-native-noshapes
+    COMPONENTS_S=130 components gpt2-fp32 5 "${GPT2_ROUNDS:-4}" plain,cupti,session,session-native
+    COMPONENTS_S=90 components conv 10 "${CONV_ROUNDS:-5}" plain,cupti,session,session-native
+    ;;
+  native38i)  # issue 38: the CPU's layout beside the GPU, compiled GPT-2's parity (each run compiling from empty caches), then the MLP's whole runs beside torch.profiler and Proton with every process held to the GPU's NUMA node's first 8 cores (PIN_CPUS); text in $OUT/native38i.txt
+    N="$OUT/native38i.txt"
+    { lscpu | grep -E "^(Model name|Socket|NUMA|CPU\(s\)|Thread|Core)"; nvidia-smi topo -m; } > "$OUT/topology.txt" 2>&1
+    ( cd "$REPO" && timeout "${COMPILED_PARITY_S:-320}" python3 -u benchmarks/native_parity.py "$WORK/parity_compiled" examples/compiled_train.py --model gpt2 --mode default --steps 5 --warmup 1 ) 2>&1 | grep -v "^loop_s\|loss_type\|UserWarning\|Consider using\|print(f" > "$N"
+    PIN=${PIN_CPUS:-$(nvidia-smi topo -m 2>/dev/null | awk '$1=="GPU0" {for (i=2;i<=NF;i++) if ($i ~ /^[0-9]+-[0-9]+/) {split($i, r, "[-,]"); print r[1] "-" r[1]+7; exit}}')}
+    echo "== whole runs, pinned to cores ${PIN:-none}" >> "$N"
+    ${PIN:+taskset -c "$PIN"} python3 benchmarks/overhead.py --workloads mlp --configs plain,torch,proton,tenprof-native,tenprof-native-bare --repeats "${NATIVE_REPEATS:-3}" --deadline-min "${NATIVE_DEADLINE_MIN:-3.6}" --json "$OUT/" 2>&1 | grep -v "^\[" >> "$N"
     ;;
   native38h)  # issue 38: compiled GPT-2's parity alone (each run compiling from empty caches), printed as it goes; text in $OUT/native38h.txt
     ( cd "$REPO" && timeout "${COMPILED_PARITY_S:-330}" python3 -u benchmarks/native_parity.py "$WORK/parity_compiled" examples/compiled_train.py --model gpt2 --mode default --steps 5 --warmup 1 ) 2>&1 | grep -v "^loop_s\|loss_type\|UserWarning\|Consider using\|print(f" > "$OUT/native38h.txt"

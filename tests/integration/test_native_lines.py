@@ -358,3 +358,35 @@ def test_back_to_back_ops_of_microseconds_keep_their_own_lines(tight_loop_run: R
     expected = {("aten::randn", 3): 1, ("aten::randn", 5): 6, ("aten::matmul", 6): 6, ("aten::relu", 6): 6}
     expected |= {("aten::sum", 7): 6, ("aten::item", 7): 6}
     assert {(r["name"], r["line"]): r["n"] for r in lines} == expected
+
+
+def _recorded_ops(lib: Any, alone: bool) -> list[tuple[str, int, int]]:
+    """A small forward and backward under the every-op recorder: (name, depth, scope) of each finished op,
+    in start order, after checking that each one's end is at or after its start."""
+    import torch
+
+    recorder = native_lines.NativeCallsiteRecorder(new_interner(None), lib, every_op=True, inputs=True, alone=alone)
+    recorder.__enter__()
+    try:
+        x = torch.ones(4, 4, requires_grad=True)
+        with torch.autograd.profiler.record_function("## a range ##"):
+            (x.t() @ x).relu().sum().backward()
+    finally:
+        recorder.close()
+        recorder.__exit__(None, None, None)
+    ops = recorder.ops
+    assert all(end >= start for start, end in zip(ops["start_ns"], ops["end_ns"]))
+    order = sorted(range(len(ops["start_ns"])), key=lambda i: ops["start_ns"][i])
+    return [(ops["names"][ops["name_id"][i]], ops["depth"][i], ops["scope"][i]) for i in order]
+
+
+def test_one_callback_records_what_two_do(native_cache: Path) -> None:
+    # Alone (no profiler's callbacks beside it, as under `--capture native`) one callback opens and closes
+    # each record instead of two bracketing the profiler's: the same ops, nesting and ranges come out.
+    lib = native_lines.load_library(native_lines.build_library())
+    two = _recorded_ops(lib, alone=False)
+    one = _recorded_ops(lib, alone=True)
+    names = [name for name, _, _ in one]
+    assert {"## a range ##", "aten::mm", "aten::relu", "aten::sum"} <= set(names)
+    assert any(name.startswith("autograd::engine::evaluate_function") for name in names)
+    assert sorted(one) == sorted(two)

@@ -149,6 +149,8 @@ def load_library(path: Path) -> ctypes.PyDLL:
     lib.tenprof_lines_clear.restype = None
     lib.tenprof_lines_every_op.argtypes = [ctypes.c_int, ctypes.c_int]
     lib.tenprof_lines_every_op.restype = None
+    lib.tenprof_lines_alone.argtypes = [ctypes.c_int]
+    lib.tenprof_lines_alone.restype = None
     lib.tenprof_lines_signatures.argtypes = []
     lib.tenprof_lines_signatures.restype = ctypes.py_object
     lib.tenprof_lines_dtype_name.argtypes = [ctypes.c_int]
@@ -233,6 +235,7 @@ class NativeCallsiteRecorder:
         inputs: bool = False,
         memory: bool = False,
         stand_in: bool = False,
+        alone: bool | None = None,
     ) -> None:
         self.interner = interner
         self.lib = lib
@@ -248,6 +251,9 @@ class NativeCallsiteRecorder:
         self.inputs = every_op and inputs
         self.memory = every_op and stand_in and memory
         self.stand_in = every_op and stand_in
+        # `alone` (a stand-in's default): no profiler records ops beside it, so one callback opens and
+        # closes each record (callsite_observer.cpp, tenprof_lines_alone); else two bracket the profiler's.
+        self.alone = self.stand_in if alone is None else alone
         self._ops: dict[str, Any] | None = None
         self._compiles = 0  # Dynamo compilations running
         self._flag_before = False  # torch's profiler flag before they began
@@ -260,6 +266,7 @@ class NativeCallsiteRecorder:
         # Its first callback goes in now, disabled, so that it runs before the profiler's (started later);
         # the scopes it observes (named ranges too, for every op) are set with it.
         lib.tenprof_lines_every_op(int(every_op), int(self.inputs))
+        lib.tenprof_lines_alone(int(self.alone))
         lib.tenprof_lines_prepare()
 
     @property
@@ -279,6 +286,7 @@ class NativeCallsiteRecorder:
             self._records = None
             self._ops = None
             self.lib.tenprof_lines_every_op(int(self.every_op), int(self.inputs))  # as prepared (another may have run)
+            self.lib.tenprof_lines_alone(int(self.alone))
             self.lib.tenprof_lines_start(self.interner.stop_code, self._on_new_path)
             if self.stand_in:
                 self.lib.tenprof_lines_state_push(int(self.memory))

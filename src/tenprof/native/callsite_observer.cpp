@@ -113,6 +113,15 @@ struct CachedSignature {
   std::vector<int64_t> key;
 };
 
+// An op name's id, by the address of the text the op gave: most names are an operator schema's, whose text
+// never moves, so the address finds it without hashing the text; the text is still compared, since a
+// name built for one op (a backward node's) may be freed and another built at the same address.
+struct CachedName {
+  const char* address = nullptr;
+  const char* text = nullptr;  // the interned name (g_names: never moves), null-terminated
+  int64_t id = -1;             // -1: empty
+};
+
 // thread, start, end, name id, sequence nr, forward thread, depth, scope, input signature id (-1: none)
 constexpr size_t kOpFields = 9;
 
@@ -139,6 +148,7 @@ struct ThreadBuffer {
   std::vector<size_t> open_ops;
   std::vector<const void*> open_fns;  // the RecordFunction of each open op, which its end callback gets too
   std::unordered_map<std::string_view, int64_t> name_ids;  // views into g_names' strings
+  std::vector<CachedName> names = std::vector<CachedName>(kCacheSize);
   uint64_t names_generation = 0;  // the g_generation the name ids belong to (and the signature ids)
   // recently seen input signatures, direct-mapped by hash (an op's inputs mostly repeat from step to step)
   std::vector<CachedSignature> signatures = std::vector<CachedSignature>(kCacheSize);
@@ -281,16 +291,24 @@ int64_t cached_path_id(ThreadBuffer* b) {
   return id;
 }
 
-// The id of an op's name: from the thread's map, else the global one (and then kept in the thread's).
-int64_t name_id(ThreadBuffer* b, std::string_view name) {
+// The id of an op's name: from the thread's cache by address, else its map, else the global one (and
+// then kept in the thread's).
+int64_t name_id(ThreadBuffer* b, const char* text) {
   uint64_t generation = g_generation.load(std::memory_order_acquire);
   if (b->names_generation != generation) {
     b->name_ids.clear();
     for (CachedSignature& entry : b->signatures) entry.id = -1;
+    for (CachedName& entry : b->names) entry.id = -1;
     b->names_generation = generation;
   }
+  CachedName& cached = b->names[(reinterpret_cast<uintptr_t>(text) >> 3) & (kCacheSize - 1)];
+  if (cached.id >= 0 && cached.address == text && std::strcmp(text, cached.text) == 0) return cached.id;
+  std::string_view name(text);
   auto found = b->name_ids.find(name);
-  if (found != b->name_ids.end()) return found->second;
+  if (found != b->name_ids.end()) {
+    cached = {text, found->first.data(), found->second};
+    return found->second;
+  }
   int64_t id;
   std::string_view kept;
   {
@@ -307,6 +325,7 @@ int64_t name_id(ThreadBuffer* b, std::string_view name) {
     }
   }
   b->name_ids.emplace(kept, id);
+  cached = {text, kept.data(), id};
   return id;
 }
 
@@ -456,7 +475,12 @@ const std::unordered_set<at::RecordScope, std::hash<at::RecordScope>> kScopes = 
 const std::unordered_set<at::RecordScope, std::hash<at::RecordScope>> kScopesAndRanges = {
     at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION, at::RecordScope::USER_SCOPE};
 at::CallbackHandle g_opener = 0;
-at::CallbackHandle g_closer = 0;
+at::CallbackHandle g_closer = 0;  // 0 when the opener closes too (g_alone)
+bool g_started = false;
+// No profiler's callbacks run beside (tenprof_lines_alone): one callback opens and closes each record. Two
+// cost more than twice one's dispatch: the autograd engine copies the callbacks into every node's thread
+// state, and each copy rebuilds a cache per scope from every callback.
+bool g_alone = false;
 
 void clear_paths() {
   g_generation.fetch_add(1, std::memory_order_acq_rel);
@@ -563,7 +587,7 @@ void tenprof_lines_prepare() {
       clear_ops(b);
     }
   }
-  g_opener = at::addGlobalCallback(at::RecordFunctionCallback(on_open)
+  g_opener = at::addGlobalCallback(at::RecordFunctionCallback(on_open, g_alone ? on_close : nullptr)
                                        .scopes(g_every_op.load() ? kScopesAndRanges : kScopes)
                                        .needsInputs(g_every_op.load() && g_inputs.load()));
   at::disableCallback(g_opener);
@@ -571,7 +595,7 @@ void tenprof_lines_prepare() {
 
 // Start observing. stop_code: a code object or None; on_new_path: a callable or None.
 int tenprof_lines_start(PyObject* stop_code, PyObject* on_new_path) {
-  if (g_closer != 0) return -1;
+  if (g_started) return -1;
   tenprof_lines_prepare();
   Py_XDECREF(g_stop_code);
   Py_XDECREF(g_on_new_path);
@@ -581,8 +605,11 @@ int tenprof_lines_start(PyObject* stop_code, PyObject* on_new_path) {
   Py_XINCREF(g_on_new_path);
   g_want_new_path.store(g_on_new_path != nullptr);
   g_compiling.store(0);
-  g_closer = at::addGlobalCallback(
-      at::RecordFunctionCallback(on_nothing, on_close).scopes(g_every_op.load() ? kScopesAndRanges : kScopes));
+  if (!g_alone) {
+    g_closer = at::addGlobalCallback(
+        at::RecordFunctionCallback(on_nothing, on_close).scopes(g_every_op.load() ? kScopesAndRanges : kScopes));
+  }
+  g_started = true;
   at::reenableCallback(g_opener);
 #if defined(TP_INTERNAL_FRAMES)
   return 1;
@@ -593,12 +620,12 @@ int tenprof_lines_start(PyObject* stop_code, PyObject* on_new_path) {
 
 // Paused: the callbacks are off, so ops pay nothing for them.
 void tenprof_lines_pause(int paused) {
-  if (g_closer == 0) return;
+  if (!g_started) return;
   if (paused) {
     at::disableCallback(g_opener);
-    at::disableCallback(g_closer);
+    if (g_closer != 0) at::disableCallback(g_closer);
   } else {
-    at::reenableCallback(g_closer);
+    if (g_closer != 0) at::reenableCallback(g_closer);
     at::reenableCallback(g_opener);
   }
 }
@@ -609,6 +636,7 @@ void tenprof_lines_stop() {
   if (g_opener != 0) at::removeCallback(g_opener);
   if (g_closer != 0) at::removeCallback(g_closer);
   g_opener = g_closer = 0;
+  g_started = false;
 }
 
 // Finished records of every thread, as int64 bytes: thread, start, end, path id per record.
@@ -642,6 +670,12 @@ void tenprof_lines_clear() {
 void tenprof_lines_every_op(int on, int inputs) {
   g_every_op.store(on != 0);
   g_inputs.store(inputs != 0);
+}
+
+// No profiler records beside this recorder (1): one callback opens and closes each record; or one may (0):
+// the opener runs before the profiler's callback and the closer after it. Before tenprof_lines_prepare.
+void tenprof_lines_alone(int alone) {
+  if (g_opener == 0) g_alone = alone != 0;
 }
 
 // The input signatures by id: a list of tuples of ints (encode_inputs).
