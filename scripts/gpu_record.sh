@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -530,6 +530,24 @@ while [ $# -gt 0 ]; do
     tenprof report "$WORK/parity_mlp/native" --limit 5 > "$OUT/native38_mlp_report.txt" 2>&1
     tar -C "$WORK" -czf "$OUT/native38_parity_mlp.tgz" parity_mlp  # both profiles, to study the joins on the CPU
     python3 benchmarks/overhead.py --workloads "${NATIVE_WORKLOADS:-mlp,gpt2-fp32}" --configs plain,torch,proton,tenprof,tenprof-native --repeats "${NATIVE_REPEATS:-3}" --deadline-min "${NATIVE_DEADLINE_MIN:-6}" --json "$OUT/" >> "$N" 2>&1
+    ;;
+  native38n)  # issue 38: the CUPTI API filter (TENPROF_CUPTI_API_FILTER=1) on the MLP, one whole run each held to 8 cores: plain, native with the filter, native without; kernels and API calls of both profiles; text in $OUT/native38n.txt
+    N="$OUT/native38n.txt"
+    M="examples/small_mlp.py --steps 200 --warmup 10"
+    ( cd "$REPO" && taskset -c 0-7 python3 $M ) 2>&1 | grep loop_s | sed 's/^/plain /' >> "$N"
+    ( cd "$REPO" && TENPROF_CUPTI_API_FILTER=1 taskset -c 0-7 tenprof run --quiet --capture native --overhead-steps 0 -o "$WORK/filtered" $M ) 2>&1 | grep "loop_s\|rror" | sed 's/^/filtered /' >> "$N"
+    ( cd "$REPO" && taskset -c 0-7 tenprof run --quiet --capture native --overhead-steps 0 -o "$WORK/native" $M ) 2>&1 | grep "loop_s\|rror" | sed 's/^/native /' >> "$N"
+    python3 -c "
+import collections, gzip, json, sys
+from tenprof.store.profile import load_profile
+for name in ('filtered', 'native'):
+    p = load_profile(sys.argv[1] + '/' + name)
+    k, a = p.table('kernels'), p.table('api_calls')
+    attributed = sum(1 for x in k.column('op_id').to_pylist() if x is not None and x >= 0) if 'op_id' in k.column_names else -1
+    print(name, 'kernels', k.num_rows, 'attributed', attributed, 'api_calls', a.num_rows)
+    side = json.loads(gzip.open(sys.argv[1] + '/' + name + '/timeline/raw/callsites.json.gz').read())
+    print('  filter', side.get('cupti_api_filter'))
+" "$WORK" >> "$N" 2>&1
     ;;
   native38m)  # issue 38: the MLP's plain loop and one capture per process (capture_components.py --rounds 1: plain runs first, before anything attaches to CUDA), 200 steps, three processes per capture held to 8 cores; text in $OUT/native38m.txt
     for r in 1 2 3; do

@@ -375,7 +375,7 @@ def _recorded_ops(lib: Any, alone: bool) -> list[tuple[str, int, int]]:
         recorder.close()
         recorder.__exit__(None, None, None)
     ops = recorder.ops
-    assert all(end >= start for start, end in zip(ops["start_ns"], ops["end_ns"]))
+    assert all(end >= start for start, end in zip(ops["start_ns"], ops["end_ns"], strict=True))
     order = sorted(range(len(ops["start_ns"])), key=lambda i: ops["start_ns"][i])
     return [(ops["names"][ops["name_id"][i]], ops["depth"][i], ops["scope"][i]) for i in order]
 

@@ -42,7 +42,7 @@ import orjson
 import torch
 from torch.autograd.profiler import record_function
 
-from tenprof.capture import runtime, worker_sampler
+from tenprof.capture import cupti_api_filter, runtime, worker_sampler
 from tenprof.capture.callsites import CallsiteLog
 from tenprof.capture.gpu_clocks import GpuClockSampler
 from tenprof.capture.host_sampler import DEFAULT_INTERVAL_NS, HostSampler
@@ -141,6 +141,11 @@ class TimelineSession:
         self._gpu_parts = 0  # the native capture's GPU-only sessions exported so far
         self._session_thread: SessionThread | None = None  # where those start and stop
         self._flag_before: bool | None = None  # torch's profiler flag before the native capture raised it
+        # TENPROF_CUPTI_API_FILTER=1 (experimental): the native capture's sessions leave out the API records of
+        # calls no analysis reads (capture/cupti_api_filter.py); what each session turned off
+        self._api_filter_wanted = os.environ.get(cupti_api_filter.ENV_VAR) == "1"
+        self._api_filter: cupti_api_filter.ApiFilter | None = None
+        self.api_filter_log: list[dict[str, Any]] = []
         if options.lines:
             self.log.own_launches = OwnLaunches(self.log.interner)
         interval = _sample_interval_ns(options.sample_interval_ns)
@@ -302,6 +307,8 @@ class TimelineSession:
             data["native_ops"] = ops
         if self.clock_pairs:
             data["clock_pairs"] = self.clock_pairs
+        if self.api_filter_log:
+            data["cupti_api_filter"] = self.api_filter_log
         return data
 
     def _collect_worker_samples(self) -> None:
@@ -424,6 +431,12 @@ class TimelineSession:
                 # thread as registerClient" instead (the session then records the same); started there.
                 self._prof.prepare_trace()
                 self._gpu_session_thread().call(self._prof.start_trace)
+            if self._api_filter_wanted:
+                self._api_filter = cupti_api_filter.apply()
+                off = self._api_filter.turned_off
+                self.api_filter_log.append(
+                    {"reason": self._api_filter.reason, "turned_off": sum(len(ids) for ids in off.values())}
+                )
             return
         activities = [torch.profiler.ProfilerActivity.CPU]
         if torch.cuda.is_available():
@@ -454,6 +467,9 @@ class TimelineSession:
         with self._profiler_lines_kept_out():
             if self._native:
                 self._gpu_session_thread().call(self._prof.stop)
+                if self._api_filter is not None:
+                    self._api_filter.restore()
+                    self._api_filter = None
             else:
                 self._prof.stop()
         if self._native:  # its GPU activity, merged into the trace at the end (_write_native_trace)
