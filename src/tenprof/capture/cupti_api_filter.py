@@ -2,13 +2,14 @@
 `TENPROF_CUPTI_API_FILTER=1`).
 
 Kineto's CUDA activity records every runtime and driver API call the script makes (less three it leaves
-out itself). tenprof's analyses read some of them: the launches (to join each kernel to its op and line),
-copies and memsets, synchronizing calls, allocations and frees, graph launches and module loads. The
-others (attribute queries, error checks, capture-state checks, occupancy queries) are frequent, cheap and
-read by nothing but the "other CUDA calls" part of a step, where each takes a microsecond. CUPTI can stop
-recording single calls (`cuptiActivityEnableRuntimeApi` / `cuptiActivityEnableDriverApi`, CUDA 12.5 on):
-this module turns off every call whose name holds none of `KEPT_WORDS`, after the session has turned the
-API records on, and turns them back on after it stops, so a profiler the script starts later records all.
+out itself). tenprof's analyses read the launches (to join each kernel to its op and line), copies and
+memsets, synchronizing calls, allocations and frees, graph launches and module loads, and every other call
+as a part of the step's host time. The frequent queries (attributes, the last error, whether a stream is
+capturing, occupancy, the current device or context) take about a microsecond each and are read by nothing
+else. CUPTI can stop recording single calls (`cuptiActivityEnableRuntimeApi` /
+`cuptiActivityEnableDriverApi`, CUDA 12.5 on): this module turns off the calls `left_out` names, after the
+session has turned the API records on, and turns them back on after it stops, so a profiler the script
+starts later records all. A call it does not know keeps its records (a costly one stays visible).
 
 Names come from CUPTI itself (`cuptiGetCallbackName`), so no header or table of callback ids is needed;
 CUPTI is the copy the process already loaded (torch's), found in /proc/self/maps. Without it, or without
@@ -18,27 +19,33 @@ the per-call switches, nothing is changed and `apply` says why.
 from __future__ import annotations
 
 import ctypes
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ENV_VAR = "TENPROF_CUPTI_API_FILTER"
 
-# A call is kept when its name holds one of these: what the analyses read (launches, copies, memsets,
-# syncs, allocations and frees, graphs, module and library loads, the events streams wait on).
-KEPT_WORDS = (
-    "Launch", "Memcpy", "Memset", "Synchronize", "Malloc", "Free", "HostAlloc", "MemAlloc", "MemCreate",
-    "MemMap", "MemUnmap", "MemRelease", "Graph", "Module", "Library", "LinkComplete", "EventRecord",
-    "StreamWaitEvent",
-)  # fmt: skip
+# The queries left out, by their names without version suffixes (cudaGetDevice_v3020 -> cudaGetDevice),
+# besides every name holding "Occupancy" or ending in "GetAttribute(s)".
+LEFT_OUT = frozenset({
+    "cudaGetDevice", "cudaGetDeviceCount", "cudaGetLastError", "cudaPeekAtLastError", "cudaStreamIsCapturing",
+    "cudaStreamGetCaptureInfo", "cudaGetErrorString", "cudaGetErrorName", "cudaRuntimeGetVersion",
+    "cudaDriverGetVersion", "cudaGetDriverEntryPoint", "cudaStreamGetPriority", "cudaDeviceGetStreamPriorityRange",
+    "cuCtxGetCurrent", "cuCtxGetDevice", "cuDeviceGet", "cuDriverGetVersion", "cuGetProcAddress",
+    "cuDevicePrimaryCtxGetState", "cuStreamIsCapturing", "cuStreamGetCaptureInfo", "cuGetErrorString",
+    "cuGetErrorName", "cuCtxGetStreamPriorityRange",
+})  # fmt: skip
+_SUFFIX = re.compile(r"(_v\d+|_ptsz|_ptds)+$")
 
 _DRIVER_DOMAIN = 1  # CUPTI_CB_DOMAIN_DRIVER_API
 _RUNTIME_DOMAIN = 2  # CUPTI_CB_DOMAIN_RUNTIME_API
 _MAX_CALLBACK_ID = 4096  # past the last id of either domain (CUDA 13: about 800 driver, 500 runtime)
 
 
-def kept(name: str) -> bool:
-    """Whether the call of this name keeps its API records."""
-    return any(word in name for word in KEPT_WORDS)
+def left_out(name: str) -> bool:
+    """Whether the call of this name loses its API records (a frequent query no analysis reads)."""
+    base = _SUFFIX.sub("", name)
+    return base in LEFT_OUT or "Occupancy" in base or base.endswith(("GetAttribute", "GetAttributes"))
 
 
 def loaded_cupti(maps: Path = Path("/proc/self/maps")) -> str | None:
@@ -82,7 +89,7 @@ def _switch(lib: ctypes.CDLL, domain: int) -> ctypes._CFuncPtr:  # type: ignore[
 
 
 def apply() -> ApiFilter:
-    """Turn off the API records of every call `kept` refuses; call after the session turned them on."""
+    """Turn off the API records of every call `left_out` names; call after the session turned them on."""
     path = loaded_cupti()
     if path is None:
         return ApiFilter(reason="CUPTI is not loaded in this process")
@@ -104,7 +111,7 @@ def apply() -> ApiFilter:
             if name_of(domain, cbid, ctypes.byref(name)) != 0 or not name.value:
                 continue
             text = name.value.decode(errors="replace")
-            if kept(text) or switch(cbid, 0) != 0:
+            if not left_out(text) or switch(cbid, 0) != 0:
                 continue
             off.append(cbid)
             result.names_off.append(text)
