@@ -46,8 +46,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -183,9 +185,6 @@ def _recorder(
 @contextlib.contextmanager
 def _session(name: str) -> Iterator[Callable[[], None]]:
     """tenprof's TimelineSession as a run starts it, every step recorded; yields its step boundary."""
-    import os
-    import tempfile
-
     from tenprof.capture.timeline import TimelineOptions, TimelineSession
 
     options = TimelineOptions(

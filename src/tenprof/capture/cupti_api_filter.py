@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ctypes
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,31 +62,36 @@ def loaded_cupti(maps: Path = Path("/proc/self/maps")) -> str | None:
     return None
 
 
+Switch = Callable[[int, int], int]  # (callback id, enable) -> CUptiResult
+
+
 @dataclass
 class ApiFilter:
     """The calls turned off (by domain), to turn back on; `reason` says why nothing was."""
 
     turned_off: dict[int, list[int]] = field(default_factory=dict)
-    names_off: list[str] = field(default_factory=list)
     reason: str = ""
-    _lib: ctypes.CDLL | None = None
+    _switches: dict[int, Switch] = field(default_factory=dict)
 
     def restore(self) -> None:
         """Every call turned off records again."""
-        if self._lib is None:
-            return
         for domain, ids in self.turned_off.items():
-            switch = _switch(self._lib, domain)
             for cbid in ids:
-                switch(cbid, 1)
+                self._switches[domain](cbid, 1)
         self.turned_off = {}
 
 
-def _switch(lib: ctypes.CDLL, domain: int) -> ctypes._CFuncPtr:  # type: ignore[name-defined]
-    func = lib.cuptiActivityEnableRuntimeApi if domain == _RUNTIME_DOMAIN else lib.cuptiActivityEnableDriverApi
-    func.argtypes = [ctypes.c_uint32, ctypes.c_uint8]
-    func.restype = ctypes.c_int
-    return func
+def _switches(lib: ctypes.CDLL) -> dict[int, Switch]:
+    """CUPTI's per-call switch of each domain (AttributeError where this CUPTI has none)."""
+    switches: dict[int, Switch] = {}
+    for domain, func in (
+        (_RUNTIME_DOMAIN, lib.cuptiActivityEnableRuntimeApi),
+        (_DRIVER_DOMAIN, lib.cuptiActivityEnableDriverApi),
+    ):
+        func.argtypes = [ctypes.c_uint32, ctypes.c_uint8]
+        func.restype = ctypes.c_int
+        switches[domain] = func
+    return switches
 
 
 def apply() -> ApiFilter:
@@ -96,24 +102,19 @@ def apply() -> ApiFilter:
     try:
         lib = ctypes.CDLL(path)
         name_of = lib.cuptiGetCallbackName
-        _switch(lib, _RUNTIME_DOMAIN)
-        _switch(lib, _DRIVER_DOMAIN)
+        switches = _switches(lib)
     except (OSError, AttributeError) as exc:
         return ApiFilter(reason=f"CUPTI has no per-call switches here ({exc})")
     name_of.argtypes = [ctypes.c_int, ctypes.c_uint32, ctypes.POINTER(ctypes.c_char_p)]
     name_of.restype = ctypes.c_int
-    result = ApiFilter(_lib=lib)
-    for domain in (_RUNTIME_DOMAIN, _DRIVER_DOMAIN):
-        switch = _switch(lib, domain)
+    result = ApiFilter(_switches=switches)
+    for domain, switch in switches.items():
         off: list[int] = []
         for cbid in range(1, _MAX_CALLBACK_ID):
             name = ctypes.c_char_p()
             if name_of(domain, cbid, ctypes.byref(name)) != 0 or not name.value:
                 continue
-            text = name.value.decode(errors="replace")
-            if not left_out(text) or switch(cbid, 0) != 0:
-                continue
-            off.append(cbid)
-            result.names_off.append(text)
+            if left_out(name.value.decode(errors="replace")) and switch(cbid, 0) == 0:
+                off.append(cbid)
         result.turned_off[domain] = off
     return result

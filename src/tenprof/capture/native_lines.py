@@ -265,9 +265,13 @@ class NativeCallsiteRecorder:
         self._unwrapped: dict[str, Any] = {}
         # Its first callback goes in now, disabled, so that it runs before the profiler's (started later);
         # the scopes it observes (named ranges too, for every op) are set with it.
-        lib.tenprof_lines_every_op(int(every_op), int(self.inputs))
-        lib.tenprof_lines_alone(int(self.alone))
+        self._configure()
         lib.tenprof_lines_prepare()
+
+    def _configure(self) -> None:
+        """The library's settings this recorder's callbacks are added with (another recorder may have run)."""
+        self.lib.tenprof_lines_every_op(int(self.every_op), int(self.inputs))
+        self.lib.tenprof_lines_alone(int(self.alone))
 
     @property
     def paused(self) -> bool:
@@ -285,8 +289,7 @@ class NativeCallsiteRecorder:
         if not self._started:
             self._records = None
             self._ops = None
-            self.lib.tenprof_lines_every_op(int(self.every_op), int(self.inputs))  # as prepared (another may have run)
-            self.lib.tenprof_lines_alone(int(self.alone))
+            self._configure()
             self.lib.tenprof_lines_start(self.interner.stop_code, self._on_new_path)
             if self.stand_in:
                 self.lib.tenprof_lines_state_push(int(self.memory))

@@ -11,8 +11,8 @@
 // Asked to (tenprof_lines_state_push), it stands where a profiler's state stands for the threads that run
 // the script: code that records more when a profiler is there does so (torch's fast record function: the
 // compiled graph's and each Triton launch's ranges; their keywords, which torch hands the profiler alone,
-// do not come), and, asked to, it records the allocators' reports (every allocation and free of the CPU allocator and
-// CUDA's caching allocator, with the totals after it), as a profiler's profile_memory does.
+// do not come), and, asked to, it records the allocators' reports (every allocation and free of the CPU
+// allocator and CUDA's caching allocator, with the totals after it), as a profiler's profile_memory does.
 //
 // Built by tenprof.capture.native_lines on first use (g++ against the installed torch's headers) and
 // loaded with ctypes.PyDLL: every entry point below is called with the GIL held.
@@ -538,9 +538,9 @@ PyObject* list_of_tuples(const std::vector<Key>& keys, Item item) {
 
 // Where a profiler's state stands in a thread's debug info (c10::DebugInfoKind::PROFILER_STATE), which the
 // allocators report to, autograd's threads inherit from the thread that runs backward, and torch's fast
-// record function asks for before it records: a profiler state that profiles nothing (code that asks whether a profiler runs reads "no"), but takes the
-// memory reports. A profiler started later on the thread stands above it until it stops (and takes the
-// reports meanwhile).
+// record function asks for before it records: a profiler state that profiles nothing (code that asks
+// whether a profiler runs reads "no"), but takes the memory reports. A profiler started later on the
+// thread stands above it until it stops (and takes the reports meanwhile).
 class RecorderState final : public torch::profiler::impl::ProfilerStateBase {
  public:
   RecorderState()
