@@ -69,10 +69,13 @@ def collect_in_processes(
     `seen` is called with each run's categories as it is merged, in order (it may raise to stop)."""
     collector = Collector()
     categories: set[str] = set()
-    with sigint_held():  # the workers start with SIGINT blocked, until they ignore it
-        pool = multiprocessing.get_context("fork").Pool(workers, initializer=ignore_sigint_in_worker)
+    pool: Pool | None = None
     pending: deque[AsyncResult[tuple[Collector, frozenset[str]] | None]] = deque()
     try:
+        # a Ctrl-C pressed while the pool starts is raised as the block ends, inside this try: the pool is
+        # then still ended here (not at exit, where a further Ctrl-C would cut its finalizer into a traceback)
+        with sigint_held():  # the workers start with SIGINT blocked, until they ignore it
+            pool = multiprocessing.get_context("fork").Pool(workers, initializer=ignore_sigint_in_worker)
         decoded = True
         for run in runs:
             pending.append(pool.apply_async(_collect_run, (run,)))
@@ -84,7 +87,8 @@ def collect_in_processes(
             decoded = _merge(collector, categories, pending.popleft().get(), seen)
         return (collector, categories) if decoded else None
     finally:
-        _close(pool, pending)
+        if pool is not None:
+            _close(pool, pending)
 
 
 def _close(pool: Pool, pending: deque[AsyncResult[Any]]) -> None:
