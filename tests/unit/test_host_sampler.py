@@ -234,3 +234,54 @@ def test_a_frame_chain_that_cannot_be_walked_drops_that_sample_not_the_sampler(
     assert sampler.torn_chains >= 3
     me = threading.get_native_id()
     assert me in set(sampler.samples[0::3].tolist())  # the other threads were still sampled, round after round
+
+
+def test_a_path_sampled_from_another_thread_is_the_path_read_in_its_own() -> None:
+    import sys
+    import threading
+    import time
+    from types import FrameType
+
+    from tenprof.capture.frames import FrameInterner, new_interner
+
+    def rows(interner: FrameInterner, node: int) -> list[tuple[str, int, str]]:
+        chain = []
+        while node >= 0:
+            row = interner.rows[node]
+            chain.append((row[2], row[3], row[4]))
+            node = row[1]
+        return chain
+
+    release = threading.Event()
+
+    def inner() -> None:
+        release.wait()
+
+    def outer() -> None:
+        inner()
+
+    def in_inner(frame: FrameType | None) -> bool:
+        while frame is not None and frame.f_code is not inner.__code__:
+            frame = frame.f_back
+        return frame is not None
+
+    waiting = threading.Thread(target=outer)
+    waiting.start()
+    try:
+        while not in_inner(frame := sys._current_frames().get(waiting.ident or -1)):
+            time.sleep(0.001)
+        own, sampled = new_interner(None), new_interner(None)
+        read = own.path_id(frame)
+        # the sampler's two halves: the key and chain read while the frame is held, the node made after
+        key, chain = sampled.sample(frame)
+        node = sampled.id_of(key, chain)
+        again = sampled.sample(frame)
+        del frame
+    finally:
+        release.set()
+        waiting.join()
+    assert chain is not None and not any(isinstance(item, FrameType) for pair in chain for item in pair)
+    made = rows(sampled, node)
+    assert made == rows(own, read)
+    assert [function for _, _, function in made if function in ("outer", "inner")] == ["inner", "outer"]
+    assert again == (key, None)  # a path seen before: its key alone

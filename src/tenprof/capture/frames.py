@@ -39,9 +39,17 @@ class FrameInterner:
         self._lock = threading.RLock()
 
     def path_id(self, frame: FrameType | None) -> int:
+        k = self._key(frame)
+        found = self.by_key.get(k)
+        if found is None:
+            found = self._intern(frame)
+            self.by_key[k] = found
+        return found
+
+    def _key(self, frame: FrameType | None) -> tuple[int, ...]:
         # Hot path: one int per frame, (code identity, bytecode offset); hashing ints is several times
-        # cheaper than hashing code objects. Code objects seen are kept alive (in _intern), so their
-        # ids cannot be reused by other code during the run. Plumbing frames are dropped in _intern.
+        # cheaper than hashing code objects. Code objects seen are kept alive (in intern_chain), so their
+        # ids cannot be reused by other code during the run. Plumbing frames are dropped in intern_chain.
         key: list[int] = []
         append = key.append
         stop = self.stop_code
@@ -52,11 +60,31 @@ class FrameInterner:
                 break
             append(id(code) + (f.f_lasti << 48))
             f = f.f_back
-        k = tuple(key)
-        found = self.by_key.get(k)
+        return tuple(key)
+
+    def sample(self, frame: FrameType | None) -> tuple[tuple[int, ...], list[tuple[CodeType, int]] | None]:
+        """A path read from another thread (the host sampler's), in two halves: here, the path's key and,
+        where the path is new, its (code, bytecode offset) chain, innermost first; then `id_of`. Nothing
+        this returns holds a frame, so the sampler lets go of the frames before it interns: a frame whose
+        function returned meanwhile is then freed by its own thread, not by the sampler's."""
+        key = self._key(frame)
+        if key in self.by_key:
+            return key, None
+        chain = []
+        f = frame
+        while f is not None and f.f_code is not self.stop_code:
+            chain.append((f.f_code, f.f_lasti))
+            f = f.f_back
+        return key, chain
+
+    def id_of(self, key: tuple[int, ...], chain: list[tuple[CodeType, int]] | None) -> int:
+        """The node of a path `sample` read."""
+        found = self.by_key.get(key)
         if found is None:
-            found = self._intern(frame)
-            self.by_key[k] = found
+            lines = [(code, _line_at(code, offset)) for code, offset in chain or ()]
+            with self._lock:
+                found = self.intern_chain(lines)
+            self.by_key[key] = found
         return found
 
     def depth(self, frame_id: int) -> int:
@@ -93,6 +121,15 @@ class FrameInterner:
             self.rows.append([node, parent, file, line, function, depth, is_user_file(file)])
             self.nodes[node_key] = node
         return node
+
+
+def _line_at(code: CodeType, offset: int) -> int:
+    """The line of the instruction at a bytecode offset (a frame's f_lasti), as the frame's f_lineno reads
+    it; 0 where the code table gives none."""
+    for start, end, line in code.co_lines():
+        if start <= offset < end:
+            return line or 0
+    return 0
 
 
 def new_interner(stop_code: CodeType | None) -> FrameInterner:

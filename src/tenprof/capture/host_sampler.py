@@ -121,28 +121,34 @@ class HostSampler:
                 # resumed (a step begins): sample now, not a period late
             now = time.perf_counter_ns()
             frames = sys._current_frames()
-            if frames.keys() != known or any(ident not in native for ident in frames):
-                # threads came or went (an ident may be reused; a thread may not be registered yet): ids to
-                # native ids (what Kineto and the call-site log name threads by), and tenprof's own threads
-                # (this one, the GPU clock reader, a DataLoader worker's sample writer), not sampled
-                known = frames.keys() - set()
-                threads = [(t.ident, t.native_id, t.name) for t in threading.enumerate() if t.ident is not None]
-                native = {ident: native_id or ident for ident, native_id, _ in threads}
-                own = {ident for ident, _, name in threads if name.startswith("tenprof-")} | {me}
-            rows = []
+            walked = []
             for ident, frame in frames.items():
                 if ident in own:
                     continue
                 try:
-                    rows.append((native.get(ident, ident), now, self.interner.path_id(frame)))
+                    walked.append((ident, self.interner.sample(frame)))
                 except AttributeError:
                     # A chain whose f_back is not a frame (seen on Python 3.11 with torch.compile on the CPU,
                     # a function in the chain while Dynamo evaluates a frame): that thread's sample is
                     # dropped this round; uncaught, it ended the sampler for the rest of the run.
                     self.torn_chains += 1
-            # The frames hold their locals: let go of them before the script runs again (a dead tensor kept
-            # alive even briefly breaks CUDA graph trees' check that its pool's memory was freed).
-            del frames
+            idents = frames.keys() - set()
+            # The frames hold their locals: let go of them as soon as the paths are read, before anything that
+            # may hand the interpreter's lock to the script (a dead tensor kept alive even briefly breaks CUDA
+            # graph trees' check that its pool's memory was freed), the loop's last one too. A frame whose
+            # function returned meanwhile would be freed here, on this thread, where the allocator reports no
+            # free to the profiler: its tensors would read as never freed (a false leak).
+            del frames, frame
+            if idents != known or any(ident not in native for ident in idents):
+                # threads came or went (an ident may be reused; a thread may not be registered yet): ids to
+                # native ids (what Kineto and the call-site log name threads by), and tenprof's own threads
+                # (this one, the GPU clock reader, a DataLoader worker's sample writer), not sampled
+                known = idents
+                threads = [(t.ident, t.native_id, t.name) for t in threading.enumerate() if t.ident is not None]
+                native = {ident: native_id or ident for ident, native_id, _ in threads}
+                own = {ident for ident, _, name in threads if name.startswith("tenprof-")} | {me}
+            mine = [(ident, path) for ident, path in walked if ident not in own]
+            rows = [(native.get(ident, ident), now, self.interner.id_of(*path)) for ident, path in mine]
             script = [row[0] for row in rows]
             if not self.paused:  # paused while this round was read: it may straddle the pause, drop it
                 for row in rows:
