@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (memory39 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -530,6 +530,19 @@ while [ $# -gt 0 ]; do
     tenprof report "$WORK/parity_mlp/native" --limit 5 > "$OUT/native38_mlp_report.txt" 2>&1
     tar -C "$WORK" -czf "$OUT/native38_parity_mlp.tgz" parity_mlp  # both profiles, to study the joins on the CPU
     python3 benchmarks/overhead.py --workloads "${NATIVE_WORKLOADS:-mlp,gpt2-fp32}" --configs plain,torch,proton,tenprof,tenprof-native --repeats "${NATIVE_REPEATS:-3}" --deadline-min "${NATIVE_DEADLINE_MIN:-6}" --json "$OUT/" >> "$N" 2>&1
+    ;;
+  memory39)  # issue 39: the memory cases (examples/findings keep_outputs, loss_graph, growing_sizes, checkpointing, oom_first_step) recorded with their controls, first findings and memory numbers in $OUT/memory39.txt, then tests/gpu/test_gpu_memory.py
+    N="$OUT/memory39.txt"
+    for c in "keep_outputs --steps 25" "keep_outputs --steps 25 --fixed" "loss_graph --steps 25" "loss_graph --steps 25 --fixed" \
+             "growing_sizes --steps 10" "growing_sizes --steps 10 --fixed" "checkpointing --steps 10" "checkpointing --steps 10 --fixed" \
+             "keep_outputs --until-oom" "oom_first_step"; do
+      set -- $c; name="memory_$1$(echo "${*:2}" | tr -d ' -' | sed 's/steps[0-9]*//')"
+      ( cd "$REPO" && timeout 240 tenprof run --quiet -o "$WORK/prof/$name" examples/findings/$1.py "${@:2}" ) > "$WORK/logs/$name.log" 2>&1
+      echo "== $name ($c): exit $?" >> "$N"
+      tail -n 3 "$WORK/logs/$name.log" >> "$N"
+      tenprof report "$WORK/prof/$name" --limit 4 2>&1 | grep -E "^[0-9]+\. |   (seen|fix)|^Memory|^Steps|^Incomplete" | head -n 14 >> "$N"
+    done
+    ( cd "$REPO" && timeout 900 python3 -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_gpu_memory.py ) >> "$N" 2>&1
     ;;
   native38n)  # issue 38: the CUPTI API filter (TENPROF_CUPTI_API_FILTER=1) on the MLP, one whole run each held to 8 cores: plain, native with the filter, native without; kernels and API calls of both profiles; text in $OUT/native38n.txt
     N="$OUT/native38n.txt"

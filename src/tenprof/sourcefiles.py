@@ -23,6 +23,18 @@ def is_user_file(path: str) -> bool:
     return not any(marker in normalized for marker in _NOT_USER_MARKERS)
 
 
+def raised_at(exc: BaseException) -> str:
+    """The innermost frame of an exception's traceback that is the user's own code, as file:line ('' when
+    none is)."""
+    import traceback
+
+    best = ""
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if is_user_file(frame.filename):
+            best = f"{frame.filename}:{frame.lineno}"
+    return best
+
+
 def line_text(file: str, line: int, as_of: float | None = None) -> str | None:
     """The line's text, stripped, as the file reads now; None where it cannot be read, or where the file
     changed after `as_of` (the recording's time, epoch seconds: a trace imported later may name a file

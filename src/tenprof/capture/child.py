@@ -21,7 +21,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from tenprof.capture.out_of_memory import post_mortem
 from tenprof.core.rawfiles import STATUS_FILE
+from tenprof.sourcefiles import raised_at
 from tenprof.store.schema import Pass
 
 EXIT_CAPTURE_FAILED = 5
@@ -50,17 +52,6 @@ def _write_status(raw_dir: Path, status: dict[str, Any]) -> None:
     (raw_dir / STATUS_FILE).write_text(json.dumps(status, indent=2))
 
 
-def _where(exc: BaseException) -> str:
-    """The innermost frame of the traceback that is the user's own code, as file:line."""
-    from tenprof.sourcefiles import is_user_file
-
-    best = ""
-    for frame in traceback.extract_tb(exc.__traceback__):
-        if is_user_file(frame.filename):
-            best = f"{frame.filename}:{frame.lineno}"
-    return best
-
-
 def _failure(exc: BaseException, module: str) -> str:
     """Report an exception that ended the script on stderr and return the run's cut-short reason.
 
@@ -76,7 +67,7 @@ def _failure(exc: BaseException, module: str) -> str:
         print(f"tenprof: error: {reason}; {hint}", file=sys.stderr)
         return reason
     traceback.print_exception(type(exc), exc, _user_traceback(exc.__traceback__))
-    where = _where(exc)
+    where = raised_at(exc)
     return f"the script raised {exc.__class__.__name__}: {str(exc)[:200]}" + (f" at {where}" if where else "")
 
 
@@ -190,14 +181,17 @@ def run_child(spec: dict[str, Any]) -> int:
             status.update(cut_short=True, reason=f"the script exited with status {exit_code}")
     except KeyboardInterrupt as exc:
         exit_code = 130
-        where = _where(exc)
+        where = raised_at(exc)
         status.update(cut_short=True, reason="interrupted by Ctrl-C" + (f" at {where}" if where else ""))
     except Terminated as exc:
         exit_code = 143
-        where = _where(exc)
+        where = raised_at(exc)
         status.update(cut_short=True, reason="terminated by SIGTERM" + (f" at {where}" if where else ""))
     except BaseException as exc:
         exit_code = 1
+        memory = post_mortem(exc, raw_dir)  # first: the script's tensors are still held by the traceback
+        if memory is not None:
+            status["out_of_memory"] = {**memory, "where": raised_at(exc)}
         status.update(cut_short=True, reason=_failure(exc, target if spec.get("module") else ""))
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # saving must not be cut short in turn

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tenprof.capture import environment
+from tenprof.capture.out_of_memory import post_mortem
 from tenprof.capture.overhead_plan import DEFAULT_COUNT as DEFAULT_OVERHEAD_STEPS
 from tenprof.capture.runtime import checked_tokens
 from tenprof.capture.schedule import Schedule
@@ -21,8 +22,9 @@ from tenprof.capture.timeline import TimelineOptions, TimelineSession
 from tenprof.core.version import VERSION
 from tenprof.importers.timeline_import import now_iso
 from tenprof.record.pass_builders import finish_timeline
+from tenprof.sourcefiles import raised_at
 from tenprof.store.directory import OutputDirectory, open_output_dir
-from tenprof.store.meta import GpuInfo, Meta, PassStatus, TimelineInfo, write_meta
+from tenprof.store.meta import GpuInfo, Meta, OutOfMemory, PassStatus, TimelineInfo, write_meta
 from tenprof.store.profile import Profile, load_profile
 from tenprof.store.schema import Pass
 from tenprof.store.writer import PassWriter
@@ -95,8 +97,12 @@ class InProcessProfile:
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         assert self._session is not None and self._writer is not None and self._output is not None
-        self._session.stop()
         meta = self._meta
+        if exc is not None:  # before the stop: the block's tensors are still held by the traceback
+            memory = post_mortem(exc, self._writer.tmp_dir / "raw")
+            if memory is not None:
+                meta.run.out_of_memory = OutOfMemory(**memory, where=raised_at(exc))
+        self._session.stop()
         meta.run.wall_time_s = time.perf_counter() - self._started
         if exc_type is not None:
             meta.run.cut_short = True

@@ -45,7 +45,7 @@ from tenprof.record.pass_builders import (
     finish_timeline,
 )
 from tenprof.store.directory import open_output_dir
-from tenprof.store.meta import GpuInfo, Meta, PassStatus, TimelineInfo, write_meta
+from tenprof.store.meta import GpuInfo, Meta, OutOfMemory, PassStatus, TimelineInfo, write_meta
 from tenprof.store.schema import Pass
 from tenprof.store.writer import PassWriter
 
@@ -481,6 +481,8 @@ def _finish_pass(
             meta.run.wall_time_s = float(status.get("wall_time_s", time.perf_counter() - started))
             meta.run.cut_short = cut_short
             meta.run.cut_short_reason = cut_reason
+            if isinstance(status.get("out_of_memory"), dict):
+                meta.run.out_of_memory = OutOfMemory(**status["out_of_memory"])
         error = str(status.get("error", ""))
         cut = cut_reason if cut_short else ""
         if pass_name == Pass.TIMELINE:

@@ -181,10 +181,7 @@ def render_findings(findings: list[Finding], console: Console, not_judged: list[
         return
     console.print(f"[bold]Findings[/bold] ({len(findings)}, most costly first)")
     for number, f in enumerate(map(rendered, findings), 1):
-        cost = f"costs {duration(f.cost_ns)}"
-        saved = f.numbers.get("gpu_time_saved_ns")
-        if saved:  # GPU time whose saving the host's work hides in part: the step's cost, then the GPU's
-            cost += f" of the steps, {duration(int(saved))} of GPU time"
+        cost = _cost(f)
         console.print(f"[bold]{number}. {escape(f.title)}[/bold]  [dim]{f.id}, {cost}[/dim]")
         for line in f.seen[:SEEN_SHOWN]:
             console.print(f"   seen: {escape(line)}")
@@ -195,6 +192,20 @@ def render_findings(findings: list[Finding], console: Console, not_judged: list[
         console.print(f"   why: {escape(f.why)}", overflow="fold")
         console.print(f"   fix: {escape(f.fix)}", overflow="fold")
     console.print()
+
+
+def _cost(f: Finding) -> str:
+    """What a finding costs: step time, else what it saves instead; 'urgent' for a run that fails."""
+    if f.urgent and not f.cost_ns:
+        return "urgent: the run fails or will fail"
+    saved_memory = f.numbers.get("bytes_saved")
+    if saved_memory and not f.cost_ns:
+        return f"costs {size(saved_memory)} of memory"
+    cost = f"costs {duration(f.cost_ns)}"
+    saved = f.numbers.get("gpu_time_saved_ns")
+    if saved:  # GPU time whose saving the host's work hides in part: the step's cost, then the GPU's
+        cost += f" of the steps, {duration(int(saved))} of GPU time"
+    return cost
 
 
 def render_breakdown(rows: list[StepBreakdown], console: Console, limit: int = 12) -> None:

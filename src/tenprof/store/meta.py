@@ -35,10 +35,29 @@ class PassStatus(BaseModel):
     rows: dict[str, int] = Field(default_factory=dict)
 
 
+class OutOfMemory(BaseModel):
+    """The out-of-memory error that ended the script, and the caching allocator's state then
+    (capture.out_of_memory); -1: not known (a CPU allocator's error, or CUDA not read)."""
+
+    message: str = Field("", description="the error's own words")
+    where: str = Field("", description="the line of the user's code that raised it, file:line")
+    device: int = Field(-1, description="the CUDA device that ran out")
+    requested_bytes: int = Field(-1, description="what the failed allocation asked for")
+    allocated_bytes: int = Field(-1, description="allocated by the caching allocator then")
+    reserved_bytes: int = Field(-1, description="reserved by the caching allocator then (allocated + its free blocks)")
+    largest_free_block_bytes: int = Field(-1, description="the largest free block inside the reserved segments")
+    free_in_reserved_bytes: int = Field(-1, description="all free bytes inside the reserved segments")
+    device_free_bytes: int = Field(-1, description="the card's free memory as the driver saw it")
+    device_total_bytes: int = Field(-1, description="the card's memory")
+    snapshot: str = Field("", description="the allocator's snapshot, relative to the pass's raw folder, for memory_viz")
+    allocator_error: str = Field("", description="why the allocator's state could not be read")
+
+
 class RunInfo(BaseModel):
     exit_code: int | None = None
     cut_short: bool = False
     cut_short_reason: str = ""
+    out_of_memory: OutOfMemory | None = Field(None, description="set when an out-of-memory error ended the script")
     wall_time_s: float = 0.0
     cuda_device: int = Field(-1, description="the CUDA device the script used (current device at its end), -1 if none")
 

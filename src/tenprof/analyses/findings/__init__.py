@@ -23,11 +23,14 @@ def find_all(profile: Profile, thresholds: Thresholds | None = None, ctx: Contex
         compiled,
         copies,
         data_loading,
+        fragmentation,
         grad_sync,
         hardware,
         idle,
         kernel_names,
         launch_bound,
+        memory_growth,
+        out_of_memory,
         slow_steps,
         speed_of_light,
         strided_reads,
@@ -39,6 +42,9 @@ def find_all(profile: Profile, thresholds: Thresholds | None = None, ctx: Contex
     ctx = ctx or judging(profile, thresholds)
     found: list[Finding] = []
     for module in (
+        out_of_memory,
+        memory_growth,
+        fragmentation,
         data_loading,
         allocator,
         launch_bound,
@@ -61,7 +67,7 @@ def find_all(profile: Profile, thresholds: Thresholds | None = None, ctx: Contex
     found.extend(compiled.graph_breaks(ctx))
     found.extend(compiled.compile_time(ctx))
     found = one_cause_one_finding(found, ctx)
-    found.sort(key=lambda f: (f.once, -f.cost_ns, f.id))
+    found.sort(key=lambda f: (not f.urgent, f.once, -f.cost_ns, f.id))
     return found
 
 

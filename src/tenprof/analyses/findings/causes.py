@@ -18,7 +18,9 @@ The overlaps, each settled once here:
   cost is its extra dispatch on the CPU, which costs the program time only where the GPU then waits:
   in a GPU-bound loop it is hidden.
   So the costs of these findings never add up to more idle time than the steps had.
-- Any finding whose cost is zero says nothing worth acting on, and is dropped.
+- Any finding whose cost is zero says nothing worth acting on, and is dropped, unless it is urgent (a run
+  that ran or will run out of memory costs no time, it fails) or saves something else (GPU time the host's
+  work hides, memory).
 - A finding whose cost is GPU kernel time (no tensor cores, layout conversions, ...) saves nothing of
   the step's time while the host bounds it: where launch-bound fired, each says so (launch-bound, whose
   cost is most of the step then, ranks above them).
@@ -33,6 +35,9 @@ from tenprof.analyses.findings.model import Finding
 from tenprof.analyses.timeline.step_time import HOST_PARTS
 from tenprof.core.intervals import coverage
 from tenprof.core.quantities import duration
+
+# numbers that a finding costing no step time saves instead: GPU time the host's work hides, memory
+SAVES_INSTEAD = ("gpu_time_saved_ns", "bytes_saved")
 
 # The findings whose cost is GPU idle time, most specific first: they are charged in this order.
 IDLE_CHARGERS = (
@@ -135,7 +140,7 @@ def one_cause_one_finding(found: list[Finding], ctx: Context) -> list[Finding]:
                 "this saves GPU time, which shortens the step only once the host launches work faster"
             )
     # a GPU-time finding off the critical path stays, last, for what it would save once the host is faster
-    return [f for f in found if f.cost_ns > 0 or f.numbers.get("gpu_time_saved_ns", 0) > 0]
+    return [f for f in found if f.urgent or f.cost_ns > 0 or any(f.numbers.get(k, 0) > 0 for k in SAVES_INSTEAD)]
 
 
 # the counters' findings on an op, measured by Nsight Compute: they say why it is slow, where the speed of

@@ -15,3 +15,8 @@ class Finding(BaseModel):
     fix: str = Field(description="what to do about it")
     numbers: dict[str, float] = Field(default_factory=dict, description="the key numbers, machine-readable")
     once: bool = Field(False, description="a one-off cost (start-up), ranked after the costs paid every step")
+    urgent: bool = Field(
+        False,
+        description="the run failed or will fail (out of memory): ranked before every cost of time, whatever its "
+        "cost_ns (often 0)",
+    )

@@ -27,6 +27,17 @@ class Thresholds:
     allocator_min_share: float = 0.05
     """allocator-churn: fires when the GPU idles this share of the steps while the host is in cudaMalloc,
     cudaFree and the like."""
+    memory_growth_min_bytes_per_step: float = 1 << 20
+    """memory-growth: fires when the blocks a step allocates and never frees reach this many bytes (the
+    median over the steps judged) ..."""
+    memory_growth_min_share: float = 0.75
+    """... in at least this share of the steps judged (every analysed step but the last two, whose blocks
+    may still be in use), and allocated memory at the step ends rises with them."""
+    memory_fragmentation_min_share: float = 0.25
+    """memory-fragmentation: fires when, at the peak of reserved memory, the caching allocator holds this
+    share of it in free blocks ..."""
+    memory_fragmentation_min_bytes: float = 1 << 30
+    """... and at least this many bytes."""
     idle_min_gap_us: float = 100.0
     """idle-gaps: a gap on a GPU stream shorter than this is ignored."""
     idle_min_share: float = 0.2
@@ -111,6 +122,8 @@ def _public(field_name: str) -> str:
         "launch_bound",
         "data_loading",
         "allocator",
+        "memory_growth",
+        "memory_fragmentation",
         "idle",
         "sync",
         "transfers",

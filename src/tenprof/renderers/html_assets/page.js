@@ -156,9 +156,13 @@
       if (i === 0) d.open = true;
       // a GPU-time finding the host's work hides: no step time, the GPU time it would save once the host is faster
       const saved = (f.numbers || {}).gpu_time_saved_ns;
+      // a memory finding costs no time: the run fails (urgent, ranked first) or memory is wasted
+      const memory = (f.numbers || {}).bytes_saved;
       const cost = f.cost_ns
         ? el("span", { class: "cost", text: dur(f.cost_ns) })
-        : el("span", { class: "cost gpu-only", text: saved ? `0 of the step, ${dur(saved)} GPU` : "" });
+        : f.urgent
+          ? el("span", { class: "cost", text: "urgent" })
+          : el("span", { class: "cost gpu-only", text: saved ? `0 of the step, ${dur(saved)} GPU` : memory ? bytes(memory) : "" });
       const head = el("summary", {}, cost, f.title);
       d.append(head);
       const list = (title, items) => {

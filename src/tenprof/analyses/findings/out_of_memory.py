@@ -1,0 +1,153 @@
+"""out-of-memory: the post-mortem of a script that died of an out-of-memory error, ranked first.
+
+What it stands on: the error and the caching allocator's state when it was raised (the run's
+`meta.run.out_of_memory`, from capture.out_of_memory), and the timeline's allocator reports, replayed
+into blocks (analyses.timeline.live_memory): the blocks on the failing device never freed before the
+end of the recording are what held the memory when the allocation failed. They are summed by the
+user's line and op that made them (analyses.findings.memory_holders), with the steps they were made in,
+so a list that keeps one output a step reads "612 blocks of 128 MiB from train.py:12 (aten::mm), one a
+step over steps 3-614".
+
+The fix follows what the holders and the allocator say, in this order:
+- the largest holder made one block a step over three steps or more: memory kept across steps (a leak);
+- the free memory inside the reserved segments would have held the request, but no single free block
+  could: fragmentation (expandable segments);
+- else the step's peak is more than the card holds: lower it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tenprof.analyses.findings.context import Context
+from tenprof.analyses.findings.memory_holders import Holder, holders, step_numbers
+from tenprof.analyses.findings.model import Finding
+from tenprof.analyses.timeline.live_memory import blocks, live_at_end
+from tenprof.core.quantities import size
+from tenprof.store.meta import OutOfMemory
+
+HOLDERS_SHOWN = 4
+MIN_LEAK_STEPS = 3  # a holder that made one block a step over this many steps kept memory across steps
+
+
+def check(ctx: Context) -> list[Finding]:
+    oom = ctx.profile.meta.run.out_of_memory
+    if oom is None:
+        return []
+    found = blocks(ctx.profile)
+    device = f"cuda:{oom.device}" if oom.device >= 0 else _busiest_device(found.device)
+    on_device = np.array([d == device for d in found.device], dtype=bool)
+    live = live_at_end(found) & on_device
+    held = holders(ctx, found, live, step_numbers(ctx, found))
+    live_bytes = int(found.nbytes[live].sum())
+    asked = f"{size(oom.requested_bytes)} asked for" if oom.requested_bytes >= 0 else "an allocation failed"
+    at = f" at {oom.where}" if oom.where else ""
+    title = f"Out of memory{at}: {asked}"
+    if oom.allocated_bytes >= 0:
+        title += f" with {size(oom.allocated_bytes)} already allocated"
+    if held:
+        title += f"; {held[0].count} block{'s' if held[0].count != 1 else ''} from {held[0].line} hold " + size(
+            held[0].total_bytes
+        )
+    seen = [_first_sentences(oom.message)]
+    if held:
+        seen.append(
+            f"held when it failed, as the timeline's allocator reports replay: {size(live_bytes)} in "
+            f"{int(live.sum())} blocks on {device}, by the line that made them:"
+        )
+        seen.extend(h.describe() for h in held[:HOLDERS_SHOWN])
+        if len(held) > HOLDERS_SHOWN:
+            rest = held[HOLDERS_SHOWN:]
+            seen.append(f"{len(rest)} more lines hold {size(sum(h.total_bytes for h in rest))}")
+    elif not len(found):
+        seen.append("the timeline recorded no allocator reports (run without --no-memory to see what held the memory)")
+    seen.extend(_allocator_lines(oom))
+    leak = _leak(held)
+    fragmented = _fragmented(oom)
+    return [
+        Finding(
+            id="out-of-memory",
+            title=title,
+            cost_ns=0,
+            seen=seen,
+            where=list(dict.fromkeys([*(h.line for h in held[:2]), *([oom.where] if oom.where else [])]))[:3],
+            why="The script stopped: the caching allocator could not find the memory the op asked for, neither in "
+            "its free blocks nor from the driver.",
+            fix=_fix(leak, fragmented, oom),
+            numbers={
+                "requested_bytes": float(oom.requested_bytes),
+                "allocated_bytes": float(oom.allocated_bytes),
+                "reserved_bytes": float(oom.reserved_bytes),
+                "largest_free_block_bytes": float(oom.largest_free_block_bytes),
+                "free_in_reserved_bytes": float(oom.free_in_reserved_bytes),
+                "live_bytes_recorded": float(live_bytes),
+                "top_holder_bytes": float(held[0].total_bytes) if held else 0.0,
+            },
+            urgent=True,
+        )
+    ]
+
+
+def _busiest_device(devices: list[str]) -> str:
+    """Where no CUDA device is named (a CPU allocator's error): the device most blocks were made on."""
+    return max(set(devices), key=devices.count) if devices else ""
+
+
+def _first_sentences(message: str) -> str:
+    """The error's own words up to PyTorch's advice (tenprof gives its own): 'CUDA out of memory. Tried to
+    allocate ... of which 3.19 MiB is free. ...'."""
+    text = " ".join(message.split())
+    cut = text.find(" If reserved but unallocated")
+    return "the error: " + (text[:cut] if cut > 0 else text)[:600]
+
+
+def _allocator_lines(oom: OutOfMemory) -> list[str]:
+    lines = []
+    if oom.reserved_bytes >= 0 and oom.allocated_bytes >= 0:
+        line = (
+            f"the caching allocator then: {size(oom.reserved_bytes)} reserved, {size(oom.allocated_bytes)} of it "
+            f"allocated; free inside the reserved segments {size(oom.free_in_reserved_bytes)}, the largest free "
+            f"block {size(oom.largest_free_block_bytes)}"
+        )
+        if oom.device_total_bytes > 0:
+            line += f"; the card {size(oom.device_free_bytes)} free of {size(oom.device_total_bytes)}"
+        lines.append(line)
+    if oom.snapshot:
+        lines.append(
+            f"the allocator's snapshot is kept as timeline/raw/{oom.snapshot}: drop it on https://pytorch.org/memory_viz"
+        )
+    if oom.allocator_error:
+        lines.append(f"the allocator's state could not be read: {oom.allocator_error}")
+    return lines
+
+
+def _leak(held: list[Holder]) -> Holder | None:
+    """The largest holder, when it made one block a step over MIN_LEAK_STEPS steps or more."""
+    if held and held[0].steps >= MIN_LEAK_STEPS and held[0].count >= held[0].steps:
+        return held[0]
+    return None
+
+
+def _fragmented(oom: OutOfMemory) -> bool:
+    """The reserved segments' free memory would hold the request, yet no single free block does."""
+    return 0 <= oom.largest_free_block_bytes < oom.requested_bytes <= oom.free_in_reserved_bytes
+
+
+def _fix(leak: Holder | None, fragmented: bool, oom: OutOfMemory) -> str:
+    if leak is not None:
+        return (
+            f"Memory is kept across steps: {leak.line} made a block in each of {leak.steps} steps and none was freed. "
+            "Drop the reference you keep (a list, a dict, a running total); keep only what you need of it "
+            "(loss.item(), t.detach().cpu()), or clear it each step."
+        )
+    if fragmented:
+        return (
+            f"The free memory inside the allocator's segments ({size(oom.free_in_reserved_bytes)}) would hold the "
+            f"{size(oom.requested_bytes)} asked for, but in no single block: set "
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True so that segments grow instead of splitting, or keep "
+            "allocation sizes steady."
+        )
+    return (
+        "The step needs more memory than the card has: lower its peak (a smaller batch, activation checkpointing, "
+        "bf16 autocast, gradient accumulation over smaller micro-batches) or spread the model over more GPUs."
+    )

@@ -1,0 +1,110 @@
+"""The memory findings on real captures (in-process, on the CPU, whose allocator reports to the profiler as
+CUDA's does): a list that keeps each step's output, a loss summed with its graph, an out-of-memory error,
+and the controls that keep nothing. The GPU cases (a real out-of-memory error, fragmentation) are in
+tests/gpu/test_gpu_memory.py."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+import tenprof
+from tenprof.analyses.findings import find_all
+from tenprof.analyses.timeline.live_memory import blocks, live_at_end
+from tenprof.renderers.finding_text import rendered
+from tenprof.store.profile import Profile
+from tests.helpers import line_of
+
+torch = pytest.importorskip("torch")
+HERE = Path(__file__).resolve()
+SOURCE = HERE.read_text()
+MIB = 1 << 20
+
+
+def _outputs_loop(out: Path, keep: bool, steps: int = 10, fail_after: int = 0) -> Profile:
+    """Each step, a function, makes a 2 MiB output and sleeps 3 ms (so the host sampler reads its frame);
+    `keep`: the output is appended to a list. `fail_after`: an out-of-memory error is raised after that
+    many steps."""
+    w = torch.randn(256, 512)
+    x = torch.randn(1024, 256)
+    kept: list[object] = []
+
+    def step(i: int) -> None:
+        y = (x @ w).relu()  # the output
+        kept.append(y if keep else y.mean().item())
+        time.sleep(0.003)
+        if fail_after and i + 1 == fail_after:
+            raise torch.OutOfMemoryError("a stand-in: Tried to allocate 2.00 MiB")  # the error's line
+
+    with (
+        pytest.raises(torch.OutOfMemoryError) if fail_after else _nothing(),
+        tenprof.profile(str(out), overhead_steps=0) as p,
+    ):
+        for i in range(steps):
+            step(i)
+            p.step()
+    return p.profile
+
+
+class _nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _memory_findings(profile: Profile) -> list[str]:
+    return [f.id for f in find_all(profile) if f.id in ("memory-growth", "out-of-memory", "memory-fragmentation")]
+
+
+def test_outputs_kept_in_a_list_are_the_first_finding_at_their_line(tmp_path: Path) -> None:
+    first = rendered(find_all(_outputs_loop(tmp_path / "p", keep=True))[0])
+    assert first.id == "memory-growth"
+    assert first.numbers["growth_bytes_per_step"] == pytest.approx(2 * MIB, rel=0.01)
+    assert first.where[0] == f"{HERE}:{line_of(SOURCE, '# the output')}"
+    assert "one a step over steps 1-7" in first.seen[2]
+
+
+def test_a_loop_that_keeps_nothing_is_silent_and_each_free_is_recorded(tmp_path: Path) -> None:
+    profile = _outputs_loop(tmp_path / "p", keep=False)
+    assert _memory_findings(profile) == []
+    # every output was freed on the script's thread, where the allocator reports it (the host sampler let go
+    # of the step's frame before its next round: a frame it freed read as a block never freed)
+    found = blocks(profile)
+    outputs = found.nbytes == 2 * MIB  # the product and its relu
+    assert outputs.sum() == 20 and not (live_at_end(found) & outputs).any()
+
+
+def test_an_out_of_memory_error_names_what_held_the_memory(tmp_path: Path) -> None:
+    profile = _outputs_loop(tmp_path / "p", keep=True, fail_after=6)
+    oom = profile.meta.run.out_of_memory
+    assert oom is not None and oom.requested_bytes == 2 * MIB
+    assert oom.where == f"{HERE}:{line_of(SOURCE, '# the error')}"
+    found = [rendered(f) for f in find_all(profile)]
+    assert found[0].id == "out-of-memory" and "memory-growth" not in [f.id for f in found]
+    assert found[0].where[0] == f"{HERE}:{line_of(SOURCE, '# the output')}"
+    holder = next(line for line in found[0].seen if line.startswith("6 blocks of 2.0MiB"))
+    assert "one a step over steps 0-4, and 1 outside the complete steps" in holder  # the sixth, unfinished
+    assert "Memory is kept across steps" in found[0].fix
+
+
+def test_a_loss_summed_with_its_graph_keeps_every_step(tmp_path: Path) -> None:
+    model = torch.nn.Sequential(*(m for _ in range(3) for m in (torch.nn.Linear(256, 256), torch.nn.GELU())))
+    batch = torch.randn(512, 256)
+    for fixed in (False, True):
+        total: object = 0.0
+        with tenprof.profile(str(tmp_path / str(fixed)), overhead_steps=0) as p:
+            for _ in range(9):
+                with torch.no_grad() if fixed else _nothing():
+                    loss = model(batch).square().mean()
+                total = total + (loss.item() if fixed else loss)  # type: ignore[operator]
+                p.step()
+        found = [rendered(f) for f in find_all(p.profile)]
+        if fixed:
+            assert _memory_findings(p.profile) == []
+        else:
+            assert found[0].id == "memory-growth", found[0].seen
+            assert "autograd graph" in found[0].fix, found[0].seen
