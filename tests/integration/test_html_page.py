@@ -298,6 +298,10 @@ def test_the_gpt2_page_at_800_px_its_numbers_and_its_memory_peak(browser: Any, g
     assert said is not None
     note = page.locator("#memory p.note").first.inner_text()
     assert said.group(0).replace(" ", "") in note.replace(" ", ""), (note, said.group(0))
+    # what held the peak, by line: the summary's rows, largest first
+    assert peak.held and page.locator("#memory h3", has_text="Held at the peak, by line").count() == 1
+    shown = page.locator("#memory").inner_text()
+    assert peak.held[0].line in shown and peak.held[0].op in shown
 
 
 def test_gpt2_with_every_pass_draws_in_under_two_seconds(browser: Any, tmp_path: Path) -> None:

@@ -108,3 +108,24 @@ def test_a_loss_summed_with_its_graph_keeps_every_step(tmp_path: Path) -> None:
         else:
             assert found[0].id == "memory-growth", found[0].seen
             assert "autograd graph" in found[0].fix, found[0].seen
+
+
+def test_a_torch_profiler_trace_with_profile_memory_names_the_op(tmp_path: Path) -> None:
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    from tenprof.importers.timeline_import import import_trace
+    from tenprof.store.profile import load_profile
+
+    w, x = torch.randn(256, 512), torch.randn(1024, 256)
+    kept = []
+    with profile(
+        activities=[ProfilerActivity.CPU], profile_memory=True, schedule=schedule(wait=1, warmup=1, active=9)
+    ) as prof:
+        for _ in range(11):
+            kept.append((x @ w).relu())
+            prof.step()
+    prof.export_chrome_trace(str(tmp_path / "trace.json"))
+    import_trace(tmp_path / "trace.json", tmp_path / "p", force=False)
+    first = rendered(find_all(load_profile(tmp_path / "p"))[0])
+    assert first.id == "memory-growth" and first.numbers["growth_bytes_per_step"] == pytest.approx(2 * MIB, rel=0.01)
+    assert "from aten::relu, one a step" in first.seen[2] and first.where == []  # the trace has no lines

@@ -104,7 +104,7 @@ def _kept_every_step(tmp_path: Path, keep: bool, name: str = "p") -> Profile:
 def test_blocks_pair_each_allocation_with_its_free(tmp_path: Path) -> None:
     profile = _kept_every_step(tmp_path, keep=False)
     found = blocks(profile)
-    assert len(found) == 20 and set(found.device) == {"cuda:0"}
+    assert len(found) == 20 and found.devices == ["cuda:0"] and found.on("cuda:0").all()
     assert not live_at_end(found).any()
     # the temporary's address is handed out again each step: each allocation ends at its own free
     temporary = found.nbytes == MIB

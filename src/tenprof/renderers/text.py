@@ -16,6 +16,7 @@ from tenprof.analyses.timeline.overhead import Overhead
 from tenprof.analyses.timeline.summary import MemoryPeak, Summary
 from tenprof.analyses.timeline.tally import Tally
 from tenprof.analyses.timeline.temporal import StepBreakdown
+from tenprof.core.quantities import format_quantities
 from tenprof.core.units import duration, size
 from tenprof.renderers.finding_text import rendered
 
@@ -73,7 +74,12 @@ def render_summary(summary: Summary, console: Console) -> None:
         grid.add_row("Steps", "none marked (call tenprof.step() once per iteration)")
     grid.add_row("Overhead", escape(overhead_line(summary.overhead)))
     grid.add_row("Memory", escape(memory_line(summary.memory_peak)))
+    for number, holder in enumerate(summary.memory_peak.held[:HELD_IN_TEXT] if summary.memory_peak else []):
+        grid.add_row("" if number else "  held by", escape(format_quantities(holder.describe())))
     console.print(grid)
+
+
+HELD_IN_TEXT = 3  # the lines that held the memory peak, in the text summary (--json and the page: more)
 
 
 def memory_line(peak: MemoryPeak | None) -> str:

@@ -11,6 +11,7 @@ import numpy.typing as npt
 from tenprof.analyses.findings.thresholds import Thresholds
 from tenprof.analyses.perf_model import PerfModel, perf_model
 from tenprof.analyses.timeline.inferred_steps import InferredSteps, infer_steps
+from tenprof.analyses.timeline.live_memory import Blocks, Holder, holders, step_numbers
 from tenprof.analyses.timeline.overhead import Overhead, kernel_launch_ns, measure, recorded_steps, steps_marked
 from tenprof.analyses.timeline.step_time import Intervals, idle_causes, length, own_step_ns, part_blocks, unmarked_span
 from tenprof.analyses.timeline.summary import stack_frames, user_frame_of
@@ -263,6 +264,12 @@ class Context:
 
     def op_name(self, op: int) -> str:
         return self.profile.strings("ops", "name").at(op)
+
+    def holders(self, found: Blocks, chosen: npt.NDArray[np.bool_]) -> list[Holder]:
+        """What holds the chosen allocator blocks, by line and op, with the steps (of every complete step,
+        the first too) they were made in (analyses.timeline.live_memory)."""
+        numbers = step_numbers(found, self.all_step_start, self.all_step_end, self.all_step_numbers)
+        return holders(self.profile, found, chosen, numbers, self.line_of_op)
 
     def keeping_compiling(self) -> Context:
         """The same judgement with the compiling steps kept (the compile checks'), made once and shared."""

@@ -14,7 +14,7 @@ when, over five analysed steps or more:
 
 The growth per step is that slope; the steps left until the card is full divide its free memory (the
 card's less what the allocator reserved at the end) by it. What leaks is summed by line and op
-(analyses.findings.memory_holders). Steps that each keep several blocks (GRAPH_BLOCKS, the median step)
+(analyses.timeline.live_memory). Steps that each keep several blocks (GRAPH_BLOCKS, the median step)
 made by several ops mean a whole step's graph is kept (a running loss summed without .item() keeps every
 step's autograd graph and the activations it saved, all made on the model's one line); a block or two a
 step, a tensor kept on purpose (a list of outputs).
@@ -25,9 +25,8 @@ from __future__ import annotations
 import numpy as np
 
 from tenprof.analyses.findings.context import Context
-from tenprof.analyses.findings.memory_holders import Holder, holders, step_numbers
 from tenprof.analyses.findings.model import Finding
-from tenprof.analyses.timeline.live_memory import Blocks, blocks
+from tenprof.analyses.timeline.live_memory import Blocks, Holder, blocks
 from tenprof.core.quantities import size
 
 MIN_STEPS = 5  # analysed: three judged and the two last
@@ -49,8 +48,7 @@ def check(ctx: Context) -> list[Finding]:
     inside = (index >= 0) & (found.start_ns < end[np.maximum(index, 0)])
     judged = len(start) - NOT_JUDGED_LAST
     kept = ((found.end_ns < 0) | (found.end_ns > end[-1])) & inside & (index < judged)
-    devices = np.array(found.device, dtype=object)
-    each = [_judge(ctx, found, kept & (devices == d), index, judged, d, end) for d in sorted(set(found.device))]
+    each = [_judge(ctx, found, kept & found.on(d), index, judged, d, end) for d in found.devices]
     growing = [f for f in each if f is not None]
     # one finding: the device that grows fastest (a leak of GPU tensors also keeps their CPU-side copies)
     return [max(growing, key=lambda f: f.numbers["growth_bytes_per_step"])] if growing else []
@@ -76,7 +74,7 @@ def _judge(
     slope = float(np.polyfit(np.arange(len(totals), dtype=np.float64), totals.astype(np.float64), 1)[0])
     if slope < 0.5 * typical:
         return None
-    held = holders(ctx, found, kept, step_numbers(ctx, found))
+    held = ctx.holders(found, kept)
     blocks_per_step = float(np.median(np.bincount(index[kept], minlength=judged)[:judged]))
     steps_left = _steps_until_full(ctx, device, slope)
     title = f"Memory grows {size(slope)} a step on {device}"
@@ -109,7 +107,7 @@ def _judge(
             "median_kept_bytes_per_step": typical,
             "steps_leaving_memory": float(leaving),
             "steps_judged": float(judged),
-            "steps_until_full": float(steps_left) if steps_left is not None else -1.0,
+            **({"steps_until_full": float(steps_left)} if steps_left is not None else {}),  # known on a GPU
         },
         urgent=True,
     )

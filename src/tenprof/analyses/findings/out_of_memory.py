@@ -4,7 +4,7 @@ What it stands on: the error and the caching allocator's state when it was raise
 `meta.run.out_of_memory`, from capture.out_of_memory), and the timeline's allocator reports, replayed
 into blocks (analyses.timeline.live_memory): the blocks on the failing device never freed before the
 end of the recording are what held the memory when the allocation failed. They are summed by the
-user's line and op that made them (analyses.findings.memory_holders), with the steps they were made in,
+user's line and op that made them (analyses.timeline.live_memory), with the steps they were made in,
 so a list that keeps one output a step reads "612 blocks of 128 MiB from train.py:12 (aten::mm), one a
 step over steps 3-614".
 
@@ -20,9 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from tenprof.analyses.findings.context import Context
-from tenprof.analyses.findings.memory_holders import Holder, holders, step_numbers
 from tenprof.analyses.findings.model import Finding
-from tenprof.analyses.timeline.live_memory import blocks, live_at_end
+from tenprof.analyses.timeline.live_memory import Blocks, Holder, blocks, live_at_end
 from tenprof.core.quantities import size
 from tenprof.store.meta import OutOfMemory
 
@@ -35,10 +34,9 @@ def check(ctx: Context) -> list[Finding]:
     if oom is None:
         return []
     found = blocks(ctx.profile)
-    device = f"cuda:{oom.device}" if oom.device >= 0 else _busiest_device(found.device)
-    on_device = np.array([d == device for d in found.device], dtype=bool)
-    live = live_at_end(found) & on_device
-    held = holders(ctx, found, live, step_numbers(ctx, found))
+    device = f"cuda:{oom.device}" if oom.device >= 0 else _busiest_device(found)
+    live = live_at_end(found) & found.on(device)
+    held = ctx.holders(found, live)
     live_bytes = int(found.nbytes[live].sum())
     asked = f"{size(oom.requested_bytes)} asked for" if oom.requested_bytes >= 0 else "an allocation failed"
     at = f" at {oom.where}" if oom.where else ""
@@ -88,9 +86,9 @@ def check(ctx: Context) -> list[Finding]:
     ]
 
 
-def _busiest_device(devices: list[str]) -> str:
+def _busiest_device(found: Blocks) -> str:
     """Where no CUDA device is named (a CPU allocator's error): the device most blocks were made on."""
-    return max(set(devices), key=devices.count) if devices else ""
+    return found.devices[int(np.bincount(found.device_code).argmax())] if len(found) else ""
 
 
 def _first_sentences(message: str) -> str:

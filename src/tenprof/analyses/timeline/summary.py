@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tenprof.analyses.timeline.live_memory import Holder, blocks, device_name, holders, live_at, step_numbers
 from tenprof.analyses.timeline.overhead import (
     Overhead,
     in_unrecorded_steps,
@@ -126,6 +127,9 @@ def attribution(profile: Profile) -> Attribution:
     return Attribution(int(dur.sum()), int(dur[op >= 0].sum()), int(dur[has_user].sum()), int(dur[own].sum()))
 
 
+HELD_SHOWN = 8  # the lines that held the memory peak, in the summary
+
+
 @dataclass(frozen=True)
 class MemoryPeak:
     """The most memory the allocator held allocated, from the recording's memory events."""
@@ -136,6 +140,7 @@ class MemoryPeak:
     at_ns: int  # from the start of the recording
     op: str  # the op that allocated it ('' when none)
     line: str  # that op's line of the user's code ('' when unknown)
+    held: list[Holder] = field(default_factory=list)  # what held it, by line and op, most first (HELD_SHOWN)
 
 
 def memory_peak(profile: Profile) -> MemoryPeak | None:
@@ -160,19 +165,24 @@ def memory_peak(profile: Profile) -> MemoryPeak | None:
             if frame in stack_frames(profile):
                 line = f"{f.column('function')[frame].as_py()}() starting at {line}"
     start = recording_start(profile)
+    found = blocks(profile)
+    device = device_name(str(m.column("device_type")[i].as_py()), int(m.column("device")[i].as_py()))
+    steps = profile.table("steps")
+    numbers = step_numbers(
+        found, steps.column("start_ns").to_numpy(), steps.column("end_ns").to_numpy(), steps.column("step").to_numpy()
+    )
+    lines = OpLines(profile)
+    at_peak = live_at(found, int(m.column("ts_ns")[i].as_py())) & found.on(device)
+    held = holders(profile, found, at_peak, numbers, lambda op: lines(op) or "(no line of yours)")
     return MemoryPeak(
-        device=_device_name(str(m.column("device_type")[i].as_py()), int(m.column("device")[i].as_py())),
+        device=device,
         allocated_bytes=int(m.column("total_allocated_bytes")[i].as_py()),
         reserved_bytes=int(m.column("total_reserved_bytes")[i].as_py()),
         at_ns=int(m.column("ts_ns")[i].as_py()) - start,
         op=name,
         line=line,
+        held=held[:HELD_SHOWN],
     )
-
-
-def _device_name(kind: str, index: int) -> str:
-    """'cuda:0'; the CPU as 'cpu' (Kineto gives it the index -1)."""
-    return f"{kind}:{index}" if index >= 0 else kind
 
 
 def recording_start(profile: Profile) -> int:

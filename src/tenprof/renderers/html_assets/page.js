@@ -396,6 +396,16 @@
       chart.append(begin, end);
       sec.append(el("p", { class: "note", text: `Allocated on ${m.device} over the run; peak ${bytes(m.peak_bytes)}, ${into}.` }), chart);
     }
+    // the timeline's allocator reports: what held the peak, by the line and op that made it
+    const held = ((data.summary || {}).memory_peak || {}).held || [];
+    if (held.length) {
+      sec.append(el("h3", { text: "Held at the peak, by line (allocator reports)" }));
+      table(sec, [
+        { key: "total_bytes", label: "bytes", fmt: bytes }, { key: "count", label: "blocks", fmt: num },
+        { key: "line", label: "made at", text: true }, { key: "op", label: "by", text: true },
+        { key: "steps", label: "steps", fmt: num },
+      ], held, { sort: "total_bytes" });
+    }
     if (holders) {
       sec.append(el("h3", { text: `At the peak (${bytes(holders.peak_bytes)}, ${holders.peak_op || ""} ${holders.peak_line || ""})` }));
       table(sec, [
