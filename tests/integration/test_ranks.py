@@ -3,6 +3,7 @@ refused or cleared with --force (the merged report of recordings is in tests/uni
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -18,23 +19,35 @@ RANKS = DATA / "ranks"
 def test_each_rank_writes_its_own_directory_and_the_report_merges(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # rank 1 keeps each step's output at the module's level and dies of a (stand-in) out-of-memory error
     script = tmp_path / "job.py"
     script.write_text(
-        "import torch\nimport tenprof\n"
-        "for _ in range(3):\n    x = torch.ones(64, 64) @ torch.ones(64, 64)\n    tenprof.step()\n"
+        "import os, torch\nimport tenprof\nkept = []\n"
+        "for i in range(8):\n    kept.append(torch.ones(256, 64) @ torch.ones(64, 1024))\n"
+        "    if os.environ['RANK'] == '1' and i == 6:\n"
+        "        raise torch.OutOfMemoryError('a stand-in: Tried to allocate 1.00 MiB')\n"
+        "    tenprof.step()\n"
     )
     out = tmp_path / "out"
     for rank in (0, 1):
         monkeypatch.setenv("RANK", str(rank))
         monkeypatch.setenv("LOCAL_RANK", str(rank))
         monkeypatch.setenv("WORLD_SIZE", "2")
-        assert main(["run", "-o", str(out), str(script)]) == 0
+        assert main(["run", "-o", str(out), str(script)]) == rank  # rank 1's script exits with 1
     assert [p.name for p in rank_dirs(out)] == ["rank00000", "rank00001"]
     assert not (out / "meta.json").exists()  # no file shared by the ranks
     capsys.readouterr()
     assert main(["report", str(out)]) == 0
     merged = capsys.readouterr().out
     assert "2 ranks: 1 host(s)" in merged and "min" in merged and "max" in merged
+    # the rank that died is said, and judged: what held its memory, kept alive until the recording stopped
+    assert "Rank 1 was cut short: the script raised OutOfMemoryError" in merged
+    assert main(["report", str(out), "--json"]) == 0
+    ranks = json.loads(capsys.readouterr().out)["ranks"]
+    first = ranks[1]["findings"][0]
+    assert first["id"] == "out-of-memory" and first["urgent"]
+    # steps 3 and 4 ran with the capture off (to time the loop un-profiled): their blocks are not seen
+    assert first["title"] == f"Out of memory at {script}:7: 1.0MiB asked for; 5 blocks from {script}:5 hold 5.0MiB"
     assert main(["report", str(out), "--rank", "1"]) == 0
     assert main(["report", str(out), "--rank", "7"]) == 2
     assert "no rank 7" in capsys.readouterr().err

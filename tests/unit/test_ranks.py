@@ -207,7 +207,7 @@ def test_the_merged_report_gives_the_first_ranks_and_the_stragglers_first_findin
     buffer = io.StringIO()
     render_ranks(report, [], Console(file=buffer, width=200), None)
     text = buffer.getvalue()
-    assert "First findings of the first rank and the stragglers" in text
+    assert "First findings of the first rank, the ranks cut short and the stragglers" in text
     assert "host-device synchronizations per step" in text and "⟦" not in text  # quantities written out
     balanced = ranks_report(RANKS / "balanced")
     assert balanced.ranks[0].findings and not balanced.ranks[1].findings

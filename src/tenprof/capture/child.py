@@ -167,6 +167,11 @@ def run_child(spec: dict[str, Any]) -> int:
         status["access_error"] = session.access_error
     started = time.perf_counter()
     exit_code = 0
+    # The exception that ended the script, held until the recording stops: its traceback keeps the script's
+    # frames, and so its tensors, alive. Let go of at the end of its `except` block, the module's globals and
+    # the tensors they hold are freed before the stop, and the recording ends with what held the memory at
+    # an out-of-memory error already given back.
+    ended_by: BaseException | None = None
     try:
         if spec.get("module"):
             runpy.run_module(target, run_name="__main__", alter_sys=True)
@@ -180,14 +185,17 @@ def run_child(spec: dict[str, Any]) -> int:
         if exit_code != 0:
             status.update(cut_short=True, reason=f"the script exited with status {exit_code}")
     except KeyboardInterrupt as exc:
+        ended_by = exc
         exit_code = 130
         where = raised_at(exc)
         status.update(cut_short=True, reason="interrupted by Ctrl-C" + (f" at {where}" if where else ""))
     except Terminated as exc:
+        ended_by = exc
         exit_code = 143
         where = raised_at(exc)
         status.update(cut_short=True, reason="terminated by SIGTERM" + (f" at {where}" if where else ""))
     except BaseException as exc:
+        ended_by = exc
         exit_code = 1
         memory = post_mortem(exc, raw_dir)  # first: the script's tensors are still held by the traceback
         if memory is not None:
@@ -201,6 +209,7 @@ def run_child(spec: dict[str, Any]) -> int:
             session.stop()
         except Exception as exc:
             status["error"] = f"saving the trace failed: {exc.__class__.__name__}: {exc}"
+        del ended_by  # the script's frames may go now
         try:  # each run's own generated files: the ones its kernels' line info points at
             from tenprof.capture.compiled_code import dump_compiled_code
 

@@ -114,10 +114,14 @@ def _render_parts(ranks: list[RankSummary], console: Console) -> None:
 
 def _render_findings(ranks: list[RankSummary], console: Console) -> None:
     """The first findings paid every step of the ranks that were judged (the first, the stragglers)."""
+    for r in ranks:
+        if r.cut_short:
+            console.print(f"[bold red]Rank {r.rank} was cut short:[/bold red] {escape(r.cut_short)}")
     if not any(r.findings for r in ranks):
         return
     table = Table(
-        title="First findings of the first rank and the stragglers (paid every step; --rank N for any rank)",
+        title="First findings of the first rank, the ranks cut short and the stragglers (paid every step; --rank N "
+        "for any rank)",
         title_justify="left",
     )
     for name in ("Rank", "Finding", "Cost / step", "Where"):
@@ -127,7 +131,7 @@ def _render_findings(ranks: list[RankSummary], console: Console) -> None:
             table.add_row(
                 str(r.rank),
                 escape(format_quantities(f.title)),
-                format_quantities(duration(f.cost_per_step_ns)),
+                "urgent" if f.urgent and not f.cost_per_step_ns else format_quantities(duration(f.cost_per_step_ns)),
                 escape(f.where),
             )
     console.print(table)

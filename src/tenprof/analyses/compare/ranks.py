@@ -27,7 +27,8 @@ same collectives in the same order (NCCL requires it) and a collective ends at n
 every rank (measured here on one host: within 5 us). The report states which method was used.
 
 Findings. The first FIRST_FINDINGS findings paid every step (analyses.findings, as `tenprof report
---rank N` ranks them) of the first rank and of each straggler, at most FINDINGS_RANKS ranks: judging
+--rank N` ranks them) of the first rank and of each straggler, at most FINDINGS_RANKS ranks, and of every
+rank whose script stopped early (an out-of-memory error on one rank of many), however many: judging
 them took about 60 ms a rank more on the 2-core development machine (209 against 145 ms a rank for 256
 small ranks, benchmarks/merge_ranks.py), and the ranks of one job mostly share their findings; the others
 are a `--rank N` away.
@@ -65,6 +66,7 @@ class RankFinding:
     title: str
     cost_per_step_ns: float
     where: str
+    urgent: bool = False  # the rank failed or will (out of memory): no cost of time
 
 
 @dataclass
@@ -87,9 +89,10 @@ class RankSummary:
     clock_offset_ns: int = 0
     # where its mean steady step went (analyses.timeline.step_time); "capture" only where that was known
     parts: dict[str, float] = field(default_factory=dict)
-    # its first findings paid every step: judged for the first rank and the stragglers only
-    # (FINDINGS_RANKS); None for a rank not judged, which is not a rank without findings
+    # its first findings paid every step: judged for the first rank, the ranks cut short and the stragglers
+    # only (FINDINGS_RANKS); None for a rank not judged, which is not a rank without findings
     findings: list[RankFinding] | None = None
+    cut_short: str = ""  # why its script stopped early (an out-of-memory error, a crash, Ctrl-C), '' when it did not
 
     @property
     def outside_ops_ns(self) -> float:
@@ -168,6 +171,7 @@ def rank_summary(profile: Profile, rank: int) -> RankSummary:
         collective_ends=ends,
         windows=(lo.tolist(), hi.tolist()),
         parts=_step_parts(profile),
+        cut_short=meta.run.cut_short_reason if meta.run.cut_short else "",
     )
 
 
@@ -176,7 +180,7 @@ def _first_findings(profile: Profile) -> list[RankFinding]:
     ctx = judging(profile)
     steps = max(ctx.step_count, 1)
     return [
-        RankFinding(f.id, f.title, f.cost_ns / steps, f.where[0] if f.where else "")
+        RankFinding(f.id, f.title, f.cost_ns / steps, f.where[0] if f.where else "", f.urgent)
         for f in find_all(profile, ctx=ctx)
         if not f.once
     ][:FIRST_FINDINGS]
@@ -274,8 +278,12 @@ def ranks_report(out_dir: Path) -> RanksReport:
     method = _align_clocks(summaries, hosts)
     stragglers = _stragglers(summaries, lines)
     straggling = {x.rank for x in stragglers}
+    # a rank whose script stopped early (rank 3 of 4 out of memory) is judged whatever the limit: its first
+    # finding is most likely why the job failed
+    failed = [i for i, r in enumerate(summaries) if r.cut_short]
     judged = list(dict.fromkeys([0, *(i for i, r in enumerate(summaries) if r.rank in straggling)]))
-    for index in judged[:FINDINGS_RANKS] if summaries else []:
+    judged = list(dict.fromkeys([*judged[: max(FINDINGS_RANKS - len(failed), 1)], *failed]))
+    for index in judged if summaries else []:
         summaries[index].findings = _first_findings(load_profile(directories[index]))
     return RanksReport(
         ranks=summaries,
