@@ -136,8 +136,10 @@ class HostSampler:
             # The frames hold their locals: let go of them as soon as the paths are read, before anything that
             # may hand the interpreter's lock to the script (a dead tensor kept alive even briefly breaks CUDA
             # graph trees' check that its pool's memory was freed), the loop's last one too. A frame whose
-            # function returned meanwhile would be freed here, on this thread, where the allocator reports no
-            # free to the profiler: its tensors would read as never freed (a false leak).
+            # function returned meanwhile is freed here, on this thread, where the allocator reports no free
+            # to the profiler: its tensors read as never freed (a false leak). Held over a round, that was
+            # every sampled step's frame; now only one the script returns from while the walk above holds it,
+            # which takes the lock handed over mid-walk (the OS pausing this thread on a loaded machine).
             del frames, frame
             if idents != known or any(ident not in native for ident in idents):
                 # threads came or went (an ident may be reused; a thread may not be registered yet): ids to

@@ -8,6 +8,9 @@ user's line and op that made them (analyses.timeline.live_memory), with the step
 so a list that keeps one output a step reads "612 blocks of 128 MiB from train.py:12 (aten::mm), one a
 step over steps 3-614".
 
+An error a DataLoader worker raised (the DataLoader raises it again in the script's process, its message
+naming the worker) is the worker's: its memory is not in the script's reports, and the finding says so.
+
 The fix follows what the holders and the allocator say, in this order:
 - the largest holder made one block a step over three steps or more: memory kept across steps (a leak);
 - the free memory inside the reserved segments would have held the request, but no single free block
@@ -17,6 +20,8 @@ The fix follows what the holders and the allocator say, in this order:
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from tenprof.analyses.findings.context import Context
@@ -25,6 +30,7 @@ from tenprof.analyses.timeline.live_memory import Blocks, Holder, blocks, live_a
 from tenprof.core.quantities import size
 from tenprof.store.meta import OutOfMemory
 
+_IN_WORKER = re.compile(r"in DataLoader worker process (\d+)")
 HOLDERS_SHOWN = 4
 MIN_LEAK_STEPS = 3  # a holder that made one block a step over this many steps kept memory across steps
 
@@ -33,6 +39,9 @@ def check(ctx: Context) -> list[Finding]:
     oom = ctx.profile.meta.run.out_of_memory
     if oom is None:
         return []
+    worker = _IN_WORKER.search(oom.message)
+    if worker is not None:
+        return [_in_worker(oom, int(worker.group(1)))]
     found = blocks(ctx.profile)
     device = f"cuda:{oom.device}" if oom.device >= 0 else _busiest_device(found)
     live = live_at_end(found) & found.on(device)
@@ -84,6 +93,30 @@ def check(ctx: Context) -> list[Finding]:
             urgent=True,
         )
     ]
+
+
+def _in_worker(oom: OutOfMemory, worker: int) -> Finding:
+    """An error a DataLoader worker raised, raised again in the script's process by the DataLoader: the
+    memory that ran out is the worker's, which this process's allocator reports do not hold."""
+    original = oom.message.strip().splitlines()[-1] if oom.message.strip() else ""
+    at = f" (raised again at {oom.where})" if oom.where else ""
+    return Finding(
+        id="out-of-memory",
+        title=f"Out of memory in DataLoader worker process {worker}{at}",
+        cost_ns=0,
+        seen=[
+            f"the DataLoader raised the error of its worker process {worker} again in the script's process: "
+            + original[:600],
+            "the worker's memory is not in this recording: what this process held is no part of that error",
+        ],
+        where=[oom.where] if oom.where else [],
+        why="The script stopped: a DataLoader worker ran out of memory while it made a batch.",
+        fix="Make batches on the CPU in the workers and move them to the GPU in the loop (pin_memory=True and "
+        ".to('cuda', non_blocking=True)): CUDA in every worker process holds a context and a cache of its own. "
+        "Or make smaller batches, or fewer workers.",
+        numbers={"requested_bytes": float(oom.requested_bytes), "worker": float(worker)},
+        urgent=True,
+    )
 
 
 def _busiest_device(found: Blocks) -> str:

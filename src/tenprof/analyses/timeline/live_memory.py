@@ -169,6 +169,8 @@ def holders(
 
 def step_numbers(found: Blocks, step_start: I64, step_end: I64, step_number: I64) -> I64:
     """Each block's step number (of the given steps), -1 outside every step."""
+    if not len(step_start):
+        return np.full(len(found), -1, dtype=np.int64)
     order = np.argsort(step_start, kind="stable")
     start, end, number = step_start[order], step_end[order], step_number[order]
     i = np.searchsorted(start, found.start_ns, side="right") - 1
