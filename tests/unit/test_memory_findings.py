@@ -195,3 +195,22 @@ def test_a_cache_kept_after_the_peak_is_no_fragmentation(tmp_path: Path) -> None
 
     ops = _steps(8, step)
     assert not [f for f in find_all(_profile(tmp_path, ops + heap.events)) if f.id == "memory-fragmentation"]
+
+
+def test_the_errors_of_both_allocators_are_out_of_memory_errors_with_what_they_asked_for() -> None:
+    from tenprof.capture.out_of_memory import is_out_of_memory, requested
+
+    class OutOfMemoryError(RuntimeError):  # torch's, by name: no torch imported here
+        pass
+
+    cuda = (
+        "CUDA out of memory. Tried to allocate 128.00 MiB. GPU 3 has a total capacity of 79.19 GiB of which "
+        "3.19 MiB is free."
+    )
+    cpu = (
+        "[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: you tried to "
+        "allocate 1125899906842624 bytes. Error code 12 (Cannot allocate memory)"
+    )
+    assert is_out_of_memory(OutOfMemoryError(cuda)) and requested(cuda) == (128 * MIB, 3)
+    assert is_out_of_memory(RuntimeError(cpu)) and requested(cpu) == (1 << 50, -1)
+    assert not is_out_of_memory(RuntimeError("shapes cannot be multiplied")) and requested("x") == (-1, -1)

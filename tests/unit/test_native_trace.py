@@ -220,7 +220,7 @@ def test_a_thread_is_not_guessed_when_no_thread_holds_most_of_its_calls() -> Non
     assert threads_by_time(events, [*calls, {"tid": 9, "ts": 26.0}]) == {9: 2}
 
 
-def test_allocator_reports_become_memory_instant_events_and_a_failed_allocation_none() -> None:
+def test_allocator_reports_become_memory_instant_events_and_a_failed_allocation_an_out_of_memory_one() -> None:
     rows = [
         # time, thread, bytes, address, total allocated, total reserved, device type, device, kind
         (7_500, 11, 4096, 0x7F00, 4096, 2 << 20, 1, 0, MEMORY_USAGE),
@@ -235,9 +235,12 @@ def test_allocator_reports_become_memory_instant_events_and_a_failed_allocation_
     ] == [
         (7.5, 11, 4096, 1, 0),
         (9.0, 12, -4096, 1, 0),
+        (9.5, 11, 1 << 40, 1, 0),
         (9.8, 11, 64, 0, -1),
     ]
-    assert {(e["ph"], e["cat"], e["name"], e["pid"]) for e in events} == {("i", "cpu_instant_event", "[memory]", 3)}
+    assert [e["name"] for e in events] == ["[memory]", "[memory]", "[OutOfMemory]", "[memory]"]
+    assert {(e["ph"], e["cat"], e["pid"]) for e in events} == {("i", "cpu_instant_event", 3)}
+    assert "Addr" not in events[2]["args"]  # as torch.profiler writes it: the failed allocation has no block
     assert events[0]["args"] == {
         "Total Reserved": 2 << 20, "Total Allocated": 4096, "Bytes": 4096, "Device Id": 0, "Device Type": 1,
         "Addr": 0x7F00,

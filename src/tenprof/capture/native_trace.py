@@ -65,6 +65,7 @@ EVALUATE = "autograd::engine::evaluate_function: "
 
 
 MEMORY_EVENT = "[memory]"
+OUT_OF_MEMORY_EVENT = "[OutOfMemory]"
 MEMORY_CATEGORY = "cpu_instant_event"
 
 
@@ -77,24 +78,25 @@ MEMORY_USAGE, OUT_OF_MEMORY = 0, 1
 
 
 def memory_events(memory: Mapping[str, list[int]], pid: int) -> list[dict[str, Any]]:
-    """One instant event per allocator report of `memory` (the recorder's MEMORY_FIELDS columns; a failed
-    allocation's report is left out, as the profiler writes none), with the args profile_memory gives it."""
+    """One instant event per allocator report of `memory` (the recorder's MEMORY_FIELDS columns), with the
+    args profile_memory gives it: "[memory]" for an allocation or a free, "[OutOfMemory]" (no address) for
+    an allocation that failed, as the profiler writes them."""
     events = []
     for ts_ns, tid, size, address, allocated, reserved, device_type, device, kind in zip(
         *(memory.get(c, ()) for c in MEMORY_FIELDS), strict=True
     ):
-        if kind != MEMORY_USAGE:
-            continue
         args = {
             "Total Reserved": reserved,
             "Total Allocated": allocated,
             "Bytes": size,
             "Device Id": device,
             "Device Type": device_type,
-            "Addr": address,
         }
+        name = MEMORY_EVENT if kind == MEMORY_USAGE else OUT_OF_MEMORY_EVENT
+        if kind == MEMORY_USAGE:
+            args["Addr"] = address
         events.append(
-            {"ph": "i", "cat": MEMORY_CATEGORY, "s": "t", "name": MEMORY_EVENT, "pid": pid, "tid": tid,
+            {"ph": "i", "cat": MEMORY_CATEGORY, "s": "t", "name": name, "pid": pid, "tid": tid,
              "ts": ts_ns / 1000, "args": args}
         )  # fmt: skip
     return events

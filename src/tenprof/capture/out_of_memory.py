@@ -5,7 +5,8 @@ while the script's frames (and so its tensors) are still alive in the traceback.
 error it returns, as JSON-able values for the run's status:
 
 - the error's own words (`message`) and what it asked for (`requested_bytes`, parsed from PyTorch's
-  "Tried to allocate 128.00 MiB"; -1 when it does not say) and on which device;
+  "Tried to allocate 128.00 MiB", or the CPU allocator's "you tried to allocate N bytes"; -1 when it does
+  not say) and on which device;
 - for a CUDA device the caching allocator's state then: allocated and reserved bytes, the largest free
   block inside the reserved segments and all their free bytes (what fragmentation leaves unusable), and
   the card's free and total memory as the driver sees them;
@@ -28,20 +29,28 @@ from typing import Any
 SNAPSHOT_FILE = "memory_snapshot.pickle"
 _REQUESTED = re.compile(r"Tried to allocate ([0-9.]+) (B|bytes|KiB|MiB|GiB|TiB)")
 _DEVICE = re.compile(r"GPU (\d+) has a total capacity")
+_CPU_FAILED = "DefaultCPUAllocator: can't allocate memory"
+_CPU_REQUESTED = re.compile(r"you tried to allocate (\d+) bytes")
 _UNITS = {"B": 1, "bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
     """torch.OutOfMemoryError (CUDA's caching allocator, also raised as torch.cuda.OutOfMemoryError), by its
-    class's name, so that no torch is imported here."""
-    return any(c.__name__ == "OutOfMemoryError" for c in type(exc).__mro__)
+    class's name, so that no torch is imported here; or the CPU allocator's RuntimeError."""
+    if any(c.__name__ == "OutOfMemoryError" for c in type(exc).__mro__):
+        return True
+    return isinstance(exc, RuntimeError) and _CPU_FAILED in str(exc)
 
 
 def requested(message: str) -> tuple[int, int]:
     """(bytes the failed allocation asked for, its CUDA device) from PyTorch's message; -1 where not said."""
     size = _REQUESTED.search(message)
     device = _DEVICE.search(message)
-    asked = int(float(size.group(1)) * _UNITS[size.group(2)]) if size else -1
+    if size:
+        asked = int(float(size.group(1)) * _UNITS[size.group(2)])
+    else:
+        cpu = _CPU_REQUESTED.search(message)
+        asked = int(cpu.group(1)) if cpu else -1
     return asked, int(device.group(1)) if device else -1
 
 

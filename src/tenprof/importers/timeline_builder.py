@@ -88,6 +88,9 @@ class BuildReport:
     rank: int | None = None  # the rank the trace says it is (Kineto's distributedInfo), None when it says none
     # whether the steps run with the capture off have their GPU activity in the trace (None: no sidecar)
     timed_steps_gpu: bool | None = None
+    # the allocations that failed ("[OutOfMemory]" events), in trace order: time (ns, the trace's clock),
+    # device ('cuda:0'), bytes asked for, the allocator's allocated and reserved totals then (-1: not said)
+    failed_allocations: list[FailedAllocation] = field(default_factory=list)
 
     @property
     def span_ns(self) -> int | None:
@@ -112,6 +115,7 @@ def build_timeline(
     report = BuildReport(events=col.events, triton_launches=col.triton_launches)
     report.base_time_ns = int(base_time_ns)
     clock = Clock(report.base_time_ns)
+    report.failed_allocations = _failed_allocations(col.failed, clock)
 
     ann, cut = _cut_to_window(_annotations(col.annotations, clock), _window(col, clock))
     if cut:
@@ -679,6 +683,27 @@ def _transfers_table(cols: Cols, transfers: _Transfers) -> pa.Table:
 
 
 # ---- memory
+
+
+@dataclass(frozen=True)
+class FailedAllocation:
+    ts_ns: int
+    device: str
+    bytes: int
+    allocated_bytes: int
+    reserved_bytes: int
+
+
+def _failed_allocations(cols: Cols, clock: Clock) -> list[FailedAllocation]:
+    """The "[OutOfMemory]" events, in trace order."""
+    if not len(cols):
+        return []
+    kinds = ["cuda" if t == 1 else "cpu" for t in cols.data["dtype"]]
+    devices = [f"{k}:{i}" if i >= 0 else k for k, i in zip(kinds, cols.data["device"], strict=True)]
+    found = zip(
+        clock.at(cols).tolist(), devices, cols.data["bytes"], cols.data["alloc"], cols.data["reserved"], strict=True
+    )
+    return [FailedAllocation(int(t), d, int(b), int(a), int(r)) for t, d, b, a, r in found]
 
 
 def _memory_table(cols: Cols, clock: Clock, op_nesting: ThreadNesting) -> pa.Table:

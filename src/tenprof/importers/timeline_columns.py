@@ -29,6 +29,7 @@ from tenprof.core.intervals import I64Array, Nesting, nest
 from tenprof.importers.formats.kineto_events import Event, EventArgs
 
 STEP_PREFIX = "ProfilerStep#"
+OUT_OF_MEMORY_EVENT = "[OutOfMemory]"  # profile_memory's instant event for an allocation that failed
 
 # Kineto's category names before torch 1.10 (as torch-tb-profiler reads them) -> today's
 OLD_CATEGORIES = {
@@ -170,6 +171,8 @@ class Collector:
         self.transfers = Cols(name="s", cat="s", bytes="q", device="q", stream="q", ts="d", dur="d", corr="q", ext="q")
         self.api = Cols(name="s", cat="s", tid="q", ts="d", dur="d", corr="q", ext="q")
         self.memory = Cols(ts="d", tid="q", dtype="q", device="q", addr="q", bytes="q", alloc="q", reserved="q")
+        # allocations that failed (profile_memory's "[OutOfMemory]" events): bytes the size asked for
+        self.failed = Cols(ts="d", dtype="q", device="q", bytes="q", alloc="q", reserved="q")
         self.triton_launches: dict[str, dict[str, Any]] = {}
         self.events = 0
         # the profiler's recorded window, Kineto's microseconds (None: the trace does not say)
@@ -181,7 +184,16 @@ class Collector:
             self.add_batch(batch)
 
     def _tables(self) -> tuple[Cols, ...]:
-        return (self.ops, self.annotations, self.python, self.kernels, self.transfers, self.api, self.memory)
+        return (
+            self.ops,
+            self.annotations,
+            self.python,
+            self.kernels,
+            self.transfers,
+            self.api,
+            self.memory,
+            self.failed,
+        )
 
     def extend(self, later: Collector) -> None:
         """Append the columns of `later`, which sorted the events that follow this one's in the trace."""
@@ -201,9 +213,8 @@ class Collector:
         stopped), its times moved by `shift_us` onto this part's base time. Its External ids and
         correlation ids, which join API calls, kernels and ops within a part, are moved past this one's
         where the two overlap (a new session may count them from 1 again); 0 and below mean none and stay."""
-        tables = (later.ops, later.annotations, later.python, later.kernels, later.transfers, later.api, later.memory)
         if shift_us:
-            for cols in tables:
+            for cols in later._tables():
                 cols.data["ts"] = array("d", (np.asarray(cols.data["ts"]) + shift_us).tobytes())
         for key in ("ext", "corr"):
             mine = [c for c in (self.ops, self.kernels, self.transfers, self.api) if key in c.data]
@@ -248,6 +259,8 @@ class Collector:
             elif ev.ph == "i":
                 if ev.name == "[memory]":
                     memory.append(ev)
+                elif ev.name == OUT_OF_MEMORY_EVENT:
+                    self._add_failed(ev)
                 elif ev.name == _WINDOW_END:
                     self._widen_window(None, ev.ts)
         if ops:
@@ -309,6 +322,16 @@ class Collector:
         data["cat"] += [sys.intern(OLD_CATEGORIES.get(e.cat, e.cat)) for e in api]
         data["corr"].fromlist([e.args.correlation for e in api])
         data["ext"].fromlist([e.args.external_id for e in api])
+
+    def _add_failed(self, failed: Event) -> None:
+        """An allocation that failed (an "[OutOfMemory]" instant event), rare: one at a time."""
+        data, args = self.failed.data, failed.args
+        data["ts"].append(failed.ts)
+        data["dtype"].append(args.device_type)
+        data["device"].append(args.device_id)
+        data["bytes"].append(args.alloc_bytes)
+        data["alloc"].append(args.total_allocated)
+        data["reserved"].append(args.total_reserved)
 
     def _add_memory(self, samples: list[Event]) -> None:
         """Allocator samples (profile_memory's "[memory]" instant events)."""

@@ -25,7 +25,7 @@ from tenprof.importers.interrupts import sigint_ignored
 from tenprof.importers.timeline_builder import BuildReport, build_timeline
 from tenprof.importers.timeline_columns import Collector
 from tenprof.store.directory import open_output_dir
-from tenprof.store.meta import GpuInfo, Meta, PassStatus, TimelineInfo, write_meta
+from tenprof.store.meta import GpuInfo, Meta, OutOfMemory, PassStatus, TimelineInfo, write_meta
 from tenprof.store.schema import Pass
 from tenprof.store.writer import PassWriter
 
@@ -211,5 +211,27 @@ def import_trace(
         )
         meta.timeline.trace_span_ns = report.span_ns
         meta.timeline.trace_recorded = list(report.recorded)
+        note_failed_allocation(meta, report)
         write_meta(path, meta)
     return meta
+
+
+def note_failed_allocation(meta: Meta, report: BuildReport) -> None:
+    """The last allocation the trace says failed (an "[OutOfMemory]" event; the one that ended a run that
+    died of it): when it failed, into the run's out-of-memory error where the capture kept one, else as one
+    (an imported trace: the script may have caught the error and gone on)."""
+    if not report.failed_allocations:
+        return
+    last = report.failed_allocations[-1]
+    known = meta.run.out_of_memory
+    if known is None:
+        kind, _, index = last.device.partition(":")
+        meta.run.out_of_memory = known = OutOfMemory(
+            message=f"the trace holds {len(report.failed_allocations)} allocation(s) that failed "
+            f"([OutOfMemory] events), the last of {last.bytes} bytes on {last.device}",
+            device=int(index) if kind == "cuda" and index else -1,
+            requested_bytes=last.bytes,
+        )
+    known.at_ns = last.ts_ns
+    if known.allocated_bytes < 0:
+        known.allocated_bytes, known.reserved_bytes = last.allocated_bytes, last.reserved_bytes

@@ -33,7 +33,7 @@ from tenprof.importers.counters_import import build_counters_pass, expected_repl
 from tenprof.importers.formats.ncu_report_reader import read_report, read_source_counters
 from tenprof.importers.stalls_import import build_stalls_pass
 from tenprof.importers.tensors_import import build_tensors_pass
-from tenprof.importers.timeline_import import build_pass
+from tenprof.importers.timeline_import import build_pass, note_failed_allocation
 from tenprof.store.meta import Meta, PassStatus
 from tenprof.store.profile import load_profile
 from tenprof.store.schema import Pass
@@ -200,6 +200,7 @@ def finish_timeline(writer: PassWriter, raw_dir: Path, meta: Meta, child_error: 
             meta.timeline.clock_offset_ns = report.clock_offset_ns
             meta.timeline.clock_uncertainty_ns = report.clock_uncertainty_ns
             meta.timeline.timed_steps_gpu = report.timed_steps_gpu
+            note_failed_allocation(meta, report)
             for part in (trace, *later_parts):
                 _compress(part)
         except TenprofError as exc:

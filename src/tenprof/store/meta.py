@@ -50,6 +50,7 @@ class OutOfMemory(BaseModel):
     device_free_bytes: int = Field(-1, description="the card's free memory as the driver saw it")
     device_total_bytes: int = Field(-1, description="the card's memory")
     snapshot: str = Field("", description="the allocator's snapshot, relative to the pass's raw folder, for memory_viz")
+    at_ns: int = Field(-1, description="when the allocation failed, on the trace's clock (its [OutOfMemory] event)")
     allocator_error: str = Field("", description="why the allocator's state could not be read")
 
 

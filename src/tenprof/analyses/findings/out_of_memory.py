@@ -1,9 +1,10 @@
 """out-of-memory: the post-mortem of a script that died of an out-of-memory error, ranked first.
 
 What it stands on: the error and the caching allocator's state when it was raised (the run's
-`meta.run.out_of_memory`, from capture.out_of_memory), and the timeline's allocator reports, replayed
-into blocks (analyses.timeline.live_memory): the blocks on the failing device never freed before the
-end of the recording are what held the memory when the allocation failed. They are summed by the
+`meta.run.out_of_memory`, from capture.out_of_memory; for an imported trace, its last "[OutOfMemory]"
+event), and the timeline's allocator reports, replayed into blocks (analyses.timeline.live_memory): the
+blocks on the failing device live when the allocation failed (its event's time; without one, the end of
+the recording) are what held the memory. They are summed by the
 user's line and op that made them (analyses.timeline.live_memory), with the steps they were made in,
 so a list that keeps one output a step reads "612 blocks of 128 MiB from train.py:12 (aten::mm), one a
 step over steps 3-614".
@@ -26,7 +27,7 @@ import numpy as np
 
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.model import Finding
-from tenprof.analyses.timeline.live_memory import Blocks, Holder, blocks, live_at_end
+from tenprof.analyses.timeline.live_memory import Blocks, Holder, blocks, live_at, live_at_end
 from tenprof.core.quantities import size
 from tenprof.store.meta import OutOfMemory
 
@@ -44,7 +45,9 @@ def check(ctx: Context) -> list[Finding]:
         return [_in_worker(oom, int(worker.group(1)))]
     found = blocks(ctx.profile)
     device = f"cuda:{oom.device}" if oom.device >= 0 else _busiest_device(found)
-    live = live_at_end(found) & found.on(device)
+    # held when it failed: at its [OutOfMemory] event where the trace has one (a run may go on after an error
+    # it caught), else at the recording's end (the run stopped there)
+    live = (live_at(found, oom.at_ns) if oom.at_ns >= 0 else live_at_end(found)) & found.on(device)
     held = ctx.holders(found, live)
     live_bytes = int(found.nbytes[live].sum())
     asked = f"{size(oom.requested_bytes)} asked for" if oom.requested_bytes >= 0 else "an allocation failed"
@@ -78,8 +81,13 @@ def check(ctx: Context) -> list[Finding]:
             cost_ns=0,
             seen=seen,
             where=list(dict.fromkeys([*(h.line for h in held[:2]), *([oom.where] if oom.where else [])]))[:3],
-            why="The script stopped: the caching allocator could not find the memory the op asked for, neither in "
-            "its free blocks nor from the driver.",
+            why=(
+                "The script stopped: "
+                if ctx.profile.meta.run.cut_short
+                else "An allocation failed (the script caught the error and went on): "
+            )
+            + "the allocator could not find the memory the op asked for, neither in its free blocks nor from the "
+            "driver.",
             fix=_fix(leak, fragmented, oom),
             numbers={
                 "requested_bytes": float(oom.requested_bytes),
