@@ -69,7 +69,10 @@ def test_balanced_ddp_overlaps_its_allreduce_and_names_no_straggler() -> None:
         assert r.exposed_ns < r.communication_ns and not math.isnan(r.overlap) and r.overlap > 0.5
         parts = r.compute_ns + r.exposed_ns + r.transfers_ns + r.idle_ns
         assert parts == pytest.approx(r.step_ns, rel=0.05)  # medians of parts that sum per step
-    assert "no shift" in report.clock_method
+    assert "none applied" in report.clock_method and all(r.clock_shift_ns == 0 for r in report.ranks)
+    # one group (the recording predates the groups' names), neither rank always last
+    (group,) = report.arrivals
+    assert group.ranks == [0, 1] and group.compared >= 8 and max(group.last_share.values()) < 0.9
 
 
 def test_slowed_rank_is_named_with_the_line_where_it_falls_behind() -> None:
@@ -124,31 +127,56 @@ def test_report_of_a_single_profile_rejects_rank(tmp_path: Path) -> None:
     assert main(["report", str(tmp_path / "p"), "--rank", "0"]) == 2
 
 
-def test_ranks_on_two_hosts_are_aligned_on_their_collectives(tmp_path: Path) -> None:
-    """The balanced recording with rank 1 moved to another host whose clock runs 5 ms ahead: the shift
-    found from the ends of each step's last collective undoes it."""
+def _moved(source: Path, target: Path, rank: int, shift_ns: int, host: str | None = None) -> Path:
+    """A copy of a ranks recording with one rank's clock `shift_ns` ahead (every time of its timeline), on
+    `host` where given."""
     import json
 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    target = tmp_path / "two_hosts"
-    shutil.copytree(RANKS / "balanced", target)
-    rank1 = target / "rank00001"
-    meta = json.loads((rank1 / "meta.json").read_text())
-    meta["host"] = "other"
-    (rank1 / "meta.json").write_text(json.dumps(meta))
-    for name in ("kernels", "steps"):
-        path = rank1 / "timeline" / f"{name}.parquet"
+    shutil.copytree(source, target)
+    moved = target / f"rank{rank:05d}"
+    if host is not None:
+        meta = json.loads((moved / "meta.json").read_text())
+        meta["host"] = host
+        (moved / "meta.json").write_text(json.dumps(meta))
+    for path in (moved / "timeline").glob("*.parquet"):
         table = pq.read_table(path)
-        for column in ("start_ns", "end_ns"):
-            shifted = pa.array(table.column(column).to_numpy() + 5_000_000)
-            table = table.set_column(table.schema.get_field_index(column), column, shifted)
+        for index, name in enumerate(table.column_names):
+            if name in ("start_ns", "end_ns", "ts_ns"):
+                values = table.column(name).to_numpy()
+                table = table.set_column(index, name, pa.array(values + shift_ns, type=table.schema.field(name).type))
         pq.write_table(table, path)
-    report = ranks_report(target)
+    return target
+
+
+def test_ranks_on_two_hosts_are_aligned_on_their_collectives(tmp_path: Path) -> None:
+    """The balanced recording with rank 1 moved to another host whose clock runs 5 ms ahead: the shift
+    found from the ends of the collectives undoes it, within the issue's 50 us."""
+    plain = {r.rank: r for r in ranks_report(RANKS / "balanced").ranks}
+    report = ranks_report(_moved(RANKS / "balanced", tmp_path / "two_hosts", 1, 5_000_000, host="other"))
     assert report.hosts == ["other", "vm"] and "2 hosts" in report.clock_method
-    offsets = {r.rank: r.clock_offset_ns for r in report.ranks}
-    assert offsets[0] == 0 and offsets[1] == pytest.approx(-5_000_000, abs=300_000)
+    shifts = {r.rank: r.clock_shift_ns for r in report.ranks}
+    assert shifts[0] == 0 and shifts[1] == pytest.approx(-5_000_000, abs=50_000)
+    assert {r.rank: r.overlap for r in report.ranks} == {r: plain[r].overlap for r in plain}
+
+
+@pytest.mark.parametrize("shift_ns", [-3_000_000, 250_000, 40_000_000])
+def test_a_planted_shift_on_one_host_is_found_and_the_straggler_still_arrives_last(
+    tmp_path: Path, shift_ns: int
+) -> None:
+    """The slowed recording (rank 1 sleeps in each step) with rank 1's clock moved: the clocks of one host
+    that disagree by more than 50 us are aligned too, and rank 1 still arrives last at every collective,
+    the others waiting for it as long as without the shift."""
+    plain = ranks_report(RANKS / "slowed")
+    report = ranks_report(_moved(RANKS / "slowed", tmp_path / "moved", 1, shift_ns))
+    assert report.hosts == ["vm"] and "one host, but a shift" in report.clock_method
+    assert {r.rank: r.clock_shift_ns for r in report.ranks}[1] == pytest.approx(-shift_ns, abs=50_000)
+    (before,), (after,) = plain.arrivals, report.arrivals
+    assert before.last_share[1] == after.last_share[1] == 1.0 and before.compared == after.compared
+    assert after.mean_wait_ns[0] == pytest.approx(before.mean_wait_ns[0], abs=50_000)
+    assert after.mean_wait_ns[0] > 5_000_000  # rank 0 waits for the sleeping rank 1 in every step
 
 
 def test_launcher_flag_in_every_spelling_is_not_handed_to_the_ranks() -> None:

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+import orjson
 import pyarrow as pa
 
 from tenprof.core.inductor import inside_autotuning
@@ -48,6 +49,7 @@ from tenprof.core.units import duration
 from tenprof.importers.call_paths import CallPaths, OpLinks, join_call_paths, recorded_paths, sidecar_scope_rows
 from tenprof.importers.callsites import Callsites, clock_offset
 from tenprof.importers.timeline_columns import (
+    COLLECTIVE_ARGS,
     STEP_PREFIX,
     Clock,
     Collector,
@@ -140,6 +142,7 @@ def build_timeline(
     )
     tables: dict[str, Callable[[], pa.Table]] = {
         "ops": lambda: _ops_table(col.ops, ops, paths, scopes.op_scope, steps.op_step),
+        "collectives": lambda: _collectives_table(col.kernels, kernels),  # before the kernels' columns go
         "kernels": lambda: _kernels_table(col.kernels, kernels),
         "transfers": lambda: _transfers_table(col.transfers, transfers),
         "api_calls": lambda: _api_calls_table(col.api, api),
@@ -630,6 +633,55 @@ def _kernels_table(cols: Cols, kernels: _Kernels) -> pa.Table:
             "ordinal_in_op": kernels.ordinal.astype(np.int32),
         }
     )
+
+
+def _collectives_table(cols: Cols, kernels: _Kernels) -> pa.Table:
+    """A row per kernel whose args say it is a collective's (the `comm` column, timeline_columns.
+    COLLECTIVE_ARGS), in kernel_id order, with its place among its group's collectives on this rank."""
+    texts = in_order(cols.data["comm"], kernels.order)
+    rows = [k for k, text in enumerate(texts) if text]
+    values = [_collective_values(texts[k]) for k in rows]
+    groups = [str(v[1]) for v in values]
+    seen: dict[str, int] = {}
+    seq = []
+    for group in groups:  # rows are in start order
+        seq.append(seen.get(group, 0))
+        seen[group] = seq[-1] + 1
+    return pa.table(
+        {
+            "kernel_id": np.array(rows, dtype=np.int64),
+            "collective": [str(v[0]) for v in values],
+            "group": groups,
+            "group_description": [str(v[2]) for v in values],
+            "group_ranks": [str(v[3]) for v in values],
+            "group_size": np.array([_int_or(v[4]) for v in values], dtype=np.int32),
+            "in_elements": np.array([_int_or(v[5]) for v in values], dtype=np.int64),
+            "out_elements": np.array([_int_or(v[6]) for v in values], dtype=np.int64),
+            "element_type": [str(v[7]) for v in values],
+            "seq": np.array(seq, dtype=np.int64),
+        }
+    )
+
+
+def _collective_values(text: str) -> list[object]:
+    """The COLLECTIVE_ARGS of one kernel from its JSON array: '' for what is absent or not a plain value."""
+    try:
+        values = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        values = []
+    values = values if isinstance(values, list) else []
+    values += [None] * (len(COLLECTIVE_ARGS) - len(values))
+    # the group's ranks may be written as a list: kept as its JSON text
+    return [
+        "" if v is None or isinstance(v, dict) else orjson.dumps(v).decode() if isinstance(v, list) else v
+        for v in values[: len(COLLECTIVE_ARGS)]
+    ]
+
+
+def _int_or(value: object, default: int = -1) -> int:
+    """A whole number given as a number or as its text; `default` for anything else."""
+    text = str(value)
+    return int(text) if text.lstrip("-").isdigit() and not isinstance(value, bool) else default
 
 
 # ---- transfers

@@ -167,6 +167,7 @@ class Collector:
             smem="q",
             corr="q",
             ext="q",
+            comm="s",  # a collective's metadata (COLLECTIVE_ARGS) as a JSON array, '' for other kernels
         )
         self.transfers = Cols(name="s", cat="s", bytes="q", device="q", stream="q", ts="d", dur="d", corr="q", ext="q")
         self.api = Cols(name="s", cat="s", tid="q", ts="d", dur="d", corr="q", ext="q")
@@ -304,6 +305,7 @@ class Collector:
         data["smem"].fromlist([a.shared_memory for a in args])
         data["corr"].fromlist([a.correlation for a in args])
         data["ext"].fromlist([a.external_id for a in args])
+        data["comm"] += self._json_texts([_collective_args(a) for a in args])
 
     def _add_transfers(self, transfers: list[Event]) -> None:
         data = self.transfers.data
@@ -392,6 +394,29 @@ class Collector:
 # a few thousand shapes, and a trace with more than _TEXTS_KEPT starts the cache again rather than grow it
 _TEXTS: dict[bytes, str] = {b"": ""}
 _TEXTS_KEPT = 1 << 18
+
+
+# a collective kernel's args, in this order, as the `comm` column's JSON array
+COLLECTIVE_ARGS = (
+    "collective_name",
+    "group_name",
+    "group_description",
+    "group_ranks",
+    "group_size",
+    "in_elements",
+    "out_elements",
+    "element_type",
+)
+_NO_COLLECTIVE = msgspec.Raw(b"")
+
+
+def _collective_args(args: EventArgs) -> msgspec.Raw:
+    """The COLLECTIVE_ARGS of a kernel's args as one raw JSON array (null where absent); empty for a kernel
+    that is no collective's."""
+    if not args.collective_name:
+        return _NO_COLLECTIVE
+    values = (bytes(getattr(args, name)) or b"null" for name in COLLECTIVE_ARGS)
+    return msgspec.Raw(b"[" + b",".join(values) + b"]")
 
 
 def _compact_json(raw: bytes) -> str:

@@ -87,11 +87,34 @@ def render_ranks(report: RanksReport, kernels: list[dict[str, object]], console:
     else:
         console.print("No straggler: no rank's collective wait or step time stands out.")
     _render_findings(ranks, console)
+    _render_arrivals(report, console, limit)
     console.print(f"  Clocks: {escape(report.clock_method)}.")
-    if len(report.hosts) > 1:
-        shifts = ", ".join(f"rank {r.rank} {r.clock_offset_ns / 1e6:+.3f}ms" for r in ranks)
-        console.print(f"  Clock shifts: {shifts}")
+    if any(r.clock_shift_ns for r in ranks):
+        shifts = ", ".join(f"rank {r.rank} {r.clock_shift_ns / 1e6:+.3f}ms" for r in ranks[:16])
+        more = f" (and {len(ranks) - 16} more: --json)" if len(ranks) > 16 else ""
+        console.print(f"  Clock shifts: {shifts}{more}")
     _render_kernels(kernels, console, limit)
+
+
+ARRIVAL_RANKS = 4  # per group, the ranks most often last that the text shows (--json: all)
+
+
+def _render_arrivals(report: RanksReport, console: Console, limit: int | None) -> None:
+    """Per process group: how many collectives were compared, the ranks most often last and their wait."""
+    if not report.arrivals:
+        return
+    table = Table(title="Who arrived last at the collectives, per process group", title_justify="left")
+    for name in ("Group", "Ranks", "Compared", "Most often last", "Others wait for it (mean)"):
+        table.add_column(name, justify="left" if name in ("Group", "Most often last") else "right")
+    for g in report.arrivals[: limit or None]:
+        slowest = sorted(g.last_share, key=lambda r: (-g.last_share[r], r))[:ARRIVAL_RANKS]
+        said = ", ".join(f"rank {r} {g.last_share[r]:.0%}" for r in slowest if g.last_share[r] > 0)
+        others = [w for r, w in g.mean_wait_ns.items() if r != g.most_often_last]
+        name = f"{g.group} ({g.description})" if g.description else g.group
+        table.add_row(
+            escape(name), str(len(g.ranks)), str(g.compared), said, _ms(float(np.mean(others))) if others else ""
+        )
+    console.print(table)
 
 
 def _render_parts(ranks: list[RankSummary], console: Console) -> None:

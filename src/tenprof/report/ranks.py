@@ -10,6 +10,7 @@ from typing import Any
 
 from rich.console import Console
 
+from tenprof.analyses.compare.collectives import GroupArrivals
 from tenprof.analyses.compare.ranks import ranks_report
 from tenprof.core.quantities import format_quantities
 from tenprof.renderers.ranks_text import render_ranks
@@ -49,12 +50,25 @@ def ranks_json(out_dir: Path) -> str:
     return json.dumps(ranks_data(out_dir), indent=2, default=float)
 
 
+def _arrivals(group: GroupArrivals) -> dict[str, Any]:
+    """Who arrived last at one process group's collectives: a row per rank of the group."""
+    return {
+        "group": group.group,
+        "description": group.description,
+        "compared": group.compared,
+        "most_often_last": group.most_often_last,
+        "ranks": [
+            {"rank": r, "last_share": group.last_share[r], "mean_wait_ns": group.mean_wait_ns[r]} for r in group.ranks
+        ],
+    }
+
+
 def ranks_data(out_dir: Path) -> dict[str, Any]:
     """The merged report's data (`ranks_json`, and the HTML page's ranks section)."""
     report = ranks_report(out_dir)
     ranks = []
     for r in report.ranks:
-        row = {k: v for k, v in dataclasses.asdict(r).items() if k not in ("collective_ends", "windows")}
+        row = {k: v for k, v in dataclasses.asdict(r).items() if k != "windows"}
         row["overlap"] = None if math.isnan(r.overlap) else r.overlap
         for finding in row["findings"] or []:  # as the text report reads them: quantities written out
             finding["title"] = format_quantities(finding["title"])
@@ -65,6 +79,7 @@ def ranks_data(out_dir: Path) -> dict[str, Any]:
         "clock_method": report.clock_method,
         "ranks": ranks,
         "stragglers": [dataclasses.asdict(s) for s in report.stragglers],
+        "arrivals": [_arrivals(g) for g in report.arrivals],
         "kernels": kernels_across_ranks(out_dir),
     }
     return body

@@ -93,6 +93,24 @@ KERNELS = _schema(
     Column("ordinal_in_op", I32, "0-based index among the launches of op_id"),
 )
 
+COLLECTIVES = _schema(
+    Column("kernel_id", I64, "the collective's kernel (kernels.kernel_id), in start order"),
+    Column("collective", STR, "as torch.distributed names it: allreduce, allgather, reduce_scatter, broadcast, ..."),
+    Column("group", STR, "the process group's name ('0': the default group), '' where the trace does not say"),
+    Column("group_description", STR, "default_pg, or what the job named the group; ''"),
+    Column("group_ranks", STR, "the group's global ranks as the trace writes them ('[0, 1]'), ''"),
+    Column("group_size", I32, "ranks in the group, -1 when not said"),
+    Column("in_elements", I64, "elements sent (In msg nelems), -1 when not said"),
+    Column("out_elements", I64, "elements received (Out msg nelems), -1 when not said"),
+    Column("element_type", STR, "Float, BFloat16, ...; ''"),
+    Column(
+        "seq",
+        I64,
+        "its place among this rank's collectives of the same group, from 0, by start: the same collective has the "
+        "same seq on every rank of the group (a communicator runs its collectives in one order)",
+    ),
+)
+
 TRANSFERS = _schema(
     Column("transfer_id", I64, "rank by start time"),
     Column("name", STR, "e.g. Memcpy HtoD (Pageable -> Device)"),
@@ -454,6 +472,7 @@ TABLES: dict[str, pa.Schema] = {
     "ops": OPS,
     "kernels": KERNELS,
     "transfers": TRANSFERS,
+    "collectives": COLLECTIVES,
     "api_calls": API_CALLS,
     "frames": FRAMES,
     "scopes": SCOPES,
@@ -499,6 +518,7 @@ PASS_TABLES: dict[str, tuple[str, ...]] = {
     Pass.TIMELINE: (
         "ops",
         "kernels",
+        "collectives",
         "transfers",
         "api_calls",
         "frames",

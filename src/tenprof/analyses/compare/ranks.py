@@ -43,6 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tenprof.analyses.compare.collectives import GroupArrivals, RankCollectives, align_and_compare, rank_collectives
 from tenprof.analyses.findings import find_all, judging
 from tenprof.analyses.op_kinds import is_collective
 from tenprof.analyses.timeline.step_time import PARTS, step_time
@@ -84,9 +85,8 @@ class RankSummary:
     idle_ns: float
     cpu_ops_ns: float = 0.0  # the host inside torch ops (top-level ops of any thread, overlaps once)
     marked: bool = True  # steps were marked (else `steps` is 1: the whole profiled span)
-    collective_ends: list[int] = field(default_factory=list)  # end of every collective kernel, in order
     windows: tuple[list[int], list[int]] = ([], [])  # the steps' [start, end) on this rank's clock
-    clock_offset_ns: int = 0
+    clock_shift_ns: int = 0  # added to this rank's timestamps to put it on the reference rank's clock
     # where its mean steady step went (analyses.timeline.step_time); "capture" only where that was known
     parts: dict[str, float] = field(default_factory=dict)
     # its first findings paid every step: judged for the first rank, the ranks cut short and the stragglers
@@ -99,9 +99,7 @@ class RankSummary:
         """The step's time the host spent outside torch ops (its own Python, waiting, the profiler)."""
         return max(0.0, self.step_ns - self.cpu_ops_ns)
 
-    @property
-    def overlap(self) -> float:
-        return 1.0 - self.exposed_ns / self.communication_ns if self.communication_ns else math.nan
+    overlap: float = math.nan  # the median over the steps of each step's 1 - exposed / communication
 
 
 @dataclass(frozen=True)
@@ -120,6 +118,7 @@ class RanksReport:
     devices: list[str]
     clock_method: str
     stragglers: list[Straggler]
+    arrivals: list[GroupArrivals] = field(default_factory=list)  # who arrived last, per process group
 
 
 def rank_summary(profile: Profile, rank: int) -> RankSummary:
@@ -144,7 +143,11 @@ def rank_summary(profile: Profile, rank: int) -> RankSummary:
     communication = coverage(ks[comm], ke[comm], lo, hi)
     with_comm = coverage(ks, ke, lo, hi)
     busy = coverage(np.concatenate([ks, ts]), np.concatenate([ke, te]), lo, hi)
-    ends = np.sort(ke[comm]).tolist()
+    # each step's own overlap, then their median: medians of exposed and of communication taken apart come
+    # from different steps (52% against steps that overlap 40-54%, on a public A100 trace)
+    talked = communication > 0
+    exposed = (with_comm - compute)[talked]
+    overlap = float(np.median(1.0 - exposed / communication[talked])) if talked.any() else math.nan
     # the device its kernels ran on (the current device at the end can differ from the one used)
     devices = k.column("device").to_numpy()
     used = int(np.bincount(devices[devices >= 0]).argmax()) if (devices >= 0).any() else meta.run.cuda_device
@@ -168,8 +171,8 @@ def rank_summary(profile: Profile, rank: int) -> RankSummary:
         idle_ns=med((hi - lo) - busy),
         cpu_ops_ns=med(coverage(os_, oe, lo, hi)),
         marked=marked,
-        collective_ends=ends,
         windows=(lo.tolist(), hi.tolist()),
+        overlap=overlap,
         parts=_step_parts(profile),
         cut_short=meta.run.cut_short_reason if meta.run.cut_short else "",
     )
@@ -266,6 +269,7 @@ def ranks_report(out_dir: Path) -> RanksReport:
     """Stream over the ranks' profiles under `out_dir` (see the module docstring)."""
     summaries: list[RankSummary] = []
     lines: list[dict[tuple[str, str], float]] = []
+    collectives: list[RankCollectives] = []
     directories = rank_dirs(out_dir)
     for directory in directories:
         profile = load_profile(directory)
@@ -273,9 +277,12 @@ def ranks_report(out_dir: Path) -> RanksReport:
         summary = rank_summary(profile, rank)
         summaries.append(summary)
         lines.append(line_times(profile, summary.windows))
+        collectives.append(rank_collectives(profile, rank))
         del profile
     hosts = sorted({s.host for s in summaries})
-    method = _align_clocks(summaries, hosts)
+    alignment = align_and_compare(collectives)
+    for summary in summaries:
+        summary.clock_shift_ns = alignment.shifts.get(summary.rank, 0)
     stragglers = _stragglers(summaries, lines)
     straggling = {x.rank for x in stragglers}
     # a rank whose script stopped early (rank 3 of 4 out of memory) is judged whatever the limit: its first
@@ -289,23 +296,9 @@ def ranks_report(out_dir: Path) -> RanksReport:
         ranks=summaries,
         hosts=hosts,
         devices=sorted({f"{s.host} {s.device}" for s in summaries}),
-        clock_method=method,
+        clock_method=alignment.method,
         stragglers=stragglers,
-    )
-
-
-def _align_clocks(ranks: list[RankSummary], hosts: list[str]) -> str:
-    if len(hosts) <= 1:
-        return "one host: the ranks share its clock (Kineto timestamps); no shift applied"
-    reference = next((r for r in ranks if r.rank == 0), ranks[0])
-    for r in ranks:
-        pairs = [
-            (a, b) for a, b in zip(r.collective_ends, reference.collective_ends, strict=False) if a >= 0 and b >= 0
-        ]
-        r.clock_offset_ns = int(np.median([b - a for a, b in pairs])) if pairs and r.host != reference.host else 0
-    return (
-        f"{len(hosts)} hosts: each rank shifted by the median difference between the ends of its collective "
-        f"kernels and rank {reference.rank}'s, matched in order (collectives end together on every rank)"
+        arrivals=alignment.groups,
     )
 
 

@@ -53,6 +53,16 @@ class EventArgs(msgspec.Struct, gc=False, frozen=True):
     alloc_bytes: int = msgspec.field(name="Bytes", default=0)
     total_allocated: int = msgspec.field(name="Total Allocated", default=-1)
     total_reserved: int = msgspec.field(name="Total Reserved", default=-1)
+    # a collective's kernel (NCCL's, torch.distributed's metadata; timeline_columns.COLLECTIVE_ARGS), read
+    # only when the collective's name is set
+    collective_name: msgspec.Raw = msgspec.field(name="Collective name", default=EMPTY_RAW)
+    group_name: msgspec.Raw = msgspec.field(name="Process Group Name", default=EMPTY_RAW)
+    group_description: msgspec.Raw = msgspec.field(name="Process Group Description", default=EMPTY_RAW)
+    group_ranks: msgspec.Raw = msgspec.field(name="Process Group Ranks", default=EMPTY_RAW)
+    group_size: msgspec.Raw = msgspec.field(name="Group size", default=EMPTY_RAW)
+    in_elements: msgspec.Raw = msgspec.field(name="In msg nelems", default=EMPTY_RAW)
+    out_elements: msgspec.Raw = msgspec.field(name="Out msg nelems", default=EMPTY_RAW)
+    element_type: msgspec.Raw = msgspec.field(name="dtype", default=EMPTY_RAW)
     # Inductor's Triton launches (timeline_columns._TRITON_LAUNCH_ARGS), read only when kernel_backend is set
     kernel_backend: msgspec.Raw = EMPTY_RAW
     kernel_file: msgspec.Raw = EMPTY_RAW

@@ -626,7 +626,16 @@
       { key: "step_ns", label: "step", fmt: dur }, { key: "compute_ns", label: "compute", fmt: dur },
       { key: "communication_ns", label: "communication", fmt: dur }, { key: "exposed_ns", label: "not overlapped", fmt: dur },
       { key: "idle_ns", label: "idle", fmt: dur }, { key: "overlap", label: "overlap", fmt: (v) => pct(v) },
+      { key: "clock_shift_ns", label: "clock shift", fmt: dur },
     ], r.ranks);
+    // who arrived last at each process group's collectives: a row per rank of the group
+    for (const g of r.arrivals || []) {
+      sec.append(el("h3", { text: `Who arrived last: group ${g.group}${g.description ? " (" + g.description + ")" : ""}, ${num(g.compared)} collectives compared` }));
+      table(sec, [
+        { key: "rank", label: "rank" }, { key: "last_share", label: "arrived last", fmt: (v) => pct(v) },
+        { key: "mean_wait_ns", label: "waited for the last (mean)", fmt: dur },
+      ], g.ranks, { sort: "last_share" });
+    }
     // where each rank's mean steady step went (analyses/step_time.py), the parts any rank has
     const shown = STEP_PARTS.filter(([key]) => r.ranks.some((x) => (x.parts || {})[key] > 0));
     if (shown.length) {

@@ -1,0 +1,98 @@
+"""The collectives table (a row per collective kernel, from NCCL's args in the trace) and the clock shifts
+and arrivals built on it (analyses.compare.collectives); the ranks recordings' are in tests/unit/test_ranks.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+import pytest
+
+from tenprof.analyses.compare.collectives import RankCollectives, align_and_compare, rank_collectives
+from tenprof.importers.timeline_import import import_trace
+from tests.conftest import DATA
+
+
+@pytest.fixture(scope="module")
+def ddp(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from tenprof.store.profile import load_profile
+
+    out = tmp_path_factory.mktemp("ddp") / "p"
+    import_trace(DATA / "corpus_traces" / "ddp_no_sync.json.gz", out, force=False)
+    return load_profile(out)
+
+
+def test_each_allreduce_of_a_ddp_trace_has_its_group_and_its_place(ddp: Any) -> None:
+    table = ddp.table("collectives")
+    rows = table.to_pylist()
+    assert len(rows) == 192 and [r["seq"] for r in rows] == list(range(192))
+    assert {(r["collective"], r["group"], r["group_description"], r["group_ranks"], r["group_size"]) for r in rows} == {
+        ("allreduce", "0", "default_pg", "[0, 1]", 2)
+    }
+    assert {r["element_type"] for r in rows} == {"Float"} and min(r["in_elements"] for r in rows) > 0
+    names = ddp.table("kernels").column("name").to_pylist()
+    assert all(names[r["kernel_id"]].startswith("ncclDevKernel_AllReduce") for r in rows)
+    kernels = ddp.table("kernels").column("start_ns").to_numpy()[table.column("kernel_id").to_numpy()]
+    assert (np.diff(kernels) > 0).all()  # seq follows the kernels' start
+
+
+def test_args_of_other_types_and_a_second_group_are_read(tmp_path: Path) -> None:
+    kernel = {"ph": "X", "cat": "kernel", "pid": 0, "tid": 7, "dur": 5.0}
+    events = [
+        {**kernel, "name": "ncclDevKernel_AllGather_RING_LL", "ts": 10.0, "args": {
+            "Collective name": "allgather", "Process Group Name": "3", "Process Group Ranks": [0, 2],
+            "Group size": "2", "In msg nelems": 64, "Out msg nelems": 128, "dtype": "BFloat16"}},
+        {**kernel, "name": "ncclDevKernel_AllReduce_Sum_f32", "ts": 20.0, "args": {
+            "Collective name": "allreduce", "Process Group Name": "0", "Group size": True}},
+        {**kernel, "name": "ncclDevKernel_AllGather_RING_LL", "ts": 30.0, "args": {
+            "Collective name": "allgather", "Process Group Name": "3", "Process Group Ranks": [0, 2]}},
+        {**kernel, "name": "gemm", "ts": 40.0, "args": {}},
+    ]  # fmt: skip
+    trace = tmp_path / "t.json"
+    trace.write_bytes(orjson.dumps({"schemaVersion": 1, "traceEvents": events}))
+    import_trace(trace, tmp_path / "p", force=False)
+    from tenprof.store.profile import load_profile
+
+    rows = load_profile(tmp_path / "p").table("collectives").to_pylist()
+    assert [(r["kernel_id"], r["group"], r["seq"], r["group_ranks"], r["group_size"]) for r in rows] == [
+        (0, "3", 0, "[0,2]", 2),
+        (1, "0", 0, "", -1),  # a flag is no size
+        (2, "3", 1, "[0,2]", -1),
+    ]
+    assert rows[0]["in_elements"] == 64 and rows[0]["out_elements"] == 128 and rows[0]["element_type"] == "BFloat16"
+
+
+def _rank(rank: int, host: str, groups: list[str], start: list[int], end: list[int]) -> RankCollectives:
+    seq, seen = [], {}  # type: ignore[var-annotated]
+    for g in groups:
+        seq.append(seen.get(g, 0))
+        seen[g] = seq[-1] + 1
+    return RankCollectives(rank, host, groups, {}, np.array(seq), np.array(start), np.array(end))
+
+
+def test_a_rank_in_no_group_with_the_first_is_placed_through_one_that_is() -> None:
+    # 2D: ranks 0,1 share group "a", ranks 1,2 share "b"; rank 2's clock 7 ms behind rank 1's (on its host)
+    r0 = _rank(0, "h0", ["a", "a"], [100, 300], [150, 350])
+    r1 = _rank(1, "h0", ["a", "b", "a", "b"], [110, 200, 320, 400], [150, 260, 350, 460])
+    r2 = _rank(2, "h1", ["b", "b"], [240 - 7000, 420 - 7000], [260 - 7000, 460 - 7000])
+    found = align_and_compare([r0, r1, r2])
+    assert found.applied and found.shifts == {0: 0, 1: 0, 2: 7000}
+    a, b = found.groups
+    assert (a.group, a.ranks, a.compared, a.last_share) == ("a", [0, 1], 2, {0: 0.0, 1: 1.0})
+    assert (b.group, b.ranks, b.last_share, b.most_often_last) == ("b", [1, 2], {1: 0.0, 2: 1.0}, 2)
+    assert b.mean_wait_ns == {1: 30.0, 2: 0.0}  # rank 1 waits 40, then 20
+
+
+def test_without_collectives_nothing_is_shifted() -> None:
+    found = align_and_compare([_rank(0, "a", [], [], []), _rank(1, "b", [], [], [])])
+    assert not found.applied and found.shifts == {0: 0, 1: 0} and not found.groups
+    assert "no collectives" in found.method
+
+
+def test_an_older_recording_gives_its_collective_kernels_as_one_group() -> None:
+    from tenprof.store.profile import load_profile
+
+    found = rank_collectives(load_profile(DATA / "ranks" / "balanced" / "rank00000"), 0)
+    assert set(found.group) == {"?"} and found.seq.tolist() == list(range(len(found.seq))) and len(found.seq) > 8
