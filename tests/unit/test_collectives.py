@@ -96,3 +96,32 @@ def test_an_older_recording_gives_its_collective_kernels_as_one_group() -> None:
 
     found = rank_collectives(load_profile(DATA / "ranks" / "balanced" / "rank00000"), 0)
     assert set(found.group) == {"?"} and found.seq.tolist() == list(range(len(found.seq))) and len(found.seq) > 8
+
+
+def test_bus_bandwidth_is_nccl_tests_from_the_last_arrival() -> None:
+    from tenprof.analyses.compare.bus_bandwidth import bus_factor, link_peak, message_bytes
+
+    mib64 = 16 * (1 << 20)  # float32 elements: 64 MiB
+    assert message_bytes("allreduce", mib64, mib64, "Float") == 64 << 20
+    assert message_bytes("allgather", mib64 // 4, mib64, "BFloat16") == 32 << 20  # the gathered output
+    assert message_bytes("allreduce", 10, 10, "Complex") == -1
+    assert bus_factor("allreduce", 8) == pytest.approx(1.75) and bus_factor("reduce_scatter", 4) == 0.75
+    assert bus_factor("broadcast", 4) == 1.0 and bus_factor("barrier", 4) is None
+    assert link_peak("NVIDIA H100 80GB HBM3", True) == ("NVLink 4", 450.0, link_peak("NVIDIA H200", True)[2])  # type: ignore[index]
+    assert link_peak("NVIDIA H100 80GB HBM3", False) is None and link_peak("Tesla T4", True) is None
+
+    def rank(r: int, start: list[int], end: list[int], size: int) -> RankCollectives:
+        count = len(start)
+        return RankCollectives(
+            r, "h", ["0"] * count, {}, np.arange(count), np.array(start), np.array(end),
+            ["allreduce"] * count, np.full(count, size), {"0": 4}, "NVIDIA H100 80GB HBM3",
+        )  # fmt: skip
+
+    # four ranks; the last arrives at 1000 ns, all end 1 ms later: 64 MiB in 1 ms is 67.1 GB/s algbw, x1.5
+    ranks = [rank(r, [100 * r + 700], [1_001_000], 64 << 20) for r in range(4)]
+    (group,) = align_and_compare(ranks).groups
+    assert group.most_often_last == 3 and group.late_ns == 100
+    assert group.bus_gbs == pytest.approx((64 << 20) / 1_000_000 * 1.5) and group.bus_collectives == 1
+    assert (group.link, group.link_peak_gbs) == ("NVLink 4", 450.0)
+    small = [rank(r, [100 * r + 700], [1_001_000], 1024) for r in range(4)]
+    assert align_and_compare(small).groups[0].bus_gbs is None  # latency-bound sizes are not judged

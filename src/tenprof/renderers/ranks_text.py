@@ -104,17 +104,40 @@ def _render_arrivals(report: RanksReport, console: Console, limit: int | None) -
     if not report.arrivals:
         return
     table = Table(title="Who arrived last at the collectives, per process group", title_justify="left")
-    for name in ("Group", "Ranks", "Compared", "Most often last", "Others wait for it (mean)"):
-        table.add_column(name, justify="left" if name in ("Group", "Most often last") else "right")
+    columns = ("Group", "Ranks", "Compared", "Most often last", "Others wait for it", "On time: step -")
+    columns += ("Bus bandwidth",)
+    for name in columns:
+        table.add_column(name, justify="left" if name in ("Group", "Most often last", "Bus bandwidth") else "right")
+    steps = late_steps(report)
     for g in report.arrivals[: limit or None]:
         slowest = sorted(g.last_share, key=lambda r: (-g.last_share[r], r))[:ARRIVAL_RANKS]
         said = ", ".join(f"rank {r} {g.last_share[r]:.0%}" for r in slowest if g.last_share[r] > 0)
         others = [w for r, w in g.mean_wait_ns.items() if r != g.most_often_last]
         name = f"{g.group} ({g.description})" if g.description else g.group
+        bus = f"{g.bus_gbs:.1f} GB/s" if g.bus_gbs is not None else "sizes not in the trace"
+        if g.bus_gbs is not None and g.link_peak_gbs:
+            bus += f" of {g.link}'s {g.link_peak_gbs:.0f}"
         table.add_row(
-            escape(name), str(len(g.ranks)), str(g.compared), said, _ms(float(np.mean(others))) if others else ""
+            escape(name),
+            str(len(g.ranks)),
+            str(g.compared),
+            said,
+            _ms(float(np.mean(others))) if others else "",
+            _ms(g.late_ns / steps) if steps else "",
+            escape(bus),
         )
     console.print(table)
+    console.print(
+        "  Others wait for it: their mean wait per collective. On time: how much sooner each step could end had the "
+        "last rank arrived with the one before it (a bound). Bus bandwidth: nccl-tests' definition, median of the "
+        "collectives of 1 MiB or more, from the last arrival to the end."
+    )
+
+
+def late_steps(report: RanksReport) -> float:
+    """The steps the arrivals' lateness is spread over: the median rank's complete steps."""
+    counts = [r.steps for r in report.ranks if r.steps > 0]
+    return float(np.median(counts)) if counts else 0.0
 
 
 def _render_parts(ranks: list[RankSummary], console: Console) -> None:

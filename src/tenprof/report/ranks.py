@@ -13,7 +13,7 @@ from rich.console import Console
 from tenprof.analyses.compare.collectives import GroupArrivals
 from tenprof.analyses.compare.ranks import ranks_report
 from tenprof.core.quantities import format_quantities
-from tenprof.renderers.ranks_text import render_ranks
+from tenprof.renderers.ranks_text import late_steps, render_ranks
 from tenprof.store.schema import Pass
 
 
@@ -50,13 +50,19 @@ def ranks_json(out_dir: Path) -> str:
     return json.dumps(ranks_data(out_dir), indent=2, default=float)
 
 
-def _arrivals(group: GroupArrivals) -> dict[str, Any]:
+def _arrivals(group: GroupArrivals, steps: float) -> dict[str, Any]:
     """Who arrived last at one process group's collectives: a row per rank of the group."""
     return {
         "group": group.group,
         "description": group.description,
         "compared": group.compared,
         "most_often_last": group.most_often_last,
+        "late_ns": group.late_ns,
+        "late_per_step_ns": group.late_ns / steps if steps else None,
+        "bus_gbs": group.bus_gbs,
+        "bus_collectives": group.bus_collectives,
+        "link": group.link,
+        "link_peak_gbs": group.link_peak_gbs,
         "ranks": [
             {"rank": r, "last_share": group.last_share[r], "mean_wait_ns": group.mean_wait_ns[r]} for r in group.ranks
         ],
@@ -79,7 +85,7 @@ def ranks_data(out_dir: Path) -> dict[str, Any]:
         "clock_method": report.clock_method,
         "ranks": ranks,
         "stragglers": [dataclasses.asdict(s) for s in report.stragglers],
-        "arrivals": [_arrivals(g) for g in report.arrivals],
+        "arrivals": [_arrivals(g, late_steps(report)) for g in report.arrivals],
         "kernels": kernels_across_ranks(out_dir),
     }
     return body

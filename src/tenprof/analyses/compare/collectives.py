@@ -31,11 +31,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from tenprof.analyses.compare.bus_bandwidth import bus_factor, link_peak, message_bytes
 from tenprof.analyses.op_kinds import is_collective
 from tenprof.store.profile import Profile
 
 I64 = npt.NDArray[np.int64]
 SHARED_CLOCK_NS = 50_000  # a shift larger than this means the ranks' clocks were not one host's
+BUS_MIN_BYTES = 1 << 20  # smaller messages are bound by latency: their bandwidth says little of the links
 UNKNOWN_GROUP = "?"
 
 
@@ -50,6 +52,10 @@ class RankCollectives:
     seq: I64
     start_ns: I64
     end_ns: I64
+    collective: list[str] = field(default_factory=list)  # allreduce, ... ('' where not said)
+    nbytes: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # as nccl-tests counts; -1
+    group_size: dict[str, int] = field(default_factory=dict)  # group -> its ranks, where said
+    gpu: str = ""  # the rank's GPU model, as CUDA names it
 
     def keys(self) -> dict[tuple[str, int], int]:
         """(group, seq) -> the collective's row."""
@@ -61,12 +67,35 @@ def rank_collectives(profile: Profile, rank: int) -> RankCollectives:
     kernels = profile.table("kernels")
     start, end = kernels.column("start_ns").to_numpy(), kernels.column("end_ns").to_numpy()
     table = profile.table("collectives")
+    gpu = next((g.name for g in profile.meta.gpus if g.index == profile.meta.run.cuda_device), "")
     if table.num_rows:
         ids = table.column("kernel_id").to_numpy()
         groups = [str(g) for g in table.column("group").to_pylist()]
         descriptions = dict(zip(groups, (str(d) for d in table.column("group_description").to_pylist()), strict=True))
+        sizes = table.column("group_size").to_numpy()
+        names = [str(c) for c in table.column("collective").to_pylist()]
+        nbytes = [
+            message_bytes(c, i, o, t)
+            for c, i, o, t in zip(
+                names,
+                table.column("in_elements").to_pylist(),
+                table.column("out_elements").to_pylist(),
+                table.column("element_type").to_pylist(),
+                strict=True,
+            )
+        ]
         return RankCollectives(
-            rank, profile.meta.host, groups, descriptions, table.column("seq").to_numpy(), start[ids], end[ids]
+            rank,
+            profile.meta.host,
+            groups,
+            descriptions,
+            table.column("seq").to_numpy(),
+            start[ids],
+            end[ids],
+            names,
+            np.array(nbytes, dtype=np.int64),
+            {g: int(s) for g, s in zip(groups, sizes.tolist(), strict=True) if s > 0},
+            gpu,
         )
     ids = np.flatnonzero([is_collective(n) for n in kernels.column("name").to_pylist()])
     return RankCollectives(
@@ -77,6 +106,10 @@ def rank_collectives(profile: Profile, rank: int) -> RankCollectives:
         np.arange(len(ids), dtype=np.int64),
         start[ids],
         end[ids],
+        [""] * len(ids),
+        np.full(len(ids), -1, dtype=np.int64),
+        {},
+        gpu,
     )
 
 
@@ -90,6 +123,16 @@ class GroupArrivals:
     compared: int  # collectives every rank of the group holds
     last_share: dict[int, float]  # rank -> share of the compared collectives at which it arrived last
     mean_wait_ns: dict[int, float]  # rank -> its mean wait for the last rank
+    # what the last rank's lateness cost: over the compared collectives, the last arrival less the one
+    # before it (had the last rank come with the others, each such collective would have ended that much
+    # sooner on every rank: a bound on what the step would gain)
+    late_ns: float = 0.0
+    # nccl-tests' bus bandwidth (analyses.compare.bus_bandwidth), the median over the compared collectives
+    # of BUS_MIN_BYTES or more, from their time after the last arrival; None where the trace gives no sizes
+    bus_gbs: float | None = None
+    bus_collectives: int = 0
+    link: str = ""  # the link between the group's GPUs and its peak one way, where known
+    link_peak_gbs: float | None = None
 
     @property
     def most_often_last(self) -> int:
@@ -173,7 +216,11 @@ def _arrivals(ranks: list[RankCollectives], shifts: dict[int, int]) -> list[Grou
         last = np.argmax(arrival, axis=1)
         wait = arrival.max(axis=1, keepdims=True) - arrival
         counts = np.bincount(last, minlength=len(members))
+        ordered = np.sort(arrival, axis=1)
         rank_ids = [ranks[i].rank for i in members]
+        bus, moved = _bus_gbs(ranks, members, group, seqs, arrival.max(axis=1), shifts)
+        one_host = len({ranks[i].host for i in members}) == 1
+        link = link_peak(ranks[members[0]].gpu, one_host)
         found.append(
             GroupArrivals(
                 group=group,
@@ -182,6 +229,39 @@ def _arrivals(ranks: list[RankCollectives], shifts: dict[int, int]) -> list[Grou
                 compared=len(seqs),
                 last_share={r: float(c) / len(seqs) for r, c in zip(rank_ids, counts.tolist(), strict=True)},
                 mean_wait_ns={r: float(w) for r, w in zip(rank_ids, wait.mean(axis=0).tolist(), strict=True)},
+                late_ns=float((ordered[:, -1] - ordered[:, -2]).sum()),
+                bus_gbs=bus,
+                bus_collectives=moved,
+                link=link[0] if link else "",
+                link_peak_gbs=link[1] if link else None,
             )
         )
     return found
+
+
+def _bus_gbs(
+    ranks: list[RankCollectives], members: list[int], group: str, seqs: list[int], last: I64, shifts: dict[int, int]
+) -> tuple[float | None, int]:
+    """The group's median bus bandwidth (GB/s) over its compared collectives of BUS_MIN_BYTES or more, and
+    how many those were; None where the trace gives no sizes."""
+    first = ranks[members[0]]
+    if not len(first.nbytes):
+        return None, 0
+    rows = first.keys()
+    keys = [r.keys() for r in (ranks[i] for i in members)]
+    n = first.group_size.get(group, len(members))
+    rates = []
+    for k, seq in enumerate(seqs):
+        row = rows[(group, seq)]
+        factor = bus_factor(first.collective[row], n)
+        size = int(first.nbytes[row])
+        if factor is None or size < BUS_MIN_BYTES:
+            continue
+        ends = [
+            ranks[i].end_ns[key[(group, seq)]] + shifts.get(ranks[i].rank, 0)
+            for i, key in zip(members, keys, strict=True)
+        ]
+        took = float(np.median(ends)) - float(last[k])
+        if took > 0:
+            rates.append(size / took * factor)  # bytes per ns = GB/s
+    return (float(np.median(rates)) if rates else None), len(rates)
