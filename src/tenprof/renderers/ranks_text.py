@@ -104,8 +104,8 @@ def _render_arrivals(report: RanksReport, console: Console, limit: int | None) -
     if not report.arrivals:
         return
     table = Table(title="Who arrived last at the collectives, per process group", title_justify="left")
-    columns = ("Group", "Ranks", "Compared", "Most often last", "Others wait for it", "On time: step -")
-    columns += ("Bus bandwidth",)
+    columns = ["Group", "Ranks", "Compared", "Most often last", "Others wait for it", "On time: step -"]
+    columns.append("Bus bandwidth")
     for name in columns:
         table.add_column(name, justify="left" if name in ("Group", "Most often last", "Bus bandwidth") else "right")
     steps = late_steps(report)
