@@ -73,16 +73,22 @@ def _rank(rank: int, host: str, groups: list[str], start: list[int], end: list[i
 
 
 def test_a_rank_in_no_group_with_the_first_is_placed_through_one_that_is() -> None:
-    # 2D: ranks 0,1 share group "a", ranks 1,2 share "b"; rank 2's clock 7 ms behind rank 1's (on its host)
-    r0 = _rank(0, "h0", ["a", "a"], [100, 300], [150, 350])
-    r1 = _rank(1, "h0", ["a", "b", "a", "b"], [110, 200, 320, 400], [150, 260, 350, 460])
-    r2 = _rank(2, "h1", ["b", "b"], [240 - 7000, 420 - 7000], [260 - 7000, 460 - 7000])
+    # 2D: ranks 0,1 share group "a", ranks 1,2 share "b"; rank 2's clock 7 ms behind rank 1's (on its host);
+    # times in microseconds
+    us = 1000
+
+    def times(values: list[int], shift: int = 0) -> list[int]:
+        return [(v + shift) * us for v in values]
+
+    r0 = _rank(0, "h0", ["a", "a"], times([100, 300]), times([150, 350]))
+    r1 = _rank(1, "h0", ["a", "b", "a", "b"], times([110, 200, 320, 400]), times([150, 260, 350, 460]))
+    r2 = _rank(2, "h1", ["b", "b"], times([240, 420], -7000), times([260, 460], -7000))
     found = align_and_compare([r0, r1, r2])
-    assert found.applied and found.shifts == {0: 0, 1: 0, 2: 7000}
+    assert found.applied and found.shifts == {0: 0, 1: 0, 2: 7000 * us}
     a, b = found.groups
     assert (a.group, a.ranks, a.compared, a.last_share) == ("a", [0, 1], 2, {0: 0.0, 1: 1.0})
     assert (b.group, b.ranks, b.last_share, b.most_often_last) == ("b", [1, 2], {1: 0.0, 2: 1.0}, 2)
-    assert b.mean_wait_ns == {1: 30.0, 2: 0.0}  # rank 1 waits 40, then 20
+    assert b.mean_wait_ns == {1: 30.0 * us, 2: 0.0}  # rank 1 waits 40 us, then 20
 
 
 def test_without_collectives_nothing_is_shifted() -> None:
@@ -117,11 +123,14 @@ def test_bus_bandwidth_is_nccl_tests_from_the_last_arrival() -> None:
             ["allreduce"] * count, np.full(count, size), {"0": 4}, "NVIDIA H100 80GB HBM3",
         )  # fmt: skip
 
-    # four ranks; the last arrives at 1000 ns, all end 1 ms later: 64 MiB in 1 ms is 67.1 GB/s algbw, x1.5
-    ranks = [rank(r, [100 * r + 700], [1_001_000], 64 << 20) for r in range(4)]
+    # four ranks 0.1 ms apart; the last arrives at 0.3 ms, all end 1 ms later: 64 MiB in 1 ms is 67.1 GB/s
+    # algbw, x1.5
+    ranks = [rank(r, [100_000 * r], [1_300_000], 64 << 20) for r in range(4)]
     (group,) = align_and_compare(ranks).groups
-    assert group.most_often_last == 3 and group.late_ns == 100
+    assert group.most_often_last == 3 and group.late_ns == 100_000
     assert group.bus_gbs == pytest.approx((64 << 20) / 1_000_000 * 1.5) and group.bus_collectives == 1
     assert (group.link, group.link_peak_gbs) == ("NVLink 4", 450.0)
-    small = [rank(r, [100 * r + 700], [1_001_000], 1024) for r in range(4)]
+    small = [rank(r, [100_000 * r], [1_300_000], 1024) for r in range(4)]
+    together = [rank(r, [r], [1_300_000], 1024) for r in range(4)]  # within 1 us: none of them was last
+    assert align_and_compare(together).groups[0].most_often_last == -1
     assert align_and_compare(small).groups[0].bus_gbs is None  # latency-bound sizes are not judged

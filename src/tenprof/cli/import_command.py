@@ -47,13 +47,23 @@ class ImportCommand:
         parser.add_argument("-o", "--output", default=None, help="profile directory (default: <trace name>.tenprof)")
         parser.add_argument("--force", action="store_true", help="replace the output directory if it is a profile")
         parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
+        parser.add_argument(
+            "--scheduler",
+            default=None,
+            metavar="ADDRESS",
+            help="a folder's ranks imported as tasks of the Dask cluster at ADDRESS (tcp://host:8786), or of a "
+            "cluster of this machine's cores ('local'); the traces and the output must be paths every worker "
+            "sees (pip install 'tenprof[cluster]')",
+        )
 
     def run(self, args: argparse.Namespace) -> int:
         trace = Path(args.trace)
         if trace.is_dir():
             traces = folder_traces(trace)
             out_dir = Path(args.output) if args.output else trace.with_name(trace.name + ".tenprof")
-            return import_ranks(traces, out_dir, args.force, args.quiet)
+            return import_ranks(traces, out_dir, args.force, args.quiet, args.scheduler)
+        if args.scheduler:
+            raise UsageError("--scheduler imports the ranks of a folder of traces; give the folder")
         name = trace.name.removesuffix(".gz").removesuffix(".zst").removesuffix(".json")
         out_dir = Path(args.output) if args.output else trace.with_name(name + ".tenprof")
         existed = out_dir.exists()
@@ -99,10 +109,11 @@ def trace_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_file() and p.name.endswith(TRACE_SUFFIXES))
 
 
-def import_ranks(traces: list[Path], out_dir: Path, force: bool, quiet: bool) -> int:
-    """Each trace into its own rank profile, OUT/rankNNNNN, in parallel processes; then the merged report.
-    The rank is the one the trace names, else the trace's place in name order (see the module). A trace
-    that fails is reported in one line and the others are kept."""
+def import_ranks(traces: list[Path], out_dir: Path, force: bool, quiet: bool, scheduler: str | None = None) -> int:
+    """Each trace into its own rank profile, OUT/rankNNNNN, in parallel processes (or as tasks of a Dask
+    cluster: `scheduler`, importers.cluster_import); then the merged report. The rank is the one the trace
+    names, else the trace's place in name order (see the module). A trace that fails is reported in one
+    line and the others are kept."""
     from tenprof.cli.launch import prepare_ranks_dir
     from tenprof.report.ranks import print_ranks_report
     from tenprof.store.directory import rank_dir
@@ -116,12 +127,16 @@ def import_ranks(traces: list[Path], out_dir: Path, force: bool, quiet: bool) ->
     jobs = [(t, rank_dir(out_dir, r), force, per_rank, r) for t, r in zip(traces, ranks, strict=True)]
     started = time.time()
     try:
-        errors = _import_all(jobs, quiet)
+        errors = _on_cluster(jobs, scheduler, quiet) if scheduler else _import_all(jobs, quiet)
     except KeyboardInterrupt:
         with sigint_ignored():
             _remove_written(out_dir, [job[1] for job in jobs], created, started)
         left = f"{out_dir} was removed" if created else f"the rank profiles it had written in {out_dir} were removed"
         raise Interrupted(f"interrupted; {left}") from None
+    except TenprofError:  # no import ran (the scheduler could not be reached): leave nothing behind
+        if created:
+            _remove_folder_if_empty(out_dir)
+        raise
     failed = sum(1 for e in errors if e)
     if failed == len(jobs) and created:
         _remove_folder_if_empty(out_dir)  # all failed: leave nothing behind
@@ -172,11 +187,7 @@ def _import_all(jobs: list[_Job], quiet: bool) -> list[str]:
             if error == _INTERRUPTED:  # a worker saw the Ctrl-C before this process did
                 raise KeyboardInterrupt
             errors.append(error)
-            if error:
-                message = error if str(trace) in error else f"{trace}: {error}"
-                print(f"tenprof: error: {message}", file=sys.stderr)
-            elif not quiet:
-                print(f"tenprof: {trace} -> {target}/{_warned(target)}", file=sys.stderr)
+            _say(trace, target, error, quiet)
     except KeyboardInterrupt:
         with sigint_ignored():
             _stop_workers(pool, stop)
@@ -184,6 +195,25 @@ def _import_all(jobs: list[_Job], quiet: bool) -> list[str]:
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
     return errors
+
+
+def _on_cluster(jobs: list[_Job], scheduler: str, quiet: bool) -> list[str]:
+    """The ranks' imports as tasks of a Dask cluster (importers.cluster_import), each said as it ends."""
+    from tenprof.importers.cluster_import import import_on_cluster
+
+    def done(index: int, error: str) -> None:
+        _say(jobs[index][0], jobs[index][1], error, quiet)
+
+    return import_on_cluster([(t, target, force, rank) for t, target, force, _, rank in jobs], scheduler, done)
+
+
+def _say(trace: Path, target: Path, error: str, quiet: bool) -> None:
+    """One rank's import ended: its error in one line, else (unless quiet) where it went."""
+    if error:
+        message = error if str(trace) in error else f"{trace}: {error}"
+        print(f"tenprof: error: {message}", file=sys.stderr)
+    elif not quiet:
+        print(f"tenprof: {trace} -> {target}/{_warned(target)}", file=sys.stderr)
 
 
 def _warned(target: Path) -> str:

@@ -20,7 +20,8 @@ waits in the kernel for the other ranks. So each rank's arrival is its kernel's 
 last to arrive is the latest start, and each rank's wait is the last arrival less its own. Only the
 collectives every rank of the group in the profile holds are compared (a rank whose recording started
 later holds fewer). Per group: how many were compared, and per rank the share of them at which it
-arrived last and its mean wait: a slow tensor-parallel group is told from a slow data-parallel one.
+arrived last (alone: ranks within TIE_NS of the latest arrived together, and none of them counts) and its
+mean wait: a slow tensor-parallel group is told from a slow data-parallel one.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from tenprof.store.profile import Profile
 
 I64 = npt.NDArray[np.int64]
 SHARED_CLOCK_NS = 50_000  # a shift larger than this means the ranks' clocks were not one host's
+TIE_NS = 1_000  # ranks arriving within this of the latest arrived together: none of them was last
 BUS_MIN_BYTES = 1 << 20  # smaller messages are bound by latency: their bandwidth says little of the links
 UNKNOWN_GROUP = "?"
 
@@ -67,7 +69,11 @@ def rank_collectives(profile: Profile, rank: int) -> RankCollectives:
     kernels = profile.table("kernels")
     start, end = kernels.column("start_ns").to_numpy(), kernels.column("end_ns").to_numpy()
     table = profile.table("collectives")
-    gpu = next((g.name for g in profile.meta.gpus if g.index == profile.meta.run.cuda_device), "")
+    # the GPU it used (an imported trace names no current device: then the first it lists)
+    used = [g.name for g in profile.meta.gpus if g.index == profile.meta.run.cuda_device] or [
+        g.name for g in profile.meta.gpus[:1]
+    ]
+    gpu = used[0] if used else ""
     if table.num_rows:
         ids = table.column("kernel_id").to_numpy()
         groups = [str(g) for g in table.column("group").to_pylist()]
@@ -136,7 +142,10 @@ class GroupArrivals:
 
     @property
     def most_often_last(self) -> int:
-        return max(self.last_share, key=lambda r: (self.last_share[r], -r)) if self.last_share else -1
+        """The rank most often last (the lowest of equals), -1 where none ever was."""
+        if not any(self.last_share.values()):
+            return -1
+        return max(self.last_share, key=lambda r: (self.last_share[r], -r))
 
 
 @dataclass(frozen=True)
@@ -215,8 +224,9 @@ def _arrivals(ranks: list[RankCollectives], shifts: dict[int, int]) -> list[Grou
             arrival[:, column] = ranks[i].start_ns[rows] + shifts.get(ranks[i].rank, 0)
         last = np.argmax(arrival, axis=1)
         wait = arrival.max(axis=1, keepdims=True) - arrival
-        counts = np.bincount(last, minlength=len(members))
         ordered = np.sort(arrival, axis=1)
+        alone = ordered[:, -1] - ordered[:, -2] > TIE_NS  # one rank clearly last, not several together
+        counts = np.bincount(last[alone], minlength=len(members))
         rank_ids = [ranks[i].rank for i in members]
         bus, moved = _bus_gbs(ranks, members, group, seqs, arrival.max(axis=1), shifts)
         one_host = len({ranks[i].host for i in members}) == 1
