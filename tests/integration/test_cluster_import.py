@@ -40,12 +40,16 @@ def test_each_rank_is_a_task_and_a_broken_trace_fails_alone(tmp_path: Path, caps
         n_workers=2, threads_per_worker=1, processes=False, protocol="tcp://", dashboard_address=None
     ) as cluster:
         code = main(["import", str(folder), "-o", str(out), "--scheduler", cluster.scheduler_address, "--quiet"])
-    assert code == 1  # one trace failed
-    err = capsys.readouterr().err
-    assert err.count("tenprof: error:") == 1 and "rank9.json" in err
+        assert code == 1  # one trace failed
+        err = capsys.readouterr().err
+        assert err.count("tenprof: error:") == 1 and "rank9.json" in err
+        # the merged report with each rank's part made on the cluster: the same as made here
+        assert main(["report", str(out), "--json", "--scheduler", cluster.scheduler_address]) == 0
+        on_cluster = json.loads(capsys.readouterr().out)
     assert [load_profile(d).meta.rank for d in rank_dirs(out)] == [0, 1, 2]
     assert main(["report", str(out), "--json"]) == 0
     merged = json.loads(capsys.readouterr().out)
+    assert on_cluster == merged
     # the copies' clocks 0.7 ms apart, found from their collectives' ends (one host: larger than its 50 us)
     shifts = [r["clock_shift_ns"] for r in merged["ranks"]]
     assert shifts == [0, pytest.approx(-700_000, abs=1_000), pytest.approx(-1_400_000, abs=1_000)]
@@ -56,9 +60,9 @@ def test_each_rank_is_a_task_and_a_broken_trace_fails_alone(tmp_path: Path, caps
 def test_a_scheduler_that_cannot_be_reached_is_one_line_and_leaves_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tenprof.importers import cluster_import
+    from tenprof.core import cluster
 
-    monkeypatch.setattr(cluster_import, "CONNECT_TIMEOUT_S", 1)
+    monkeypatch.setattr(cluster, "CONNECT_TIMEOUT_S", 1)
     folder = _ranks(tmp_path / "traces", 1, 0.0)
     assert main(["import", str(folder), "-o", str(tmp_path / "out"), "--scheduler", "tcp://127.0.0.1:9"]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()

@@ -143,7 +143,7 @@ def import_ranks(traces: list[Path], out_dir: Path, force: bool, quiet: bool, sc
     if force:
         _remove_other_ranks(out_dir, {target for _, target, _, _, _ in jobs})
     if not quiet and failed < len(jobs):
-        print_ranks_report(out_dir, console(), 15)
+        print_ranks_report(out_dir, console(), 15, scheduler)
         print(
             f"tenprof: {len(jobs) - failed} rank profiles written to {out_dir}/ (tenprof report {out_dir})",
             file=sys.stderr,

@@ -42,6 +42,13 @@ class ReportCommand:
         parser.add_argument(
             "--rank", type=int, default=None, help="a multi-rank profile: report this rank alone (default: merged)"
         )
+        parser.add_argument(
+            "--scheduler",
+            default=None,
+            metavar="ADDRESS",
+            help="a multi-rank profile: each rank's part of the merged report made as a task of the Dask cluster "
+            "at ADDRESS, or of this machine's cores ('local'); every worker must see the profile",
+        )
 
     def run(self, args: argparse.Namespace) -> int:
         if args.list_thresholds:
@@ -54,10 +61,12 @@ class ReportCommand:
         top = Path(args.profile)
         if holds_ranks(top) and args.rank is None:  # merged; --rank N: that rank's own report
             if args.json:
-                sys.stdout.write(ranks_json(top) + "\n")
+                sys.stdout.write(ranks_json(top, args.scheduler) + "\n")
             else:
-                print_ranks_report(top, console(), args.limit or None)
+                print_ranks_report(top, console(), args.limit or None, args.scheduler)
             return 0
+        if args.scheduler:
+            raise UsageError("--scheduler makes the merged report of a multi-rank profile; this is one profile")
         profile = open_profile(args)
         if args.json:
             sys.stdout.write(report_json(profile, ReportOptions(thresholds=thresholds)))

@@ -15,16 +15,11 @@ one at a time (analyses.compare.ranks): no process holds every rank's events.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from tenprof.errors import TenprofError, UsageError
-
-LOCAL = "local"
-CONNECT_TIMEOUT_S = 20
+from tenprof.core.cluster import as_done, dask_client
+from tenprof.errors import TenprofError
 
 
 def import_rank(trace: str, target: str, force: bool, rank: int) -> str:
@@ -45,52 +40,12 @@ def import_on_cluster(
 ) -> list[str]:
     """Each (trace, target, force, rank) imported as a task of the cluster at `scheduler`; per job, '' or
     its error. `done(index, error)` is called as each ends, in the order they end."""
-    distributed = _distributed()
     errors = [""] * len(jobs)
-    with _client(distributed, scheduler) as client:
-        futures = [
-            client.submit(import_rank, str(trace), str(target), force, rank, pure=False, key=f"tenprof-import-{i}")
-            for i, (trace, target, force, rank) in enumerate(jobs)
-        ]
-        index = {future.key: i for i, future in enumerate(futures)}
-        try:
-            for future in distributed.as_completed(futures):
-                i = index[future.key]
-                try:
-                    errors[i] = str(future.result())
-                except Exception as exc:  # the task itself was lost (a worker died under it)
-                    errors[i] = f"{jobs[i][0]}: the worker failed: {exc.__class__.__name__}: {exc}"
-                done(i, errors[i])
-        except BaseException:
-            client.cancel(futures)
-            raise
+    items = [(str(trace), str(target), force, rank) for trace, target, force, rank in jobs]
+    with dask_client(scheduler) as client:
+        for i, result in as_done(client, import_rank, items, "import"):
+            if isinstance(result, BaseException):  # the task itself was lost (a worker died under it)
+                result = f"{jobs[i][0]}: the worker failed: {result.__class__.__name__}: {result}"
+            errors[i] = str(result)
+            done(i, errors[i])
     return errors
-
-
-def _distributed() -> Any:
-    try:
-        import distributed
-    except ImportError:
-        raise UsageError("--scheduler needs Dask's distributed: pip install 'tenprof[cluster]'") from None
-    return distributed
-
-
-@contextmanager
-def _client(distributed: Any, scheduler: str) -> Iterator[Any]:
-    """A client of the scheduler at `scheduler`, or of a local cluster of this machine's cores."""
-    if scheduler == LOCAL:
-        cores = os.cpu_count() or 1
-        with (
-            distributed.LocalCluster(
-                n_workers=cores, threads_per_worker=1, processes=True, dashboard_address=None
-            ) as cluster,
-            distributed.Client(cluster) as client,
-        ):
-            yield client
-        return
-    try:
-        client = distributed.Client(scheduler, timeout=f"{CONNECT_TIMEOUT_S}s")
-    except (OSError, TimeoutError) as exc:
-        raise UsageError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
-    with client:
-        yield client

@@ -11,7 +11,8 @@ from typing import Any
 from rich.console import Console
 
 from tenprof.analyses.compare.collectives import GroupArrivals
-from tenprof.analyses.compare.ranks import ranks_report
+from tenprof.analyses.compare.ranks import RankParts, RanksReport, rank_parts, ranks_report
+from tenprof.core.cluster import as_done, dask_client
 from tenprof.core.quantities import format_quantities
 from tenprof.renderers.ranks_text import late_steps, render_ranks
 from tenprof.store.schema import Pass
@@ -40,14 +41,32 @@ def kernels_across_ranks(out_dir: Path) -> list[dict[str, object]]:
     return [dict(zip(("name", "ranks", "min_ns", "median_ns", "max_ns"), row, strict=True)) for row in result]
 
 
-def print_ranks_report(out_dir: Path, console: Console, limit: int | None) -> None:
-    render_ranks(ranks_report(out_dir), kernels_across_ranks(out_dir), console, limit)
+def print_ranks_report(out_dir: Path, console: Console, limit: int | None, scheduler: str | None = None) -> None:
+    render_ranks(_report(out_dir, scheduler), kernels_across_ranks(out_dir), console, limit)
 
 
-def ranks_json(out_dir: Path) -> str:
+def ranks_json(out_dir: Path, scheduler: str | None = None) -> str:
     """The merged report as JSON: hosts, devices, clock method, per-rank summaries (with overlap and the
     rank's first findings), stragglers and the kernels across ranks."""
-    return json.dumps(ranks_data(out_dir), indent=2, default=float)
+    return json.dumps(ranks_data(out_dir, scheduler), indent=2, default=float)
+
+
+def _report(out_dir: Path, scheduler: str | None) -> RanksReport:
+    """The merged report, each rank's parts made as a task of the Dask cluster at `scheduler` where given
+    (core.cluster: every worker must see `out_dir`), else here, one rank at a time."""
+    if scheduler is None:
+        return ranks_report(out_dir)
+    with dask_client(scheduler) as client:
+
+        def on_cluster(items: list[tuple[str, int]]) -> list[RankParts]:
+            parts: list[RankParts | None] = [None] * len(items)
+            for i, result in as_done(client, rank_parts, items, "rank"):
+                if isinstance(result, BaseException):
+                    raise result  # as a rank that cannot be read fails the merged report here
+                parts[i] = result
+            return [p for p in parts if p is not None]
+
+        return ranks_report(out_dir, on_cluster)
 
 
 def _arrivals(group: GroupArrivals, steps: float) -> dict[str, Any]:
@@ -69,9 +88,9 @@ def _arrivals(group: GroupArrivals, steps: float) -> dict[str, Any]:
     }
 
 
-def ranks_data(out_dir: Path) -> dict[str, Any]:
+def ranks_data(out_dir: Path, scheduler: str | None = None) -> dict[str, Any]:
     """The merged report's data (`ranks_json`, and the HTML page's ranks section)."""
-    report = ranks_report(out_dir)
+    report = _report(out_dir, scheduler)
     ranks = []
     for r in report.ranks:
         row = {k: v for k, v in dataclasses.asdict(r).items() if k != "windows"}

@@ -265,20 +265,37 @@ def _add_host_time(
             per_step.setdefault((line, OUTSIDE_OPS), np.zeros(len(lo)))[step[i]] += float(weight[i])
 
 
-def ranks_report(out_dir: Path) -> RanksReport:
-    """Stream over the ranks' profiles under `out_dir` (see the module docstring)."""
-    summaries: list[RankSummary] = []
-    lines: list[dict[tuple[str, str], float]] = []
-    collectives: list[RankCollectives] = []
+@dataclass(frozen=True)
+class RankParts:
+    """What the merged report needs of one rank, made from its profile alone (so anywhere: in this process
+    or as a task of a cluster) and small: the profile itself is dropped."""
+
+    summary: RankSummary
+    lines: dict[tuple[str, str], float]
+    collectives: RankCollectives
+
+
+def rank_parts(directory: str, index: int) -> RankParts:
+    """One rank's parts; `index` is its place among the ranks, its rank where its profile names none."""
+    profile = load_profile(Path(directory))
+    rank = profile.meta.rank if profile.meta.rank >= 0 else index
+    summary = rank_summary(profile, rank)
+    return RankParts(summary, line_times(profile, summary.windows), rank_collectives(profile, rank))
+
+
+# each (rank directory, index) -> its parts, in the same order; by default in this process, one at a time
+PartsOf = Callable[[list[tuple[str, int]]], list[RankParts]]
+
+
+def ranks_report(out_dir: Path, parts_of: PartsOf | None = None) -> RanksReport:
+    """Stream over the ranks' profiles under `out_dir` (see the module docstring); `parts_of` makes the
+    ranks' parts elsewhere (the tasks of a cluster: report.ranks)."""
     directories = rank_dirs(out_dir)
-    for directory in directories:
-        profile = load_profile(directory)
-        rank = profile.meta.rank if profile.meta.rank >= 0 else len(summaries)
-        summary = rank_summary(profile, rank)
-        summaries.append(summary)
-        lines.append(line_times(profile, summary.windows))
-        collectives.append(rank_collectives(profile, rank))
-        del profile
+    items = [(str(d), i) for i, d in enumerate(directories)]
+    parts = parts_of(items) if parts_of is not None else [rank_parts(*item) for item in items]
+    summaries = [p.summary for p in parts]
+    lines = [p.lines for p in parts]
+    collectives = [p.collectives for p in parts]
     hosts = sorted({s.host for s in summaries})
     alignment = align_and_compare(collectives)
     for summary in summaries:
