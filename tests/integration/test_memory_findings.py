@@ -84,7 +84,7 @@ def test_a_loop_that_keeps_nothing_is_silent_and_each_free_is_recorded(tmp_path:
 def test_an_out_of_memory_error_names_what_held_the_memory(tmp_path: Path) -> None:
     profile = _outputs_loop(tmp_path / "p", keep=True, fail_after=6)
     oom = profile.meta.run.out_of_memory
-    assert oom is not None and oom.requested_bytes == 1 << 50
+    assert oom is not None and oom.requested_bytes == 1 << 50 and oom.device_type == "cpu"
     assert oom.where == f"{HERE}:{line_of(SOURCE, '# the error')}"
     found = [rendered(f) for f in find_all(profile)]
     assert found[0].id == "out-of-memory" and "memory-growth" not in [f.id for f in found]
@@ -176,6 +176,7 @@ def test_a_failed_allocation_in_a_torch_profiler_trace_is_a_post_mortem_at_its_t
     profile_ = load_profile(tmp_path / "p")
     oom = profile_.meta.run.out_of_memory
     assert oom is not None and oom.requested_bytes == 1 << 50 and oom.at_ns > 0 and oom.allocated_bytes >= 6 * MIB
+    assert oom.device_type == "cpu"
     first = rendered(find_all(profile_)[0])
     assert first.id == "out-of-memory" and "caught the error" in first.why
     assert "3 blocks of 2.0MiB (6.0MiB) from aten::ones" in " ".join(first.seen)

@@ -61,7 +61,14 @@ def post_mortem(exc: BaseException, raw_dir: Path) -> dict[str, Any] | None:
         return None
     message = str(exc)
     asked, device = requested(message)
-    found: dict[str, Any] = {"message": message[:4000], "requested_bytes": asked, "device": device}
+    found: dict[str, Any] = {
+        "message": message[:4000],
+        "requested_bytes": asked,
+        "device": device,
+        "device_type": "cpu" if _CPU_FAILED in message else "cuda",
+    }
+    if found["device_type"] != "cuda":
+        return found  # the CPU allocator keeps no state to read
     try:
         found.update(_allocator_state(device if device >= 0 else None, raw_dir))
     except Exception as error:  # the post-mortem still has the message and the timeline's reports

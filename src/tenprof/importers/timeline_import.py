@@ -230,6 +230,7 @@ def note_failed_allocation(meta: Meta, report: BuildReport) -> None:
             message=f"the trace holds {len(report.failed_allocations)} allocation(s) that failed "
             f"([OutOfMemory] events), the last of {last.bytes} bytes on {last.device}",
             device=int(index) if kind == "cuda" and index else -1,
+            device_type=kind,
             requested_bytes=last.bytes,
         )
     known.at_ns = last.ts_ns

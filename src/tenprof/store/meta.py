@@ -42,6 +42,7 @@ class OutOfMemory(BaseModel):
     message: str = Field("", description="the error's own words")
     where: str = Field("", description="the line of the user's code that raised it, file:line")
     device: int = Field(-1, description="the CUDA device that ran out")
+    device_type: str = Field("", description="the allocator that failed: cuda, cpu, or '' when not known")
     requested_bytes: int = Field(-1, description="what the failed allocation asked for")
     allocated_bytes: int = Field(-1, description="allocated by the caching allocator then")
     reserved_bytes: int = Field(-1, description="reserved by the caching allocator then (allocated + its free blocks)")

@@ -44,7 +44,12 @@ def check(ctx: Context) -> list[Finding]:
     if worker is not None:
         return [_in_worker(oom, int(worker.group(1)))]
     found = blocks(ctx.profile)
-    device = f"cuda:{oom.device}" if oom.device >= 0 else _busiest_device(found)
+    if oom.device_type == "cpu":
+        device = "cpu"
+    elif oom.device >= 0:
+        device = f"cuda:{oom.device}"
+    else:  # not said: where most blocks were made
+        device = _busiest_device(found)
     # held when it failed: at its [OutOfMemory] event where the trace has one (a run may go on after an error
     # it caught), else at the recording's end (the run stopped there)
     live = (live_at(found, oom.at_ns) if oom.at_ns >= 0 else live_at_end(found)) & found.on(device)
