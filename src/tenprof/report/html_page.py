@@ -126,19 +126,33 @@ def _memory_timeline(profile: Profile, peak: dict[str, Any] | None) -> dict[str,
     allocated = memory.column("total_allocated_bytes").to_numpy()[chosen]
     order = np.argsort(ts, kind="stable")
     ts, allocated = ts[order], allocated[order]
+    start = recording_start(profile)
+    # allocated at each complete step's end (the last report before it): the line a leak climbs by
+    steps = profile.table("steps")
+    ends = (
+        steps.column("end_ns").to_numpy()[steps.column("complete").to_numpy(zero_copy_only=False)]
+        if steps.num_rows
+        else []
+    )
+    last = np.searchsorted(ts, ends, side="right") - 1
+    step_ends = [
+        [int(e - start), int(allocated[i])]
+        for e, i in zip(np.asarray(ends).tolist(), last.tolist(), strict=True)
+        if i >= 0
+    ]
     if len(ts) > MEMORY_POINTS:
         edges = np.linspace(0, len(ts), MEMORY_POINTS + 1).astype(np.int64)
         # each bucket's highest value at the time it was reached (not at the bucket's first event, which
         # drew the peak up to a bucket's width early)
         highest = [int(a + np.argmax(allocated[a:b])) for a, b in pairwise(edges)]
         ts, allocated = ts[highest], allocated[highest]
-    start = recording_start(profile)
     return {
         "device": str(peak["device"]),
         "t_ns": (ts - start).tolist(),
         "allocated": allocated.tolist(),
         "peak_bytes": int(peak["allocated_bytes"]),
         "peak_t_ns": int(peak["at_ns"]),
+        "step_ends": step_ends,
     }
 
 

@@ -386,6 +386,12 @@
       // a step line: the allocated total holds from one allocator event to the next
       const points = m.t_ns.map((t, i) => (i ? `${X(t).toFixed(1)},${Y(m.allocated[i - 1]).toFixed(1)} ` : "") + `${X(t).toFixed(1)},${Y(m.allocated[i]).toFixed(1)}`).join(" ");
       chart.append(svg("polyline", { points: points, fill: "none", stroke: "var(--compute)", "stroke-width": 1.5 }));
+      // allocated at each step's end, dashed: the line a leak climbs by (memory-growth says how steeply)
+      const ends = (m.step_ends || []).filter(([t]) => t >= tmin && t <= tmax);
+      if (ends.length > 1) {
+        chart.append(svg("polyline", { points: ends.map(([t, b]) => `${X(t).toFixed(1)},${Y(b).toFixed(1)}`).join(" "), fill: "none", stroke: "var(--bad)", "stroke-width": 1, "stroke-dasharray": "4 3", class: "step-ends" }));
+        for (const [t, b] of ends) chart.append(titled(svg("circle", { cx: X(t), cy: Y(b), r: 2.5, fill: "var(--bad)" }), `${bytes(b)} allocated at a step's end`));
+      }
       const into = `${dur(m.peak_t_ns)} into the recording`;  // the text report's words for the same number
       chart.append(titled(svg("circle", { cx: X(m.peak_t_ns), cy: Y(m.peak_bytes), r: 4, fill: "var(--bad)", class: "peak", "data-t-ns": m.peak_t_ns }), `peak ${bytes(m.peak_bytes)}, ${into}`));
       for (const [v, y] of [[ymax, T + 4], [0, H - B]]) {
@@ -394,7 +400,9 @@
       const begin = svg("text", { x: L, y: H - 6, "text-anchor": "start" }); begin.textContent = dur(tmin);
       const end = svg("text", { x: W - 10, y: H - 6, "text-anchor": "end" }); end.textContent = dur(tmax);
       chart.append(begin, end);
-      sec.append(el("p", { class: "note", text: `Allocated on ${m.device} over the run; peak ${bytes(m.peak_bytes)}, ${into}.` }), chart);
+      const growth = (data.findings || []).find((f) => f.id === "memory-growth");
+      const grows = growth ? ` Dashed: allocated at each step's end, growing ${bytes(growth.numbers.growth_bytes_per_step)} a step.` : ends.length > 1 ? " Dashed: allocated at each step's end." : "";
+      sec.append(el("p", { class: "note", text: `Allocated on ${m.device} over the run; peak ${bytes(m.peak_bytes)}, ${into}.${grows}` }), chart);
     }
     // the timeline's allocator reports: what held the peak, by the line and op that made it
     const held = ((data.summary || {}).memory_peak || {}).held || [];
