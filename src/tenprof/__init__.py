@@ -52,4 +52,12 @@ def profile(output: str = "tenprof-out", **options: Any) -> Any:
     return InProcessProfile(output, **options)
 
 
-__all__ = ["__version__", "load", "profile", "scope", "step"]
+def listen() -> str:
+    """Let `tenprof capture PID -o OUT --steps N` record this process's next steps on request, with nothing
+    recorded until then (as `tenprof run --on-demand` does); the listener's socket path."""
+    from tenprof.record.on_demand import listen as _listen
+
+    return str(_listen())
+
+
+__all__ = ["__version__", "listen", "load", "profile", "scope", "step"]

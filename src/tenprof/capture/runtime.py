@@ -30,6 +30,17 @@ class _Session(Protocol):
 
 
 _active: list[_Session] = []
+# called at every tenprof.step(), after the session's own step (the on-demand capture's: record.on_demand)
+_step_hooks: list[Callable[[], None]] = []
+
+
+def add_step_hook(hook: Callable[[], None]) -> None:
+    _step_hooks.append(hook)
+
+
+def remove_step_hook(hook: Callable[[], None]) -> None:
+    if hook in _step_hooks:
+        _step_hooks.remove(hook)
 
 
 def activate(session: _Session) -> None:
@@ -131,10 +142,12 @@ def step(tokens: int | None = None) -> None:
     if session is None:
         if tokens is not None:
             checked_tokens(tokens)  # refused the same with or without a session
-        return
-    if tokens is not None:
-        count = checked_tokens(tokens)
-        record = getattr(session, "record_tokens", None)
-        if record is not None:
-            record(count)
-    session.step()
+    else:
+        if tokens is not None:
+            count = checked_tokens(tokens)
+            record = getattr(session, "record_tokens", None)
+            if record is not None:
+                record(count)
+        session.step()
+    for hook in _step_hooks:
+        hook()

@@ -21,6 +21,7 @@ _COMMANDS = {
     "export": ("tenprof.cli.export_command", "ExportCommand"),
     "diff": ("tenprof.cli.diff_command", "DiffCommand"),
     "import": ("tenprof.cli.import_command", "ImportCommand"),
+    "capture": ("tenprof.cli.capture_command", "CaptureCommand"),
     "import-ncu": ("tenprof.cli.import_ncu_command", "ImportNcuCommand"),
 }
 

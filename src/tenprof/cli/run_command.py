@@ -86,6 +86,12 @@ class RunCommand:
             f"{CAPTURE_VAR} names) or native (experimental: tenprof's own recorder records every op and its input "
             "shapes, a CUDA-only profiler session the GPU activity; no memory events yet)",
         )
+        parser.add_argument(
+            "--on-demand",
+            action="store_true",
+            help="record nothing now: start the script with a listener only, and record its next steps when "
+            "`tenprof capture PID -o OUT --steps N` asks (the script must call tenprof.step())",
+        )
         parser.add_argument("--no-lines", action="store_true", help="do not record Python call paths (less overhead)")
         parser.add_argument("--no-shapes", action="store_true", help="do not record op input shapes (less overhead)")
         parser.add_argument("--no-memory", action="store_true", help="do not record allocations (less overhead)")
@@ -122,6 +128,8 @@ class RunCommand:
             raise UsageError(
                 "nothing to run: give a script (tenprof run train.py) or a module (tenprof run -m pkg.mod)"
             )
+        if args.on_demand:
+            return _on_demand(args)
         if args.launcher:
             return run_under_launcher(
                 args.launcher, args.argv, args.target, Path(args.output), args.quiet, args.limit, args.force
@@ -209,3 +217,15 @@ def _write_page(out_dir: Path) -> str:
         target.unlink(missing_ok=True)
         return f"the report page could not be made ({type(exc).__name__}: {exc}); the profile is saved"
     return f"report page written to {target}"
+
+
+def _on_demand(args: argparse.Namespace) -> int:
+    """The script in this process's place (its pid is the one `tenprof capture` names), with the listener
+    only (record.listen_main); its own exit status."""
+    if args.launcher or args.passes != "timeline" or args.schedule:
+        raise UsageError("--on-demand runs the script alone, with no pass, schedule or launcher of its own")
+    command = [sys.executable, "-m", "tenprof.record.listen_main", *(["-m"] if args.module else []), *args.target]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, command)
+    return 0  # not reached

@@ -87,6 +87,11 @@ class InProcessProfile:
         self._session.start()
         return self
 
+    def cut_short(self, reason: str) -> None:
+        """Mark the recording as cut short (saved partial) before it is closed: the job ended during it."""
+        self._meta.run.cut_short = True
+        self._meta.run.cut_short_reason = reason
+
     def step(self, tokens: int | None = None) -> None:
         """The end of a step, as tenprof.step(); `tokens`: how many tokens the step held."""
         if self._session is None:

@@ -1,0 +1,158 @@
+"""The listener of a job started for on-demand capture: a Unix socket that `tenprof capture PID` talks to.
+
+The socket is `<dir>/<pid>.sock` in a directory of the job's user alone: `$XDG_RUNTIME_DIR/tenprof`
+where that is set, else `/tmp/tenprof-<uid>`, made with mode 0700 and refused when another user owns it
+or others may enter it; the socket itself is 0600. Nothing listens on a network port.
+
+Protocol: the client sends one JSON line, at most MAX_REQUEST bytes:
+    {"tenprof": "capture", "version": 1, "steps": N, "output": "/abs/dir", "force": false}
+and reads JSON lines back: {"ok": false, "error": "..."} and the end; or {"ok": true, "state": "armed"},
+then {"ok": true, "state": "done", "profile": ...} (or {"ok": false, "error": ...}) when the capture ended.
+A request is checked here, field by field: anything else, or a field of another type, is refused in one
+line. A request names only how many steps and the output directory: it cannot make the job run code, and
+the job writes only that directory (tenprof's own output rules: an existing folder only with force, and
+only if it is a tenprof profile). One capture at a time: a second is refused, naming the first's output.
+
+`Listener(on_request)` runs a daemon thread; `on_request(request, reply)` is called on that thread with a
+checked `CaptureRequest` and a `reply(dict)` that writes a line to the client (false once the client is
+gone); the listener waits until the capture's final reply before it closes the connection.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MAX_REQUEST = 4096
+MAX_STEPS = 100_000
+PROTOCOL = 1
+
+
+class ListenerError(Exception):
+    """The listener cannot be made (a directory that is not the user's alone, a socket already there)."""
+
+
+@dataclass(frozen=True)
+class CaptureRequest:
+    steps: int
+    output: str  # absolute
+    force: bool
+
+
+def socket_dir() -> Path:
+    """The user's private directory for listeners (see the module)."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    return Path(runtime) / "tenprof" if runtime else Path("/tmp") / f"tenprof-{os.getuid()}"
+
+
+def socket_path(pid: int) -> Path:
+    return socket_dir() / f"{pid}.sock"
+
+
+def private_dir() -> Path:
+    """`socket_dir()`, made 0700 if missing; ListenerError where another user owns it or others may enter."""
+    folder = socket_dir()
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = folder.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise ListenerError(f"{folder} must be a directory of this user alone (mode 0700)")
+    return folder
+
+
+def parse_request(line: bytes) -> CaptureRequest | str:
+    """The request, or why it is refused (one line)."""
+    try:
+        given = json.loads(line)
+    except ValueError:
+        return "not a tenprof request"
+    if not isinstance(given, dict) or given.get("tenprof") != "capture":
+        return "not a tenprof request"
+    if set(given) - {"tenprof", "version", "steps", "output", "force"}:
+        return f"unknown fields: {', '.join(sorted(set(given) - {'tenprof', 'version', 'steps', 'output', 'force'}))}"
+    if given.get("version") != PROTOCOL:
+        return f"protocol version {given.get('version')!r} is not this tenprof's ({PROTOCOL}): use the same tenprof"
+    steps, output, force = given.get("steps"), given.get("output"), given.get("force", False)
+    if not isinstance(steps, int) or isinstance(steps, bool) or not 1 <= steps <= MAX_STEPS:
+        return f"steps must be a whole number from 1 to {MAX_STEPS}"
+    if not isinstance(output, str) or not output or not os.path.isabs(output) or "\0" in output:
+        return "output must be an absolute path"
+    if not isinstance(force, bool):
+        return "force must be true or false"
+    return CaptureRequest(steps, os.path.normpath(output), force)
+
+
+class Listener:
+    """The socket and its thread (see the module)."""
+
+    def __init__(self, on_request: Callable[[CaptureRequest, Callable[[dict[str, Any]], bool]], None]) -> None:
+        self.path = private_dir() / f"{os.getpid()}.sock"
+        if self.path.exists():  # a listener of a process that had this pid and did not clean up
+            self.path.unlink()
+        self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o177)  # the socket is made 0600, never readable by others for an instant
+        try:
+            self._server.bind(str(self.path))
+        finally:
+            os.umask(old)
+        self._server.listen(4)
+        self._on_request = on_request
+        self._thread = threading.Thread(target=self._serve, name="tenprof-listener", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        try:
+            self._server.close()
+        finally:
+            self.path.unlink(missing_ok=True)
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _ = self._server.accept()
+            except OSError:  # closed
+                return
+            # each client on a thread of its own: a second request is answered (refused) while a capture runs
+            threading.Thread(
+                target=self._answer, args=(connection,), name="tenprof-listener-client", daemon=True
+            ).start()
+
+    def _answer(self, connection: socket.socket) -> None:
+        with connection:
+            self._answer_on(connection)
+
+    def _answer_on(self, connection: socket.socket) -> None:
+        connection.settimeout(10)
+        try:
+            line = connection.makefile("rb").readline(MAX_REQUEST + 1)
+        except OSError:
+            return
+        connection.settimeout(None)
+
+        def reply(message: dict[str, Any]) -> bool:
+            try:
+                connection.sendall(json.dumps(message).encode() + b"\n")
+                return True
+            except OSError:  # the client went away; the capture goes on and is saved
+                return False
+
+        request = parse_request(line) if len(line) <= MAX_REQUEST else "the request is too long"
+        if isinstance(request, str):
+            reply({"ok": False, "error": request})
+            return
+        done = threading.Event()
+
+        def final(message: dict[str, Any]) -> bool:
+            sent = reply(message)
+            if message.get("state") != "armed":
+                done.set()
+            return sent
+
+        self._on_request(request, final)
+        done.wait()

@@ -1,0 +1,126 @@
+"""On-demand capture: a running job records its next N steps when `tenprof capture PID` asks, with no
+capture at all before (`tenprof run --on-demand script.py`, or `tenprof.listen()` in a script started
+without tenprof).
+
+`listen()` starts a listener (capture.listener: a Unix socket of the user's alone) and hooks tenprof.step().
+A checked request arms a capture; the job's next `tenprof.step()` starts a timeline session in this process
+(the same recorder and profile as `tenprof.profile()`, every step recorded), the N steps after it are
+recorded, and the N-th step's end stops it and writes the profile into the request's output directory;
+then the job goes on as before, with nothing recorded. The client hears "armed" at once and "done" (or
+the error) when the profile is written. Until a request comes the job pays one empty-list check per
+tenprof.step() and a thread blocked in accept().
+
+What the capture cannot do yet (stage 1): build the profile's tables outside the job's main thread (the
+job waits for the build at the N-th step's end, about a second for a small profile), capture by time in
+a job with no tenprof.step(), and capture every rank of a torchrun job with one command.
+
+The job ending during a capture (its script returns or raises, or sys.exit) saves what was recorded,
+marked partial; an armed capture that never started is answered with why.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tenprof.capture.listener import CaptureRequest, Listener
+from tenprof.capture.runtime import add_step_hook
+from tenprof.record.inprocess import InProcessProfile
+from tenprof.store.directory import is_profile_dir
+
+Reply = Callable[[dict[str, Any]], bool]
+
+_listening: OnDemand | None = None
+
+
+def listen() -> Path:
+    """Start listening for `tenprof capture` (once per process); the socket's path."""
+    global _listening
+    if _listening is None:
+        _listening = OnDemand()
+    return _listening.listener.path
+
+
+class OnDemand:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._armed: tuple[CaptureRequest, Reply] | None = None
+        self._running: tuple[CaptureRequest, Reply, InProcessProfile] | None = None
+        self._left = 0
+        self.listener = Listener(self._request)
+        add_step_hook(self._on_step)
+        atexit.register(self._at_exit)
+
+    def _request(self, request: CaptureRequest, reply: Reply) -> None:
+        """On the listener's thread: arm a capture, or refuse it."""
+        with self._lock:
+            busy = self._running[0] if self._running else self._armed[0] if self._armed else None
+            if busy is not None:
+                running = f"a capture is already running in process {os.getpid()}, into {busy.output}"
+                reply({"ok": False, "error": running})
+                return
+            target = Path(request.output)
+            if target.exists() and not request.force:
+                reply({"ok": False, "error": f"{target} already exists (--force replaces a tenprof profile)"})
+                return
+            if target.exists() and not is_profile_dir(target):
+                reply({"ok": False, "error": f"{target} exists and is not a tenprof profile: it is left as it is"})
+                return
+            self._armed = (request, reply)
+        reply({"ok": True, "state": "armed", "pid": os.getpid(), "steps": request.steps})
+
+    def _on_step(self) -> None:
+        """At every tenprof.step(), on the job's thread."""
+        armed: tuple[CaptureRequest, Reply] | None = None
+        with self._lock:
+            running = self._running is not None
+            if running:
+                self._left -= 1
+                finished = self._left <= 0
+            else:
+                armed, self._armed = self._armed, None
+        if running:
+            if finished:
+                self._finish("")
+        elif armed is not None:
+            self._start(*armed)
+
+    def _start(self, request: CaptureRequest, reply: Reply) -> None:
+        profile = InProcessProfile(request.output, force=request.force, overhead_steps=0)
+        try:
+            profile.__enter__()
+        except Exception as exc:  # the output could not be made, the recorder could not start
+            reply({"ok": False, "error": f"the capture could not start: {exc.__class__.__name__}: {exc}"})
+            return
+        with self._lock:
+            self._running, self._left = (request, reply, profile), request.steps
+
+    def _finish(self, cut_short: str) -> None:
+        with self._lock:
+            running, self._running = self._running, None
+        if running is None:
+            return
+        request, reply, profile = running
+        if cut_short:
+            profile.cut_short(cut_short)
+        try:
+            profile.__exit__(None, None, None)
+        except Exception as exc:
+            reply({"ok": False, "error": f"saving the capture failed: {exc.__class__.__name__}: {exc}"})
+            return
+        state = profile.profile.meta.passes["timeline"].state
+        partial = state != "complete"
+        reply({"ok": True, "state": "done", "profile": request.output, "partial": partial, "why": cut_short})
+
+    def _at_exit(self) -> None:
+        """The job is ending: a capture running is saved (partial), one armed is told it never started."""
+        self._finish("the job ended during the capture")
+        with self._lock:
+            armed, self._armed = self._armed, None
+        if armed is not None:
+            armed[1]({"ok": False, "error": "the job ended before its next tenprof.step(): nothing was recorded"})
+        self.listener.close()

@@ -1,0 +1,114 @@
+"""On-demand capture of a running job (`tenprof run --on-demand`, `tenprof capture PID`), on the CPU: the
+listener's socket and its permissions, a capture of three steps, the refusals (a second capture while one
+runs, a request that is not tenprof's, no listener), and a job that ends during a capture (saved partial)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tenprof.capture.listener import socket_path
+from tenprof.cli.main import main
+from tenprof.store.profile import load_profile
+
+ROOT = Path(__file__).resolve().parents[2]
+
+JOB = textwrap.dedent(
+    """
+    import json, sys, time, torch, tenprof
+    from pathlib import Path
+    from tenprof.capture import runtime
+    stop = Path(sys.argv[1])
+    w = torch.randn(128, 128)
+    steps = 0
+    while not stop.exists():
+        (torch.randn(32, 128) @ w).relu().sum()
+        time.sleep(0.05)
+        tenprof.step()
+        steps += 1
+    print(json.dumps({"steps": steps, "recording_after": runtime.current() is not None}))
+    """
+)
+
+
+def _request(path: Path, message: bytes) -> list[dict[str, object]]:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+        client.connect(str(path))
+        client.sendall(message)
+        return [json.loads(line) for line in client.makefile("rb")]
+
+
+def test_a_running_job_records_its_next_steps_on_request(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script, stop = tmp_path / "job.py", tmp_path / "stop"
+    script.write_text(JOB)
+    job = subprocess.Popen(
+        [sys.executable, "-m", "tenprof", "run", "--on-demand", str(script), str(stop)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        said = job.stderr.readline().decode() if job.stderr else ""  # type: ignore[union-attr]
+        assert said.startswith("tenprof: listening") and f"tenprof capture {job.pid} " in said, said
+        path = socket_path(job.pid)
+        # the job's user's alone: the socket 0600 in a 0700 folder
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+        assert _request(path, b"GET / HTTP/1.0\r\n\r\n") == [{"ok": False, "error": "not a tenprof request"}]
+        bad = b'{"tenprof": "capture", "version": 1, "steps": 3, "output": "rel", "exec": "rm -rf /"}\n'
+        assert _request(path, bad)[0]["error"] == "unknown fields: exec"
+
+        out = tmp_path / "out"
+        assert main(["capture", str(job.pid), "-o", str(out), "--steps", "3"]) == 0
+        assert "profile written to" in capsys.readouterr().err
+        profile = load_profile(out)
+        assert profile.meta.passes["timeline"].state == "complete"
+        assert int(profile.table("steps").column("complete").to_numpy(zero_copy_only=False).sum()) == 3
+        assert profile.table("ops").num_rows > 0
+        assert main(["capture", str(job.pid), "-o", str(out), "--steps", "3"]) == 2  # exists, no --force
+        assert "already exists" in capsys.readouterr().err
+
+        # a long capture; a second one meanwhile is refused, naming the first; the job ends during it
+        long_out = tmp_path / "long"
+        answers: list[int] = []
+        first = threading.Thread(
+            target=lambda: answers.append(main(["capture", str(job.pid), "-o", str(long_out), "--steps", "1000"]))
+        )
+        first.start()
+        deadline = time.monotonic() + 30
+        while not long_out.exists() and time.monotonic() < deadline:  # the job made it: the capture runs
+            time.sleep(0.05)
+        second = _request(
+            path,
+            json.dumps({"tenprof": "capture", "version": 1, "steps": 2, "output": str(tmp_path / "x")}).encode()
+            + b"\n",
+        )
+        assert second == [{"ok": False, "error": f"a capture is already running in process {job.pid}, into {long_out}"}]
+        stop.write_text("")
+        first.join(60)
+        assert answers == [0]
+        assert "partial: the job ended during the capture" in capsys.readouterr().err
+        assert load_profile(long_out).meta.passes["timeline"].state == "partial"
+        output, _ = job.communicate(timeout=60)
+        ended = json.loads(output.decode().strip().splitlines()[-1])
+        assert job.returncode == 0 and ended["steps"] > 3
+    finally:
+        stop.write_text("")
+        if job.poll() is None:
+            job.kill()
+    assert not path.exists()  # the listener went with the job
+
+
+def test_no_listener_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["capture", str(os.getpid()), "-o", "/tmp/never"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"tenprof: error: no tenprof listener in process {os.getpid()}")
