@@ -101,17 +101,29 @@ class InProcessProfile:
         self._session.step()
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        assert self._session is not None and self._writer is not None and self._output is not None
+        self.stop_recording(exc)
+        self.save()
+
+    def stop_recording(self, exc: BaseException | None = None) -> None:
+        """The first half of the exit, on the thread that started the recording: stop it (after keeping an
+        out-of-memory error's post-mortem, while the block's tensors are still held by the traceback)."""
+        assert self._session is not None and self._writer is not None
         meta = self._meta
-        if exc is not None:  # before the stop: the block's tensors are still held by the traceback
+        if exc is not None:
             memory = post_mortem(exc, self._writer.tmp_dir / "raw")
             if memory is not None:
                 meta.run.out_of_memory = OutOfMemory(**memory, where=raised_at(exc))
         self._session.stop()
         meta.run.wall_time_s = time.perf_counter() - self._started
-        if exc_type is not None:
+        if exc is not None:
             meta.run.cut_short = True
-            meta.run.cut_short_reason = f"the block raised {exc_type.__name__}: {str(exc)[:200]}"
+            meta.run.cut_short_reason = f"the block raised {type(exc).__name__}: {str(exc)[:200]}"
+
+    def save(self) -> None:
+        """The second half: build the tables and put the profile in place; any thread (an on-demand
+        capture's build runs beside the job, record.on_demand)."""
+        assert self._writer is not None and self._output is not None
+        meta = self._meta
         try:
             status = finish_timeline(self._writer, self._writer.tmp_dir / "raw", meta, "", "")
         except Exception as exc:  # keep the raw recording whatever goes wrong in building the tables

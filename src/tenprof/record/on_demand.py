@@ -10,9 +10,10 @@ then the job goes on as before, with nothing recorded. The client hears "armed" 
 the error) when the profile is written. Until a request comes the job pays one empty-list check per
 tenprof.step() and a thread blocked in accept().
 
-What the capture cannot do yet (stage 1): build the profile's tables outside the job's main thread (the
-job waits for the build at the N-th step's end, about a second for a small profile), capture by time in
-a job with no tenprof.step(), and capture every rank of a torchrun job with one command.
+The recording stops at the N-th step's end on the job's thread (which started it); the profile's tables are
+then built on a thread of their own while the job goes on (sharing the interpreter's lock with it for
+that second or so). What the capture cannot do yet: capture by time in a job with no tenprof.step(), and
+capture every rank of a torchrun job with one command.
 
 The job ending during a capture (its script returns or raises, or sys.exit) saves what was recorded,
 marked partial; an armed capture that never started is answered with why.
@@ -51,6 +52,7 @@ class OnDemand:
         self._armed: tuple[CaptureRequest, Reply] | None = None
         self._running: tuple[CaptureRequest, Reply, InProcessProfile] | None = None
         self._left = 0
+        self._saving: threading.Thread | None = None
         self.listener = Listener(self._request)
         add_step_hook(self._on_step)
         atexit.register(self._at_exit)
@@ -100,6 +102,8 @@ class OnDemand:
             self._running, self._left = (request, reply, profile), request.steps
 
     def _finish(self, cut_short: str) -> None:
+        """Stop the recording here (the job's thread, which started it), then build the profile on a thread
+        of its own, so the job goes on meanwhile (at the job's end, here: nothing is left to wait for)."""
         with self._lock:
             running, self._running = self._running, None
         if running is None:
@@ -108,17 +112,33 @@ class OnDemand:
         if cut_short:
             profile.cut_short(cut_short)
         try:
-            profile.__exit__(None, None, None)
+            profile.stop_recording()
+        except Exception as exc:
+            reply({"ok": False, "error": f"stopping the capture failed: {exc.__class__.__name__}: {exc}"})
+            return
+        if cut_short:
+            self._save(request, reply, profile, cut_short)
+            return
+        self._saving = threading.Thread(
+            target=self._save, args=(request, reply, profile, cut_short), name="tenprof-on-demand-save"
+        )
+        self._saving.start()
+
+    def _save(self, request: CaptureRequest, reply: Reply, profile: InProcessProfile, cut_short: str) -> None:
+        try:
+            profile.save()
         except Exception as exc:
             reply({"ok": False, "error": f"saving the capture failed: {exc.__class__.__name__}: {exc}"})
             return
-        state = profile.profile.meta.passes["timeline"].state
-        partial = state != "complete"
+        partial = profile.profile.meta.passes["timeline"].state != "complete"
         reply({"ok": True, "state": "done", "profile": request.output, "partial": partial, "why": cut_short})
 
     def _at_exit(self) -> None:
-        """The job is ending: a capture running is saved (partial), one armed is told it never started."""
+        """The job is ending: a capture running is saved (partial), one being built is waited for, one armed
+        is told it never started."""
         self._finish("the job ended during the capture")
+        if self._saving is not None:
+            self._saving.join()
         with self._lock:
             armed, self._armed = self._armed, None
         if armed is not None:
