@@ -112,3 +112,59 @@ def test_no_listener_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["capture", str(os.getpid()), "-o", "/tmp/never"]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith(f"tenprof: error: no tenprof listener in process {os.getpid()}")
+
+
+RANK_JOB = textwrap.dedent(
+    """
+    import json, sys, time, torch, tenprof
+    from pathlib import Path
+    from tenprof.capture import runtime
+    stop = Path(sys.argv[1])
+    recorded, steps = [], 0
+    while not stop.exists():
+        torch.ones(64, 64).sum()
+        if runtime.current() is not None:
+            recorded.append(steps)
+        time.sleep(0.03)
+        tenprof.step()
+        steps += 1
+    print(json.dumps(recorded))
+    """
+)
+
+
+def test_every_rank_of_a_job_records_the_same_steps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script, stop = tmp_path / "rank.py", tmp_path / "stop"
+    script.write_text(RANK_JOB)
+    jobs = []
+    for rank in (0, 1):
+        env = dict(os.environ, TORCHELASTIC_RUN_ID=f"test-{os.getpid()}", RANK=str(rank), WORLD_SIZE="2")
+        jobs.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "tenprof", "run", "--on-demand", str(script), str(stop)],
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+        )
+    try:
+        for job in jobs:
+            assert (job.stderr.readline().decode() if job.stderr else "").startswith("tenprof: listening")
+        out = tmp_path / "out"
+        assert main(["capture", str(jobs[1].pid), "--all-ranks", "-o", str(out), "--steps", "2"]) == 0
+        assert "2 ranks record steps" in capsys.readouterr().err
+        stop.write_text("")
+        recorded = [json.loads(job.communicate(timeout=60)[0].decode().strip().splitlines()[-1]) for job in jobs]
+        assert len(recorded[0]) == 2 and recorded[0] == recorded[1]  # the same steps of the job on both ranks
+        profiles = [load_profile(out / f"rank0000{r}") for r in (0, 1)]
+        assert [(p.meta.rank, p.meta.world_size, p.meta.passes["timeline"].state) for p in profiles] == [
+            (0, 2, "complete"),
+            (1, 2, "complete"),
+        ]
+        assert main(["report", str(out)]) == 0 and "2 ranks" in capsys.readouterr().out
+    finally:
+        stop.write_text("")
+        for job in jobs:
+            if job.poll() is None:
+                job.kill()

@@ -5,7 +5,10 @@ where that is set, else `/tmp/tenprof-<uid>`, made with mode 0700 and refused wh
 or others may enter it; the socket itself is 0600. Nothing listens on a network port.
 
 Protocol: the client sends one JSON line, at most MAX_REQUEST bytes:
-    {"tenprof": "capture", "version": 1, "steps": N, "output": "/abs/dir", "force": false}
+    {"tenprof": "capture", "version": 1, "steps": N, "output": "/abs/dir", "force": false, "at_step": S}
+(`at_step`, optional: start once S steps have ended, so every rank of a job records the same steps), or
+    {"tenprof": "status", "version": 1}
+answered with the job's pid, rank, world size, job key (its launcher's run id) and steps so far.
 and reads JSON lines back: {"ok": false, "error": "..."} and the end; or {"ok": true, "state": "armed"},
 then {"ok": true, "state": "done", "profile": ...} (or {"ok": false, "error": ...}) when the capture ended.
 A request is checked here, field by field: anything else, or a field of another type, is refused in one
@@ -44,6 +47,10 @@ class CaptureRequest:
     steps: int
     output: str  # absolute
     force: bool
+    at_step: int = -1  # start when this many steps have ended (the same step on every rank); -1: the next
+
+
+STATUS = "status"  # a request for the job's identity and its steps so far: {"tenprof": "status", "version": 1}
 
 
 def socket_dir() -> Path:
@@ -66,35 +73,49 @@ def private_dir() -> Path:
     return folder
 
 
-def parse_request(line: bytes) -> CaptureRequest | str:
-    """The request, or why it is refused (one line)."""
+FIELDS = {"capture": {"tenprof", "version", "steps", "output", "force", "at_step"}, STATUS: {"tenprof", "version"}}
+
+
+def parse_request(line: bytes) -> CaptureRequest | str | None:
+    """The capture request, None for a status request, or why it is refused (one line)."""
     try:
         given = json.loads(line)
     except ValueError:
         return "not a tenprof request"
-    if not isinstance(given, dict) or given.get("tenprof") != "capture":
+    if not isinstance(given, dict) or given.get("tenprof") not in FIELDS:
         return "not a tenprof request"
-    if set(given) - {"tenprof", "version", "steps", "output", "force"}:
-        return f"unknown fields: {', '.join(sorted(set(given) - {'tenprof', 'version', 'steps', 'output', 'force'}))}"
+    unknown = set(given) - FIELDS[given["tenprof"]]
+    if unknown:
+        return f"unknown fields: {', '.join(sorted(unknown))}"
     if given.get("version") != PROTOCOL:
         return f"protocol version {given.get('version')!r} is not this tenprof's ({PROTOCOL}): use the same tenprof"
+    if given["tenprof"] == STATUS:
+        return None
     steps, output, force = given.get("steps"), given.get("output"), given.get("force", False)
+    at_step = given.get("at_step", -1)
+    if not isinstance(at_step, int) or isinstance(at_step, bool) or at_step < -1:
+        return "at_step must be a whole number"
     if not isinstance(steps, int) or isinstance(steps, bool) or not 1 <= steps <= MAX_STEPS:
         return f"steps must be a whole number from 1 to {MAX_STEPS}"
     if not isinstance(output, str) or not output or not os.path.isabs(output) or "\0" in output:
         return "output must be an absolute path"
     if not isinstance(force, bool):
         return "force must be true or false"
-    return CaptureRequest(steps, os.path.normpath(output), force)
+    return CaptureRequest(steps, os.path.normpath(output), force, at_step)
 
 
 class Listener:
     """The socket and its thread (see the module)."""
 
-    def __init__(self, on_request: Callable[[CaptureRequest, Callable[[dict[str, Any]], bool]], None]) -> None:
+    def __init__(
+        self,
+        on_request: Callable[[CaptureRequest, Callable[[dict[str, Any]], bool]], None],
+        status: Callable[[], dict[str, Any]],
+    ) -> None:
         self.path = private_dir() / f"{os.getpid()}.sock"
         if self.path.exists():  # a listener of a process that had this pid and did not clean up
             self.path.unlink()
+        self._status = status
         self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         old = os.umask(0o177)  # the socket is made 0600, never readable by others for an instant
         try:
@@ -145,6 +166,9 @@ class Listener:
         request = parse_request(line) if len(line) <= MAX_REQUEST else "the request is too long"
         if isinstance(request, str):
             reply({"ok": False, "error": request})
+            return
+        if request is None:
+            reply({"ok": True, **self._status()})
             return
         done = threading.Event()
 

@@ -3,8 +3,11 @@
 
 It asks the job's listener (capture.listener: the job's user's own Unix socket) and waits until the job
 wrote the profile; the job records from its next tenprof.step() on and goes on as before afterwards.
-Ctrl-C here stops the waiting, not the capture. Every refusal is one line: no listener in that process, a
-capture already running, an output that exists (--force replaces a tenprof profile), the job ending first.
+`--all-ranks`: every rank of PID's job listening on this host (same launcher run) records the same steps,
+from a step none has reached yet (or `--at-step S`, which the ranks on other hosts are then given too),
+each into OUT/rankNNNNN, merged by `tenprof report OUT`. Ctrl-C here stops the waiting, not the capture.
+Every refusal is one line: no listener in that process, a capture already running, an output that exists
+(--force replaces a tenprof profile), the job ending first.
 """
 
 from __future__ import annotations
@@ -13,11 +16,15 @@ import argparse
 import json
 import socket
 import sys
+import threading
 from pathlib import Path
+from typing import Any
 
-from tenprof.capture.listener import PROTOCOL, socket_path
+from tenprof.capture.listener import PROTOCOL, STATUS, socket_dir, socket_path
 from tenprof.cli.common import non_negative_int
 from tenprof.errors import Interrupted, TenprofError, UsageError
+
+AHEAD = 2  # --all-ranks: start this many steps after the furthest rank, so that none has passed it
 
 
 class CaptureCommand:
@@ -28,36 +35,123 @@ class CaptureCommand:
         parser.add_argument("-o", "--output", required=True, help="profile directory to write")
         parser.add_argument("--steps", type=non_negative_int, default=5, help="how many steps to record (default 5)")
         parser.add_argument("--force", action="store_true", help="replace the output directory if it is a profile")
+        parser.add_argument(
+            "--all-ranks",
+            action="store_true",
+            help="every rank of PID's job listening on this host records the same steps, into OUTPUT/rankNNNNN",
+        )
+        parser.add_argument(
+            "--at-step", type=int, default=-1, help="start once this many steps have ended (default: the next step)"
+        )
 
     def run(self, args: argparse.Namespace) -> int:
         if args.steps < 1:
             raise UsageError("--steps must be 1 or more")
-        path = socket_path(args.pid)
-        if not path.exists():
-            raise UsageError(
-                f"no tenprof listener in process {args.pid}: start the job with tenprof run --on-demand, or call "
-                "tenprof.listen() in it"
-            )
-        output = str(Path(args.output).resolve())
-        request = {"tenprof": "capture", "version": PROTOCOL, "steps": args.steps, "output": output}
-        request["force"] = args.force
+        output = Path(args.output).resolve()
+        if args.all_ranks:
+            return _all_ranks(args, output)
+        request = _request(args.steps, output, args.force, args.at_step)
+        return _capture(_listening(args.pid), args.pid, request, output)
+
+
+def _listening(pid: int) -> Path:
+    path = socket_path(pid)
+    if not path.exists():
+        raise UsageError(
+            f"no tenprof listener in process {pid}: start the job with tenprof run --on-demand, or call "
+            "tenprof.listen() in it"
+        )
+    return path
+
+
+def _request(steps: int, output: Path, force: bool, at_step: int) -> dict[str, Any]:
+    return {
+        "tenprof": "capture",
+        "version": PROTOCOL,
+        "steps": steps,
+        "output": str(output),
+        "force": force,
+        "at_step": at_step,
+    }
+
+
+def _answers(path: Path, request: dict[str, Any]) -> Any:
+    """The listener's answers to one request, line by line."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+        client.connect(str(path))
+        client.sendall(json.dumps(request).encode() + b"\n")
+        for line in client.makefile("rb"):
+            yield json.loads(line)
+
+
+def _capture(path: Path, pid: int, request: dict[str, Any], output: Path, quiet: bool = False) -> int:
+    try:
+        for answer in _answers(path, request):
+            if not answer.get("ok"):
+                raise TenprofError(f"process {pid}: {answer.get('error', 'refused')}")
+            if answer.get("state") == "armed":
+                if not quiet:
+                    print(f"tenprof: process {pid} records its next {request['steps']} steps", file=sys.stderr)
+                continue
+            partial = f" (partial: {answer.get('why')})" if answer.get("partial") else ""
+            print(f"tenprof: profile written to {output}/{partial} (tenprof report {output})", file=sys.stderr)
+            return 0
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted; process {pid} still records into {output}") from None
+    except OSError as exc:
+        raise UsageError(f"process {pid} does not answer on {path}: {exc.strerror or exc}") from None
+    raise TenprofError(f"process {pid} ended before it wrote the profile")
+
+
+def _status(path: Path) -> dict[str, Any] | None:
+    try:
+        answers = list(_answers(path, {"tenprof": STATUS, "version": PROTOCOL}))
+    except (OSError, ValueError):  # a listener of a process that ended
+        return None
+    answer = answers[0] if answers else None
+    return answer if isinstance(answer, dict) and answer.get("ok") else None
+
+
+def _all_ranks(args: argparse.Namespace, output: Path) -> int:
+    """Every rank of PID's job listening here records the same steps (see the module)."""
+    from tenprof.cli.launch import prepare_ranks_dir
+    from tenprof.store.directory import rank_dir
+
+    asked = _status(_listening(args.pid))
+    if asked is None or not asked.get("job") or asked.get("world_size", 1) < 2:
+        raise UsageError(f"process {args.pid} is no rank of a job of several (started by torchrun or another launcher)")
+    ranks = sorted(
+        ((status, sock) for sock in socket_dir().glob("*.sock") if (status := _status(sock)) is not None
+         and status.get("job") == asked["job"]),
+        key=lambda found: int(found[0]["rank"]),
+    )  # fmt: skip
+    start = args.at_step if args.at_step >= 0 else max(int(s["step"]) for s, _ in ranks) + AHEAD
+    if len(ranks) < asked["world_size"]:
+        print(
+            f"tenprof: {len(ranks)} of the job's {asked['world_size']} ranks listen on this host: capture the others "
+            f"on theirs with --at-step {start}",
+            file=sys.stderr,
+        )
+    prepare_ranks_dir(output, args.force)
+    results: dict[int, str] = {}
+
+    def one(status: dict[str, Any], sock: Path) -> None:
+        target = rank_dir(output, int(status["rank"]))
         try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
-                try:
-                    client.connect(str(path))
-                except OSError as exc:
-                    raise UsageError(f"process {args.pid} does not answer on {path}: {exc.strerror or exc}") from None
-                client.sendall(json.dumps(request).encode() + b"\n")
-                for line in client.makefile("rb"):
-                    answer = json.loads(line)
-                    if not answer.get("ok"):
-                        raise TenprofError(f"process {args.pid}: {answer.get('error', 'refused')}")
-                    if answer.get("state") == "armed":
-                        print(f"tenprof: process {args.pid} records its next {args.steps} steps", file=sys.stderr)
-                        continue
-                    partial = f" (partial: {answer.get('why')})" if answer.get("partial") else ""
-                    print(f"tenprof: profile written to {output}/{partial} (tenprof report {output})", file=sys.stderr)
-                    return 0
-        except KeyboardInterrupt:
-            raise Interrupted(f"interrupted; process {args.pid} still records into {output}") from None
-        raise TenprofError(f"process {args.pid} ended before it wrote the profile")
+            _capture(sock, int(status["pid"]), _request(args.steps, target, args.force, start), target, quiet=True)
+            results[int(status["rank"])] = ""
+        except TenprofError as exc:
+            results[int(status["rank"])] = str(exc)
+
+    threads = [threading.Thread(target=one, args=found) for found in ranks]
+    said = f"steps {start}-{start + args.steps - 1} of the job (counted from 0)"
+    print(f"tenprof: {len(ranks)} ranks record {said}", file=sys.stderr)
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    failed = {rank: error for rank, error in results.items() if error}
+    for rank, error in sorted(failed.items()):
+        print(f"tenprof: error: rank {rank}: {error}", file=sys.stderr)
+    print(f"tenprof: merged report: tenprof report {output}", file=sys.stderr)
+    return 1 if failed else 0

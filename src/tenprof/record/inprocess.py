@@ -16,6 +16,7 @@ from typing import Any
 from tenprof.capture import environment
 from tenprof.capture.out_of_memory import post_mortem
 from tenprof.capture.overhead_plan import DEFAULT_COUNT as DEFAULT_OVERHEAD_STEPS
+from tenprof.capture.ranks import rank_from_env
 from tenprof.capture.runtime import checked_tokens
 from tenprof.capture.schedule import Schedule
 from tenprof.capture.timeline import TimelineOptions, TimelineSession
@@ -77,6 +78,10 @@ class InProcessProfile:
             gpus=[GpuInfo(**g) for g in env["gpus"]],
             timeline=TimelineInfo(lines=self.options.lines),
         )
+        rank = rank_from_env()  # a rank of a job (an on-demand capture of each rank): said as a run says it
+        if rank is not None:
+            self._meta.rank, self._meta.local_rank = rank.rank, rank.local_rank
+            self._meta.world_size, self._meta.launcher = rank.world_size, rank.launcher
         self._meta.passes[Pass.TIMELINE] = PassStatus(state="running", started_at=self._meta.created_at)
         write_meta(output.path, self._meta)
         self._writer = PassWriter(output.path, Pass.TIMELINE)

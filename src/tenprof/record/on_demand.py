@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from tenprof.capture.listener import CaptureRequest, Listener
+from tenprof.capture.ranks import rank_from_env
 from tenprof.capture.runtime import add_step_hook
 from tenprof.record.inprocess import InProcessProfile
 from tenprof.store.directory import is_profile_dir
@@ -36,6 +37,16 @@ from tenprof.store.directory import is_profile_dir
 Reply = Callable[[dict[str, Any]], bool]
 
 _listening: OnDemand | None = None
+
+
+def job_key() -> str:
+    """What the ranks of one job share: its launcher's run id (torchrun's), else its rendezvous address."""
+    env = os.environ
+    if env.get("TORCHELASTIC_RUN_ID"):
+        return f"torchrun:{env['TORCHELASTIC_RUN_ID']}"
+    if env.get("MASTER_ADDR") and env.get("MASTER_PORT"):
+        return f"{env['MASTER_ADDR']}:{env['MASTER_PORT']}"
+    return ""
 
 
 def listen() -> Path:
@@ -53,7 +64,8 @@ class OnDemand:
         self._running: tuple[CaptureRequest, Reply, InProcessProfile] | None = None
         self._left = 0
         self._saving: threading.Thread | None = None
-        self.listener = Listener(self._request)
+        self._steps = 0  # tenprof.step() calls so far
+        self.listener = Listener(self._request, self._status)
         add_step_hook(self._on_step)
         atexit.register(self._at_exit)
 
@@ -73,17 +85,29 @@ class OnDemand:
                 reply({"ok": False, "error": f"{target} exists and is not a tenprof profile: it is left as it is"})
                 return
             self._armed = (request, reply)
-        reply({"ok": True, "state": "armed", "pid": os.getpid(), "steps": request.steps})
+        reply({"ok": True, "state": "armed", "pid": os.getpid(), "steps": request.steps, "step": self._steps})
+
+    def _status(self) -> dict[str, Any]:
+        """Who this job is (rank, world size, its launcher's run), and how many steps it has ended."""
+        rank = rank_from_env()
+        return {
+            "pid": os.getpid(),
+            "rank": rank.rank if rank is not None else -1,
+            "world_size": rank.world_size if rank is not None else 1,
+            "job": job_key(),
+            "step": self._steps,
+        }
 
     def _on_step(self) -> None:
         """At every tenprof.step(), on the job's thread."""
         armed: tuple[CaptureRequest, Reply] | None = None
         with self._lock:
+            self._steps += 1
             running = self._running is not None
             if running:
                 self._left -= 1
                 finished = self._left <= 0
-            else:
+            elif self._armed is not None and self._steps >= self._armed[0].at_step:
                 armed, self._armed = self._armed, None
         if running:
             if finished:
