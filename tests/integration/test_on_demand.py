@@ -168,3 +168,39 @@ def test_every_rank_of_a_job_records_the_same_steps(tmp_path: Path, capsys: pyte
         for job in jobs:
             if job.poll() is None:
                 job.kill()
+
+
+NO_STEPS_JOB = textwrap.dedent(
+    """
+    import sys, time, torch
+    from pathlib import Path
+    stop = Path(sys.argv[1])
+    w = torch.randn(64, 64)
+    while not stop.exists():
+        (torch.randn(16, 64) @ w).relu().sum()
+        time.sleep(0.01)
+    """
+)
+
+
+def test_a_job_without_steps_is_recorded_by_time(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script, stop = tmp_path / "job.py", tmp_path / "stop"
+    script.write_text(NO_STEPS_JOB)
+    job = subprocess.Popen(
+        [sys.executable, "-m", "tenprof", "run", "--on-demand", str(script), str(stop)],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert (job.stderr.readline().decode() if job.stderr else "").startswith("tenprof: listening")
+        out = tmp_path / "out"
+        assert main(["capture", str(job.pid), "-o", str(out), "--seconds", "0.5"]) == 0
+        assert "records 0.5 s" in capsys.readouterr().err
+        profile = load_profile(out)
+        assert profile.meta.passes["timeline"].state == "complete" and profile.table("ops").num_rows > 10
+        assert profile.meta.run.wall_time_s >= 0.45  # stopped by time (the job still runs: below)
+        assert job.poll() is None  # the job goes on
+    finally:
+        stop.write_text("")
+        job.communicate(timeout=60)
+    assert job.returncode == 0

@@ -48,6 +48,7 @@ class CaptureRequest:
     output: str  # absolute
     force: bool
     at_step: int = -1  # start when this many steps have ended (the same step on every rank); -1: the next
+    seconds: float = 0.0  # > 0: record this long from now, steps or not (steps is then 0)
 
 
 STATUS = "status"  # a request for the job's identity and its steps so far: {"tenprof": "status", "version": 1}
@@ -73,7 +74,11 @@ def private_dir() -> Path:
     return folder
 
 
-FIELDS = {"capture": {"tenprof", "version", "steps", "output", "force", "at_step"}, STATUS: {"tenprof", "version"}}
+FIELDS = {
+    "capture": {"tenprof", "version", "steps", "seconds", "output", "force", "at_step"},
+    STATUS: {"tenprof", "version"},
+}
+MAX_SECONDS = 3600.0
 
 
 def parse_request(line: bytes) -> CaptureRequest | str | None:
@@ -91,17 +96,21 @@ def parse_request(line: bytes) -> CaptureRequest | str | None:
         return f"protocol version {given.get('version')!r} is not this tenprof's ({PROTOCOL}): use the same tenprof"
     if given["tenprof"] == STATUS:
         return None
-    steps, output, force = given.get("steps"), given.get("output"), given.get("force", False)
-    at_step = given.get("at_step", -1)
+    steps, output, force = given.get("steps", 0), given.get("output"), given.get("force", False)
+    at_step, seconds = given.get("at_step", -1), given.get("seconds", 0)
+    if not isinstance(seconds, int | float) or isinstance(seconds, bool) or not 0 <= seconds <= MAX_SECONDS:
+        return f"seconds must be a number from 0 to {MAX_SECONDS:.0f}"
+    if seconds and steps != 0:
+        return "give steps or seconds, not both"
     if not isinstance(at_step, int) or isinstance(at_step, bool) or at_step < -1:
         return "at_step must be a whole number"
-    if not isinstance(steps, int) or isinstance(steps, bool) or not 1 <= steps <= MAX_STEPS:
+    if not seconds and (not isinstance(steps, int) or isinstance(steps, bool) or not 1 <= steps <= MAX_STEPS):
         return f"steps must be a whole number from 1 to {MAX_STEPS}"
     if not isinstance(output, str) or not output or not os.path.isabs(output) or "\0" in output:
         return "output must be an absolute path"
     if not isinstance(force, bool):
         return "force must be true or false"
-    return CaptureRequest(steps, os.path.normpath(output), force, at_step)
+    return CaptureRequest(int(steps), os.path.normpath(output), force, at_step, float(seconds))
 
 
 class Listener:

@@ -34,6 +34,12 @@ class CaptureCommand:
         parser.add_argument("pid", type=int, help="the job's process id (printed by tenprof run --on-demand)")
         parser.add_argument("-o", "--output", required=True, help="profile directory to write")
         parser.add_argument("--steps", type=non_negative_int, default=5, help="how many steps to record (default 5)")
+        parser.add_argument(
+            "--seconds",
+            type=float,
+            default=0.0,
+            help="record for this long from now instead, steps or not (a job that never calls tenprof.step())",
+        )
         parser.add_argument("--force", action="store_true", help="replace the output directory if it is a profile")
         parser.add_argument(
             "--all-ranks",
@@ -47,10 +53,12 @@ class CaptureCommand:
     def run(self, args: argparse.Namespace) -> int:
         if args.steps < 1:
             raise UsageError("--steps must be 1 or more")
+        if args.seconds < 0 or (args.seconds and args.all_ranks):
+            raise UsageError("--seconds must be positive, and records one process (not with --all-ranks)")
         output = Path(args.output).resolve()
         if args.all_ranks:
             return _all_ranks(args, output)
-        request = _request(args.steps, output, args.force, args.at_step)
+        request = _request(args.steps, output, args.force, args.at_step, args.seconds)
         return _capture(_listening(args.pid), args.pid, request, output)
 
 
@@ -64,15 +72,13 @@ def _listening(pid: int) -> Path:
     return path
 
 
-def _request(steps: int, output: Path, force: bool, at_step: int) -> dict[str, Any]:
-    return {
-        "tenprof": "capture",
-        "version": PROTOCOL,
-        "steps": steps,
-        "output": str(output),
-        "force": force,
-        "at_step": at_step,
-    }
+def _request(steps: int, output: Path, force: bool, at_step: int, seconds: float = 0.0) -> dict[str, Any]:
+    request: dict[str, Any] = {"tenprof": "capture", "version": PROTOCOL, "output": str(output), "force": force}
+    if seconds:
+        request["seconds"] = seconds
+    else:
+        request.update(steps=steps, at_step=at_step)
+    return request
 
 
 def _answers(path: Path, request: dict[str, Any]) -> Any:
@@ -91,7 +97,8 @@ def _capture(path: Path, pid: int, request: dict[str, Any], output: Path, quiet:
                 raise TenprofError(f"process {pid}: {answer.get('error', 'refused')}")
             if answer.get("state") == "armed":
                 if not quiet:
-                    print(f"tenprof: process {pid} records its next {request['steps']} steps", file=sys.stderr)
+                    what = f"{request['seconds']:g} s" if "seconds" in request else f"its next {request['steps']} steps"
+                    print(f"tenprof: process {pid} records {what}", file=sys.stderr)
                 continue
             partial = f" (partial: {answer.get('why')})" if answer.get("partial") else ""
             print(f"tenprof: profile written to {output}/{partial} (tenprof report {output})", file=sys.stderr)

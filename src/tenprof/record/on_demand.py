@@ -12,8 +12,10 @@ tenprof.step() and a thread blocked in accept().
 
 The recording stops at the N-th step's end on the job's thread (which started it); the profile's tables are
 then built on a thread of their own while the job goes on (sharing the interpreter's lock with it for
-that second or so). What the capture cannot do yet: capture by time in a job with no tenprof.step(), and
-capture every rank of a torchrun job with one command.
+that second or so). A capture by time (`--seconds S`, for a job with no tenprof.step()) is started and
+stopped on the job's main thread too: the listener wakes it with WAKE, whose handler runs between two
+of its Python instructions (a thread inside one long native call, such as a GPU synchronization, starts
+or stops when that call returns).
 
 The job ending during a capture (its script returns or raises, or sys.exit) saves what was recorded,
 marked partial; an armed capture that never started is answered with why.
@@ -23,7 +25,9 @@ from __future__ import annotations
 
 import atexit
 import os
+import signal
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,6 +39,9 @@ from tenprof.record.inprocess import InProcessProfile
 from tenprof.store.directory import is_profile_dir
 
 Reply = Callable[[dict[str, Any]], bool]
+# wakes the job's main thread to start and stop a capture by time: ignored by default and by Python, and
+# used by no library the listener knows of (a job that handles it itself gets no capture by time)
+WAKE = signal.SIGURG
 
 _listening: OnDemand | None = None
 
@@ -65,6 +72,16 @@ class OnDemand:
         self._left = 0
         self._saving: threading.Thread | None = None
         self._steps = 0  # tenprof.step() calls so far
+        self._deadline = 0.0  # a capture by time's end (monotonic clock)
+        # a capture by time starts and stops on the job's main thread, woken by WAKE (see _on_wake): only where
+        # listen() runs on that thread and the job has no handler of its own for that signal
+        self._can_wake = threading.current_thread() is threading.main_thread() and signal.getsignal(WAKE) in (
+            signal.SIG_DFL,
+            signal.SIG_IGN,
+            None,
+        )
+        if self._can_wake:
+            signal.signal(WAKE, self._on_wake)
         self.listener = Listener(self._request, self._status)
         add_step_hook(self._on_step)
         atexit.register(self._at_exit)
@@ -77,6 +94,10 @@ class OnDemand:
                 running = f"a capture is already running in process {os.getpid()}, into {busy.output}"
                 reply({"ok": False, "error": running})
                 return
+            if request.seconds and not self._can_wake:
+                reply({"ok": False, "error": "capture by time needs the listener started on the job's main thread, "
+                       f"with {WAKE.name} not handled by the job"})  # fmt: skip
+                return
             target = Path(request.output)
             if target.exists() and not request.force:
                 reply({"ok": False, "error": f"{target} already exists (--force replaces a tenprof profile)"})
@@ -86,6 +107,8 @@ class OnDemand:
                 return
             self._armed = (request, reply)
         reply({"ok": True, "state": "armed", "pid": os.getpid(), "steps": request.steps, "step": self._steps})
+        if request.seconds:  # the main thread starts it between two of its instructions
+            signal.pthread_kill(threading.main_thread().ident or 0, WAKE)
 
     def _status(self) -> dict[str, Any]:
         """Who this job is (rank, world size, its launcher's run), and how many steps it has ended."""
@@ -104,16 +127,36 @@ class OnDemand:
         with self._lock:
             self._steps += 1
             running = self._running is not None
+            if running and self._running is not None and self._running[0].seconds:
+                return  # a capture by time ends by time
             if running:
                 self._left -= 1
                 finished = self._left <= 0
-            elif self._armed is not None and self._steps >= self._armed[0].at_step:
+            elif self._armed is not None and not self._armed[0].seconds and self._steps >= self._armed[0].at_step:
                 armed, self._armed = self._armed, None
         if running:
             if finished:
                 self._finish("")
         elif armed is not None:
             self._start(*armed)
+
+    def _on_wake(self, signum: int, frame: object) -> None:
+        """WAKE's handler, on the main thread: start an armed capture by time, or end one whose time is up."""
+        armed: tuple[CaptureRequest, Reply] | None = None
+        with self._lock:
+            running = self._running
+            if running is None and self._armed is not None and self._armed[0].seconds:
+                armed, self._armed = self._armed, None
+        if running is not None and running[0].seconds and time.monotonic() >= self._deadline - 0.05:
+            self._finish("")
+        elif armed is not None:
+            self._start(*armed)
+            if self._running is not None:
+                self._deadline = time.monotonic() + armed[0].seconds
+                main = threading.main_thread().ident or 0
+                timer = threading.Timer(armed[0].seconds, signal.pthread_kill, args=(main, WAKE))
+                timer.daemon = True
+                timer.start()
 
     def _start(self, request: CaptureRequest, reply: Reply) -> None:
         profile = InProcessProfile(request.output, force=request.force, overhead_steps=0)
