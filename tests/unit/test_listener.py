@@ -1,0 +1,45 @@
+"""The on-demand listener's requests, checked field by field (capture.listener): what a request may say,
+and the one line each refusal gives; the real socket is in tests/integration/test_on_demand.py."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tenprof.capture.listener import CaptureRequest, parse_request
+
+
+def _line(**fields: object) -> bytes:
+    return json.dumps({"tenprof": "capture", "version": 1, **fields}).encode()
+
+
+def test_a_capture_request_names_steps_or_seconds_and_an_absolute_output() -> None:
+    assert parse_request(_line(steps=3, output="/tmp/a/../out")) == CaptureRequest(3, "/tmp/out", False)
+    assert parse_request(_line(seconds=2.5, output="/o", force=True)) == CaptureRequest(0, "/o", True, -1, 2.5)
+    assert parse_request(_line(steps=2, output="/o", at_step=40)) == CaptureRequest(2, "/o", False, 40)
+    assert parse_request(b'{"tenprof": "status", "version": 1}') is None
+
+
+@pytest.mark.parametrize(
+    ("line", "refusal"),
+    [
+        (b"GET / HTTP/1.1", "not a tenprof request"),
+        (b'["capture"]', "not a tenprof request"),
+        (_line(steps=3, output="/o", command="id"), "unknown fields: command"),
+        (b'{"tenprof": "status", "version": 1, "output": "/o"}', "unknown fields: output"),
+        (_line(steps=0, output="/o"), "steps must be a whole number from 1 to 100000"),
+        (_line(steps=True, output="/o"), "steps must be a whole number from 1 to 100000"),
+        (_line(steps="3", output="/o"), "steps must be a whole number from 1 to 100000"),
+        (_line(steps=3, seconds=2, output="/o"), "give steps or seconds, not both"),
+        (_line(seconds=-1, output="/o"), "seconds must be a number from 0 to 3600"),
+        (_line(steps=3, output="relative/out"), "output must be an absolute path"),
+        (_line(steps=3, output="/o\x00x"), "output must be an absolute path"),
+        (_line(steps=3, output="/o", force="yes"), "force must be true or false"),
+        (_line(steps=3, output="/o", at_step=-5), "at_step must be a whole number"),
+        (json.dumps({"tenprof": "capture", "version": 2, "steps": 3, "output": "/o"}).encode(), "protocol version 2"),
+    ],
+)
+def test_every_other_request_is_refused_in_one_line(line: bytes, refusal: str) -> None:
+    found = parse_request(line)
+    assert isinstance(found, str) and found.startswith(refusal) and "\\n" not in found
