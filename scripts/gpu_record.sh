@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (memory39 ranks40 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (memory39 ranks40 ondemand41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -241,6 +241,24 @@ while [ $# -gt 0 ]; do
     ls -la "$WORK/prof/compiled_trace.json.gz"
     tenprof import "$WORK/prof/compiled_trace.json.gz" -o "$WORK/prof/compiled_trace_imported" > /dev/null 2>&1; echo "import exit=$?"
     tenprof report "$WORK/prof/compiled_trace_imported" --limit 6 2>&1 | sed -n '/^Compiled code/,/^$/p' | head -n 40 | tee "$OUT/compiled_trace_imported.txt"
+    ;;
+  ondemand41)  # issue 41: the listener's cost (the MLP's plain loop against the same under --on-demand, alternated, ROUNDS41 rounds); a capture of 5 steps of a running compiled GPT-2 (its report); every rank of a 2-rank torchrun job (NPROC, on the 2-GPU kind); text in $OUT/ondemand41.txt
+    N="$OUT/ondemand41.txt"
+    M="examples/small_mlp.py --steps 300 --warmup 20"
+    for r in $(seq "${ROUNDS41:-3}"); do
+      ( cd "$REPO" && taskset -c 0-7 python3 $M ) 2>&1 | grep loop_s | sed 's/^/plain /' >> "$N"
+      ( cd "$REPO" && taskset -c 0-7 tenprof run --on-demand $M ) 2>&1 | grep loop_s | sed 's/^/listening /' >> "$N"
+    done
+    ( cd "$REPO" && tenprof run --on-demand examples/compiled_train.py --model gpt2 --steps 400 ) > "$WORK/logs/od_gpt2.log" 2>&1 &
+    sleep 90; P=$(grep -o "tenprof capture [0-9]*" "$WORK/logs/od_gpt2.log" | awk '{print $3}')
+    ( cd "$REPO" && tenprof capture "$P" -o "$WORK/prof/od_gpt2" --steps 5 ) >> "$N" 2>&1
+    tenprof report "$WORK/prof/od_gpt2" --limit 4 2>&1 | head -n 30 >> "$N"
+    wait
+    ( cd "$REPO" && python3 -m torch.distributed.run --nproc-per-node "${NPROC:-2}" -m tenprof run --on-demand examples/ddp_train.py --steps 400 ) > "$WORK/logs/od_ddp.log" 2>&1 &
+    sleep 60; P=$(grep -o "tenprof capture [0-9]*" "$WORK/logs/od_ddp.log" | head -n 1 | awk '{print $3}')
+    ( cd "$REPO" && tenprof capture "$P" --all-ranks -o "$WORK/prof/od_ddp" --steps 3 ) >> "$N" 2>&1
+    tenprof report "$WORK/prof/od_ddp" --limit 4 2>&1 | head -n 40 >> "$N"
+    wait
     ;;
   ranks40)  # issue 40 on NPROC GPUs (default 2; the nvidia-h200-x2 kind): DDP balanced and with rank 1 slowed, recorded with the collectives' args; the merged report's clock shifts, arrivals and bus bandwidth against the link's peak; text in $OUT/ranks40.txt
     N="$OUT/ranks40.txt"; P=${NPROC:-2}
