@@ -48,18 +48,27 @@ def _request(path: Path, message: bytes) -> list[dict[str, object]]:
         return [json.loads(line) for line in client.makefile("rb")]
 
 
-def test_a_running_job_records_its_next_steps_on_request(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    script, stop = tmp_path / "job.py", tmp_path / "stop"
-    script.write_text(JOB)
+def _job(tmp_path: Path, text: str, name: str = "job.py", env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """The script `text` started under `tenprof run --on-demand`, once it listens; it runs until
+    tmp_path/stop exists."""
+    script = tmp_path / name
+    script.write_text(text)
     job = subprocess.Popen(
-        [sys.executable, "-m", "tenprof", "run", "--on-demand", str(script), str(stop)],
+        [sys.executable, "-m", "tenprof", "run", "--on-demand", str(script), str(tmp_path / "stop")],
         cwd=ROOT,
+        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
+    said = job.stderr.readline().decode() if job.stderr else ""
+    assert said.startswith("tenprof: listening") and f"tenprof capture {job.pid} " in said, said
+    return job
+
+
+def test_a_running_job_records_its_next_steps_on_request(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    stop = tmp_path / "stop"
+    job = _job(tmp_path, JOB)
     try:
-        said = job.stderr.readline().decode() if job.stderr else ""  # type: ignore[union-attr]
-        assert said.startswith("tenprof: listening") and f"tenprof capture {job.pid} " in said, said
         path = socket_path(job.pid)
         # the job's user's alone: the socket 0600 in a 0700 folder
         assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_IMODE(path.parent.stat().st_mode) == 0o700
@@ -134,23 +143,13 @@ RANK_JOB = textwrap.dedent(
 
 
 def test_every_rank_of_a_job_records_the_same_steps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    script, stop = tmp_path / "rank.py", tmp_path / "stop"
-    script.write_text(RANK_JOB)
-    jobs = []
-    for rank in (0, 1):
-        env = dict(os.environ, TORCHELASTIC_RUN_ID=f"test-{os.getpid()}", RANK=str(rank), WORLD_SIZE="2")
-        jobs.append(
-            subprocess.Popen(
-                [sys.executable, "-m", "tenprof", "run", "--on-demand", str(script), str(stop)],
-                cwd=ROOT,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-            )
-        )
+    stop = tmp_path / "stop"
+    run = f"test-{os.getpid()}"
+    jobs = [
+        _job(tmp_path, RANK_JOB, "rank.py", dict(os.environ, TORCHELASTIC_RUN_ID=run, RANK=str(r), WORLD_SIZE="2"))
+        for r in (0, 1)
+    ]
     try:
-        for job in jobs:
-            assert (job.stderr.readline().decode() if job.stderr else "").startswith("tenprof: listening")
         out = tmp_path / "out"
         assert main(["capture", str(jobs[1].pid), "--all-ranks", "-o", str(out), "--steps", "2"]) == 0
         assert "2 ranks record steps" in capsys.readouterr().err
@@ -184,15 +183,9 @@ NO_STEPS_JOB = textwrap.dedent(
 
 
 def test_a_job_without_steps_is_recorded_by_time(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    script, stop = tmp_path / "job.py", tmp_path / "stop"
-    script.write_text(NO_STEPS_JOB)
-    job = subprocess.Popen(
-        [sys.executable, "-m", "tenprof", "run", "--on-demand", str(script), str(stop)],
-        cwd=ROOT,
-        stderr=subprocess.PIPE,
-    )
+    stop = tmp_path / "stop"
+    job = _job(tmp_path, NO_STEPS_JOB)
     try:
-        assert (job.stderr.readline().decode() if job.stderr else "").startswith("tenprof: listening")
         out = tmp_path / "out"
         assert main(["capture", str(job.pid), "-o", str(out), "--seconds", "0.5"]) == 0
         assert "records 0.5 s" in capsys.readouterr().err
