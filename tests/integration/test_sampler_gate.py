@@ -24,7 +24,7 @@ from tenprof.capture.skipped_rounds import samples_of_skipped
 
 
 def _ops_for(seconds: float) -> None:
-    x = torch.ones(4)
+    x = torch.ones(4)  # ONES_LINE
     began = time.perf_counter()
     while time.perf_counter() - began < seconds:
         torch.relu(torch.add(x, x))  # OPS_LINE
@@ -53,7 +53,10 @@ def test_rounds_in_an_op_loop_are_skipped_and_given_the_ops_line_and_a_sleep_is_
     ops_line = next(i + 1 for i, t in enumerate(source) if t.endswith("# OPS_LINE"))
     sleep_line = next(i + 1 for i, t in enumerate(source) if t.endswith("# SLEEP_LINE"))
     rows = interner.rows
-    made_lines = {rows[frame][3] for frame in made[2::3]}  # a frame row: id, parent, file, line, ...
-    assert made_lines == {ops_line}
+    ones_line = next(i + 1 for i, t in enumerate(source) if t.endswith("# ONES_LINE"))
+    made_lines = [rows[frame][3] for frame in made[2::3]]  # a frame row: id, parent, file, line, ...
+    # each skipped round has the line of the op running then or just before: the loop's, but for a round due
+    # right after torch.ones, before the loop's first op (seen once in a full parallel run)
+    assert ops_line in made_lines and set(made_lines) <= {ops_line, ones_line} and made_lines.count(ones_line) <= 1
     sampled_lines = [rows[frame][3] for frame in sampler.samples[2::3]]
     assert sampled_lines.count(sleep_line) >= 5  # 100 rounds were due; a loaded machine may take fewer
