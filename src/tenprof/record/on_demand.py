@@ -69,6 +69,8 @@ class OnDemand:
         self._lock = threading.Lock()
         self._armed: tuple[CaptureRequest, Reply] | None = None
         self._running: tuple[CaptureRequest, Reply, InProcessProfile] | None = None
+        # taken from armed and starting (its recorder not yet running): a second request is still refused
+        self._starting: CaptureRequest | None = None
         self._left = 0
         self._saving: threading.Thread | None = None
         self._steps = 0  # tenprof.step() calls so far
@@ -89,7 +91,7 @@ class OnDemand:
     def _request(self, request: CaptureRequest, reply: Reply) -> None:
         """On the listener's thread: arm a capture, or refuse it."""
         with self._lock:
-            busy = self._running[0] if self._running else self._armed[0] if self._armed else None
+            busy = self._running[0] if self._running else self._armed[0] if self._armed else self._starting
             if busy is not None:
                 running = f"a capture is already running in process {os.getpid()}, into {busy.output}"
                 reply({"ok": False, "error": running})
@@ -134,6 +136,7 @@ class OnDemand:
                 finished = self._left <= 0
             elif self._armed is not None and not self._armed[0].seconds and self._steps >= self._armed[0].at_step:
                 armed, self._armed = self._armed, None
+                self._starting = armed[0]
         if running:
             if finished:
                 self._finish("")
@@ -147,6 +150,7 @@ class OnDemand:
             running = self._running
             if running is None and self._armed is not None and self._armed[0].seconds:
                 armed, self._armed = self._armed, None
+                self._starting = armed[0]
         if running is not None and running[0].seconds and time.monotonic() >= self._deadline - 0.05:
             self._finish("")
         elif armed is not None:
@@ -163,10 +167,12 @@ class OnDemand:
         try:
             profile.__enter__()
         except Exception as exc:  # the output could not be made, the recorder could not start
+            with self._lock:
+                self._starting = None
             reply({"ok": False, "error": f"the capture could not start: {exc.__class__.__name__}: {exc}"})
             return
         with self._lock:
-            self._running, self._left = (request, reply, profile), request.steps
+            self._running, self._left, self._starting = (request, reply, profile), request.steps, None
 
     def _finish(self, cut_short: str) -> None:
         """Stop the recording here (the job's thread, which started it), then build the profile on a thread
