@@ -19,6 +19,7 @@ train.py:12 (aten::mm), one a step over steps 3-614"). The memory findings and t
 
 from __future__ import annotations
 
+import weakref
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -53,8 +54,18 @@ class Blocks:
         return np.asarray(self.device_code == code, dtype=bool)
 
 
+# a profile's blocks, paired once: the summary's peak and the memory findings of one report all read them
+_PAIRED: weakref.WeakKeyDictionary[Profile, Blocks] = weakref.WeakKeyDictionary()
+
+
 def blocks(profile: Profile) -> Blocks:
     """The blocks of every device the memory table reports on (see the module)."""
+    if profile not in _PAIRED:
+        _PAIRED[profile] = _pair(profile)
+    return _PAIRED[profile]
+
+
+def _pair(profile: Profile) -> Blocks:
     m = profile.table("memory")
     empty = np.zeros(0, dtype=np.int64)
     if m.num_rows == 0:
