@@ -23,6 +23,8 @@ from tenprof.renderers.finding_text import rendered
 from tenprof.store.profile import Profile, load_profile
 from tests.conftest import DATA
 
+MEMORY_FINDINGS = ("out-of-memory", "memory-growth", "memory-fragmentation")
+
 RECORDINGS = sorted(
     str(p.parent.relative_to(DATA))
     for p in DATA.rglob("meta.json")
@@ -45,10 +47,13 @@ def _check_properties(profile: Profile) -> None:
     found = find_all(profile)
     ctx = Context(profile, Thresholds())
     # every finding costs time, but one that saves GPU time in a step the host bounds (kept, last, for what it
-    # would save once the host is faster)
-    assert all(f.cost_ns > 0 or (f.id in GPU_TIME_FINDINGS and f.numbers["gpu_time_saved_ns"] > 0) for f in found), [
-        (f.id, f.cost_ns) for f in found
-    ]
+    # would save once the host is faster) and the memory findings (urgent, or what they would free)
+    assert all(
+        f.cost_ns > 0
+        or (f.id in GPU_TIME_FINDINGS and f.numbers["gpu_time_saved_ns"] > 0)
+        or (f.id in MEMORY_FINDINGS and (f.urgent or f.numbers.get("bytes_saved", 0) > 0))
+        for f in found
+    ), [(f.id, f.cost_ns) for f in found]
     _, hi = ctx.gpu_window
     start = int(ctx.step_start[0])
     end = max(int(ctx.step_end[-1]), hi)

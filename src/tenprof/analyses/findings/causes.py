@@ -131,6 +131,7 @@ def one_cause_one_finding(found: list[Finding], ctx: Context) -> list[Finding]:
                 f.cost_ns = budget
             budget -= f.cost_ns
     found = _speed_of_light_left_to_counters(found)
+    found = _churn_left_to_fragmentation(found)
     _gpu_time_on_the_critical_path(found, ctx)
     bound = by_id.get("launch-bound")
     if bound is not None and bound.cost_ns > 0:
@@ -184,6 +185,22 @@ def _speed_of_light_left_to_counters(found: list[Finding]) -> list[Finding]:
         else:
             twin.seen.append(f"the performance model: {f.title}")
     return kept
+
+
+def _churn_left_to_fragmentation(found: list[Finding]) -> list[Finding]:
+    """Allocator churn with no cache emptied by the script, where the allocator also reserved far more than it
+    handed out, is the fragmentation's time: requests of new sizes that the cached blocks cannot serve take
+    new segments every step. One finding, fragmentation's, with both costs and one fix."""
+    churn = next((f for f in found if f.id == "allocator-churn"), None)
+    frag = next((f for f in found if f.id == "memory-fragmentation"), None)
+    if churn is None or frag is None or churn.numbers.get("releases_outside_ops_per_step", 0.0) > 0:
+        return found
+    frag.title += ", and the steps wait while it takes more"
+    frag.cost_ns += churn.cost_ns
+    frag.seen += [f"allocator churn: {churn.title.split(': ', 1)[-1]}", *churn.seen]
+    frag.where = list(dict.fromkeys(frag.where + churn.where))[:3]
+    frag.numbers["allocator_waited_ns"] = float(churn.cost_ns)
+    return [f for f in found if f is not churn]
 
 
 def _sync_wake_among_host_gaps(idle: Finding, syncs: Finding | None, charged: dict[str, str]) -> int:
