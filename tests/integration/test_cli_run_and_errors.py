@@ -115,6 +115,45 @@ def interrupted_twice(tmp_path_factory: pytest.TempPathFactory) -> Interrupted:
     return Interrupted(caught, proc.returncode, stdout, stderr, out)
 
 
+def test_a_script_that_never_gets_back_to_python_is_killed_and_what_it_wrote_is_kept(tmp_path: Path) -> None:
+    # a rank whose peer died waits in a collective that never returns, in C: SIGTERM's handler never runs
+    # (a blocked signal stands in for that here). The launcher kills it after the grace and builds the trace
+    # part of the steps recorded before the capture's first timed-off steps.
+    marker = tmp_path / "started"
+    job = _script(
+        tmp_path,
+        f"""
+        import pathlib, signal, time, torch, tenprof
+        x = torch.ones(64, 64)
+        for _ in range(7):
+            x = (x @ x).clamp(max=1.0)
+            tenprof.step()
+        signal.pthread_sigmask(signal.SIG_BLOCK, {{signal.SIGTERM}})
+        pathlib.Path({str(marker)!r}).write_text("go")
+        time.sleep(120)
+        """,
+    )
+    out = tmp_path / "prof"
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), TENPROF_STOP_GRACE_S="1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tenprof", "run", "-o", str(out), str(job)], env=env, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.time() + 120
+    while not marker.exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert marker.exists(), proc.communicate()
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)  # not the script's 120 s
+    assert proc.returncode == 137
+    profile = load_profile(out)
+    assert "never got back to Python" in profile.meta.run.cut_short_reason and profile.meta.host
+    assert profile.meta.passes["timeline"].state == "partial"
+    steps = profile.table("steps")
+    on = zip(steps.column("step").to_pylist(), steps.column("capture_on").to_pylist(), strict=True)
+    recorded = [n for n, recording in on if recording]
+    assert recorded[:3] == [0, 1, 2] and profile.table("ops").num_rows > 0
+
+
 @pytest.mark.xdist_group("interrupted_twice")
 def test_ctrl_c_stops_the_script_and_saves_the_profile(interrupted_twice: Interrupted) -> None:
     # the Ctrl-C the script does not catch stops it

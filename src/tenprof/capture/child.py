@@ -22,7 +22,7 @@ from types import TracebackType
 from typing import Any
 
 from tenprof.capture.out_of_memory import post_mortem
-from tenprof.core.rawfiles import STATUS_FILE
+from tenprof.core.rawfiles import SAVING_FILE, STATUS_FILE
 from tenprof.sourcefiles import raised_at
 from tenprof.store.schema import Pass
 
@@ -204,6 +204,7 @@ def run_child(spec: dict[str, Any]) -> int:
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # saving must not be cut short in turn
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        (raw_dir / SAVING_FILE).touch()  # the launcher kills a terminated child only before this
         status["wall_time_s"] = time.perf_counter() - started
         try:
             session.stop()

@@ -8,6 +8,8 @@ STATUS_FILE = "child_status.json"
 TRACE_FILE = "kineto_trace.json"  # the first part of the trace; a run that stopped torch.profiler to time
 # steps un-profiled wrote one part per recording session: kineto_trace.json, kineto_trace.1.json, ...
 CALLSITES_FILE = "callsites.json.gz"
+SAVING_FILE = "saving"  # written by the child as it starts to save: it reacted to the signal that ended it
+KILLED_FILE = "killed_unresponsive"  # written by the launcher before it kills a child that never began to save
 CHECKS_FILE = "checks.json"
 WORKER_SAMPLES_DIR = "workers"  # DataLoader workers' samples while they run (merged into CALLSITES_FILE)
 TENSORS_FILE = "tensors.json.gz"

@@ -12,8 +12,10 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +34,14 @@ from tenprof.capture.ncu_runner import Progress, find_ncu, ncu_command
 from tenprof.capture.overhead_plan import DEFAULT_COUNT as DEFAULT_OVERHEAD_STEPS
 from tenprof.capture.ranks import RankInfo
 from tenprof.capture.schedule import Schedule
-from tenprof.core.rawfiles import NCU_LOG_FILE, NCU_REPORT_BASE, PROFILER_LOG_FILE, STATUS_FILE
+from tenprof.core.rawfiles import (
+    KILLED_FILE,
+    NCU_LOG_FILE,
+    NCU_REPORT_BASE,
+    PROFILER_LOG_FILE,
+    SAVING_FILE,
+    STATUS_FILE,
+)
 from tenprof.core.version import VERSION
 from tenprof.errors import UsageError
 from tenprof.importers.timeline_import import now_iso
@@ -51,6 +60,7 @@ from tenprof.store.writer import PassWriter
 
 PASSES = tuple(Pass)  # in the order they run
 NCU_PASSES = (Pass.COUNTERS, Pass.STALLS)
+STOP_GRACE_S = 10.0  # see stop_grace_s
 
 
 def all_passes(ncu: str = "") -> tuple[tuple[str, ...], dict[str, str]]:
@@ -232,11 +242,17 @@ def _run_child(
             relay.close()
         raise
 
+    watchdog: list[threading.Timer] = []
+
     def forward(signum: int, frame: Any) -> None:
         try:
             proc.send_signal(signal.SIGINT if signum == signal.SIGINT else signal.SIGTERM)
         except OSError:
             pass
+        if signum != signal.SIGINT and not watchdog:
+            watchdog.append(threading.Timer(stop_grace_s(), _kill_if_unresponsive, args=(proc, raw_dir)))
+            watchdog[0].daemon = True
+            watchdog[0].start()
 
     watched = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     previous = {s: signal.signal(s, forward) for s in watched}
@@ -247,10 +263,35 @@ def _run_child(
             relay.pump(proc)  # until the child has exited and its stderr is drained
         return proc.wait()
     finally:
+        for timer in watchdog:
+            timer.cancel()
         for s, handler in previous.items():
             signal.signal(s, handler)
         if relay is not None:
             relay.close()
+
+
+def stop_grace_s() -> float:
+    """How long a terminated script has to begin saving before it is killed (TENPROF_STOP_GRACE_S): a
+    launcher such as torchrun kills its workers 30 s after its SIGTERM, and the tables still have to be
+    built from what the script had written by then."""
+    try:
+        return max(0.1, float(os.environ.get("TENPROF_STOP_GRACE_S", STOP_GRACE_S)))
+    except ValueError:
+        return STOP_GRACE_S
+
+
+def _kill_if_unresponsive(proc: subprocess.Popen[Any], raw_dir: Path) -> None:
+    """SIGTERM was forwarded and the script never got back to Python to save (blocked in a call that does
+    not return, such as a collective waiting for a rank that died): kill it, so that what it had already
+    written (the trace parts of earlier recording windows) is built into the profile while there is time."""
+    if proc.poll() is not None or (raw_dir / SAVING_FILE).exists():
+        return
+    (raw_dir / KILLED_FILE).touch()
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
 
 
 def _relay_ncu_output(stream: Any, log_path: Path, expected: int, pass_name: str, quiet: bool = False) -> None:
@@ -464,12 +505,18 @@ def _finish_pass(
     else:
         cut_short = True
         cut_reason = (
-            f"the profiled process was killed by {_signal_name(code)}" if code < 0 else "the profiled process died"
+            f"terminated, and killed {stop_grace_s():g} s later: the script never got back to Python to save "
+            "(blocked in a call that did not return, such as a collective waiting for a rank that died); what "
+            "the capture had written before is kept"
+            if (raw_dir / KILLED_FILE).exists()
+            else f"the profiled process was killed by {_signal_name(code)}"
+            if code < 0
+            else "the profiled process died"
         )
     try:
         if describes_run:
             env = status.get("env", {})
-            meta.host = env.get("host", "")
+            meta.host = env.get("host", "") or socket.gethostname()  # the child's words, if it lived to say them
             meta.python_version = env.get("python_version", "")
             meta.torch_version = env.get("torch_version", "")
             meta.cuda_version = env.get("cuda_version", "")

@@ -160,7 +160,7 @@ class Alignment:
 def align_and_compare(ranks: list[RankCollectives]) -> Alignment:
     """Each rank's clock shift and, with it, who arrived last at each group's collectives."""
     estimated = _estimate_shifts(ranks)
-    hosts = {r.host for r in ranks}
+    hosts = {r.host for r in ranks if r.host}  # a rank killed before it said its host: unknown, not another
     largest = max((abs(s) for s in estimated.values()), default=0)
     applied = len(hosts) > 1 or largest > SHARED_CLOCK_NS
     if len(ranks) < 2 or not any(len(r.seq) for r in ranks):
