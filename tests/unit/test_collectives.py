@@ -134,3 +134,18 @@ def test_bus_bandwidth_is_nccl_tests_from_the_last_arrival() -> None:
     together = [rank(r, [r], [1_300_000], 1024) for r in range(4)]  # within 1 us: none of them was last
     assert align_and_compare(together).groups[0].most_often_last == -1
     assert align_and_compare(small).groups[0].bus_gbs is None  # latency-bound sizes are not judged
+
+
+def test_a_real_two_gpu_job_with_a_slowed_rank_names_it_last_at_every_collective(tmp_path: Path) -> None:
+    # tests/data/ranks40/slowed: examples/ddp_train.py --slow-rank 1 on two H200s of one host (NVLink),
+    # recorded with the collectives' arguments; rebuilt from its raw traces with this tenprof
+    from tests.conftest import rebuild
+
+    ranks = [rank_collectives(rebuild(f"ranks40/slowed/rank0000{r}", tmp_path), r) for r in (0, 1)]
+    assert all(set(found.group) == {"0"} for found in ranks)
+    alignment = align_and_compare(ranks)
+    assert not alignment.applied and abs(alignment.estimated[1]) < 50_000  # one host: one clock
+    (group,) = alignment.groups
+    assert group.compared == 21 and group.last_share[1] == 1.0 and group.most_often_last == 1
+    assert group.mean_wait_ns[0] > 5e6 and group.mean_wait_ns[1] == 0.0  # rank 0 waits for rank 1
+    assert group.link == "NVLink 4" and group.bus_gbs is not None and 50 < group.bus_gbs < group.link_peak_gbs  # type: ignore[operator]
