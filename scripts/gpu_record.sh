@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (memory39 ranks40 ondemand41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (memory39 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "${SITE:=/tmp/site}" .whl/*.whl || exit 1
+export PYTHONPATH=$SITE PATH=$SITE/bin:$PATH PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$OUT/gpu.txt"
 python3 -c "import torch, tenprof; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'tenprof', tenprof.__file__)"
 date -u +%Y-%m-%dT%H:%M:%SZ >> "$OUT/gpu.txt"
 WORK=$(mktemp -d)
@@ -248,14 +248,26 @@ while [ $# -gt 0 ]; do
     for r in $(seq "${ROUNDS41:-3}"); do
       ( cd "$REPO" && taskset -c 0-7 python3 $M ) 2>&1 | grep loop_s | sed 's/^/plain /' >> "$N"
       ( cd "$REPO" && taskset -c 0-7 tenprof run --on-demand $M ) 2>&1 | grep loop_s | sed 's/^/listening /' >> "$N"
+      ( cd "$REPO" && taskset -c 0-7 python3 -c "import sys, runpy, tenprof, tenprof.record.inprocess; tenprof.listen(); sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')" $M ) 2>&1 | grep loop_s | sed 's/^/listening+recorder-loaded /' >> "$N"
     done
-    ( cd "$REPO" && tenprof run --on-demand examples/compiled_train.py --model gpt2 --steps 400 ) > "$WORK/logs/od_gpt2.log" 2>&1 &
-    sleep 90; P=$(grep -o "tenprof capture [0-9]*" "$WORK/logs/od_gpt2.log" | awk '{print $3}')
+    ( cd "$REPO" && tenprof run --on-demand examples/compiled_train.py --model gpt2 --steps 3000 ) > "$WORK/logs/od_gpt2.log" 2>&1 &
+    sleep 60; P=$(grep -o "tenprof capture [0-9]*" "$WORK/logs/od_gpt2.log" | awk '{print $3}')
     ( cd "$REPO" && tenprof capture "$P" -o "$WORK/prof/od_gpt2" --steps 5 ) >> "$N" 2>&1
     tenprof report "$WORK/prof/od_gpt2" --limit 4 2>&1 | head -n 30 >> "$N"
     wait
-    ( cd "$REPO" && python3 -m torch.distributed.run --nproc-per-node "${NPROC:-2}" -m tenprof run --on-demand examples/ddp_train.py --steps 400 ) > "$WORK/logs/od_ddp.log" 2>&1 &
-    sleep 60; P=$(grep -o "tenprof capture [0-9]*" "$WORK/logs/od_ddp.log" | head -n 1 | awk '{print $3}')
+    ;;
+  listener41)  # issue 41: the listener's cost alone: the MLP's plain loop against the same under --on-demand, STEPS41 steps, alternated ROUNDS41 rounds, each run held to 8 cores; text in $OUT/listener41.txt
+    for r in $(seq "${ROUNDS41:-5}"); do
+      for how in plain listening; do
+        if [ $how = plain ]; then run="python3"; else run="tenprof run --on-demand"; fi
+        ( cd "$REPO" && taskset -c 0-7 $run examples/small_mlp.py --steps "${STEPS41:-3000}" --warmup 50 ) 2>&1 | grep loop_s | sed "s/^/$how /" >> "$OUT/listener41.txt"
+      done
+    done
+    ;;
+  ondemand41ddp)  # issue 41 on NPROC GPUs (default 2; the nvidia-h200-x2 kind): every rank of a torchrun job captured by one command; text in $OUT/ondemand41.txt
+    N="$OUT/ondemand41.txt"
+    ( cd "$REPO" && python3 -m torch.distributed.run --nproc-per-node "${NPROC:-2}" -m tenprof run --on-demand examples/ddp_train.py --steps 2000 ) > "$WORK/logs/od_ddp.log" 2>&1 &
+    sleep 40; P=$(grep -o "tenprof capture [0-9]*" "$WORK/logs/od_ddp.log" | head -n 1 | awk '{print $3}')
     ( cd "$REPO" && tenprof capture "$P" --all-ranks -o "$WORK/prof/od_ddp" --steps 3 ) >> "$N" 2>&1
     tenprof report "$WORK/prof/od_ddp" --limit 4 2>&1 | head -n 40 >> "$N"
     wait
@@ -265,6 +277,9 @@ while [ $# -gt 0 ]; do
     nvidia-smi topo -m >> "$N" 2>&1
     ( cd "$REPO" && python3 -m torch.distributed.run --nproc-per-node "$P" -m tenprof run --quiet -o "$WORK/prof/ranks40_balanced" examples/ddp_train.py ) > "$WORK/logs/ranks40_balanced.log" 2>&1
     ( cd "$REPO" && python3 -m torch.distributed.run --nproc-per-node "$P" -m tenprof run --quiet -o "$WORK/prof/ranks40_slowed" examples/ddp_train.py --slow-rank 1 ) > "$WORK/logs/ranks40_slowed.log" 2>&1
+    ( cd "$REPO" && python3 -m torch.distributed.run --nproc-per-node "$P" -m tenprof run --quiet -o "$WORK/prof/ranks40_oom" examples/ddp_oom_rank.py --oom-rank 1 ) > "$WORK/logs/ranks40_oom.log" 2>&1
+    echo "== oom (rank 1 of $P dies of out-of-memory): exit $?" >> "$N"
+    tenprof report "$WORK/prof/ranks40_oom" --limit 4 2>&1 | grep -v "USDT" | sed -n '/cut short/,$p' | head -n 30 >> "$N"
     for d in balanced slowed; do
       echo "== $d" >> "$N"
       tenprof report "$WORK/prof/ranks40_$d" --limit 4 2>&1 | grep -v "USDT" | sed -n '/Who arrived/,$p' >> "$N"
@@ -472,7 +487,11 @@ while [ $# -gt 0 ]; do
     mkdir -p "$WORK/prof/torch_traces"
     ( cd "$REPO" && python3 benchmarks/torch_profiler_run.py --stack "$WORK/prof/torch_traces/gpt2_generate_stack.json" examples/gpt2_generate.py --tokens 48 ) > "$WORK/logs/tp_gpt2_generate.log" 2>&1
     gzip -f "$WORK"/prof/torch_traces/*.json
-    tar -C "$WORK" -czf "$OUT/generate36.tgz" prof/gpt2_generate prof/torch_traces logs
+    tenprof import "$WORK/prof/torch_traces/gpt2_generate_stack.json.gz" -o "$WORK/prof/gpt2_generate_imported" > /dev/null 2>&1
+    echo "== the torch.profiler trace (with_stack), imported" >> "$OUT/gpt2_generate.txt"
+    tenprof report "$WORK/prof/gpt2_generate_imported" --limit 4 2>&1 | grep -E "^[0-9]+\. |   (seen|fix)|^Steps" | head -n 30 >> "$OUT/gpt2_generate.txt"
+    rm -rf "$WORK/prof/gpt2_generate_imported"
+    du -sh "$WORK"/prof/gpt2_generate "$WORK"/prof/torch_traces >> "$OUT/gpt2_generate.txt"; rm -rf "$WORK"/prof/gpt2_generate "$WORK"/prof/torch_traces  # too large to bring back (163 MB)
     ;;
   timed36)  # issue 36 section 3: the timed steps with everything off, against the plain loop (TIMED_WORKLOADS, TIMED_REPEATS, TIMED_DEADLINE_MIN)
     ( cd "$REPO" && tenprof run --quiet -o "$WORK/prof/overhead36_mlp" examples/small_mlp.py --steps 20 --warmup 2 ) > "$WORK/logs/overhead36_mlp.log" 2>&1
@@ -573,7 +592,7 @@ while [ $# -gt 0 ]; do
       tail -n 3 "$WORK/logs/$name.log" >> "$N"
       tenprof report "$WORK/prof/$name" --limit 4 2>&1 | grep -E "^[0-9]+\. |   (seen|fix)|^Memory|^Steps|^Incomplete" | head -n 14 >> "$N"
     done
-    ( cd "$REPO" && timeout 900 python3 -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_gpu_memory.py ) >> "$N" 2>&1
+    ( cd "$REPO" && timeout "${MEMORY_TESTS_S:-280}" python3 -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_gpu_memory.py ) >> "$N" 2>&1
     ;;
   native38n)  # issue 38: the CUPTI API filter (TENPROF_CUPTI_API_FILTER=1) on the MLP, one whole run each held to 8 cores: plain, native with the filter, native without; kernels and API calls of both profiles; text in $OUT/native38n.txt
     N="$OUT/native38n.txt"
@@ -879,6 +898,6 @@ for name in ('filtered', 'native'):
     ;;
   esac
   # after every task, so a call cut off by its time limit still brings back what was recorded
-  tar -C "$WORK" -czf "$OUT/recordings.tgz" prof logs 2>/dev/null
+  tar -C "$WORK" -czf "$OUT/${RECORDINGS:-recordings}.tgz" prof logs 2>/dev/null
 done
 ls -la "$OUT"

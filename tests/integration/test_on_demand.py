@@ -197,3 +197,14 @@ def test_a_job_without_steps_is_recorded_by_time(tmp_path: Path, capsys: pytest.
         stop.write_text("")
         job.communicate(timeout=60)
     assert job.returncode == 0
+
+
+def test_listening_loads_nothing_of_the_recorder_until_a_request() -> None:
+    # a job that is never captured keeps its process as it was: no pyarrow, pydantic or capture modules
+    probe = (
+        "import sys, torch, tenprof; tenprof.listen(); "
+        "print(sorted(m for m in ('pyarrow', 'pydantic', 'duckdb', 'tenprof.record.inprocess') if m in sys.modules))"
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    shown = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0 and shown.stdout.strip() == "[]", shown.stderr

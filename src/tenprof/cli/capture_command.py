@@ -132,7 +132,10 @@ def _all_ranks(args: argparse.Namespace, output: Path) -> int:
          and status.get("job") == asked["job"]),
         key=lambda found: int(found[0]["rank"]),
     )  # fmt: skip
-    start = args.at_step if args.at_step >= 0 else max(int(s["step"]) for s, _ in ranks) + AHEAD
+    # asked again: the first answers waited while each rank loaded its recorder (seconds, in which the ranks
+    # ran on), these come at once and say where the ranks are now
+    now = [_status(sock) or status for status, sock in ranks]
+    start = args.at_step if args.at_step >= 0 else max(int(s["step"]) for s in now) + AHEAD
     if len(ranks) < asked["world_size"]:
         print(
             f"tenprof: {len(ranks)} of the job's {asked['world_size']} ranks listen on this host: capture the others "

@@ -7,8 +7,9 @@ A checked request arms a capture; the job's next `tenprof.step()` starts a timel
 (the same recorder and profile as `tenprof.profile()`, every step recorded), the N steps after it are
 recorded, and the N-th step's end stops it and writes the profile into the request's output directory;
 then the job goes on as before, with nothing recorded. The client hears "armed" at once and "done" (or
-the error) when the profile is written. Until a request comes the job pays one empty-list check per
-tenprof.step() and a thread blocked in accept().
+the error) when the profile is written. Until a request comes the job pays one short call per
+tenprof.step() and a thread blocked in accept(); the recorder and the profile's store (pyarrow, pydantic,
+the capture's modules) are imported by the first request, on the listener's thread, not by listen().
 
 The recording stops at the N-th step's end on the job's thread (which started it); the profile's tables are
 then built on a thread of their own while the job goes on (sharing the interpreter's lock with it for
@@ -24,21 +25,31 @@ marked partial; an armed capture that never started is answered with why.
 from __future__ import annotations
 
 import atexit
+import importlib
 import os
 import signal
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tenprof.capture.listener import CaptureRequest, Listener
 from tenprof.capture.ranks import rank_from_env
 from tenprof.capture.runtime import add_step_hook
-from tenprof.record.inprocess import InProcessProfile
-from tenprof.store.directory import is_profile_dir
+
+if TYPE_CHECKING:
+    from tenprof.record.inprocess import InProcessProfile
 
 Reply = Callable[[dict[str, Any]], bool]
+
+
+def _load_recorder() -> None:
+    """Import the recorder and the profile's store (pyarrow, pydantic, the capture's modules) on the calling
+    listener thread: a job never captured never loads them, and a capture's first step does not wait for them."""
+    importlib.import_module("tenprof.record.inprocess")  # it imports the store too
+
+
 # wakes the job's main thread to start and stop a capture by time: ignored by default and by Python, and
 # used by no library the listener knows of (a job that handles it itself gets no capture by time)
 WAKE = signal.SIGURG
@@ -90,6 +101,9 @@ class OnDemand:
 
     def _request(self, request: CaptureRequest, reply: Reply) -> None:
         """On the listener's thread: arm a capture, or refuse it."""
+        _load_recorder()
+        from tenprof.store.directory import is_profile_dir
+
         with self._lock:
             busy = self._running[0] if self._running else self._armed[0] if self._armed else self._starting
             if busy is not None:
@@ -113,7 +127,10 @@ class OnDemand:
             signal.pthread_kill(threading.main_thread().ident or 0, WAKE)
 
     def _status(self) -> dict[str, Any]:
-        """Who this job is (rank, world size, its launcher's run), and how many steps it has ended."""
+        """Who this job is (rank, world size, its launcher's run), and how many steps it has ended. The
+        recorder is loaded first: a status request announces a capture (`--all-ranks` asks every rank for
+        it, then for the steps again, before it picks the step to start at)."""
+        _load_recorder()
         rank = rank_from_env()
         return {
             "pid": os.getpid(),
@@ -163,6 +180,8 @@ class OnDemand:
                 timer.start()
 
     def _start(self, request: CaptureRequest, reply: Reply) -> None:
+        from tenprof.record.inprocess import InProcessProfile
+
         profile = InProcessProfile(request.output, force=request.force, overhead_steps=0)
         try:
             profile.__enter__()
