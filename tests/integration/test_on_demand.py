@@ -77,7 +77,7 @@ def test_a_running_job_records_its_next_steps_on_request(tmp_path: Path, capsys:
         assert _request(path, bad)[0]["error"] == "unknown fields: exec"
 
         out = tmp_path / "out"
-        assert main(["capture", str(job.pid), "-o", str(out), "--steps", "3"]) == 0
+        assert main(["capture", str(path), "-o", str(out), "--steps", "3"]) == 0  # by its socket, as by its pid
         assert "profile written to" in capsys.readouterr().err
         profile = load_profile(out)
         assert profile.meta.passes["timeline"].state == "complete"
@@ -115,6 +115,11 @@ def test_a_running_job_records_its_next_steps_on_request(tmp_path: Path, capsys:
         if job.poll() is None:
             job.kill()
     assert not path.exists()  # the listener went with the job
+
+
+def test_a_socket_that_is_no_listener_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["capture", str(tmp_path / "nothing.sock"), "-o", str(tmp_path / "o")]) == 2
+    assert "neither a process id nor the socket of a tenprof listener" in capsys.readouterr().err
 
 
 def test_no_listener_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,4 +1,4 @@
-"""`tenprof capture PID -o OUT --steps N`: record the next N steps of a running job that listens
+"""`tenprof capture PID|SOCKET -o OUT --steps N`: record the next N steps of a running job that listens
 (`tenprof run --on-demand`, or `tenprof.listen()` in the script), into a profile at OUT.
 
 It asks the job's listener (capture.listener: the job's user's own Unix socket) and waits until the job
@@ -31,7 +31,11 @@ class CaptureCommand:
     """Record the next steps of a running job started with `tenprof run --on-demand`."""
 
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("pid", type=int, help="the job's process id (printed by tenprof run --on-demand)")
+        parser.add_argument(
+            "pid",
+            metavar="PID|SOCKET",
+            help="the job's process id, or its listener's socket path (both printed by tenprof run --on-demand)",
+        )
         parser.add_argument("-o", "--output", required=True, help="profile directory to write")
         parser.add_argument("--steps", type=non_negative_int, default=5, help="how many steps to record (default 5)")
         parser.add_argument(
@@ -56,10 +60,22 @@ class CaptureCommand:
         if args.seconds < 0 or (args.seconds and args.all_ranks):
             raise UsageError("--seconds must be positive, and records one process (not with --all-ranks)")
         output = Path(args.output).resolve()
+        path, args.pid = _target(args.pid)
         if args.all_ranks:
             return _all_ranks(args, output)
         request = _request(args.steps, output, args.force, args.at_step, args.seconds)
-        return _capture(_listening(args.pid), args.pid, request, output)
+        return _capture(path, args.pid, request, output)
+
+
+def _target(given: str) -> tuple[Path, int]:
+    """The listener's socket and the job's pid, from a pid or from a socket path (whose job says its pid)."""
+    if given.isdigit():
+        return _listening(int(given)), int(given)
+    path = Path(given)
+    status = _status(path) if path.is_socket() else None
+    if status is None:
+        raise UsageError(f"{given}: neither a process id nor the socket of a tenprof listener that answers")
+    return path, int(status["pid"])
 
 
 def _listening(pid: int) -> Path:
