@@ -127,6 +127,12 @@ WORKLOADS: dict[str, Workload] = {
         "16-layer MLP 64x256, fwd+bwd+SGD (200 steps: at 50 the 0.17 s loop varied 20% run to run)",
         ("examples/small_mlp.py", "--steps", "200", "--warmup", "10"),
     ),
+    "mlp-long": Workload(
+        # the on-demand listener's cost: a per-step cost shows most on a host-bound loop, and loops of 0.9 s
+        # (300 steps) were too short for the GPU machine's noise
+        "16-layer MLP 64x256, fwd+bwd+SGD (3000 steps)",
+        ("examples/small_mlp.py", "--steps", "3000", "--warmup", "50"),
+    ),
     "conv": Workload(
         "conv+BN+ReLU 32x64x112x112, fwd+bwd (10 steps)",
         ("examples/conv_block.py", "--steps", "10", "--warmup", "3"),
@@ -162,6 +168,7 @@ CONFIGS: dict[str, Config] = {
     "tenprof-light": Config("tenprof run --no-lines --no-shapes --no-memory", ("tenprof",)),
     "tenprof-tensors": Config("tenprof run --passes tensors", ("tenprof",)),
     "tenprof-timed": Config("tenprof run --overhead-steps 7 (its own un-profiled steps)", ("tenprof",)),
+    "tenprof-on-demand": Config("tenprof run --on-demand: the listener alone, nothing recorded", ("tenprof",)),
     "torch": Config("torch.profiler (CPU+CUDA)"),
     "torch-stack": Config("torch.profiler + with_stack, record_shapes, profile_memory"),
     "torch-cuda": Config("torch.profiler (CUDA alone)", needs_cuda=True),
@@ -422,6 +429,8 @@ def command(
         return [py, *script]
     if config == "plain-marked":  # plain, each tenprof.step() call marked (see benchmarks/step_marks.py)
         return [py, str(ROOT / "benchmarks" / "step_marks.py"), str(scratch / "marks.json"), *script]
+    if config == "tenprof-on-demand":  # no capture, no profile, no options: the job as a listener runs it
+        return [py, "-m", "tenprof", "run", "--on-demand", *script]
     if config.startswith("tenprof"):
         extra = {
             "tenprof": [],
