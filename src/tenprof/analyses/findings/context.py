@@ -93,7 +93,7 @@ class Context:
             else:
                 self.compiling_steps = 0  # every step compiles: judge them anyway rather than judge nothing
         # The first step recorded after steps timed with the capture off pays the capture's restart (a new
-        # GPU-activity session: CUPTI instruments the next launches again), measured at 2.6-3 ms on an H200
+        # GPU-activity session: CUPTI instruments the next launches again), measured at 2.6-3.7 ms on an H200
         # in steps of 0.2 ms: tenprof's cost, not the program's, so such a step is never a slow step. It stays
         # analysed: the other findings' costs were calibrated with it (docs/FINDINGS.md).
         self._resumed = _resumed(profile, complete)
