@@ -14,7 +14,8 @@ when, over five analysed steps or more:
 
 The growth per step is that slope; the steps left until the card is full divide its free memory (the
 card's less what the allocator reserved at the end) by it. What leaks is summed by line and op
-(analyses.timeline.live_memory). Steps that each keep several blocks (GRAPH_BLOCKS, the median step)
+(analyses.timeline.live_memory), over the judged steps and the slow steps among them (left out of the
+judgement, not of what is kept). Steps that each keep several blocks (GRAPH_BLOCKS, the median step)
 made by several ops mean a whole step's graph is kept (a running loss summed without .item() keeps every
 step's autograd graph and the activations it saved, all made on the model's one line); a block or two a
 step, a tensor kept on purpose (a list of outputs).
@@ -26,7 +27,7 @@ import numpy as np
 
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.model import Finding
-from tenprof.analyses.timeline.live_memory import Blocks, Holder, blocks
+from tenprof.analyses.timeline.live_memory import Blocks, Holder, blocks, step_numbers
 from tenprof.core.quantities import size
 
 MIN_STEPS = 5  # analysed: three judged and the two last
@@ -47,8 +48,13 @@ def check(ctx: Context) -> list[Finding]:
     index = np.searchsorted(start, found.start_ns, side="right") - 1
     inside = (index >= 0) & (found.start_ns < end[np.maximum(index, 0)])
     judged = len(start) - NOT_JUDGED_LAST
-    kept = ((found.end_ns < 0) | (found.end_ns > end[-1])) & inside & (index < judged)
-    each = [_judge(ctx, found, kept & found.on(d), index, judged, d, end) for d in found.devices]
+    outlive = (found.end_ns < 0) | (found.end_ns > end[-1])
+    kept = outlive & inside & (index < judged)
+    # what is named as kept: also what a slow step between the judged ones made (it leaks as the others do;
+    # left out of the judgement only), so 'one a step' stays true of the steps it spans
+    in_a_step = step_numbers(found, ctx.all_step_start, ctx.all_step_end, ctx.all_step_numbers) >= 0
+    named = outlive & in_a_step & (found.start_ns >= start[0]) & (found.start_ns < start[judged])
+    each = [_judge(ctx, found, kept & found.on(d), named & found.on(d), index, judged, d, end) for d in found.devices]
     growing = [f for f in each if f is not None]
     # one finding: the device that grows fastest (a leak of GPU tensors also keeps their CPU-side copies)
     return [max(growing, key=lambda f: f.numbers["growth_bytes_per_step"])] if growing else []
@@ -58,6 +64,7 @@ def _judge(
     ctx: Context,
     found: Blocks,
     kept: np.ndarray,
+    named: np.ndarray,
     index: np.ndarray,
     judged: int,
     device: str,
@@ -77,7 +84,7 @@ def _judge(
     slope = float(round(np.polyfit(numbers.astype(np.float64), totals.astype(np.float64), 1)[0]))
     if slope < 0.5 * typical:
         return None
-    held = ctx.holders(found, kept)
+    held = ctx.holders(found, named)
     blocks_per_step = float(np.median(np.bincount(index[kept], minlength=judged)[:judged]))
     steps_left = _steps_until_full(ctx, device, slope)
     title = f"Memory grows {size(slope)} a step on {device}"
