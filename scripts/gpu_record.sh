@@ -581,10 +581,10 @@ while [ $# -gt 0 ]; do
     tar -C "$WORK" -czf "$OUT/native38_parity_mlp.tgz" parity_mlp  # both profiles, to study the joins on the CPU
     python3 benchmarks/overhead.py --workloads "${NATIVE_WORKLOADS:-mlp,gpt2-fp32}" --configs plain,torch,proton,tenprof,tenprof-native --repeats "${NATIVE_REPEATS:-3}" --deadline-min "${NATIVE_DEADLINE_MIN:-6}" --json "$OUT/" >> "$N" 2>&1
     ;;
-  memory39)  # issue 39: the memory cases (examples/findings keep_outputs, loss_graph, growing_sizes, checkpointing, oom_first_step) recorded with their controls, first findings and memory numbers in $OUT/memory39.txt, then tests/gpu/test_gpu_memory.py
+  memory39)  # issue 39: the memory cases (examples/findings keep_outputs, loss_graph, eval_outputs, growing_sizes, checkpointing, oom_first_step) recorded with their controls, first findings and memory numbers in $OUT/memory39.txt, then tests/gpu/test_gpu_memory.py
     N="$OUT/memory39.txt"
     for c in "keep_outputs --steps 25" "keep_outputs --steps 25 --fixed" "loss_graph --steps 25" "loss_graph --steps 25 --fixed" \
-             "growing_sizes --steps 10" "growing_sizes --steps 10 --fixed" "checkpointing --steps 10" "checkpointing --steps 10 --fixed" \
+             "eval_outputs --steps 25" "eval_outputs --steps 25 --fixed" "growing_sizes --steps 10" "growing_sizes --steps 10 --fixed" "checkpointing --steps 10" "checkpointing --steps 10 --fixed" \
              "keep_outputs --until-oom" "oom_first_step"; do
       set -- $c; name="memory_$1$(echo "${*:2}" | tr -d ' -' | sed 's/steps[0-9]*//')"
       ( cd "$REPO" && timeout 240 tenprof run --quiet -o "$WORK/prof/$name" examples/findings/$1.py "${@:2}" ) > "$WORK/logs/$name.log" 2>&1

@@ -50,6 +50,8 @@ def test_an_out_of_memory_error_is_the_first_finding_and_names_the_list(tmp_path
         ("keep_outputs.py", ["--steps", "25", "--fixed"], None),
         ("loss_graph.py", ["--steps", "25"], "memory-growth"),
         ("loss_graph.py", ["--steps", "25", "--fixed"], None),
+        ("eval_outputs.py", ["--steps", "25"], "memory-growth"),
+        ("eval_outputs.py", ["--steps", "25", "--fixed"], None),
         ("growing_sizes.py", ["--steps", "10"], "memory-fragmentation"),
         ("growing_sizes.py", ["--steps", "10", "--fixed"], None),
         ("checkpointing.py", ["--steps", "10"], None),

@@ -12,13 +12,16 @@ when, over five analysed steps or more:
 - and the allocator's allocated total at the step ends rises (least squares) by at least half of that:
   blocks kept while as many older ones are freed (a bounded cache) are no growth.
 
-The growth per step is that slope; the steps left until the card is full divide its free memory (the
-card's less what the allocator reserved at the end) by it. What leaks is summed by line and op
-(analyses.timeline.live_memory), over the judged steps and the slow steps among them (left out of the
-judgement, not of what is kept). Steps that each keep several blocks (GRAPH_BLOCKS, the median step)
-made by several ops mean a whole step's graph is kept (a running loss summed without .item() keeps every
-step's autograd graph and the activations it saved, all made on the model's one line); a block or two a
-step, a tensor kept on purpose (a list of outputs).
+The growth per step is that slope (on a GPU against the step numbers; on the CPU, whose allocator counts
+only what it made while the profiler recorded, against the steps' places among the recorded ones); the
+steps left until the card is full divide its free memory (the card's less what the allocator reserved at
+the end) by it. What leaks is summed by line and op (analyses.timeline.live_memory), over the judged steps
+and the slow steps among them (left out of the judgement, not of what is kept). Steps that each keep
+several blocks (GRAPH_BLOCKS, the median step) made by several ops, or two blocks or more made by two ops
+of one line of the user's, mean a whole step's graph is kept: a running loss summed without .item(), or
+outputs stored outside torch.no_grad(), keep every step's autograd graph and the activations it saved,
+all made on the model's one line. One block a step, or one op's blocks per line: tensors kept on purpose
+(a list of outputs).
 """
 
 from __future__ import annotations
@@ -79,9 +82,11 @@ def _judge(
     if totals is None:
         return None
     numbers = ctx.step_numbers[np.argsort(ctx.step_start, kind="stable")]
-    # against the step numbers, not the judged steps' ranks: the steps left out between them (timed with the
-    # capture off, slow, compiling) grew memory too. Rounded to the byte: a fit of whole MiB reads 1048575.99
-    slope = float(round(np.polyfit(numbers.astype(np.float64), totals.astype(np.float64), 1)[0]))
+    # Rounded to the byte: a fit of whole MiB reads 1048575.99
+    places = _growth_steps(ctx, device, numbers)
+    slope = float(round(np.polyfit(places, totals.astype(np.float64), 1)[0]))
+    # where the two differ, the CPU's totals left out steps run with the capture off
+    uncounted = int(numbers[-1] - numbers[0] - (places[-1] - places[0]))
     if slope < 0.5 * typical:
         return None
     held = ctx.holders(found, named)
@@ -95,7 +100,8 @@ def _judge(
     seen = [
         f"{leaving} of the {judged} steps judged leave memory allocated to the end "
         f"({size(typical)} the median step); allocated at the step ends: {size(totals[0])} after step "
-        f"{numbers[0]}, {size(totals[-1])} after step {numbers[-1]} ({size(slope)} a step, least squares)",
+        f"{numbers[0]}, {size(totals[-1])} after step {numbers[-1]} ({size(slope)} a step, least squares"
+        + (f"; the CPU allocator did not count the {uncounted} steps run with the capture off)" if uncounted else ")"),
         "kept, by the line that made it:",
         *(h.describe() for h in held[:HOLDERS_SHOWN]),
     ]
@@ -120,6 +126,16 @@ def _judge(
         },
         urgent=True,
     )
+
+
+def _growth_steps(ctx: Context, device: str, numbers: np.ndarray) -> np.ndarray:
+    """What the allocated totals are fitted against: on a GPU the step numbers, as the caching allocator
+    counts every block, also those of the steps left out between the judged ones (timed with the capture off,
+    slow, compiling). The CPU allocator counts only what it made while the profiler recorded (c10's profiled
+    CPU reporter): there each judged step's place among the recorded steps."""
+    if device.startswith("cuda"):
+        return numbers.astype(np.float64)
+    return np.searchsorted(np.sort(ctx.all_step_numbers), numbers).astype(np.float64)
 
 
 def _allocated_at(ctx: Context, device: str, step_end: np.ndarray) -> np.ndarray | None:
@@ -156,7 +172,13 @@ def _steps_until_full(ctx: Context, device: str, slope: float) -> int | None:
 
 
 def _fix(held: list[Holder], blocks_per_step: float) -> str:
-    if blocks_per_step >= GRAPH_BLOCKS and len({h.op for h in held}) >= 2:
+    ops_of_line: dict[str, set[str]] = {}
+    for h in held:
+        if not h.line.startswith("("):
+            ops_of_line.setdefault(h.line, set()).add(h.op)
+    # one line keeping what two of its ops made, a step: a call returns one value, the rest is kept by its graph
+    one_line = blocks_per_step >= 2 and any(len(ops) >= 2 for ops in ops_of_line.values())
+    if one_line or (blocks_per_step >= GRAPH_BLOCKS and len({h.op for h in held}) >= 2):
         return (
             f"Each step keeps {blocks_per_step:.0f} blocks made by {len({h.op for h in held})} ops: most likely a "
             "whole step's autograd graph is kept alive, with the activations it saved, by a tensor that still "
