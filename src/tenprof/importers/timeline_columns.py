@@ -40,6 +40,8 @@ OLD_CATEGORIES = {
     "Memset": "gpu_memset",
     "Python": "python_function",
 }
+
+
 _WINDOW_CATEGORY = "Trace"  # Kineto's range for each profiling window: "PyTorch Profiler (0)"
 _WINDOW_END = "Record Window End"  # the instant Kineto marks the end of recording with
 
@@ -54,6 +56,14 @@ FAR_TIME = "a time out of any clock's range"
 BAD_DURATION = "a duration that is not a number"
 NEGATIVE_DURATION = "a negative duration"
 LONG_DURATION = "a duration of more than a week"
+
+
+def _old_annotation(name: str) -> bool:
+    """Before torch 1.10, Kineto wrote torch's own annotations in the ops' category ("Operator"):
+    'ProfilerStep#5', 'enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__', 'Optimizer.step#SGD.step'.
+    They are a name, '#', a name, without an op's namespace ('aten::', 'autograd::engine::...'); the
+    autograd nodes of those traces ('AddmmBackward') have no '#'."""
+    return name.startswith(STEP_PREFIX) or ("#" in name and "::" not in name)
 
 
 class Cols:
@@ -249,8 +259,10 @@ class Collector:
         for ev in batch:
             if ev.ph == "X":
                 cat = ev.cat
-                if cat == "cpu_op" or cat == "Operator":
+                if cat == "cpu_op":
                     (ranges if ev.name.startswith(STEP_PREFIX) else ops).append(ev)
+                elif cat == "Operator":
+                    (ranges if _old_annotation(ev.name) else ops).append(ev)
                 else:
                     group = by_cat.get(cat)
                     if group is not None:
