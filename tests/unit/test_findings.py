@@ -544,3 +544,29 @@ def test_idle_gaps_advice_follows_where_the_host_was_when_no_line_was_sampled() 
     assert idle._fix("host not launching work", "the sampled lines' advice", fix) == "the sampled lines' advice"
     assert idle._fix(idle.QUEUED, "", fix) == idle._FIXES[idle.QUEUED]
     assert idle._host_parts(ctx, [(500, idle.QUEUED, 1, 2, 2000, 2500)]) == ([], "")
+
+
+def test_idle_gaps_left_after_others_charged_theirs_is_named_by_its_largest_kind() -> None:
+    """An A100 trace of HolisticTraceAnalysis's tests (625 ms of its gaps queued behind launched work, 2 ms
+    in syncs that sync-in-loop takes) was titled "for other reasons": the title names what is left."""
+    from tenprof.analyses.findings.causes import _left_most
+
+    idle = Finding(
+        id="idle-gaps",
+        title="",
+        cost_ns=0,
+        why="",
+        fix="",
+        numbers={
+            "idle_ns": 648e6,
+            "window_ns": 1e9,
+            "work_launched,_waiting_to_start_ns": 625e6,
+            "waiting_on_a_synchronization_ns": 2e6,
+            "host_not_launching_work_ns": 21e6,
+        },
+    )
+    assert _left_most(idle, {"waiting_on_a_synchronization_ns": 2_000_000}) == "mostly work launched, waiting to start"
+    # what is left of a kind partly charged counts, not what it was
+    idle.numbers["host_not_launching_work_ns"] = 700e6
+    assert _left_most(idle, {"host_not_launching_work_ns": 690_000_000}) == "mostly work launched, waiting to start"
+    assert _left_most(idle, {key: int(v) for key, v in idle.numbers.items()}) == "for other reasons"

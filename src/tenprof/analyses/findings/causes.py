@@ -99,18 +99,18 @@ def one_cause_one_finding(found: list[Finding], ctx: Context) -> list[Finding]:
     idle = by_id.get("idle-gaps")
     if idle is not None:
         charged = {key: owner for key, owner in _IDLE_OWNERS.items() if owner in by_id and key in idle.numbers}
-        moved = sum(int(idle.numbers[key]) for key in charged)
+        taken = {key: int(idle.numbers[key]) for key in charged}
         host = "host_not_launching_work_ns"
         named = [by_id[cause] for cause in _HOST_CAUSES if cause in by_id]
         if named and host in idle.numbers and host not in charged:
-            moved += int(min(idle.numbers[host], sum(f.cost_ns for f in named)))
+            taken[host] = int(min(idle.numbers[host], sum(f.cost_ns for f in named)))
             charged[host] = " and ".join(f.id for f in named)
         wake = _sync_wake_among_host_gaps(idle, syncs, charged)
         if wake:
-            charged["host_not_launching_work_ns"] = "sync-in-loop"
-            moved += wake
+            charged[host] = "sync-in-loop"
+            taken[host] = wake
         if charged:
-            idle.cost_ns = max(0, idle.cost_ns - moved)
+            idle.cost_ns = max(0, idle.cost_ns - sum(taken.values()))
             idle.seen.append(
                 "charged to other findings: "
                 + ", ".join(f"{key[:-3].replace('_', ' ')} to {owner}" for key, owner in charged.items())
@@ -119,7 +119,9 @@ def one_cause_one_finding(found: list[Finding], ctx: Context) -> list[Finding]:
             if not window or idle.cost_ns < ctx.t.idle_min_share * window:
                 idle.cost_ns = 0
             else:
-                idle.title = f"GPU idle {100 * idle.cost_ns / window:.0f}% of the steps in gaps for other reasons"
+                idle.title = (
+                    f"GPU idle {100 * idle.cost_ns / window:.0f}% of the steps in gaps, {_left_most(idle, taken)}"
+                )
     budget = idle_budget_ns(ctx)
     for finding_id in IDLE_CHARGERS:
         for f in (f for f in found if f.id == finding_id and not f.once and f.cost_ns > 0):
@@ -201,6 +203,18 @@ def _churn_left_to_fragmentation(found: list[Finding]) -> list[Finding]:
     frag.where = list(dict.fromkeys(frag.where + churn.where))[:3]
     frag.numbers["allocator_waited_ns"] = float(churn.cost_ns)
     return [f for f in found if f is not churn]
+
+
+def _left_most(idle: Finding, moved: dict[str, int]) -> str:
+    """'mostly <kind>' for the kind of gap with the most time left once others were charged with theirs
+    (a trace whose GPU waits for queued work stays told so when its syncs go to sync-in-loop)."""
+    left = {
+        key: value - moved.get(key, 0)
+        for key, value in idle.numbers.items()
+        if key.endswith("_ns") and key not in ("idle_ns", "window_ns")
+    }
+    most = max(left, key=lambda key: left[key], default=None)
+    return f"mostly {most[:-3].replace('_', ' ')}" if most is not None and left[most] > 0 else "for other reasons"
 
 
 def _sync_wake_among_host_gaps(idle: Finding, syncs: Finding | None, charged: dict[str, str]) -> int:
