@@ -11,7 +11,7 @@ from tenprof.core.units import duration
 
 LABELS = {
     "gpu": "GPU running",
-    "collective": "GPU in collectives only (communication, waiting for ranks)",
+    "collective": "in collectives only (communication, waiting for ranks)",
     "queued": "GPU waiting for launched work",
     "sync": "host in a sync, GPU idle",
     "allocator": "host allocating or freeing (cudaMalloc/cudaFree)",

@@ -8,7 +8,8 @@ in DuckDB over the ranks' Parquet files (`rank*/timeline/kernels.parquet`), the 
 read.
 
 Per rank and per complete step (medians over steps): step time, compute (a non-collective kernel runs),
-communication (a collective kernel runs: NCCL), exposed communication (communication while no compute
+communication (a collective kernel runs: NCCL; on a rank without GPU work, a gloo collective is in
+flight: its ranges, during which the script waits), exposed communication (communication while no compute
 kernel runs, HTA's definition), transfers, idle; overlap = 1 - exposed / communication; and the host's
 time inside torch ops (top-level ops, overlaps once). Without marked steps the whole profiled span is one
 step: from the first GPU work to the last, or, with no GPU work (a CPU run), from the first op to the last.
@@ -46,9 +47,9 @@ import numpy as np
 from tenprof.analyses.compare.collectives import GroupArrivals, RankCollectives, align_and_compare, rank_collectives
 from tenprof.analyses.findings import find_all, judging
 from tenprof.analyses.op_kinds import is_collective
-from tenprof.analyses.timeline.step_time import PARTS, step_time
+from tenprof.analyses.timeline.step_time import PARTS, host_collectives, step_time
 from tenprof.analyses.timeline.summary import user_frame_of
-from tenprof.core.intervals import coverage
+from tenprof.core.intervals import coverage, merged
 from tenprof.store.directory import rank_dirs
 from tenprof.store.profile import Profile, load_profile
 
@@ -148,6 +149,8 @@ def rank_summary(profile: Profile, rank: int) -> RankSummary:
     talked = communication > 0
     exposed = (with_comm - compute)[talked]
     overlap = float(np.median(1.0 - exposed / communication[talked])) if talked.any() else math.nan
+    if not len(ks):  # a CPU process group (gloo): its collectives run on its threads while the script waits
+        communication = coverage(*merged(*host_collectives(profile)), lo, hi)
     # the device its kernels ran on (the current device at the end can differ from the one used)
     devices = k.column("device").to_numpy()
     used = int(np.bincount(devices[devices >= 0]).argmax()) if (devices >= 0).any() else meta.run.cuda_device

@@ -9,7 +9,9 @@ one part:
   step waits on the GPU then, whatever the host does meanwhile: shortening it means less or faster GPU
   work;
 - `collective`: the GPU runs collectives only (NCCL's kernels) and nothing else: communication not
-  overlapped with compute, or this rank waiting in a collective for the others to reach it.
+  overlapped with compute, or this rank waiting in a collective for the others to reach it. A CPU process
+  group's collectives (gloo's, whose work runs on its own threads while the script waits for it outside
+  any op) land here too, from the host's side: below, after `dispatch`.
 Of the instants the GPU is idle, each goes to the first of these that holds then, from the host's state:
 its ops and CUDA calls on the main thread (the one that ran the most top-level ops) and on every thread
 whose ops launched kernels (autograd's backward thread), its DataLoader ranges on the main thread:
@@ -26,6 +28,7 @@ whose ops launched kernels (autograd's backward thread), its DataLoader ranges o
 - `compile`: the host is compiling (`entire_frame_compile`) or checking compiled code's guards
   (`TorchDynamo Cache Lookup`);
 - `dispatch`: the host is inside a top-level torch op (dispatching it, launching its kernels);
+- (`collective`) a CPU collective is in flight (a `gloo:` range, on any thread): the script waits for it;
 - `python`: anywhere else: the script's own Python between ops (the host sampler's lines say which);
 - `capture`: the profiler's own work, in the mean steady step only: where the profiler's overhead was
   measured (steps run with the capture off, told from the steps' own variation) or estimated
@@ -76,6 +79,8 @@ ALLOCATOR_CALLS = frozenset(
 # calls that hand work to the GPU and return: the op that makes them is dispatching, not waiting
 _WORK_WORDS = ("Launch", "MemcpyAsync", "MemsetAsync", "EventRecord", "StreamWaitEvent", "GraphLaunch")
 DATA_LOADER_MARK = "enumerate(DataLoader)#"
+CPU_COLLECTIVE_MARK = "gloo:"  # the range torch records around a gloo collective's work
+HOST_COLLECTIVE = "host_collective"  # idle_causes' key for it; its time goes to the `collective` part
 COMPILE_OPS = frozenset({"entire_frame_compile", "TorchDynamo Cache Lookup"})
 
 
@@ -211,6 +216,13 @@ def part_blocks(profile: Profile, lo: I64Array, hi: I64Array) -> dict[str, Inter
         blocks[name] = uncovered(idle, left)
         idle = left
     blocks["python"] = idle
+    # the host waiting on a CPU collective is the collective part, as the GPU's waiting in NCCL's kernels is
+    host_waiting = blocks.pop(HOST_COLLECTIVE)
+    both = (
+        np.concatenate([blocks["collective"][0], host_waiting[0]]),
+        np.concatenate([blocks["collective"][1], host_waiting[1]]),
+    )
+    blocks["collective"] = merged(*both)
     return blocks
 
 
@@ -289,7 +301,16 @@ def idle_causes(profile: Profile) -> dict[str, Intervals]:
         "data_loading": (scopes.column("start_ns").to_numpy()[loading], scopes.column("end_ns").to_numpy()[loading]),
         "compile": (o_start[compiling], o_end[compiling]),
         "dispatch": (o_start[top], o_end[top]),
+        HOST_COLLECTIVE: host_collectives(profile),
     }
+
+
+def host_collectives(profile: Profile) -> Intervals:
+    """A CPU process group's collectives in flight: gloo's ranges ('gloo:all_reduce'), on whichever thread
+    ran them (its own, while the script waits in `work.wait()`)."""
+    scopes = profile.table("scopes")
+    gloo = np.array([str(n).startswith(CPU_COLLECTIVE_MARK) for n in scopes.column("name").to_pylist()], dtype=bool)
+    return scopes.column("start_ns").to_numpy()[gloo], scopes.column("end_ns").to_numpy()[gloo]
 
 
 def _launching_threads(profile: Profile) -> set[int]:

@@ -208,7 +208,7 @@
 
   // ---- where each step went: its wall time in parts that add up to it (analyses/step_time.py) ----
   const STEP_PARTS = [
-    ["gpu", "GPU running", "#4c78a8"], ["collective", "GPU in collectives only", "#72b7b2"],
+    ["gpu", "GPU running", "#4c78a8"], ["collective", "in collectives only", "#72b7b2"],
     ["queued", "GPU waiting for launched work", "#9ecae9"],
     ["sync", "host in a sync, GPU idle", "#e45756"], ["allocator", "host allocating or freeing", "#f58518"],
     ["cuda_api", "host in other CUDA calls", "#ffbf79"], ["data_loading", "host in the DataLoader", "#54a24b"],
