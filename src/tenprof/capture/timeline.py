@@ -42,7 +42,7 @@ import orjson
 import torch
 from torch.autograd.profiler import record_function
 
-from tenprof.capture import cupti_api_filter, runtime, worker_sampler
+from tenprof.capture import cupti_api_filter, profiler_guard, runtime, worker_sampler
 from tenprof.capture.callsites import CallsiteLog
 from tenprof.capture.gpu_clocks import GpuClockSampler
 from tenprof.capture.host_sampler import DEFAULT_INTERVAL_NS, HostSampler
@@ -57,6 +57,7 @@ from tenprof.core.rawfiles import (
     CALLSITES_FILE,
     CHECKS_FILE,
     PROFILER_LOG_FILE,
+    STEPPED_ASIDE_FILE,
     SYNC_PREFIX,
     WORKER_SAMPLES_DIR,
     trace_part_name,
@@ -174,11 +175,14 @@ class TimelineSession:
         self.step_tokens: list[int] = []
         self._tokens = -1
         self.gpu_clocks: GpuClockSampler | None = None
+        self.stepped_aside = ""  # the script's line that started its own profiler, where it did
 
     # -- lifecycle
     def start(self) -> None:
         # torch warns that a schedule drops events between cycles; tenprof records one cycle.
         warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle.*")
+        profiler_guard.refuse_if_recording()
+        profiler_guard.install(self._step_aside)
         if self._native:
             self._check_native()
             if self._gpu_activity:
@@ -206,6 +210,7 @@ class TimelineSession:
         self.log.started_ns = time.perf_counter_ns()
 
     def stop(self) -> None:
+        profiler_guard.uninstall()
         self.log.stopped_ns = time.perf_counter_ns()
         if self._native and self._capture_on:
             self._close_step()
@@ -241,6 +246,8 @@ class TimelineSession:
 
     # -- the Session protocol used by tenprof.scope / tenprof.step
     def step(self) -> None:
+        if self.stepped_aside:  # the script's own profiler records now (`_step_aside`)
+            return
         ended = time.perf_counter_ns()
         sampler = self.log.sampler
         if sampler is not None:  # tenprof's own work at the boundary is not the script's
@@ -289,6 +296,25 @@ class TimelineSession:
         self.log.scopes.append(record)
 
     # -- internals
+    def _step_aside(self, line: str) -> None:
+        """The script starts a torch.profiler session of its own (capture.profiler_guard): tenprof stops
+        recording for the rest of the run, keeps what it recorded, and says so, so that the script's
+        profiler runs as it would without tenprof."""
+        if self.stepped_aside:
+            return
+        self.stepped_aside = line or "an unknown line"
+        if self._capture_on:
+            self._set_capture(False)
+        if self._prof is not None:  # with --schedule, turning the capture off leaves the session open
+            self._sync()
+            self._stop_session()
+        why = (
+            f"the script started its own torch.profiler at {self.stepped_aside}: one process has one profiler, "
+            "so tenprof stopped recording there and kept what came before"
+        )
+        (self.raw_dir / STEPPED_ASIDE_FILE).write_text(why + "\n")
+        print(f"tenprof: {why}", file=sys.stderr, flush=True)
+
     def _extra_keys(self) -> dict[str, Any]:
         """The sidecar's keys that only this pass records (tenprof.importers.callsites)."""
         own = self.log.own_launches
@@ -359,7 +385,7 @@ class TimelineSession:
     def _torch_step(self) -> None:
         """torch.profiler's own step (its ProfilerStep#N ranges, its schedule), between two clock syncs."""
         self._sync()
-        with _without_importing_inductor(), self._profiler_lines_kept_out():
+        with _without_importing_inductor(), self._profiler_lines_kept_out(), profiler_guard.own():
             self._prof.step()
         self._sync()
 
@@ -425,7 +451,7 @@ class TimelineSession:
         one that records GPU activity alone (its ranges and ops are the native recorder's)."""
         if self._native:
             self._prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
-            with _without_importing_inductor(), self._profiler_lines_kept_out():
+            with _without_importing_inductor(), self._profiler_lines_kept_out(), profiler_guard.own():
                 # Prepared here: Kineto initialises its client on the first preparation and, on any thread
                 # but the one torch registered it from, says "External init callback must run in same
                 # thread as registerClient" instead (the session then records the same); started there.
@@ -456,7 +482,7 @@ class TimelineSession:
             with_stack=False,
         )
         self._prof.step_num = step_number  # read when the session opens its first step range
-        with _without_importing_inductor(), self._profiler_lines_kept_out():
+        with _without_importing_inductor(), self._profiler_lines_kept_out(), profiler_guard.own():
             self._prof.start()
 
     def _stop_session(self) -> None:

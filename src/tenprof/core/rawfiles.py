@@ -20,6 +20,7 @@ COUNTERS_FILE = "counters.json.gz"  # the report read into plain columns
 STALLS_FILE = "stalls.json.gz"  # the SourceCounters report read into plain columns
 COMPILED_CODE_FILE = "compiled_code.json.gz"  # torch.compile wrapper sources (tenprof.capture.compiled_code)
 PROFILER_LOG_FILE = "profiler.log"  # the profiler library's own log lines, kept out of what the run shows
+STEPPED_ASIDE_FILE = "stepped_aside.txt"  # why the timeline stopped early: the script started its own profiler
 # the named ranges whose trace start the timeline pass brackets on the perf clock, to align the clocks
 SYNC_PREFIX = "tenprof::clock_sync#"
 # the GPU clock reader's float columns in the call-site log (tenprof.capture.gpu_clocks)

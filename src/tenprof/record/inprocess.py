@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tenprof.capture import environment
+from tenprof.capture import environment, profiler_guard
 from tenprof.capture.out_of_memory import post_mortem
 from tenprof.capture.overhead_plan import DEFAULT_COUNT as DEFAULT_OVERHEAD_STEPS
 from tenprof.capture.ranks import rank_from_env
@@ -59,6 +59,7 @@ class InProcessProfile:
         self._output: OutputDirectory | None = None
 
     def __enter__(self) -> InProcessProfile:
+        profiler_guard.refuse_if_recording()  # before anything is written
         # With force=True over an existing profile this writes into a staging directory; the old profile
         # is replaced only in __exit__, once the new one is complete.
         self._output = output = open_output_dir(self.out_dir, self.force)

@@ -22,6 +22,7 @@ from tenprof.core.rawfiles import (
     NCU_LOG_FILE,
     NCU_REPORT_BASE,
     STALLS_FILE,
+    STEPPED_ASIDE_FILE,
     TENSORS_FILE,
     TRACE_FILE,
     later_trace_parts,
@@ -192,9 +193,13 @@ def finish_timeline(writer: PassWriter, raw_dir: Path, meta: Meta, child_error: 
             report = build_pass(writer, trace, raw_dir / CALLSITES_FILE, later_parts=later_parts)
             unread = write_compiled_kernels(writer, raw_dir / COMPILED_CODE_FILE, report.triton_launches)
             report.warnings += [unread] if unread else []
-            pass_status.state = "partial" if meta.run.cut_short else "complete"
+            aside = raw_dir / STEPPED_ASIDE_FILE
+            stepped_aside = [aside.read_text().strip()] if aside.exists() else []
+            pass_status.state = "partial" if meta.run.cut_short or stepped_aside else "complete"
             pass_status.reason = "; ".join(
-                ([f"cut short: {meta.run.cut_short_reason}"] if meta.run.cut_short else []) + report.warnings
+                ([f"cut short: {meta.run.cut_short_reason}"] if meta.run.cut_short else [])
+                + stepped_aside
+                + report.warnings
             )
             meta.timeline.trace_span_ns = report.span_ns
             meta.timeline.clock_offset_ns = report.clock_offset_ns
