@@ -53,3 +53,25 @@ def test_a_recording_under_a_running_torch_profiler_is_refused_and_writes_nothin
     ):
         torch.randn(3)
     assert not (tmp_path / "p").exists()
+
+
+def test_the_native_capture_gives_back_the_thread_state_it_holds(tmp_path: Path) -> None:
+    """The native capture holds a profiler state on the script's thread (for the allocators' reports),
+    which torch reads as a profiler running there ("Profiler is already enabled on this thread"): given
+    back when it steps aside, so the script's profiler starts."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from tenprof.capture.timeline import TimelineOptions, TimelineSession
+    from tenprof.core.rawfiles import STEPPED_ASIDE_FILE
+
+    session = TimelineSession(tmp_path, TimelineOptions(capture="native", sample_interval_ns=0, overhead_steps=0))
+    session.start()
+    try:
+        torch.ones(3).add_(1)
+        session.step()
+        with profile(activities=[ProfilerActivity.CPU]) as own:
+            torch.ones(3).mul_(2)
+    finally:
+        session.stop()
+    assert "aten::mul_" in [e.name for e in own.events()]
+    assert session.stepped_aside and (tmp_path / STEPPED_ASIDE_FILE).exists()

@@ -299,6 +299,13 @@ class NativeCallsiteRecorder:
             self._wrap_autograd()
         return self
 
+    def release_profiler_state(self) -> None:
+        """Give back the profiler state the native capture holds on this thread (for the allocators'
+        reports), so that a profiler of the script's own can start here; its memory reports stop. Popping
+        twice is harmless (`__exit__` pops again)."""
+        if self.stand_in and self._started:
+            self.lib.tenprof_lines_state_pop()
+
     def __exit__(self, *exc: Any) -> None:
         self.lib.tenprof_lines_stop()
         if self.stand_in:

@@ -308,6 +308,8 @@ class TimelineSession:
         if self._prof is not None:  # with --schedule, turning the capture off leaves the session open
             self._sync()
             self._stop_session()
+        if isinstance(self.log.recorder, NativeCallsiteRecorder):  # its thread state reads as a profiler
+            self.log.recorder.release_profiler_state()
         why = (
             f"the script started its own torch.profiler at {self.stepped_aside}: one process has one profiler, "
             "so tenprof stopped recording there and kept what came before"
