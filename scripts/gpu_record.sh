@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (memory39 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -277,8 +277,8 @@ while [ $# -gt 0 ]; do
     nvidia-smi topo -m >> "$N" 2>&1
     ( cd "$REPO" && python3 -m torch.distributed.run --nproc-per-node "$P" -m tenprof run --quiet -o "$WORK/prof/ranks40_balanced" examples/ddp_train.py ) > "$WORK/logs/ranks40_balanced.log" 2>&1
     ( cd "$REPO" && python3 -m torch.distributed.run --nproc-per-node "$P" -m tenprof run --quiet -o "$WORK/prof/ranks40_slowed" examples/ddp_train.py --slow-rank 1 ) > "$WORK/logs/ranks40_slowed.log" 2>&1
-    ( cd "$REPO" && python3 -m torch.distributed.run --nproc-per-node "$P" -m tenprof run --quiet -o "$WORK/prof/ranks40_oom" examples/ddp_oom_rank.py --oom-rank 1 ) > "$WORK/logs/ranks40_oom.log" 2>&1
-    echo "== oom (rank 1 of $P dies of out-of-memory): exit $?" >> "$N"
+    ( cd "$REPO" && python3 -m torch.distributed.run --nproc-per-node "$P" -m tenprof run --quiet -o "$WORK/prof/ranks40_oom" examples/ddp_oom_rank.py --oom-rank "${OOM_RANK:-$((P - 1))}" ) > "$WORK/logs/ranks40_oom.log" 2>&1
+    echo "== oom (rank ${OOM_RANK:-$((P - 1))} of $P dies of out-of-memory): exit $?" >> "$N"
     tenprof report "$WORK/prof/ranks40_oom" --limit 4 2>&1 | grep -v "USDT" | sed -n '/cut short/,$p' | head -n 30 >> "$N"
     for d in balanced slowed; do
       echo "== $d" >> "$N"
@@ -287,6 +287,9 @@ while [ $# -gt 0 ]; do
     done
     python3 -c "from tenprof.store.profile import load_profile as L; import sys; c=L(sys.argv[1]).table('collectives'); print(c.num_rows, c.slice(0, 2).to_pylist())" "$WORK/prof/ranks40_balanced/rank00000" >> "$N" 2>&1
     du -sh "$WORK"/prof/ranks40_* >> "$N"
+    ;;
+  ownprof38)  # a script's own torch.profiler started while tenprof records, on the GPU (tests/gpu/test_gpu_own_profiler.py); text in $OUT/ownprof38.txt
+    ( cd "$REPO" && timeout 200 python3 -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_gpu_own_profiler.py ) > "$OUT/ownprof38.txt" 2>&1
     ;;
   groups40)  # issue 40 on NPROC GPUs (default 4; the nvidia-h200-x4 kind): the 2D job (examples/parallel_2d.py, TP pairs x DP) balanced, with TP group 1 slowed, and with rank 3 alone slowed; per group who arrived last, shifts and bus bandwidth; text in $OUT/groups40.txt
     N="$OUT/groups40.txt"; P=${NPROC:-4}
