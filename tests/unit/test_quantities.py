@@ -29,3 +29,14 @@ def test_brackets_in_names_are_left_alone_and_unknown_kinds_refused() -> None:
     assert q.format_quantities(f"{name} {q.duration(10)}") == f"{name} 10ns"
     with pytest.raises(ValueError):
         q.quantity(1.0, "furlongs")
+
+
+def test_sizes_go_up_to_pebibytes() -> None:
+    """A failed allocation can ask for a petabyte: said in PiB, not as a million GiB."""
+    assert [size(n) for n in (512, 3 << 20, 2000 << 30, 1 << 50, -(3 << 40))] == [
+        "512B",
+        "3.0MiB",
+        "2.0TiB",
+        "1.0PiB",
+        "-3.0TiB",
+    ]

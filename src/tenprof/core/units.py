@@ -14,12 +14,16 @@ def duration(ns: float) -> str:
     return f"{ns:.0f}ns"
 
 
+_SIZE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+
+
 def size(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
+    """Binary units up to PiB (an allocation that fails may ask for a petabyte: '1.0PiB', not '1048576.0GiB')."""
+    for unit in _SIZE_UNITS:
+        if abs(n) < 1024 or unit == _SIZE_UNITS[-1]:
             return f"{n:.0f}{unit}" if unit == "B" else f"{n:.1f}{unit}"
         n /= 1024
-    return f"{n:.1f}GiB"
+    raise AssertionError("unreachable: the last unit returns")
 
 
 def si(value: float, unit: str) -> str:
