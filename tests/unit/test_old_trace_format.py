@@ -55,3 +55,23 @@ def test_an_old_format_trace_reads_as_the_same_trace_today(tmp_path: Path, case:
         assert mean_old.mean(part) == pytest.approx(mean_today.mean(part), rel=1e-6, abs=1.0), part
     if case == "slow_transform":  # the single-process loader, named as such
         assert find_all(old)[0].id == "data-loading" and mean_old.mean("data_loading") > 0
+
+
+@pytest.mark.parametrize(("renamed", "advice"), [(False, "Allow TF32"), (True, "torch.float16")])
+def test_a_trace_that_does_not_name_its_gpu_is_advised_by_its_kernels_names(
+    tmp_path: Path, renamed: bool, advice: str
+) -> None:
+    """Kineto's traces before torch 1.10 name no GPU; TensorBoard's ResNet-50 samples ran on Volta
+    ('volta_sgemm_128x64_nn') and were told to allow TF32, which Volta has not. Here the H100 recording of
+    fp32 GEMMs without its device list: its sm80_ kernels keep the TF32 advice; named as Volta's, fp16."""
+    data = json.loads(gzip.decompress((DATA / "corpus_traces" / "fp32_gemm.json.gz").read_bytes()))
+    del data["deviceProperties"]
+    for event in data["traceEvents"]:
+        if renamed and str(event.get("name", "")).startswith("sm80_xmma_gemm_f32f32"):
+            event["name"] = "volta_sgemm_128x64_nn"
+    source = tmp_path / "trace.json"
+    source.write_bytes(json.dumps(data).encode())
+    import_trace(source, tmp_path / "p", force=False)
+    gemm = next(f for f in find_all(load_profile(tmp_path / "p")) if f.id == "gemm-without-tensor-cores")
+    assert advice in gemm.fix
+    assert ("Volta or Turing" in gemm.fix) == renamed

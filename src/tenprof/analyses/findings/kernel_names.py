@@ -120,10 +120,33 @@ def _compute_capability(ctx: Context) -> tuple[int, int] | None:
     return None
 
 
+# the architecture that cuBLAS's and cuDNN's kernel names carry ('volta_sgemm_128x64_nn', 'sm80_xmma_...',
+# 'cutlass_80_simt_sgemm'), as a compute capability
+_ARCH_IN_NAME = re.compile(r"(?:^|[^a-z])(volta|turing|ampere|hopper|sm_?(\d{2,3})|cutlass_(\d{2,3}))_", re.IGNORECASE)
+_ARCH_NAMES = {"volta": 70, "turing": 75, "ampere": 80, "hopper": 90}
+
+
+def _newest_arch_in_kernel_names(ctx: Context) -> int | None:
+    """The newest architecture the library kernels' names carry (70 for 'volta_'), None where none does. A
+    GPU runs kernels built for its architecture or older ones, so this bounds its own from below."""
+    newest = None
+    for name in ctx.profile.strings("kernels", "name").values:
+        for match in _ARCH_IN_NAME.finditer(str(name)):
+            word, sm, cutlass = match.groups()
+            arch = int(sm or cutlass) if (sm or cutlass) else _ARCH_NAMES[word.lower()]
+            newest = arch if newest is None else max(newest, arch)
+    return newest
+
+
 def _before_tf32(ctx: Context) -> bool:
-    """A card with fp16 tensor cores but neither TF32 nor bf16 (Volta, Turing: compute capability 7.x)."""
+    """A card with fp16 tensor cores but neither TF32 nor bf16 (Volta, Turing: compute capability 7.x). Where
+    the profile does not name its GPU (Kineto's traces before torch 1.10), the kernels' names tell: library
+    kernels of Volta or Turing and none newer."""
     capability = _compute_capability(ctx)
-    return capability is not None and capability[0] == 7
+    if capability is not None:
+        return capability[0] == 7
+    newest = _newest_arch_in_kernel_names(ctx)
+    return newest is not None and newest < 80
 
 
 def _saving_basis(ctx: Context) -> str:
@@ -142,11 +165,15 @@ def _tensor_core_fix(ctx: Context) -> str:
     """What this GPU can run the GEMMs on instead: TF32 or bf16 from Ampere on; before it (compute
     capability 7.x) neither exists, and fp16 autocast is the tensor-core path."""
     if _before_tf32(ctx):
-        major, minor = _compute_capability(ctx) or (7, 0)
+        capability = _compute_capability(ctx)
+        which = (
+            f"this GPU (compute capability {capability[0]}.{capability[1]})"
+            if capability is not None
+            else "this GPU (a Volta or Turing, by its library kernels' names)"
+        )
         return (
             f"Run the model under torch.autocast('cuda', dtype=torch.float16) with a torch.amp.GradScaler for "
-            f"training: this GPU (compute capability {major}.{minor}) has fp16 tensor cores but neither TF32 nor "
-            "bf16."
+            f"training: {which} has fp16 tensor cores but neither TF32 nor bf16."
         )
     return (
         "Allow TF32 (torch.set_float32_matmul_precision('high'), or torch.backends.cuda.matmul.allow_tf32 = "
