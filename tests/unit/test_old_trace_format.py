@@ -75,3 +75,16 @@ def test_a_trace_that_does_not_name_its_gpu_is_advised_by_its_kernels_names(
     gemm = next(f for f in find_all(load_profile(tmp_path / "p")) if f.id == "gemm-without-tensor-cores")
     assert advice in gemm.fix
     assert ("Volta or Turing" in gemm.fix) == renamed
+
+
+def test_an_unnamed_gpu_is_described_by_its_newest_library_kernels(tmp_path: Path) -> None:
+    from tenprof.analyses.timeline.summary import summarize
+
+    data = json.loads(gzip.decompress((DATA / "corpus_traces" / "fp32_gemm.json.gz").read_bytes()))
+    del data["deviceProperties"]
+    source = tmp_path / "trace.json"
+    source.write_bytes(json.dumps(data).encode())
+    import_trace(source, tmp_path / "p", force=False)
+    assert summarize(load_profile(tmp_path / "p")).devices == [
+        "GPU 0 (the trace does not name it; its newest library kernels are built for Ampere, sm_80)"
+    ]

@@ -23,6 +23,7 @@ import pyarrow as pa
 from tenprof.analyses.findings.context import Context, per_step
 from tenprof.analyses.findings.layouts import LayoutCost, layout_cost
 from tenprof.analyses.findings.model import Finding
+from tenprof.analyses.kernels.arch_from_names import newest_arch
 from tenprof.core.quantities import duration
 from tenprof.store.schema import Pass
 
@@ -120,24 +121,6 @@ def _compute_capability(ctx: Context) -> tuple[int, int] | None:
     return None
 
 
-# the architecture that cuBLAS's and cuDNN's kernel names carry ('volta_sgemm_128x64_nn', 'sm80_xmma_...',
-# 'cutlass_80_simt_sgemm'), as a compute capability
-_ARCH_IN_NAME = re.compile(r"(?:^|[^a-z])(volta|turing|ampere|hopper|sm_?(\d{2,3})|cutlass_(\d{2,3}))_", re.IGNORECASE)
-_ARCH_NAMES = {"volta": 70, "turing": 75, "ampere": 80, "hopper": 90}
-
-
-def _newest_arch_in_kernel_names(ctx: Context) -> int | None:
-    """The newest architecture the library kernels' names carry (70 for 'volta_'), None where none does. A
-    GPU runs kernels built for its architecture or older ones, so this bounds its own from below."""
-    newest = None
-    for name in ctx.profile.strings("kernels", "name").values:
-        for match in _ARCH_IN_NAME.finditer(str(name)):
-            word, sm, cutlass = match.groups()
-            arch = int(sm or cutlass) if (sm or cutlass) else _ARCH_NAMES[word.lower()]
-            newest = arch if newest is None else max(newest, arch)
-    return newest
-
-
 def _before_tf32(ctx: Context) -> bool:
     """A card with fp16 tensor cores but neither TF32 nor bf16 (Volta, Turing: compute capability 7.x). Where
     the profile does not name its GPU (Kineto's traces before torch 1.10), the kernels' names tell: library
@@ -145,7 +128,7 @@ def _before_tf32(ctx: Context) -> bool:
     capability = _compute_capability(ctx)
     if capability is not None:
         return capability[0] == 7
-    newest = _newest_arch_in_kernel_names(ctx)
+    newest = newest_arch(ctx.profile)
     return newest is not None and newest < 80
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tenprof.analyses.kernels.arch_from_names import family, newest_arch
 from tenprof.analyses.timeline.live_memory import Holder, blocks, device_name, holders, live_at, step_numbers
 from tenprof.analyses.timeline.overhead import (
     Overhead,
@@ -224,15 +225,20 @@ def step_stats(profile: Profile, starts: np.ndarray, ends: np.ndarray) -> StepSt
     return StepStats(len(d), int(np.median(d)), int(d.min()), int(d.max()), int(d.sum()), busy)
 
 
-def device_labels(gpus: list[GpuInfo], kernel_devices: np.ndarray, transfer_devices: np.ndarray) -> list[str]:
+def device_labels(
+    gpus: list[GpuInfo], kernel_devices: np.ndarray, transfer_devices: np.ndarray, arch: int | None = None
+) -> list[str]:
     """The devices of the summary: the GPUs the profile names; where it names none (a trace without
-    Kineto's deviceProperties) but GPU work was recorded, the devices that work ran on; else CPU only."""
+    Kineto's deviceProperties) but GPU work was recorded, the devices that work ran on, with the newest
+    architecture its library kernels were built for (`arch`, analyses.kernels.arch_from_names); else CPU
+    only."""
     if gpus:
         return [f"GPU {g.index}: {g.name}" for g in gpus]
     ran_on = sorted({int(d) for d in np.concatenate([kernel_devices, transfer_devices]).tolist()})
     if not ran_on:
         return ["CPU only (no CUDA device recorded)"]
-    return [f"GPU {d} (the trace does not name it)" for d in ran_on]
+    built_for = f"; its newest library kernels are built for {family(arch)}, sm_{arch}" if arch else ""
+    return [f"GPU {d} (the trace does not name it{built_for})" for d in ran_on]
 
 
 def summarize(profile: Profile) -> Summary:
@@ -247,7 +253,8 @@ def summarize(profile: Profile) -> Summary:
         window = hi - lo
     busy = union_length(starts, ends)
     steps = step_stats(profile, starts, ends)
-    devices = device_labels(meta.gpus, k.column("device").to_numpy(), t.column("device").to_numpy())
+    arch = None if meta.gpus else newest_arch(profile)
+    devices = device_labels(meta.gpus, k.column("device").to_numpy(), t.column("device").to_numpy(), arch)
     versions = ", ".join(
         part
         for part in (
