@@ -54,4 +54,7 @@ def test_a_rank_waiting_on_a_gloo_collective_waits_in_the_collective_part_and_th
     assert waits[1] == pytest.approx((9_000 - 8_015 - 50) * 1e3, rel=1e-3)
     report = ranks_report(out)
     assert [s.communication_ns for s in report.ranks] == pytest.approx([6_965e3, 965e3], rel=1e-3)
+    # no GPU work to overlap it with: all of it is exposed, and the rest of the step is not idle waiting
+    assert [s.exposed_ns for s in report.ranks] == [s.communication_ns for s in report.ranks]
+    assert [s.idle_ns for s in report.ranks] == [s.step_ns - s.communication_ns for s in report.ranks]
     assert [s.rank for s in report.stragglers] == [1]

@@ -149,8 +149,10 @@ def rank_summary(profile: Profile, rank: int) -> RankSummary:
     talked = communication > 0
     exposed = (with_comm - compute)[talked]
     overlap = float(np.median(1.0 - exposed / communication[talked])) if talked.any() else math.nan
+    exposed_all, idle = with_comm - compute, (hi - lo) - busy
     if not len(ks):  # a CPU process group (gloo): its collectives run on its threads while the script waits
         communication = coverage(*merged(*host_collectives(profile)), lo, hi)
+        exposed_all, idle = communication, (hi - lo) - communication  # no GPU work to overlap it with
     # the device its kernels ran on (the current device at the end can differ from the one used)
     devices = k.column("device").to_numpy()
     used = int(np.bincount(devices[devices >= 0]).argmax()) if (devices >= 0).any() else meta.run.cuda_device
@@ -169,9 +171,9 @@ def rank_summary(profile: Profile, rank: int) -> RankSummary:
         step_ns=med(hi - lo),
         compute_ns=med(compute),
         communication_ns=med(communication),
-        exposed_ns=med(with_comm - compute),
+        exposed_ns=med(exposed_all),
         transfers_ns=med(busy - with_comm),
-        idle_ns=med((hi - lo) - busy),
+        idle_ns=med(idle),
         cpu_ops_ns=med(coverage(os_, oe, lo, hi)),
         marked=marked,
         windows=(lo.tolist(), hi.tolist()),
