@@ -182,7 +182,6 @@ class TimelineSession:
         # torch warns that a schedule drops events between cycles; tenprof records one cycle.
         warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle.*")
         profiler_guard.refuse_if_recording()
-        profiler_guard.install(self._step_aside)
         if self._native:
             self._check_native()
             if self._gpu_activity:
@@ -208,6 +207,8 @@ class TimelineSession:
             self.gpu_clocks = GpuClockSampler()
             self.gpu_clocks.start()
         self.log.started_ns = time.perf_counter_ns()
+        # last: a start that failed leaves no catch behind it (tenprof's own sessions are prepared in own())
+        profiler_guard.install(self._step_aside)
 
     def stop(self) -> None:
         profiler_guard.uninstall()
