@@ -19,11 +19,11 @@ _SIZE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 
 def size(n: float) -> str:
     """Binary units up to PiB (an allocation that fails may ask for a petabyte: '1.0PiB', not '1048576.0GiB')."""
-    for unit in _SIZE_UNITS:
-        if abs(n) < 1024 or unit == _SIZE_UNITS[-1]:
+    for unit in _SIZE_UNITS[:-1]:
+        if abs(n) < 1024:
             return f"{n:.0f}{unit}" if unit == "B" else f"{n:.1f}{unit}"
         n /= 1024
-    raise AssertionError("unreachable: the last unit returns")
+    return f"{n:.1f}{_SIZE_UNITS[-1]}"
 
 
 def si(value: float, unit: str) -> str:

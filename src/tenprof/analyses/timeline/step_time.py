@@ -287,8 +287,7 @@ def idle_causes(profile: Profile) -> dict[str, Intervals]:
 
     scopes = profile.table("scopes")
     on_main = scopes.column("thread_id").to_numpy() == main
-    loading = np.array([str(n).startswith(DATA_LOADER_MARK) for n in scopes.column("name").to_pylist()], dtype=bool)
-    loading &= on_main
+    loading = profile.strings("scopes", "name").where(lambda n: n.startswith(DATA_LOADER_MARK)) & on_main
     ops = profile.table("ops")
     top = (ops.column("depth").to_numpy() == 0) & np.isin(ops.column("thread_id").to_numpy(), list(threads))
     compiling = profile.strings("ops", "name").where(lambda n: n in COMPILE_OPS)
@@ -308,9 +307,8 @@ def idle_causes(profile: Profile) -> dict[str, Intervals]:
 def host_collectives(profile: Profile) -> Intervals:
     """A CPU process group's collectives in flight: gloo's ranges ('gloo:all_reduce'), on whichever thread
     ran them (its own, while the script waits in `work.wait()`)."""
-    scopes = profile.table("scopes")
-    gloo = np.array([str(n).startswith(CPU_COLLECTIVE_MARK) for n in scopes.column("name").to_pylist()], dtype=bool)
-    return scopes.column("start_ns").to_numpy()[gloo], scopes.column("end_ns").to_numpy()[gloo]
+    gloo = profile.strings("scopes", "name").where(lambda n: n.startswith(CPU_COLLECTIVE_MARK))
+    return profile.column("scopes", "start_ns")[gloo], profile.column("scopes", "end_ns")[gloo]
 
 
 def _launching_threads(profile: Profile) -> set[int]:
