@@ -295,8 +295,8 @@ while [ $# -gt 0 ]; do
     N="$OUT/groups40.txt"; P=${NPROC:-4}
     nvidia-smi topo -m >> "$N" 2>&1
     for c in "balanced" "slowtp --slow-tp-group 1" "slowrank --slow-rank 3"; do
-      set -- $c; name="groups40_$1"
-      ( cd "$REPO" && timeout 240 python3 -m torch.distributed.run --nproc-per-node "$P" -m tenprof run --quiet -o "$WORK/prof/$name" examples/parallel_2d.py "${@:2}" ) > "$WORK/logs/$name.log" 2>&1
+      read -r -a A <<< "$c"; name="groups40_${A[0]}"  # not `set --`: that would clobber the task list
+      ( cd "$REPO" && timeout 240 python3 -m torch.distributed.run --nproc-per-node "$P" -m tenprof run --quiet -o "$WORK/prof/$name" examples/parallel_2d.py "${A[@]:1}" ) > "$WORK/logs/$name.log" 2>&1
       echo "== $name ($c): exit $?" >> "$N"
       grep loop_s "$WORK/logs/$name.log" >> "$N"
       tenprof report "$WORK/prof/$name" --limit 4 2>&1 | grep -v "USDT" | sed -n '/Who arrived/,$p' >> "$N"
@@ -602,8 +602,8 @@ while [ $# -gt 0 ]; do
     for c in "keep_outputs --steps 25" "keep_outputs --steps 25 --fixed" "loss_graph --steps 25" "loss_graph --steps 25 --fixed" \
              "eval_outputs --steps 25" "eval_outputs --steps 25 --fixed" "growing_sizes --steps 10" "growing_sizes --steps 10 --fixed" "checkpointing --steps 10" "checkpointing --steps 10 --fixed" \
              "keep_outputs --until-oom" "oom_first_step"; do
-      set -- $c; name="memory_$1$(echo "${*:2}" | tr -d ' -' | sed 's/steps[0-9]*//')"
-      ( cd "$REPO" && timeout 240 tenprof run --quiet -o "$WORK/prof/$name" examples/findings/$1.py "${@:2}" ) > "$WORK/logs/$name.log" 2>&1
+      read -r -a A <<< "$c"; name="memory_${A[0]}$(echo "${A[*]:1}" | tr -d ' -' | sed 's/steps[0-9]*//')"
+      ( cd "$REPO" && timeout 240 tenprof run --quiet -o "$WORK/prof/$name" "examples/findings/${A[0]}.py" "${A[@]:1}" ) > "$WORK/logs/$name.log" 2>&1
       echo "== $name ($c): exit $?" >> "$N"
       tail -n 3 "$WORK/logs/$name.log" >> "$N"
       tenprof report "$WORK/prof/$name" --limit 4 2>&1 | grep -E "^[0-9]+\. |   (seen|fix)|^Memory|^Steps|^Incomplete" | head -n 14 >> "$N"
