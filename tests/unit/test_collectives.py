@@ -3,6 +3,7 @@ and arrivals built on it (analyses.compare.collectives); the ranks recordings' a
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +147,31 @@ def test_a_real_two_gpu_job_with_a_slowed_rank_names_it_last_at_every_collective
     alignment = align_and_compare(ranks)
     assert not alignment.applied and abs(alignment.estimated[1]) < 50_000  # one host: one clock
     (group,) = alignment.groups
-    assert group.compared == 21 and group.last_share[1] == 1.0 and group.most_often_last == 1
+    # its 21 collectives, 9 of them in the steady steps 3-5 (the first build the communicator and meet the
+    # ranks' first steps)
+    assert group.compared == 9 and group.steps == 3 and group.last_share[1] == 1.0 and group.most_often_last == 1
     assert group.mean_wait_ns[0] > 5e6 and group.mean_wait_ns[1] == 0.0  # rank 0 waits for rank 1
     assert group.link == "NVLink 4" and group.bus_gbs is not None and 50 < group.bus_gbs < group.link_peak_gbs  # type: ignore[operator]
+
+
+def test_only_the_steady_steps_collectives_are_compared_where_steps_were_marked() -> None:
+    # rank 1 is 20 ms late at the two collectives of its cold steps (building the communicator, its first
+    # step compiling); rank 0 is 50 us late at the four of the steady steps: rank 0 is the straggler
+    us = 1000
+    starts = {0: [0, 100, 1050, 2050, 3050, 4050], 1: [20000, 20100, 1000, 2000, 3000, 4000]}
+    steady = np.array([False, False, True, True, True, True])
+    ranks = [
+        dataclasses.replace(
+            _rank(r, "h", ["0"] * 6, [t * us for t in starts[r]], [(t + 30000) * us for t in starts[0]]),
+            steady=steady,
+            steady_steps=4,
+        )
+        for r in (0, 1)
+    ]
+    (group,) = align_and_compare(ranks).groups
+    assert (group.compared, group.most_often_last, group.steps) == (4, 0, 4.0)
+    assert group.late_ns == 4 * 50 * us
+    # the same ranks without marked steps: every collective compared, the cold ones' 40 ms of lateness too
+    unmarked = [dataclasses.replace(r, steady=None, steady_steps=0) for r in ranks]
+    (group,) = align_and_compare(unmarked).groups
+    assert group.compared == 6 and group.steps == 0.0 and group.late_ns == (2 * 20000 + 4 * 50) * us

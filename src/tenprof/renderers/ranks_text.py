@@ -123,12 +123,13 @@ def _render_arrivals(report: RanksReport, console: Console, limit: int | None) -
             str(g.compared),
             said,
             _ms(float(np.mean(others))) if others else "",
-            _ms(g.late_ns / steps) if steps else "",
+            _ms(g.late_ns / (g.steps or steps)) if g.steps or steps else "",
             escape(bus),
         )
     console.print(table)
     console.print(
-        "  Others wait for it: their mean wait per collective. On time: how much sooner each step could end had the "
+        "  Compared: the collectives of the steady steps (past the cold ones) where steps were marked. "
+        "Others wait for it: their mean wait per collective. On time: how much sooner each step could end had the "
         "last rank arrived with the one before it (a bound). Bus bandwidth: nccl-tests' definition, median of the "
         "collectives of 1 MiB or more, from the last arrival to the end."
     )

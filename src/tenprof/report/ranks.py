@@ -104,7 +104,7 @@ def ranks_data(out_dir: Path, scheduler: str | None = None) -> dict[str, Any]:
         "clock_method": report.clock_method,
         "ranks": ranks,
         "stragglers": [dataclasses.asdict(s) for s in report.stragglers],
-        "arrivals": [_arrivals(g, late_steps(report)) for g in report.arrivals],
+        "arrivals": [_arrivals(g, g.steps or late_steps(report)) for g in report.arrivals],
         "kernels": kernels_across_ranks(out_dir),
     }
     return body

@@ -19,7 +19,11 @@ Who arrived last. A collective's kernel starts on a rank when that rank's stream
 waits in the kernel for the other ranks. So each rank's arrival is its kernel's start (shifted), the
 last to arrive is the latest start, and each rank's wait is the last arrival less its own. Only the
 collectives every rank of the group in the profile holds are compared (a rank whose recording started
-later holds fewer). Per group: how many were compared, and per rank the share of them at which it
+later holds fewer), and, where the ranks marked steps, only those that start in a steady step (past the
+cold ones) on every rank of the group: a job's first collectives build its communicators and meet ranks
+still loading, compiling or tuning, whose lateness is no straggler's (on four H200s, a balanced 2D job's
+tensor-parallel groups read 5.5 ms of lateness a step over all its collectives). Per group: how many were
+compared, and per rank the share of them at which it
 arrived last (alone: ranks within TIE_NS of the latest arrived together, and none of them counts) and its
 mean wait: a slow tensor-parallel group is told from a slow data-parallel one.
 """
@@ -34,6 +38,7 @@ import numpy.typing as npt
 
 from tenprof.analyses.compare.bus_bandwidth import bus_factor, link_peak, message_bytes
 from tenprof.analyses.op_kinds import is_collective
+from tenprof.analyses.timeline.overhead import COLD_STEPS, recorded_steps, steps_marked
 from tenprof.store.profile import Profile
 
 I64 = npt.NDArray[np.int64]
@@ -58,6 +63,9 @@ class RankCollectives:
     nbytes: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # as nccl-tests counts; -1
     group_size: dict[str, int] = field(default_factory=dict)  # group -> its ranks, where said
     gpu: str = ""  # the rank's GPU model, as CUDA names it
+    # per collective: it starts in one of the rank's steady steps (all True where the rank marked none)
+    steady: npt.NDArray[np.bool_] | None = None
+    steady_steps: int = 0  # the rank's steady steps (0: none marked)
 
     def keys(self) -> dict[tuple[str, int], int]:
         """(group, seq) -> the collective's row."""
@@ -74,6 +82,7 @@ def rank_collectives(profile: Profile, rank: int) -> RankCollectives:
         g.name for g in profile.meta.gpus[:1]
     ]
     gpu = used[0] if used else ""
+    windows = _steady_windows(profile)
     if table.num_rows:
         ids = table.column("kernel_id").to_numpy()
         groups = [str(g) for g in table.column("group").to_pylist()]
@@ -102,6 +111,8 @@ def rank_collectives(profile: Profile, rank: int) -> RankCollectives:
             np.array(nbytes, dtype=np.int64),
             {g: int(s) for g, s in zip(groups, sizes.tolist(), strict=True) if s > 0},
             gpu,
+            _starting_in(windows, start[ids]),
+            len(windows[0]) if windows else 0,
         )
     ids = np.flatnonzero([is_collective(n) for n in kernels.column("name").to_pylist()])
     return RankCollectives(
@@ -116,7 +127,34 @@ def rank_collectives(profile: Profile, rank: int) -> RankCollectives:
         np.full(len(ids), -1, dtype=np.int64),
         {},
         gpu,
+        _starting_in(windows, start[ids]),
+        len(windows[0]) if windows else 0,
     )
+
+
+def _steady_windows(profile: Profile) -> tuple[I64, I64] | None:
+    """The rank's steady steps' [start, end): complete, recorded, past the cold ones (all complete ones
+    where none is past them); None where it marked no step."""
+    steps = profile.table("steps")
+    if not steps_marked(profile):
+        return None
+    chosen = recorded_steps(profile)
+    warm = chosen & (steps.column("step").to_numpy() >= COLD_STEPS)
+    chosen = warm if warm.any() else chosen
+    if not chosen.any():
+        return None
+    return steps.column("start_ns").to_numpy()[chosen], steps.column("end_ns").to_numpy()[chosen]
+
+
+def _starting_in(windows: tuple[I64, I64] | None, starts: I64) -> npt.NDArray[np.bool_]:
+    """Whether each time falls in one of the windows (all True without windows)."""
+    if windows is None:
+        return np.ones(len(starts), dtype=bool)
+    lo, hi = windows
+    order = np.argsort(lo, kind="stable")
+    lo, hi = lo[order], hi[order]
+    at = np.searchsorted(lo, starts, side="right") - 1
+    return (at >= 0) & (starts < hi[np.clip(at, 0, None)])
 
 
 @dataclass(frozen=True)
@@ -133,6 +171,7 @@ class GroupArrivals:
     # before it (had the last rank come with the others, each such collective would have ended that much
     # sooner on every rank: a bound on what the step would gain)
     late_ns: float = 0.0
+    steps: float = 0.0  # the steps late_ns is spread over: the ranks' steady steps where compared in them
     # nccl-tests' bus bandwidth (analyses.compare.bus_bandwidth), the median over the compared collectives
     # of BUS_MIN_BYTES or more, from their time after the last arrival; None where the trace gives no sizes
     bus_gbs: float | None = None
@@ -216,6 +255,12 @@ def _arrivals(ranks: list[RankCollectives], shifts: dict[int, int]) -> list[Grou
             continue
         keys = [ranks[i].keys() for i in members]
         seqs = sorted(set.intersection(*({s for g, s in k if g == group} for k in keys)))
+        steady = [
+            s for s in seqs if all(_is_steady(ranks[i], k[(group, s)]) for i, k in zip(members, keys, strict=True))
+        ]
+        marked = [ranks[i].steady_steps for i in members if ranks[i].steady_steps]
+        if steady and marked:  # compared in the steady steps only (see the module)
+            seqs = steady
         if not seqs:
             continue
         arrival = np.empty((len(seqs), len(members)), dtype=np.int64)
@@ -240,6 +285,7 @@ def _arrivals(ranks: list[RankCollectives], shifts: dict[int, int]) -> list[Grou
                 last_share={r: float(c) / len(seqs) for r, c in zip(rank_ids, counts.tolist(), strict=True)},
                 mean_wait_ns={r: float(w) for r, w in zip(rank_ids, wait.mean(axis=0).tolist(), strict=True)},
                 late_ns=float((ordered[:, -1] - ordered[:, -2]).sum()),
+                steps=float(np.median(marked)) if steady and marked else 0.0,
                 bus_gbs=bus,
                 bus_collectives=moved,
                 link=link[0] if link else "",
@@ -247,6 +293,10 @@ def _arrivals(ranks: list[RankCollectives], shifts: dict[int, int]) -> list[Grou
             )
         )
     return found
+
+
+def _is_steady(rank: RankCollectives, row: int) -> bool:
+    return rank.steady is None or bool(rank.steady[row])
 
 
 def _bus_gbs(
