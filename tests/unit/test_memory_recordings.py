@@ -33,7 +33,7 @@ def _ids(profile: Profile) -> list[str]:
     return [f.id for f in find_all(profile)]
 
 
-@pytest.mark.parametrize(("case", "line"), [("keep_outputs", 28), ("loss_graph", 23)])
+@pytest.mark.parametrize(("case", "line"), [("keep_outputs", 28), ("loss_graph", 23), ("eval_outputs", 21)])
 def test_memory_kept_every_step_is_the_first_finding_at_its_line_and_rate(
     recorded: dict[str, Profile], case: str, line: int
 ) -> None:
@@ -42,10 +42,21 @@ def test_memory_kept_every_step_is_the_first_finding_at_its_line_and_rate(
     # 4 MiB kept a step (the examples' own sizes), read across the steps timed with the capture off too
     assert first.numbers["growth_bytes_per_step"] == pytest.approx(4 * MiB, rel=0.01)
     assert f"examples/findings/{case}.py:{line}" in first.title
+    # a loss summed without .item() and outputs stored outside no_grad keep each step's graph; a list of
+    # outputs that need no gradient keeps the outputs alone
+    assert ("autograd graph" in first.fix) == (case != "keep_outputs")
 
 
 @pytest.mark.parametrize(
-    "case", ["keep_outputs_fixed", "loss_graph_fixed", "growing_sizes_fixed", "checkpointing", "checkpointing_fixed"]
+    "case",
+    [
+        "keep_outputs_fixed",
+        "loss_graph_fixed",
+        "eval_outputs_fixed",
+        "growing_sizes_fixed",
+        "checkpointing",
+        "checkpointing_fixed",
+    ],
 )
 def test_controls_raise_no_memory_finding(recorded: dict[str, Profile], case: str) -> None:
     assert not set(_ids(recorded[case])) & set(MEMORY)
