@@ -38,6 +38,8 @@ Configurations:
     tenprof-gated    tenprof run with the host sampler behind its gate (TENPROF_SAMPLER_GATE=1: no round, and
                      no hand-over of the interpreter's lock, while the script runs ops)
     tenprof-native-gated  tenprof run --capture native, the sampler behind its gate
+    tenprof-native-filtered  tenprof run --capture native with the CUPTI API filter
+                     (TENPROF_CUPTI_API_FILTER=1: no records of the CUDA calls no analysis reads)
     tenprof-nolines  tenprof run --no-lines
     tenprof-light    tenprof run --no-lines --no-shapes --no-memory
     tenprof-tensors  tenprof run --passes tensors       (the tensors pass alone)
@@ -164,6 +166,7 @@ CONFIGS: dict[str, Config] = {
     ),
     "tenprof-gated": Config("tenprof run, host sampler behind its gate (TENPROF_SAMPLER_GATE=1)", ("tenprof",)),
     "tenprof-native-gated": Config("tenprof run --capture native, host sampler behind its gate", ("tenprof",)),
+    "tenprof-native-filtered": Config("tenprof run --capture native, CUPTI API filter on", ("tenprof",)),
     "tenprof-nolines": Config("tenprof run --no-lines", ("tenprof",)),
     "tenprof-light": Config("tenprof run --no-lines --no-shapes --no-memory", ("tenprof",)),
     "tenprof-tensors": Config("tenprof run --passes tensors", ("tenprof",)),
@@ -203,6 +206,7 @@ _EAGER_GPT2: dict[str, float] = {
     "tenprof-native-bare": 22,
     "tenprof-gated": 24,
     "tenprof-native-gated": 22,
+    "tenprof-native-filtered": 22,
     "tenprof-nolines": 22,
     "tenprof-light": 21,
     "tenprof-tensors": 18,
@@ -444,6 +448,7 @@ def command(
             "tenprof-native-light": ["--capture", "native", "--no-shapes", "--no-memory"],
             "tenprof-gated": [],
             "tenprof-native-gated": ["--capture", "native"],
+            "tenprof-native-filtered": ["--capture", "native"],
             "tenprof-nolines": ["--no-lines"],
             "tenprof-light": ["--no-lines", "--no-shapes", "--no-memory"],
             "tenprof-tensors": ["--passes", "tensors"],
@@ -462,6 +467,7 @@ def command(
             "tenprof-native-light": ["env", "TENPROF_HOST_SAMPLE_HZ=0", "TENPROF_GPU_CLOCKS=0"],
             "tenprof-gated": ["env", "TENPROF_SAMPLER_GATE=1"],
             "tenprof-native-gated": ["env", "TENPROF_SAMPLER_GATE=1"],
+            "tenprof-native-filtered": ["env", "TENPROF_CUPTI_API_FILTER=1"],
         }.get(config, [])
         return [
             *recorder,
