@@ -115,16 +115,18 @@ def test_allocator_churn_names_the_empty_cache_line_and_the_host_time_in_the_all
     names = api.column("name").to_pylist()
     starts, ends = api.column("start_ns").to_numpy(), api.column("end_ns").to_numpy()
     chosen = np.array([n in ALLOCATOR_CALLS for n in names]) & ctx.in_steps(starts)
-    # the calls do not overlap on a thread; summed over the host's threads they may, so the union is no more
-    assert churn.numbers["host_ns"] <= int((ends - starts)[chosen].sum())
-    assert churn.numbers["host_ns"] >= 0.9 * int((ends - starts)[chosen].sum())
-    assert churn.numbers["allocator_time_ns"] > churn.numbers["host_ns"]
+    # the step decomposition's allocator part holds the calls (summed over the host's threads they may
+    # overlap, so their union is a little less) and the allocator's work around them in the ops, which the
+    # cost counts too (analyses.timeline.allocator_slow_path)
+    calls = int((ends - starts)[chosen].sum())
+    assert churn.numbers["host_ns"] >= 0.9 * calls and churn.numbers["host_ns"] > calls  # the slow path too
+    assert churn.numbers["allocator_time_ns"] >= churn.numbers["host_ns"]
     assert churn.cost_ns == churn.numbers["allocator_time_ns"]
     # the ops that allocate: each of ResNet-18's convolutions and batch norms takes its output afresh; what
     # they take beyond their calls into the driver is the allocator's slow path, more than nothing and
-    # less than the calls themselves (5.8 ms a step here)
-    extra = churn.numbers["allocator_time_ns"] - churn.numbers["host_ns"]
-    assert 0.1 * churn.numbers["host_ns"] < extra < churn.numbers["host_ns"]
+    # less than the calls themselves
+    extra = churn.numbers["allocator_time_ns"] - calls
+    assert 0.1 * calls < extra < calls
     assert any("top-level ops per step that call the allocator" in line for line in churn.seen)
     assert "allocator-churn" not in {f.id for f in find_all(rebuilt["finding_empty_cache_fixed"])}
 

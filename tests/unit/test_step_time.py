@@ -222,3 +222,29 @@ def test_the_profilers_own_work_not_told_from_noise_is_null_not_zero(capsys: pyt
     assert main(["report", str(DATA / "finding_empty_cache"), "--json"]) == 0
     parts = orjson.loads(capsys.readouterr().out)["step_time"]["mean_step"]["parts"]
     assert parts["capture"] is None and parts["gpu"] > 0
+
+
+def test_the_allocators_work_around_its_calls_is_its_part_in_the_steady_steps_only() -> None:
+    # ResNet-18 emptying the cache every step (H100): each op that takes fresh memory runs the caching
+    # allocator's slow path around cudaMalloc; in the steady steps that time is the allocator part's, beyond
+    # the driver calls themselves; in the cold steps (first calls, cuDNN's tuning) only the calls count
+    import numpy as np
+
+    from tenprof.analyses.timeline.step_time import ALLOCATOR_CALLS
+    from tenprof.core.intervals import coverage
+
+    profile = load_profile(DATA / "finding_empty_cache")
+    result = step_time(profile)
+    api = profile.table("api_calls")
+    chosen = profile.strings("api_calls", "name").where(lambda n: n in ALLOCATOR_CALLS)
+    starts, ends = api.column("start_ns").to_numpy()[chosen], api.column("end_ns").to_numpy()[chosen]
+    steps = profile.table("steps").to_pydict()
+    window = {n: (lo, hi) for n, lo, hi in zip(steps["step"], steps["start_ns"], steps["end_ns"], strict=True)}
+    for step in result.steps:
+        lo, hi = window[step.step]
+        calls = int(coverage(starts, ends, np.array([lo]), np.array([hi]))[0])
+        if step in result.steady:
+            assert step.parts["allocator"] > 1.1 * calls, (step.step, step.parts["allocator"], calls)
+        else:
+            assert step.parts["allocator"] <= calls, (step.step, step.parts["allocator"], calls)
+    assert step_time(load_profile(DATA / "finding_empty_cache_fixed")).mean("allocator") == 0

@@ -31,6 +31,7 @@ import numpy as np
 
 from tenprof.analyses.findings.context import Context, host_cost, per_step
 from tenprof.analyses.findings.model import Finding
+from tenprof.analyses.timeline.allocator_slow_path import slow_path
 from tenprof.analyses.timeline.host import host_lines, main_thread, sampled
 from tenprof.analyses.timeline.step_time import ALLOCATOR_CALLS, length
 from tenprof.core.intervals import coverage
@@ -80,7 +81,8 @@ def check(ctx: Context) -> list[Finding]:
     waited = host_cost(ctx, idle, max(host, taken))
     share = idle / ctx.analysed_ns
     seen = [
-        f"the host spends {duration(per_step(host, ctx))} per step in the allocator's CUDA calls, "
+        f"the host spends {duration(per_step(host, ctx))} per step in the allocator (its CUDA calls, and its own "
+        "work around those made in ops), "
         f"{duration(per_step(idle, ctx))} of it with the GPU idle ({100 * share:.0f}% of the {ctx.step_count} "
         "analysed step(s))",
         "per step: "
@@ -138,36 +140,13 @@ def check(ctx: Context) -> list[Finding]:
 
 def _allocating_ops_ns(ctx: Context, call_ops: np.ndarray, call_ns: np.ndarray) -> tuple[int, int]:
     """The host's time in the top-level ops (in the analysed steps) that call the allocator, beyond what
-    the same op takes when it does not: each such op's time less the median time of its name's other
-    top-level calls in the analysed steps, at least its allocator calls' time (only that where every call
-    of the op allocated: nothing then says what it takes without). Returns that time and the number of
-    such ops."""
-    if not len(call_ops):
-        return 0, 0
-    top_of = ctx.profile.column("ops", "top_op_id")
-    tops, inverse = np.unique(top_of[call_ops], return_inverse=True)
-    in_calls = np.bincount(inverse.reshape(-1), weights=call_ns, minlength=len(tops)).astype(np.int64)
-    took = ctx.profile.column("ops", "duration_ns")
-    names = ctx.profile.strings("ops", "name").codes
+    the same op takes when it does not (analyses.timeline.allocator_slow_path, compared with the analysed
+    steps' top-level ops). Returns that time and the number of such ops."""
     top_level = np.flatnonzero(
         (ctx.profile.column("ops", "depth") == 0) & ctx.in_steps(ctx.profile.column("ops", "start_ns"))
     )
-    reusing = np.setdiff1d(top_level, tops)
-    usual = _median_by_name(names[reusing], took[reusing])
-    # an op whose name never ran without allocating: only its allocator calls are charged
-    usual_of_tops = [usual.get(int(c), float(took[t])) for c, t in zip(names[tops], tops, strict=True)]
-    beyond = took[tops] - np.array(usual_of_tops)
-    total = int(np.maximum(in_calls, beyond.astype(np.int64)).sum())
-    return total, len(tops)
-
-
-def _median_by_name(codes: np.ndarray, took: np.ndarray) -> dict[int, float]:
-    """The median of `took` for each name code (one sort, not one pass per name)."""
-    order = np.lexsort((took, codes))
-    codes, took = codes[order], took[order]
-    distinct, first, counts = np.unique(codes, return_index=True, return_counts=True)
-    low, high = first + (counts - 1) // 2, first + counts // 2
-    return {int(c): (float(took[a]) + float(took[b])) / 2 for c, a, b in zip(distinct, low, high, strict=True)}
+    found = slow_path(ctx.profile, call_ops, call_ns, top_level)
+    return found.total_ns, len(found.ops)
 
 
 def _fix(emptied: bool, counts: Counter[str]) -> str:

@@ -20,7 +20,10 @@ whose ops launched kernels (autograd's backward thread), its DataLoader ranges o
 - `sync`: the host is inside a synchronizing CUDA call (`cudaDeviceSynchronize`, `cudaStreamSynchronize`,
   `cudaEventSynchronize`, a blocking `cudaMemcpy`) while the GPU has nothing to run: the sync's latency;
 - `allocator`: the host is inside cudaMalloc, cudaFree or another allocating call (the caching allocator
-  missing, `torch.cuda.empty_cache()` giving memory back);
+  missing, `torch.cuda.empty_cache()` giving memory back), or in the caching allocator's own work around
+  such a call in a top-level op (analyses.timeline.allocator_slow_path: the op's time beyond its name's
+  calls that did not allocate, in the steps past the cold ones), placed just before the op's first call
+  and, what does not fit, after its last;
 - `cuda_api`: the host is inside any other CUDA call that does not launch work (module loads, attribute
   queries, stream and event creation);
 - `data_loading`: the host is inside a DataLoader's `__next__` (the range torch records around it),
@@ -46,8 +49,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from tenprof.analyses.op_kinds import SYNC_CALLS, is_collective
+from tenprof.analyses.timeline.allocator_slow_path import slow_path
 from tenprof.analyses.timeline.inferred_steps import infer_steps
 from tenprof.analyses.timeline.overhead import COLD_STEPS, kernel_launch_ns, measure, recorded_steps, steps_marked
 from tenprof.analyses.timeline.summary import profiled_span
@@ -295,13 +300,66 @@ def idle_causes(profile: Profile) -> dict[str, Intervals]:
     return {
         "queued": _queued(profile),
         "sync": calls(lambda n: n in SYNC_CALLS),
-        "allocator": calls(lambda n: n in ALLOCATOR_CALLS),
+        "allocator": _allocator(
+            profile, calls(lambda n: n in ALLOCATOR_CALLS), api_names.where(is_allocator) & api_host, top
+        ),
         "cuda_api": calls(lambda n: n not in SYNC_CALLS and n not in ALLOCATOR_CALLS and not _hands_work(n)),
         "data_loading": (scopes.column("start_ns").to_numpy()[loading], scopes.column("end_ns").to_numpy()[loading]),
         "compile": (o_start[compiling], o_end[compiling]),
         "dispatch": (o_start[top], o_end[top]),
         HOST_COLLECTIVE: host_collectives(profile),
     }
+
+
+def is_allocator(name: str) -> bool:
+    return name in ALLOCATOR_CALLS
+
+
+def _allocator(
+    profile: Profile, driver: Intervals, chosen: npt.NDArray[np.bool_], top: npt.NDArray[np.bool_]
+) -> Intervals:
+    """The allocator's intervals: its driver calls, and for each top-level op that called them its slow path
+    beyond them (analyses.timeline.allocator_slow_path), placed within the op just before its first call
+    (the caching allocator searches and frees its cache before it goes to the driver), and what does not fit
+    there just after its last call (where it records the new block)."""
+    api = profile.table("api_calls")
+    op = api.column("op_id").to_numpy()
+    in_op = chosen & (op >= 0)
+    if not in_op.any():
+        return driver
+    # compared within the steady steps only: in the first ones ops are slow for other reasons (first calls,
+    # autotuning), and there only the driver calls count
+    steady = top & _in_steady_steps(profile, profile.column("ops", "start_ns"))
+    in_op &= steady[np.clip(profile.column("ops", "top_op_id")[np.clip(op, 0, None)], 0, None)]
+    if not in_op.any():
+        return driver
+    found = slow_path(profile, op[in_op], api.column("duration_ns").to_numpy()[in_op], np.flatnonzero(steady))
+    extra = found.beyond_ns - found.in_calls_ns
+    if not (extra > 0).any():
+        return driver
+    row = np.searchsorted(found.ops, profile.column("ops", "top_op_id")[op[in_op]])
+    first_call = np.full(len(found.ops), np.iinfo(np.int64).max, dtype=np.int64)
+    last_end = np.zeros(len(found.ops), dtype=np.int64)
+    np.minimum.at(first_call, row, api.column("start_ns").to_numpy()[in_op])
+    np.maximum.at(last_end, row, api.column("end_ns").to_numpy()[in_op])
+    op_start, op_end = profile.column("ops", "start_ns")[found.ops], profile.column("ops", "end_ns")[found.ops]
+    before = np.minimum(extra, first_call - op_start).clip(0)
+    after = np.minimum(extra - before, op_end - last_end).clip(0)
+    lo = np.concatenate([driver[0], first_call - before, last_end]).astype(np.int64)
+    hi = np.concatenate([driver[1], first_call, last_end + after]).astype(np.int64)
+    keep = hi > lo
+    return merged(lo[keep], hi[keep])
+
+
+def _in_steady_steps(profile: Profile, times: I64Array) -> npt.NDArray[np.bool_]:
+    """Whether each time falls in a recorded complete step past the cold ones (none where no step was
+    marked)."""
+    if not steps_marked(profile):
+        return np.zeros(len(times), dtype=bool)
+    steps = profile.table("steps")
+    chosen = recorded_steps(profile) & (steps.column("step").to_numpy() >= COLD_STEPS)
+    lo, hi = steps.column("start_ns").to_numpy()[chosen], steps.column("end_ns").to_numpy()[chosen]
+    return coverage(lo, hi, times, times + 1) > 0 if len(lo) else np.zeros(len(times), dtype=bool)
 
 
 def host_collectives(profile: Profile) -> Intervals:
