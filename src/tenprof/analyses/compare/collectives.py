@@ -23,9 +23,9 @@ later holds fewer), and, where the ranks marked steps, only those that start in 
 cold ones) on every rank of the group: a job's first collectives build its communicators and meet ranks
 still loading, compiling or tuning, whose lateness is no straggler's (on four H200s, a balanced 2D job's
 tensor-parallel groups read 5.5 ms of lateness a step over all its collectives). Per group: how many were
-compared, and per rank the share of them at which it
-arrived last (alone: ranks within TIE_NS of the latest arrived together, and none of them counts) and its
-mean wait: a slow tensor-parallel group is told from a slow data-parallel one.
+compared, and per rank the share of them at which it arrived last (alone: ranks within TIE_NS of the
+latest arrived together, and none of them counts) and its mean wait: a slow tensor-parallel group is told
+from a slow data-parallel one.
 """
 
 from __future__ import annotations

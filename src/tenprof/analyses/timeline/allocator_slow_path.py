@@ -7,9 +7,10 @@ does not. So each top-level op that calls the allocator is compared with its nam
 that did not: what it takes beyond their median is the allocator's, at least its driver calls' time (only
 that where every call of its name allocated: nothing then says what it takes without).
 
-Used by the step decomposition (analyses.timeline.step_time: that time is the `allocator` part's, placed
-just before the op's first allocator call, where the allocator runs before going to the driver) and by the
-allocator-churn finding (its cost)."""
+Used by the step decomposition (analyses.timeline.step_time: in the steady steps that time is the
+`allocator` part's, placed in the op just before its first allocator call, where the allocator searches its
+cache before going to the driver, and what does not fit there after its last) and by the allocator-churn
+finding (its cost)."""
 
 from __future__ import annotations
 
