@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -609,6 +609,15 @@ while [ $# -gt 0 ]; do
       tenprof report "$WORK/prof/$name" --limit 4 2>&1 | grep -E "^[0-9]+\. |   (seen|fix)|^Memory|^Steps|^Incomplete" | head -n 14 >> "$N"
     done
     ( cd "$REPO" && timeout "${MEMORY_TESTS_S:-280}" python3 -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_gpu_memory.py ) >> "$N" 2>&1
+    ;;
+  workeroom39)  # issue 39: out of memory in a DataLoader worker (examples/findings/worker_oom.py: the worker's CPU allocator fails at the fifth batch) while the loop trains on the GPU, and its twin; text in $OUT/workeroom39.txt
+    N="$OUT/workeroom39.txt"
+    for v in "" --fixed; do
+      ( cd "$REPO/examples/findings" && timeout 120 tenprof run --quiet -o "$WORK/prof/worker_oom$v" worker_oom.py --steps 8 $v ) > "$WORK/logs/worker_oom$v.log" 2>&1
+      echo "== worker_oom $v: exit $?" >> "$N"
+      tail -n 2 "$WORK/logs/worker_oom$v.log" | cut -c1-300 >> "$N"
+      tenprof report "$WORK/prof/worker_oom$v" --limit 3 2>&1 | grep -E "^[0-9]+\. |   (seen|fix)|^Device|^Incomplete" | head -n 12 >> "$N"
+    done
     ;;
   native38o)  # issue 38: the CUPTI API filter in interleaved repeats beside torch.profiler (CPU+CUDA and CUDA alone), Proton, the native capture without the filter and the default capture, on the MLP (every step recorded), the whole benchmark held to 8 cores; text in $OUT/native38o.txt
     ( cd "$REPO" && taskset -c 0-7 python3 benchmarks/overhead.py --workloads "${O38_WORKLOADS:-mlp}" --repeats "${O38_REPEATS:-3}" \

@@ -174,15 +174,25 @@ class _FailingDataset(torch.utils.data.Dataset):  # type: ignore[misc]
     def __len__(self) -> int:
         return 8
 
+    host = False  # the CPU allocator's own failure (1 PiB asked for), else a stand-in for CUDA's
+
     def __getitem__(self, i: int) -> object:
+        if i == 4 and self.host:
+            return torch.empty(1 << 50, dtype=torch.uint8)
         if i == 4:
             raise torch.OutOfMemoryError("a stand-in in the worker: Tried to allocate 64.00 MiB")
         return torch.ones(4)
 
 
-def test_an_out_of_memory_error_in_a_dataloader_worker_is_the_workers(tmp_path: Path) -> None:
-    loader = torch.utils.data.DataLoader(_FailingDataset(), batch_size=2, num_workers=1)
-    with pytest.raises(torch.OutOfMemoryError) as raised, tenprof.profile(str(tmp_path / "p"), overhead_steps=0) as p:
+class _HostFailingDataset(_FailingDataset):
+    host = True
+
+
+@pytest.mark.parametrize("host", [False, True])
+def test_an_out_of_memory_error_in_a_dataloader_worker_is_the_workers(tmp_path: Path, host: bool) -> None:
+    dataset = _HostFailingDataset() if host else _FailingDataset()
+    loader = torch.utils.data.DataLoader(dataset, batch_size=2, num_workers=1)
+    with pytest.raises(RuntimeError) as raised, tenprof.profile(str(tmp_path / "p"), overhead_steps=0) as p:
         for batch in loader:
             batch.sum()
             p.step()
@@ -194,7 +204,10 @@ def test_an_out_of_memory_error_in_a_dataloader_worker_is_the_workers(tmp_path: 
     gc.collect()
     first = rendered(find_all(p.profile)[0])
     assert first.id == "out-of-memory" and first.title.startswith("Out of memory in DataLoader worker process 0")
-    assert "a stand-in in the worker" in first.seen[0] and "pin_memory=True" in first.fix
+    if host:  # the host's memory ran out: what the worker allocates, not CUDA in the worker
+        assert "DefaultCPUAllocator" in first.seen[0] and "host memory" in first.fix and "pin_memory" not in first.fix
+    else:
+        assert "a stand-in in the worker" in first.seen[0] and "pin_memory=True" in first.fix
 
 
 def test_a_failed_allocation_in_a_torch_profiler_trace_is_a_post_mortem_at_its_time(tmp_path: Path) -> None:

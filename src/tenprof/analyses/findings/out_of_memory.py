@@ -108,6 +108,24 @@ def check(ctx: Context) -> list[Finding]:
     ]
 
 
+_HOST_MEMORY = ("DefaultCPUAllocator", "CPU memory", "host memory")
+
+
+def _worker_fix(message: str) -> str:
+    """Host memory (the CPU allocator's error) or the GPU's (CUDA in the worker)."""
+    if any(word in message for word in _HOST_MEMORY):
+        return (
+            "The worker ran out of host memory making a sample or a batch: look at what the dataset's "
+            "__getitem__ (or the collate function) allocates for it; every worker holds prefetch_factor batches "
+            "(2 by default) at once, so fewer workers or a smaller prefetch_factor or batch lower the host's peak."
+        )
+    return (
+        "Make batches on the CPU in the workers and move them to the GPU in the loop (pin_memory=True and "
+        ".to('cuda', non_blocking=True)): CUDA in every worker process holds a context and a cache of its own. "
+        "Or make smaller batches, or fewer workers."
+    )
+
+
 def _in_worker(oom: OutOfMemory, worker: int) -> Finding:
     """An error a DataLoader worker raised, raised again in the script's process by the DataLoader: the
     memory that ran out is the worker's, which this process's allocator reports do not hold."""
@@ -124,9 +142,7 @@ def _in_worker(oom: OutOfMemory, worker: int) -> Finding:
         ],
         where=[oom.where] if oom.where else [],
         why="The script stopped: a DataLoader worker ran out of memory while it made a batch.",
-        fix="Make batches on the CPU in the workers and move them to the GPU in the loop (pin_memory=True and "
-        ".to('cuda', non_blocking=True)): CUDA in every worker process holds a context and a cache of its own. "
-        "Or make smaller batches, or fewer workers.",
+        fix=_worker_fix(oom.message),
         numbers={"requested_bytes": float(oom.requested_bytes), "worker": float(worker)},
         urgent=True,
     )
