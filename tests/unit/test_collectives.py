@@ -175,3 +175,45 @@ def test_only_the_steady_steps_collectives_are_compared_where_steps_were_marked(
     unmarked = [dataclasses.replace(r, steady=None, steady_steps=0) for r in ranks]
     (group,) = align_and_compare(unmarked).groups
     assert group.compared == 6 and group.steps == 0.0 and group.late_ns == (2 * 20000 + 4 * 50) * us
+
+
+@pytest.mark.parametrize(
+    ("case", "last"),
+    [
+        # rank 3 alone slowed: last in both its groups; rank 2, its TP partner, waits for it in tp1 and so
+        # comes last to dp0
+        ("slowrank", {"tp1": 3, "dp0": 2, "dp1": 3}),
+        # TP group 1 slowed (ranks 2 and 3): its ranks last at both DP groups' all-reduces
+        ("slowtp", {"tp1": 3, "dp0": 2, "dp1": 3}),
+    ],
+)
+def test_a_real_four_gpu_2d_job_and_its_copies_with_planted_clocks_give_the_same_verdicts(
+    case: str, last: dict[str, int]
+) -> None:
+    # tests/data/groups40: examples/parallel_2d.py on four H200s of one host (TP pairs tp0 {0,1}, tp1 {2,3};
+    # DP groups dp0 {0,2}, dp1 {1,3}); the copies put each rank on a host of its own, its clock off by a
+    # planted shift, which the collectives' ends must find again (within 50 us) with the same arrivals
+    from tenprof.store.profile import load_profile
+
+    ranks = [rank_collectives(load_profile(DATA / "groups40" / case / f"rank0000{r}"), r) for r in range(4)]
+    real = align_and_compare(ranks)
+    assert not real.applied and max(abs(s) for s in real.estimated.values()) < 50_000  # one host
+    planted = {0: 0, 1: 350_000, 2: -1_200_000, 3: 2_700_000}
+    copies = [
+        dataclasses.replace(
+            r, host=f"h{r.rank}", start_ns=r.start_ns + planted[r.rank], end_ns=r.end_ns + planted[r.rank]
+        )
+        for r in ranks
+    ]
+    shifted = align_and_compare(copies)
+    assert shifted.applied
+    for r in range(4):  # the shift that undoes the planted one, up to the real clocks' own few microseconds
+        assert abs(shifted.shifts[r] + planted[r] - real.estimated[r]) < 50_000
+    for found in (real, shifted):
+        verdicts = {g.description: g.most_often_last for g in found.groups}
+        assert {name: verdicts[name] for name in last} == last
+        assert all(g.compared and g.steps == 3 for g in found.groups)  # the three steady steps' collectives
+    # the groups with a clear last rank read the same shares; within tp0 the ranks arrive microseconds apart,
+    # as close as the real clocks' own disagreement, which the copies' applied shifts correct
+    shares = [{g.description: g.last_share for g in found.groups if g.description in last} for found in (real, shifted)]
+    assert shares[0] == shares[1]
