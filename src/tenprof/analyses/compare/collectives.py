@@ -38,7 +38,7 @@ import numpy.typing as npt
 
 from tenprof.analyses.compare.bus_bandwidth import bus_factor, link_peak, message_bytes
 from tenprof.analyses.op_kinds import is_collective
-from tenprof.analyses.timeline.overhead import COLD_STEPS, recorded_steps, steps_marked
+from tenprof.analyses.timeline.overhead import inside, recorded_steps, steady_windows
 from tenprof.store.profile import Profile
 
 I64 = npt.NDArray[np.int64]
@@ -133,28 +133,19 @@ def rank_collectives(profile: Profile, rank: int) -> RankCollectives:
 
 
 def _steady_windows(profile: Profile) -> tuple[I64, I64] | None:
-    """The rank's steady steps' [start, end): complete, recorded, past the cold ones (all complete ones
-    where none is past them); None where it marked no step."""
-    steps = profile.table("steps")
-    if not steps_marked(profile):
-        return None
-    chosen = recorded_steps(profile)
-    warm = chosen & (steps.column("step").to_numpy() >= COLD_STEPS)
-    chosen = warm if warm.any() else chosen
-    if not chosen.any():
-        return None
-    return steps.column("start_ns").to_numpy()[chosen], steps.column("end_ns").to_numpy()[chosen]
+    """The rank's steady steps' [start, end) (all its recorded complete ones where none is past the cold
+    ones); None where it marked no step."""
+    lo, hi = steady_windows(profile)
+    if not len(lo):
+        steps = profile.table("steps")
+        chosen = recorded_steps(profile)
+        lo, hi = steps.column("start_ns").to_numpy()[chosen], steps.column("end_ns").to_numpy()[chosen]
+    return (lo, hi) if len(lo) else None
 
 
 def _starting_in(windows: tuple[I64, I64] | None, starts: I64) -> npt.NDArray[np.bool_]:
     """Whether each time falls in one of the windows (all True without windows)."""
-    if windows is None:
-        return np.ones(len(starts), dtype=bool)
-    lo, hi = windows
-    order = np.argsort(lo, kind="stable")
-    lo, hi = lo[order], hi[order]
-    at = np.searchsorted(lo, starts, side="right") - 1
-    return (at >= 0) & (starts < hi[np.clip(at, 0, None)])
+    return np.ones(len(starts), dtype=bool) if windows is None else inside(*windows, starts)
 
 
 @dataclass(frozen=True)

@@ -122,18 +122,26 @@ def in_unrecorded_steps(profile: Profile, times: npt.NDArray[np.int64]) -> npt.N
     off = ~capture_on(profile)
     if not off.any() or len(times) == 0:
         return np.zeros(len(times), dtype=bool)
-    return _inside(steps.column("start_ns").to_numpy()[off], steps.column("end_ns").to_numpy()[off], times)
+    return inside(steps.column("start_ns").to_numpy()[off], steps.column("end_ns").to_numpy()[off], times)
 
 
 I64 = npt.NDArray[np.int64]
 
 
-def _inside(lo: I64, hi: I64, times: I64) -> npt.NDArray[np.bool_]:
+def inside(lo: I64, hi: I64, times: I64) -> npt.NDArray[np.bool_]:
     """Whether each time falls in one of the windows [lo, hi) (steps: they do not overlap)."""
     order = np.argsort(lo, kind="stable")
     lo, hi = lo[order], hi[order]
     pos = np.searchsorted(lo, times, side="right") - 1
     return (pos >= 0) & (times < take(hi, pos, 0))
+
+
+def steady_windows(profile: Profile) -> tuple[I64, I64]:
+    """The recorded complete steps past the cold ones, as [start, end) windows (none where no step was
+    marked or none is past them)."""
+    steps = profile.table("steps")
+    chosen = recorded_steps(profile) & (steps.column("step").to_numpy() >= COLD_STEPS)
+    return steps.column("start_ns").to_numpy()[chosen], steps.column("end_ns").to_numpy()[chosen]
 
 
 def _own_durations(profile: Profile, rows: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
@@ -148,10 +156,10 @@ def _gpu_busy_per_step(profile: Profile, rows: npt.NDArray[np.bool_]) -> float |
     steps = profile.table("steps")
     k = profile.table("kernels")
     lo, hi = steps.column("start_ns").to_numpy()[rows], steps.column("end_ns").to_numpy()[rows]
-    inside = _inside(lo, hi, kernel_launch_ns(profile))
-    if not inside.any():
+    launched = inside(lo, hi, kernel_launch_ns(profile))
+    if not launched.any():
         return 0.0
-    starts, ends = merged(k.column("start_ns").to_numpy()[inside], k.column("end_ns").to_numpy()[inside])
+    starts, ends = merged(k.column("start_ns").to_numpy()[launched], k.column("end_ns").to_numpy()[launched])
     return int((ends - starts).sum()) / int(rows.sum())
 
 

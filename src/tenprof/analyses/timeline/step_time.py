@@ -54,7 +54,15 @@ import numpy.typing as npt
 from tenprof.analyses.op_kinds import SYNC_CALLS, is_collective
 from tenprof.analyses.timeline.allocator_slow_path import slow_path
 from tenprof.analyses.timeline.inferred_steps import infer_steps
-from tenprof.analyses.timeline.overhead import COLD_STEPS, kernel_launch_ns, measure, recorded_steps, steps_marked
+from tenprof.analyses.timeline.overhead import (
+    COLD_STEPS,
+    inside,
+    kernel_launch_ns,
+    measure,
+    recorded_steps,
+    steady_windows,
+    steps_marked,
+)
 from tenprof.analyses.timeline.summary import profiled_span
 from tenprof.core.intervals import I64Array, coverage, merged, uncovered
 from tenprof.store.profile import Profile
@@ -290,6 +298,8 @@ def idle_causes(profile: Profile) -> dict[str, Intervals]:
         chosen = api_names.where(test) & api_host
         return a_start[chosen], a_end[chosen]
 
+    allocating = api_names.where(lambda n: n in ALLOCATOR_CALLS) & api_host
+
     scopes = profile.table("scopes")
     on_main = scopes.column("thread_id").to_numpy() == main
     loading = profile.strings("scopes", "name").where(lambda n: n.startswith(DATA_LOADER_MARK)) & on_main
@@ -300,9 +310,7 @@ def idle_causes(profile: Profile) -> dict[str, Intervals]:
     return {
         "queued": _queued(profile),
         "sync": calls(lambda n: n in SYNC_CALLS),
-        "allocator": _allocator(
-            profile, calls(lambda n: n in ALLOCATOR_CALLS), api_names.where(is_allocator) & api_host, top
-        ),
+        "allocator": _allocator(profile, allocating, top),
         "cuda_api": calls(lambda n: n not in SYNC_CALLS and n not in ALLOCATOR_CALLS and not _hands_work(n)),
         "data_loading": (scopes.column("start_ns").to_numpy()[loading], scopes.column("end_ns").to_numpy()[loading]),
         "compile": (o_start[compiling], o_end[compiling]),
@@ -311,25 +319,20 @@ def idle_causes(profile: Profile) -> dict[str, Intervals]:
     }
 
 
-def is_allocator(name: str) -> bool:
-    return name in ALLOCATOR_CALLS
-
-
-def _allocator(
-    profile: Profile, driver: Intervals, chosen: npt.NDArray[np.bool_], top: npt.NDArray[np.bool_]
-) -> Intervals:
+def _allocator(profile: Profile, chosen: npt.NDArray[np.bool_], top: npt.NDArray[np.bool_]) -> Intervals:
     """The allocator's intervals: its driver calls, and for each top-level op that called them its slow path
     beyond them (analyses.timeline.allocator_slow_path), placed within the op just before its first call
     (the caching allocator searches and frees its cache before it goes to the driver), and what does not fit
     there just after its last call (where it records the new block)."""
     api = profile.table("api_calls")
+    driver = api.column("start_ns").to_numpy()[chosen], api.column("end_ns").to_numpy()[chosen]
     op = api.column("op_id").to_numpy()
     in_op = chosen & (op >= 0)
     if not in_op.any():
         return driver
     # compared within the steady steps only: in the first ones ops are slow for other reasons (first calls,
     # autotuning), and there only the driver calls count
-    steady = top & _in_steady_steps(profile, profile.column("ops", "start_ns"))
+    steady = top & inside(*steady_windows(profile), profile.column("ops", "start_ns"))
     in_op &= steady[np.clip(profile.column("ops", "top_op_id")[np.clip(op, 0, None)], 0, None)]
     if not in_op.any():
         return driver
@@ -349,17 +352,6 @@ def _allocator(
     hi = np.concatenate([driver[1], first_call, last_end + after]).astype(np.int64)
     keep = hi > lo
     return merged(lo[keep], hi[keep])
-
-
-def _in_steady_steps(profile: Profile, times: I64Array) -> npt.NDArray[np.bool_]:
-    """Whether each time falls in a recorded complete step past the cold ones (none where no step was
-    marked)."""
-    if not steps_marked(profile):
-        return np.zeros(len(times), dtype=bool)
-    steps = profile.table("steps")
-    chosen = recorded_steps(profile) & (steps.column("step").to_numpy() >= COLD_STEPS)
-    lo, hi = steps.column("start_ns").to_numpy()[chosen], steps.column("end_ns").to_numpy()[chosen]
-    return coverage(lo, hi, times, times + 1) > 0 if len(lo) else np.zeros(len(times), dtype=bool)
 
 
 def host_collectives(profile: Profile) -> Intervals:
