@@ -1,9 +1,10 @@
 """The native capture (`tenprof run --capture native`) against the default one on the same script: what each
 records and whether they attribute it alike.
 
-    python benchmarks/native_parity.py OUT_DIR SCRIPT [ARGS...]
+    [PARITY_CAPTURES=REFERENCE,CANDIDATE] python benchmarks/native_parity.py OUT_DIR SCRIPT [ARGS...]
 
-Runs the script under each capture, then prints, per capture: ops, kernels and kernel time, in all and step
+Runs the script under each of the two captures (by default `default,native`; `native-cupti` is the native
+capture with tenprof's own CUPTI client), then prints, per capture: ops, kernels and kernel time, in all and step
 by step; and between them: the kernels with the same (kernel name, op, file:line) in both, as a share of the
 kernel keys, the launches and the kernel time (issue 38's parity: counts equal, GPU totals within 0.1%, the
 same op and line for at least 99.9% of kernel time), the ops with the same (name, input shapes, file:line)
@@ -27,7 +28,7 @@ from pathlib import Path
 
 from tenprof.store.profile import Profile, load_profile
 
-CAPTURES = {"default": [], "native": ["--capture", "native"]}
+CAPTURES = {"default": [], "native": ["--capture", "native"], "native-cupti": ["--capture", "native-cupti"]}
 STEADY_FROM = 2  # the first step of the "steady" comparison
 DIFFERENCES_SHOWN = 8
 
@@ -117,7 +118,7 @@ def print_differences(
     keys = sorted(set(default) | set(native), key=lambda k: (-abs(default[k] - native[k]), k))
     for key in keys[:DIFFERENCES_SHOWN]:
         if default[key] != native[key]:
-            print(f"  {label} default {default[key]:6d} native {native[key]:6d}  " + " | ".join(key)[:200])
+            print(f"  {label} first {default[key]:6d} second {native[key]:6d}  " + " | ".join(key)[:200])
 
 
 def print_steps(profiles: dict[str, Profile]) -> None:
@@ -153,19 +154,20 @@ def compare(profiles: dict[str, Profile], first_step: int) -> None:
     for capture in profiles:
         count, time_ms = sum(launches[capture].values()), sum(kernels[capture].values()) / 1e6
         print(f"{capture:8s} kernels {count:7d}  kernel time {time_ms:10.3f} ms")
-    default, native = kernels["default"], kernels["native"]
-    print(f"kernel time with the same kernel, op and line: {overlap(default, native):.4%} of the default capture's")
+    ref, new = list(profiles)
+    same_time = overlap(kernels[ref], kernels[new])
+    print(f"kernel time with the same kernel, op and line: {same_time:.4%} of the {ref} capture's")
     counts = {c: Counter(dict.fromkeys(kernels[c], 1)) for c in kernels}
-    print(f"kernel keys in both: {overlap(counts['default'], counts['native']):.4%}")
-    print(f"launches with the same kernel, op and line: {overlap(launches['default'], launches['native']):.4%}")
+    print(f"kernel keys in both: {overlap(counts[ref], counts[new]):.4%}")
+    print(f"launches with the same kernel, op and line: {overlap(launches[ref], launches[new]):.4%}")
     ops = {c: op_keys(p, first_step) for c, p in profiles.items()}
-    print(f"ops with the same name, shapes and line: {overlap(ops['default'], ops['native']):.4%} of the default's")
-    print_differences("op", ops["default"], ops["native"])
+    print(f"ops with the same name, shapes and line: {overlap(ops[ref], ops[new]):.4%} of the {ref}'s")
+    print_differences("op", ops[ref], ops[new])
     memory = {c: memory_keys(p, first_step) for c, p in profiles.items()}
     counts_text = ", ".join(f"{c} {sum(m.values())}" for c, m in memory.items())
-    same_memory = overlap(memory["default"], memory["native"])
-    print(f"allocator samples: {counts_text}; with the same op, line and bytes: {same_memory:.4%} of the default's")
-    print_differences("allocator samples", memory["default"], memory["native"])
+    same_memory = overlap(memory[ref], memory[new])
+    print(f"allocator samples: {counts_text}; with the same op, line and bytes: {same_memory:.4%} of the {ref}'s")
+    print_differences("allocator samples", memory[ref], memory[new])
     if first_step < 0:
         print("peak allocated: " + "; ".join(f"{c} {peak_allocated(p)}" for c, p in profiles.items()))
 
@@ -176,7 +178,10 @@ def main() -> None:
     out, script = Path(sys.argv[1]), sys.argv[2:]
     out.mkdir(parents=True, exist_ok=True)
     profiles = {}
-    for capture in CAPTURES:
+    chosen = os.environ.get("PARITY_CAPTURES", "default,native").split(",")
+    if len(chosen) != 2 or any(c not in CAPTURES for c in chosen):
+        raise SystemExit(f"PARITY_CAPTURES: two of {', '.join(CAPTURES)}, comma-separated")
+    for capture in chosen:
         started = time.perf_counter()
         profiles[capture] = record(out, capture, script)
         print(f"{capture}: recorded and imported in {time.perf_counter() - started:.0f} s", flush=True)

@@ -40,6 +40,13 @@ Configurations:
     tenprof-native-gated  tenprof run --capture native, the sampler behind its gate
     tenprof-native-filtered  tenprof run --capture native with the CUPTI API filter
                      (TENPROF_CUPTI_API_FILTER=1: no records of the CUDA calls no analysis reads)
+    tenprof-cupti    tenprof run --capture native-cupti: the native capture with tenprof's own CUPTI client
+                     (kernels, copies, memsets, runtime and driver calls) in place of the CUDA-only session
+    tenprof-cupti-bare  the same without both threads (host sampler, NVML clocks)
+    tenprof-cupti-cb the same with the CUDA calls from CUPTI's callback API, the calls the analyses read alone
+                     (TENPROF_CUPTI_API=callbacks), in place of activity records of every call
+    tenprof-cupti-none the same with no CUDA calls recorded (TENPROF_CUPTI_API=none: launches name no op;
+                     what the calls cost)
     tenprof-nolines  tenprof run --no-lines
     tenprof-light    tenprof run --no-lines --no-shapes --no-memory
     tenprof-tensors  tenprof run --passes tensors       (the tensors pass alone)
@@ -167,6 +174,12 @@ CONFIGS: dict[str, Config] = {
     "tenprof-gated": Config("tenprof run, host sampler behind its gate (TENPROF_SAMPLER_GATE=1)", ("tenprof",)),
     "tenprof-native-gated": Config("tenprof run --capture native, host sampler behind its gate", ("tenprof",)),
     "tenprof-native-filtered": Config("tenprof run --capture native, CUPTI API filter on", ("tenprof",)),
+    "tenprof-cupti": Config("tenprof run --capture native-cupti (tenprof's own CUPTI client)", ("tenprof",)),
+    "tenprof-cupti-cb": Config("tenprof run --capture native-cupti, CUDA calls by callbacks", ("tenprof",)),
+    "tenprof-cupti-none": Config("tenprof run --capture native-cupti, no CUDA calls recorded", ("tenprof",)),
+    "tenprof-cupti-bare": Config(
+        "tenprof run --capture native-cupti without host sampler and NVML thread", ("tenprof",)
+    ),
     "tenprof-nolines": Config("tenprof run --no-lines", ("tenprof",)),
     "tenprof-light": Config("tenprof run --no-lines --no-shapes --no-memory", ("tenprof",)),
     "tenprof-tensors": Config("tenprof run --passes tensors", ("tenprof",)),
@@ -207,6 +220,10 @@ _EAGER_GPT2: dict[str, float] = {
     "tenprof-gated": 24,
     "tenprof-native-gated": 22,
     "tenprof-native-filtered": 22,
+    "tenprof-cupti": 22,
+    "tenprof-cupti-cb": 22,
+    "tenprof-cupti-none": 22,
+    "tenprof-cupti-bare": 22,
     "tenprof-nolines": 22,
     "tenprof-light": 21,
     "tenprof-tensors": 18,
@@ -244,6 +261,10 @@ ESTIMATE_S: dict[str, dict[str, float]] = {
         "tenprof-native-bare": 12,
         "tenprof-gated": 14,
         "tenprof-native-gated": 12,
+        "tenprof-cupti": 12,
+        "tenprof-cupti-cb": 12,
+        "tenprof-cupti-none": 12,
+        "tenprof-cupti-bare": 12,
         "tenprof-nolines": 12,
         "tenprof-light": 12,
         "tenprof-tensors": 10,
@@ -449,6 +470,10 @@ def command(
             "tenprof-gated": [],
             "tenprof-native-gated": ["--capture", "native"],
             "tenprof-native-filtered": ["--capture", "native"],
+            "tenprof-cupti": ["--capture", "native-cupti"],
+            "tenprof-cupti-cb": ["--capture", "native-cupti"],
+            "tenprof-cupti-none": ["--capture", "native-cupti"],
+            "tenprof-cupti-bare": ["--capture", "native-cupti"],
             "tenprof-nolines": ["--no-lines"],
             "tenprof-light": ["--no-lines", "--no-shapes", "--no-memory"],
             "tenprof-tensors": ["--passes", "tensors"],
@@ -468,6 +493,9 @@ def command(
             "tenprof-gated": ["env", "TENPROF_SAMPLER_GATE=1"],
             "tenprof-native-gated": ["env", "TENPROF_SAMPLER_GATE=1"],
             "tenprof-native-filtered": ["env", "TENPROF_CUPTI_API_FILTER=1"],
+            "tenprof-cupti-bare": ["env", "TENPROF_HOST_SAMPLE_HZ=0", "TENPROF_GPU_CLOCKS=0"],
+            "tenprof-cupti-cb": ["env", "TENPROF_CUPTI_API=callbacks"],
+            "tenprof-cupti-none": ["env", "TENPROF_CUPTI_API=none"],
         }.get(config, [])
         return [
             *recorder,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -482,6 +482,10 @@ while [ $# -gt 0 ]; do
   gputests)
     python3 -m pytest -q -m gpu tests/gpu -p no:cacheprovider 2>&1 | tee "$OUT/gputests.txt" | tail -n 15
     ;;
+  gputests_cupti)  # issue 38: the timeline's GPU tests (capture, native lines: eager, compiled, CUDA graphs, threads; prebuilt launches; the script's own profiler) with tenprof's own CUPTI client as `tenprof run`'s default; text in $OUT/gputests_cupti.txt
+    TENPROF_CAPTURE=native-cupti TENPROF_NATIVE_GPU=1 timeout "${GPUTESTS_TIMEOUT:-400}" python3 -m pytest -q -s -m gpu -p no:cacheprovider \
+      tests/gpu/test_gpu_capture.py tests/gpu/test_gpu_native_lines.py tests/gpu/test_gpu_prebuilt_launches.py tests/gpu/test_gpu_own_profiler.py 2>&1 | tee "$OUT/gputests_cupti.txt" | tail -n 25
+    ;;
   gputests_native)  # issue 38: the GPU tests with the native capture as `tenprof run`'s default
     TENPROF_CAPTURE=native TENPROF_NATIVE_GPU=1 python3 -m pytest -q -m gpu tests/gpu -p no:cacheprovider 2>&1 | tee "$OUT/gputests_native.txt" | tail -n 25
     ;;
@@ -502,11 +506,15 @@ while [ $# -gt 0 ]; do
     tenprof report "$WORK/prof/gpt2_generate" --limit 4 2>&1 | head -n 60 | tee "$OUT/gpt2_generate.txt"
     mkdir -p "$WORK/prof/torch_traces"
     ( cd "$REPO" && python3 benchmarks/torch_profiler_run.py --stack "$WORK/prof/torch_traces/gpt2_generate_stack.json" examples/gpt2_generate.py --tokens 48 ) > "$WORK/logs/tp_gpt2_generate.log" 2>&1
+    ( cd "$REPO" && python3 benchmarks/torch_profiler_run.py "$WORK/prof/torch_traces/gpt2_generate.json" examples/gpt2_generate.py --tokens 48 ) >> "$WORK/logs/tp_gpt2_generate.log" 2>&1
     gzip -f "$WORK"/prof/torch_traces/*.json
-    tenprof import "$WORK/prof/torch_traces/gpt2_generate_stack.json.gz" -o "$WORK/prof/gpt2_generate_imported" > /dev/null 2>&1
-    echo "== the torch.profiler trace (with_stack), imported" >> "$OUT/gpt2_generate.txt"
-    tenprof report "$WORK/prof/gpt2_generate_imported" --limit 4 2>&1 | grep -E "^[0-9]+\. |   (seen|fix)|^Steps" | head -n 30 >> "$OUT/gpt2_generate.txt"
-    rm -rf "$WORK/prof/gpt2_generate_imported"
+    for t in gpt2_generate_stack gpt2_generate; do
+      tenprof import "$WORK/prof/torch_traces/$t.json.gz" -o "$WORK/prof/${t}_imported" > /dev/null 2>&1
+      echo "== the torch.profiler trace $t, imported" >> "$OUT/gpt2_generate.txt"
+      tenprof report "$WORK/prof/${t}_imported" --limit 4 2>&1 | grep -E "^[0-9]+\. |   (seen|fix)|^Steps|^Step time|^  [a-zA-Z]" | head -n 45 >> "$OUT/gpt2_generate.txt"
+      rm -rf "$WORK/prof/${t}_imported"
+    done
+    [ "$(stat -c %s "$WORK/prof/torch_traces/gpt2_generate.json.gz")" -lt 4000000 ] && cp "$WORK/prof/torch_traces/gpt2_generate.json.gz" "$OUT/"
     du -sh "$WORK"/prof/gpt2_generate "$WORK"/prof/torch_traces >> "$OUT/gpt2_generate.txt"; rm -rf "$WORK"/prof/gpt2_generate "$WORK"/prof/torch_traces  # too large to bring back (163 MB)
     ;;
   timed36)  # issue 36 section 3: the timed steps with everything off, against the plain loop (TIMED_WORKLOADS, TIMED_REPEATS, TIMED_DEADLINE_MIN)
@@ -617,6 +625,38 @@ while [ $# -gt 0 ]; do
       echo "== worker_oom $v: exit $?" >> "$N"
       tail -n 2 "$WORK/logs/worker_oom$v.log" | cut -c1-300 >> "$N"
       tenprof report "$WORK/prof/worker_oom$v" --limit 3 2>&1 | grep -E "^[0-9]+\. |   (seen|fix)|^Device|^Incomplete" | head -n 12 >> "$N"
+    done
+    ;;
+  cupti38a)  # issue 38: tenprof's own CUPTI client (--capture native-cupti): built, a run of the MLP and its report, parity against the default capture on the MLP and fp32 GPT-2, and a script's own torch.profiler after it; text in $OUT/cupti38a.txt
+    N="$OUT/cupti38a.txt"
+    ( cd "$REPO" && python3 -c "from tenprof.capture.cupti_client import CuptiClient as C, find_headers as h, newest_records as n; print(h(), n(h())); c = C.load(); print('libcupti API version', c.version)" ) >> "$N" 2>&1
+    ( cd "$REPO" && tenprof run --quiet --capture native-cupti --overhead-steps 0 -o "$WORK/cupti_mlp" examples/small_mlp.py --steps 30 ) >> "$N" 2>&1
+    echo "exit=$?" >> "$N"
+    tenprof report "$WORK/cupti_mlp" --limit 4 2>&1 | head -n 45 >> "$N"
+    ( cd "$REPO" && PARITY_CAPTURES=default,native-cupti python3 benchmarks/native_parity.py "$WORK/parity_mlp" examples/small_mlp.py --steps 30 ) >> "$N" 2>&1
+    ( cd "$REPO" && PARITY_CAPTURES=default,native-cupti python3 benchmarks/native_parity.py "$WORK/parity_gpt2" examples/gpt2_fp32.py --steps 6 --warmup 2 ) >> "$N" 2>&1
+    tar -C "$WORK" -czf "$OUT/cupti38a_parity_mlp.tgz" parity_mlp
+    ( cd "$REPO" && TENPROF_CAPTURE=native-cupti timeout 200 python3 -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_gpu_own_profiler.py ) >> "$N" 2>&1
+    ;;
+  cupti38b)  # issue 38: tenprof's own CUPTI client's cost in interleaved repeats beside torch.profiler, Proton and the native capture (C38_WORKLOADS, C38_REPEATS, C38_DEADLINE_MIN), every step recorded, the whole benchmark held to 8 cores; text in $OUT/cupti38b.txt
+    ( cd "$REPO" && taskset -c 0-7 python3 benchmarks/overhead.py --workloads "${C38_WORKLOADS:-mlp,gpt2-fp32}" --repeats "${C38_REPEATS:-3}" \
+        --configs "${C38_CONFIGS:-plain,torch,torch-cuda,proton,tenprof-native,tenprof-cupti}" --deadline-min "${C38_DEADLINE_MIN:-7}" \
+        --json "$OUT/cupti38b.json" ) > "$OUT/cupti38b.txt" 2>&1
+    ;;
+  cupti38d)  # issue 38: the client's CUDA calls by CUPTI's callback API (TENPROF_CUPTI_API=callbacks): parity against the default capture on the MLP, then the cost of each way of recording the calls in interleaved repeats (C38_REPEATS, C38_DEADLINE_MIN), held to 8 cores; text in $OUT/cupti38d.txt
+    N="$OUT/cupti38d.txt"
+    ( cd "$REPO" && TENPROF_CUPTI_API=callbacks PARITY_CAPTURES=default,native-cupti python3 benchmarks/native_parity.py "$WORK/parity_cb" examples/small_mlp.py --steps 30 ) 2>&1 | grep -v "^  op\|^ *[0-9]* *[0-9]* *[0-9]* *[0-9.]* *[0-9]* *[0-9]* *[0-9.]*$" >> "$N"
+    tenprof report "$WORK/parity_cb/native-cupti" --limit 2 2>&1 | grep -A12 "^Where each step" >> "$N"
+    ( cd "$REPO" && taskset -c 0-7 python3 benchmarks/overhead.py --workloads mlp --repeats "${C38_REPEATS:-3}" \
+        --configs plain,torch-cuda,proton,tenprof-native,tenprof-cupti,tenprof-cupti-cb,tenprof-cupti-none --deadline-min "${C38_DEADLINE_MIN:-6}" \
+        --json "$OUT/cupti38d.json" ) 2>&1 | grep -v "^\[" >> "$N"
+    ;;
+  cupti38c)  # issue 38: tenprof's own CUPTI client on compiled GPT-2: parity against the native capture (Kineto's CUDA-only session); text in $OUT/cupti38c.txt
+    ( cd "$REPO" && PARITY_CAPTURES=native,native-cupti timeout 400 python3 benchmarks/native_parity.py "$WORK/parity_compiled" examples/compiled_train.py --model gpt2 --steps 8 --warmup 2 ) >> "$OUT/cupti38c.txt" 2>&1
+    ;;
+  timedin36)  # issue 36 section 3: the run's un-profiled steps against plain steps of the same process (benchmarks/timed_steps_inproc.py; TIMEDIN_WORKLOADS, TIMEDIN_ROUNDS); text in $OUT/timedin36.txt
+    for w in ${TIMEDIN_WORKLOADS:-gpt2-compiled mlp}; do
+      ( cd "$REPO/benchmarks" && timeout 400 python3 timed_steps_inproc.py --workload "$w" --rounds "${TIMEDIN_ROUNDS:-2}" --timed 8 --plain 20 --out "$WORK/timedin" --json "$OUT/timedin36-$w.json" ) >> "$OUT/timedin36.txt" 2>&1
     done
     ;;
   native38o)  # issue 38: the CUPTI API filter in interleaved repeats beside torch.profiler (CPU+CUDA and CUDA alone), Proton, the native capture without the filter and the default capture, on the MLP (every step recorded), the whole benchmark held to 8 cores; text in $OUT/native38o.txt

@@ -12,6 +12,7 @@ import pytest
 
 from tenprof.analyses.timeline.summary import attribution
 from tenprof.cli.main import main
+from tenprof.cli.run_command import default_capture
 from tenprof.store.profile import load_profile
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,10 +33,15 @@ def test_run_on_cuda_matches_torch_profiler_and_attributes_every_kernel(tmp_path
     kernels = profile.table("kernels")
     assert kernels.num_rows >= 10
     names = set(kernels.column("name").to_pylist()) | set(profile.table("transfers").column("name").to_pylist())
-    by_key = profile.meta.checks["torch_key_averages_self_device_us"]
-    torch_us = sum(v for k, v in by_key.items() if k in names)
     ours_us = (kernels.column("duration_ns").to_numpy().sum() + profile.column("transfers", "duration_ns").sum()) / 1e3
-    assert abs(ours_us - torch_us) <= 0.01 * torch_us
+    if default_capture() == "native-cupti":
+        # no torch.profiler session runs beside tenprof's own CUPTI client (one CUPTI client a process), so
+        # there are no totals of torch's to set against: the parity benchmark compares the two captures
+        assert "torch_key_averages_self_device_us" not in profile.meta.checks
+    else:
+        by_key = profile.meta.checks["torch_key_averages_self_device_us"]
+        torch_us = sum(v for k, v in by_key.items() if k in names)
+        assert abs(ours_us - torch_us) <= 0.01 * torch_us
     a = attribution(profile)
     assert a.op_percent >= 99.0 and a.user_line_percent >= 99.0
     assert (kernels.column("grid_x").to_numpy() > 0).all() and (kernels.column("block_x").to_numpy() > 0).all()

@@ -2,7 +2,8 @@
 up here: categories, units, arguments and the autograd engine's ranges' sequence numbers; and the input
 signatures the native recorder encodes, decoded as the profiler writes them (tenprof.capture.native_lines);
 the allocators' reports as profile_memory's instant events; and the GPU side of a Kineto trace merged in, on
-real GPU recordings of tests/data, one of them made by the native capture on an H100 (tests/data/native_mlp)."""
+real GPU recordings of tests/data, one of them made by the native capture on an H100 (tests/data/native_mlp);
+and the same GPU side as tenprof's own CUPTI client hands it over (tenprof.capture.cupti_client)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,21 @@ import shutil
 import struct
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import orjson
 import pytest
 
+from tenprof.capture.cupti_client import (
+    KIND_CONCURRENT_KERNEL,
+    KIND_DRIVER,
+    KIND_MEMCPY,
+    KIND_MEMSET,
+    KIND_RUNTIME,
+    RECORD,
+)
+from tenprof.capture.cupti_client import gpu_trace as cupti_gpu_trace
 from tenprof.capture.native_trace import (
     MEMORY_FIELDS,
     MEMORY_USAGE,
@@ -116,9 +128,10 @@ def test_the_wall_clock_pairs_map_a_gpu_trace_onto_the_perf_clock() -> None:
         trace_minus_perf_ns([], base)
 
 
+@pytest.mark.parametrize("gpu_side", ["kineto", "own client"])
 @pytest.mark.parametrize("case", ["mlp", "user_kernels"])
 def test_a_gpu_only_trace_merged_with_op_records_attributes_kernels_as_the_full_trace(
-    case: str, tmp_path: Path
+    case: str, gpu_side: str, tmp_path: Path
 ) -> None:
     # A GPU recording's own trace split as the capture without Kineto's CPU side records it: its ops and
     # ranges as native records on another clock (shifted by SHIFT), and a GPU-only trace without the
@@ -150,7 +163,11 @@ def test_a_gpu_only_trace_merged_with_op_records_attributes_kernels_as_the_full_
         if e.get("cat") in ("cuda_runtime", "cuda_driver"):
             e["tid"] = pthreads[e["tid"]] & 0xFFFFFFFF
     threads = {pthread: tid for tid, pthread in pthreads.items()}
-    merged = with_gpu_events(trace_events(ops, 1, USER_SCOPE), {**trace, "traceEvents": gpu_only}, shift, threads)
+    gpu_trace_of_part = {**trace, "traceEvents": gpu_only}
+    if gpu_side == "own client":  # the same records as tenprof's CUPTI client hands them over: on the perf clock
+        records, record_names = _as_client_records(gpu_only, shift)
+        gpu_trace_of_part, shift = cupti_gpu_trace(records, record_names, 1, trace.get("deviceProperties", [])), 0
+    merged = with_gpu_events(trace_events(ops, 1, USER_SCOPE), gpu_trace_of_part, shift, threads)
     copy = tmp_path / case
     shutil.copytree(DATA / case, copy)
     kept = copy / "timeline" / "raw"
@@ -159,6 +176,27 @@ def test_a_gpu_only_trace_merged_with_op_records_attributes_kernels_as_the_full_
     full, split = load_profile(DATA / case), load_profile(copy)
     assert split.table("kernels").num_rows == full.table("kernels").num_rows > 0
     assert _kernel_ops(split) == _kernel_ops(full)
+
+
+def _as_client_records(events: list[dict[str, Any]], shift_ns: int) -> tuple[np.ndarray, list[str]]:
+    """A GPU-only trace's kernels, copies, memsets and CUDA calls as cupti_client.RECORD rows, their times
+    less `shift_ns` (nanoseconds), and the names they index."""
+    kinds = {"kernel": KIND_CONCURRENT_KERNEL, "gpu_memcpy": KIND_MEMCPY, "gpu_memset": KIND_MEMSET}
+    kinds |= {"cuda_runtime": KIND_RUNTIME, "cuda_driver": KIND_DRIVER}
+    chosen = [e for e in events if e.get("cat") in kinds and e.get("ph") == "X"]
+    names = sorted({e["name"] for e in chosen})
+    records = np.zeros(len(chosen), dtype=RECORD)
+    for k, e in enumerate(chosen):
+        args, api = e.get("args", {}), e["cat"] in ("cuda_runtime", "cuda_driver")
+        start = round(e["ts"] * 1000) - shift_ns
+        records[k] = (
+            kinds[e["cat"]], names.index(e["name"]), start, start + round(e["dur"] * 1000),
+            -1 if api else args.get("device", 0), -1 if api else args.get("stream", 0), args.get("correlation", 0),
+            e["tid"] if api else 0, args.get("grid", [0, 0, 0]), args.get("block", [0, 0, 0]),
+            args.get("registers per thread", 0), args.get("shared memory", 0), args.get("bytes", 0),
+            args.get("cbid", 0), args.get("context", 0),
+        )  # fmt: skip
+    return records, names
 
 
 def _kernel_ops(profile: Profile) -> list[tuple[str, int]]:

@@ -44,6 +44,7 @@ from torch.autograd.profiler import record_function
 
 from tenprof.capture import cupti_api_filter, profiler_guard, runtime, worker_sampler
 from tenprof.capture.callsites import CallsiteLog
+from tenprof.capture.cupti_client import CuptiClient, CuptiClientUnavailable, gpu_trace
 from tenprof.capture.gpu_clocks import GpuClockSampler
 from tenprof.capture.host_sampler import DEFAULT_INTERVAL_NS, HostSampler
 from tenprof.capture.log_filter import profiler_lines_kept_out
@@ -66,6 +67,8 @@ from tenprof.errors import TenprofError
 
 STEP_RANGE_PREFIX = "ProfilerStep#"  # the name torch.profiler gives each step's range
 GPU_PART_PREFIX = "gpu_trace."  # the native capture's GPU-only sessions' exports, until merged
+NATIVE_CAPTURES = ("native", "native-cupti")  # the captures whose ops are the native recorder's
+_OWN_CUPTI_WINDOW = "tenprof's CUPTI client"  # `_prof` while that client records a window
 
 
 class NativeCaptureUnavailable(TenprofError):
@@ -112,6 +115,22 @@ def _sampler_gate(recorder: Any) -> SamplerGate | None:
     return SamplerGate(recorder.lib)
 
 
+def _device_properties() -> list[dict[str, Any]]:
+    """The GPUs as Kineto's trace lists them (deviceProperties), for a GPU side written by tenprof."""
+    devices = []
+    for k in range(torch.cuda.device_count()):
+        p = torch.cuda.get_device_properties(k)
+        devices.append({
+            "id": k, "name": p.name, "totalGlobalMem": p.total_memory, "computeMajor": p.major,
+            "computeMinor": p.minor, "numSms": p.multi_processor_count, "warpSize": getattr(p, "warp_size", 32),
+            "maxThreadsPerMultiprocessor": getattr(p, "max_threads_per_multi_processor", 0),
+            "regsPerMultiprocessor": getattr(p, "regs_per_multiprocessor", 0),
+            "sharedMemPerBlockOptin": getattr(p, "shared_memory_per_block_optin", 0),
+            "sharedMemPerMultiprocessor": getattr(p, "shared_memory_per_multiprocessor", 0),
+        })  # fmt: skip
+    return devices
+
+
 def _record_every_step(step: int) -> Any:
     return torch.profiler.ProfilerAction.RECORD
 
@@ -123,7 +142,11 @@ class TimelineSession:
         # TENPROF_LINES_RECORDER=native|python: which call-site recorder (see tenprof.capture.native_lines);
         # native unless asked otherwise, the Python one where native cannot be built.
         recorder = os.environ.get("TENPROF_LINES_RECORDER", "native")
-        self._native = options.capture == "native"
+        self._native = options.capture in NATIVE_CAPTURES
+        # "native-cupti": the GPU activity from tenprof's own CUPTI client (capture/cupti_client.py), enabled
+        # while a window records, in place of a CUDA-only torch.profiler session per window
+        self._own_cupti = options.capture == "native-cupti"
+        self._cupti: CuptiClient | None = None
         # TENPROF_NATIVE_OPS=1: the native recorder records every op too, beside the profiler's (to compare
         # the two); the native capture needs them, and the lines with them
         every_op = self._native or os.environ.get("TENPROF_NATIVE_OPS", "") == "1"
@@ -232,6 +255,7 @@ class TimelineSession:
         if self._prof is not None:
             self._sync()
             self._stop_session()
+        self._close_cupti()
         if self._session_thread is not None:
             self._session_thread.close()
         if self._flag_before is not None:
@@ -309,6 +333,7 @@ class TimelineSession:
         if self._prof is not None:  # with --schedule, turning the capture off leaves the session open
             self._sync()
             self._stop_session()
+        self._close_cupti()  # CUPTI free for the script's profiler
         if isinstance(self.log.recorder, NativeCallsiteRecorder):  # its thread state reads as a profiler
             self.log.recorder.release_profiler_state()
         why = (
@@ -398,6 +423,11 @@ class TimelineSession:
             raise NativeCaptureUnavailable("--capture native does not take --schedule yet")
         if not isinstance(self.log.recorder, NativeCallsiteRecorder):
             raise NativeCaptureUnavailable("--capture native needs the native recorder, unavailable here (above)")
+        if self._own_cupti and self._gpu_activity:
+            try:
+                self._cupti = CuptiClient.load()
+            except CuptiClientUnavailable as exc:
+                raise NativeCaptureUnavailable(f"--capture native-cupti: tenprof's CUPTI client: {exc}") from None
 
     def _native_step(self) -> None:
         """The native capture's step boundary: ProfilerStep#N closed and the next opened, as torch.profiler's
@@ -424,6 +454,9 @@ class TimelineSession:
         parts = [orjson.loads(gzip.decompress(f.read_bytes())) for f in files]
         pairs = self.clock_pairs
         shifted = [(part, trace_minus_perf_ns(pairs, int(part.get("baseTimeNanoseconds", 0)))) for part in parts]
+        if self._cupti is not None:  # on the perf clock already
+            records, names = self._cupti.records()
+            shifted.append((gpu_trace(records, names, os.getpid(), _device_properties()), 0))
         write_trace(self.raw_dir / trace_part_name(0), recorder.ops, os.getpid(), USER_SCOPE, shifted)
         for f in files:  # merged into the trace
             f.unlink()
@@ -452,6 +485,11 @@ class TimelineSession:
     def _start_session(self, step_number: int) -> None:
         """A torch.profiler session whose first step is ProfilerStep#`step_number`; for the native capture
         one that records GPU activity alone (its ranges and ops are the native recorder's)."""
+        if self._native and self._own_cupti:
+            assert self._cupti is not None
+            self._cupti.enable(True)
+            self._prof = _OWN_CUPTI_WINDOW
+            return
         if self._native:
             self._prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
             with _without_importing_inductor(), self._profiler_lines_kept_out(), profiler_guard.own():
@@ -493,6 +531,12 @@ class TimelineSession:
         whole; the session writes its part of the trace (`_save_trace`)."""
         if torch.cuda.is_available():
             torch.cuda.synchronize()
+        if self._prof is _OWN_CUPTI_WINDOW:  # its records stay in the client until the trace is written
+            assert self._cupti is not None
+            self._cupti.enable(False)
+            self._cupti.collect()
+            self._prof = None
+            return
         with self._profiler_lines_kept_out():
             if self._native:
                 self._gpu_session_thread().call(self._prof.stop)
@@ -507,6 +551,11 @@ class TimelineSession:
             if self.options.verify:  # the profiler's own totals of its GPU-only records, as of a full session
                 self._add_device_totals(self._prof)
         self._prof = None
+
+    def _close_cupti(self) -> None:
+        """tenprof's CUPTI client off for good, its last records kept: CUPTI is free for another profiler."""
+        if self._cupti is not None and not self._cupti.closed:
+            self._cupti.close()
 
     def _set_profiler_flag(self, on: bool) -> None:
         """torch's "a profiler is running" flag, up while the native capture records, as a torch.profiler
@@ -560,8 +609,9 @@ class TimelineSession:
                 by_key[str(avg.key)] = by_key.get(str(avg.key), 0.0) + value
 
     def _write_checks(self) -> None:
-        """torch.profiler's own device-time totals for the same run, to cross-check ours."""
-        checks = {"torch_key_averages_self_device_us": self._device_totals_us}
+        """torch.profiler's own device-time totals for the same run, to cross-check ours; none where tenprof's
+        own CUPTI client recorded the GPU (no torch.profiler session ran to total it)."""
+        checks = {} if self._cupti is not None else {"torch_key_averages_self_device_us": self._device_totals_us}
         (self.raw_dir / CHECKS_FILE).write_bytes(orjson.dumps(checks))
 
 

@@ -21,7 +21,7 @@ from tenprof.report.drawings import write_drawings
 from tenprof.store.directory import rank_dir
 from tenprof.store.profile import load_profile
 
-CAPTURES = ("kineto", "native")
+CAPTURES = ("kineto", "native", "native-cupti")
 CAPTURE_VAR = "TENPROF_CAPTURE"  # the --capture default, so that a test suite can run on either capture
 
 
@@ -84,7 +84,8 @@ class RunCommand:
             default=None,
             help="timeline pass: kineto (torch.profiler records ops and GPU activity; the default, or what "
             f"{CAPTURE_VAR} names) or native (experimental: tenprof's own recorder records every op and its input "
-            "shapes, a CUDA-only profiler session the GPU activity; no memory events yet)",
+            "shapes, a CUDA-only profiler session the GPU activity) or native-cupti (experimental: as native, with "
+            "the GPU activity from tenprof's own CUPTI client)",
         )
         parser.add_argument(
             "--on-demand",
