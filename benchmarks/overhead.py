@@ -613,8 +613,9 @@ def _same_steps_s(marks: list[int]) -> float | None:
     return statistics.median(timed) if timed else None
 
 
-def _read_timed_steps(run: Run, profile_dir: Path) -> None:
-    """The run's own measure of itself: its report's un-profiled step as timed, and its recorded step."""
+def recorded_overhead(profile_dir: Path) -> dict[str, float | None]:
+    """A profile's own measure of itself, in seconds: its report's un-profiled step as timed (the median of
+    its timed steps) and its recorded step; ValueError with the report's error where it has none."""
     done = subprocess.run(
         [sys.executable, "-m", "tenprof", "report", str(profile_dir), "--json"],
         capture_output=True,
@@ -625,11 +626,19 @@ def _read_timed_steps(run: Run, profile_dir: Path) -> None:
     try:
         overhead = json.loads(done.stdout)["summary"]["overhead"] or {}
     except (json.JSONDecodeError, KeyError, TypeError):
-        run.error = f"tenprof report --json failed: {done.stderr[-500:]}"
-        return
+        raise ValueError(f"tenprof report --json failed: {done.stderr[-500:]}") from None
     timed, recorded = overhead.get("timed_unprofiled_step_ns"), overhead.get("profiled_step_ns")
-    run.timed_step_s = timed / 1e9 if timed else None
-    run.recorded_step_s = recorded / 1e9 if recorded else None
+    return {"unprofiled_s": timed / 1e9 if timed else None, "recorded_s": recorded / 1e9 if recorded else None}
+
+
+def _read_timed_steps(run: Run, profile_dir: Path) -> None:
+    """The run's own measure of itself (recorded_overhead) into `run`."""
+    try:
+        measured = recorded_overhead(profile_dir)
+    except ValueError as exc:
+        run.error = str(exc)
+        return
+    run.timed_step_s, run.recorded_step_s = measured["unprofiled_s"], measured["recorded_s"]
 
 
 # --- plan, results, table -------------------------------------------------------------------------------

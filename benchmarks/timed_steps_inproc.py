@@ -17,11 +17,10 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
-import sys
 from pathlib import Path
 
 import torch
+from overhead import recorded_overhead
 from toggle_probe import gpt2_step, mlp_step, timed
 
 import tenprof
@@ -37,23 +36,6 @@ def steps_for(timed_count: int) -> int:
             seen += 1
         n += 1
     return n + 2
-
-
-def recorded_overhead(profile_dir: Path) -> dict[str, float | None]:
-    """The report's un-profiled step (median of its timed steps) and recorded step, in seconds."""
-    done = subprocess.run(
-        [sys.executable, "-m", "tenprof", "report", str(profile_dir), "--json"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
-    overhead = json.loads(done.stdout)["summary"]["overhead"] or {}
-    timed_ns, recorded_ns = overhead.get("timed_unprofiled_step_ns"), overhead.get("profiled_step_ns")
-    return {
-        "unprofiled_s": timed_ns / 1e9 if timed_ns else None,
-        "recorded_s": recorded_ns / 1e9 if recorded_ns else None,
-    }
 
 
 def main() -> None:

@@ -15,10 +15,10 @@ import hashlib
 import os
 import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from tenprof.capture import native_build
 from tenprof.errors import TenprofError
 
 NATIVE_DIR = Path(__file__).resolve().parents[1] / "native"
@@ -123,10 +123,7 @@ def build_commands(toolkit: Toolkit, arch: str, out_dir: Path) -> list[list[str]
 
 
 def cache_root() -> Path:
-    base = os.environ.get("TENPROF_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "tenprof"
-    )
-    return Path(base) / "access"
+    return native_build.cache_root("access")
 
 
 def _cache_key(toolkit: Toolkit, arch: str) -> str:
@@ -149,18 +146,7 @@ def build_access_tool(cache: Path | None = None) -> AccessTool:
     tool = AccessTool(target / LIBRARY_NAME, target / PATCH_NAME)
     if tool.library.is_file() and tool.patch.is_file():
         return tool
-    target.parent.mkdir(parents=True, exist_ok=True)
-    building = Path(tempfile.mkdtemp(prefix="build-", dir=target.parent))
-    for command in build_commands(toolkit, arch, building):
-        done = subprocess.run(command, capture_output=True, text=True)
-        if done.returncode != 0:
-            (building / "build.log").write_text(" ".join(command) + "\n" + done.stdout + done.stderr)
-            first = next((line for line in (done.stderr + done.stdout).splitlines() if line.strip()), "no output")
-            raise AccessToolUnavailable(
-                f"building the access tool failed ({first.strip()[:200]}); full log: {building / 'build.log'}"
-            )
-    try:
-        building.rename(target)  # whole or not at all; another run may have won the race
-    except OSError:
-        shutil.rmtree(building, ignore_errors=True)
+    native_build.build_into(
+        target, lambda folder: build_commands(toolkit, arch, folder), AccessToolUnavailable, "building the access tool"
+    )
     return tool

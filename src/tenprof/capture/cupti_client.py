@@ -21,15 +21,13 @@ import ctypes
 import hashlib
 import os
 import re
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from tenprof.capture import native_build
 from tenprof.errors import TenprofError
 
 SOURCE = Path(__file__).resolve().parents[1] / "native" / "cupti_client.cpp"
@@ -65,10 +63,7 @@ class CuptiClientUnavailable(TenprofError):
 
 
 def cache_root() -> Path:
-    base = os.environ.get("TENPROF_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "tenprof"
-    )
-    return Path(base) / "cupti"
+    return native_build.cache_root("cupti")
 
 
 def _cuda_homes() -> list[Path]:
@@ -138,11 +133,7 @@ def libcupti_path(headers: Path) -> str:
 
 
 def find_compiler() -> str:
-    name = os.environ.get("CXX") or "g++"
-    found = shutil.which(name)
-    if found is None:
-        raise CuptiClientUnavailable(f"no C++ compiler ({name} not found): install g++ or set CXX")
-    return found
+    return native_build.find_compiler(CuptiClientUnavailable)
 
 
 def build_command(compiler: str, headers: Path, out: Path) -> list[str]:
@@ -167,24 +158,13 @@ def build_library(cache: Path | None = None) -> Path:
     compiler = find_compiler()
     target = (cache or cache_root()) / _cache_key(compiler, headers)
     library = target / LIBRARY_NAME
-    if library.is_file():
-        return library
-    target.parent.mkdir(parents=True, exist_ok=True)
-    building = Path(tempfile.mkdtemp(prefix="build-", dir=target.parent))
-    command = build_command(compiler, headers, building / LIBRARY_NAME)
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise CuptiClientUnavailable(f"its build could not run ({exc})") from None
-    if done.returncode != 0:
-        (building / "build.log").write_text(" ".join(command) + "\n" + done.stdout + done.stderr)
-        output = (done.stderr + done.stdout).splitlines()
-        first = next((line for line in output if "error" in line), "") or next((x for x in output if x.strip()), "")
-        raise CuptiClientUnavailable(f"its build failed ({first.strip()[:200]}); log: {building / 'build.log'}")
-    try:
-        building.rename(target)  # whole or not at all; another rank may have won the race
-    except OSError:
-        shutil.rmtree(building, ignore_errors=True)
+    if not library.is_file():
+        native_build.build_into(
+            target,
+            lambda folder: [build_command(compiler, headers, folder / LIBRARY_NAME)],
+            CuptiClientUnavailable,
+            "its build",
+        )
     return library
 
 

@@ -22,13 +22,10 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
-import os
-import shutil
 import struct
 import subprocess
 import sys
 import sysconfig
-import tempfile
 import threading
 import time
 from array import array
@@ -38,6 +35,7 @@ from typing import Any
 
 import torch
 
+from tenprof.capture import native_build
 from tenprof.capture.callsites import CallsiteRecorder
 from tenprof.capture.compiling import is_compiling
 from tenprof.capture.frames import FrameInterner
@@ -54,18 +52,11 @@ class NativeLinesUnavailable(TenprofError):
 
 
 def cache_root() -> Path:
-    base = os.environ.get("TENPROF_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "tenprof"
-    )
-    return Path(base) / "native"
+    return native_build.cache_root("native")
 
 
 def find_compiler() -> str:
-    name = os.environ.get("CXX") or "g++"
-    found = shutil.which(name)
-    if found is None:
-        raise NativeLinesUnavailable(f"no C++ compiler ({name} not found): install g++ or set CXX")
-    return found
+    return native_build.find_compiler(NativeLinesUnavailable)
 
 
 def build_command(compiler: str, out: Path) -> list[str]:
@@ -104,24 +95,10 @@ def build_library(cache: Path | None = None) -> Path:
         raise NativeLinesUnavailable("torch's C++ headers were not found in the installed torch")
     target = (cache or cache_root()) / _cache_key(compiler)
     library = target / LIBRARY_NAME
-    if library.is_file():
-        return library
-    target.parent.mkdir(parents=True, exist_ok=True)
-    building = Path(tempfile.mkdtemp(prefix="build-", dir=target.parent))
-    command = build_command(compiler, building / LIBRARY_NAME)
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise NativeLinesUnavailable(f"the build could not run ({exc})") from None
-    if done.returncode != 0:
-        (building / "build.log").write_text(" ".join(command) + "\n" + done.stdout + done.stderr)
-        first = next((line for line in (done.stderr + done.stdout).splitlines() if "error" in line), "")
-        first = first or next((line for line in (done.stderr + done.stdout).splitlines() if line.strip()), "")
-        raise NativeLinesUnavailable(f"the build failed ({first.strip()[:200]}); log: {building / 'build.log'}")
-    try:
-        building.rename(target)  # whole or not at all; another rank may have won the race
-    except OSError:
-        shutil.rmtree(building, ignore_errors=True)
+    if not library.is_file():
+        native_build.build_into(
+            target, lambda folder: [build_command(compiler, folder / LIBRARY_NAME)], NativeLinesUnavailable, "the build"
+        )
     return library
 
 

@@ -262,6 +262,17 @@ const char* memory_kind(uint8_t kind) {
 #error "TP_MEMSET_RECORD must be defined"
 #endif
 
+// The fields every record of GPU work has (a kernel, a copy, a memset).
+template <typename T>
+void place_on_gpu(Record& r, const T* work) {
+  r.start = work->start;
+  r.end = work->end;
+  r.device = int32_t(work->deviceId);
+  r.context = int32_t(work->contextId);
+  r.stream = int32_t(work->streamId);
+  r.correlation = work->correlationId;
+}
+
 void decode(const CUpti_Activity* activity) {
   Record r{};
   r.kind = int32_t(activity->kind);
@@ -270,12 +281,7 @@ void decode(const CUpti_Activity* activity) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       auto* k = reinterpret_cast<const TP_KERNEL_RECORD*>(activity);
       r.name = name_id(demangled(k->name));
-      r.start = k->start;
-      r.end = k->end;
-      r.device = int32_t(k->deviceId);
-      r.context = int32_t(k->contextId);
-      r.stream = int32_t(k->streamId);
-      r.correlation = k->correlationId;
+      place_on_gpu(r, k);
       r.grid[0] = k->gridX, r.grid[1] = k->gridY, r.grid[2] = k->gridZ;
       r.block[0] = k->blockX, r.block[1] = k->blockY, r.block[2] = k->blockZ;
       r.registers = int32_t(k->registersPerThread);
@@ -287,24 +293,14 @@ void decode(const CUpti_Activity* activity) {
       std::string name = std::string("Memcpy ") + copy_kind(c->copyKind) + " (" + memory_kind(c->srcKind) +
                          " -> " + memory_kind(c->dstKind) + ")";
       r.name = name_id(name);
-      r.start = c->start;
-      r.end = c->end;
-      r.device = int32_t(c->deviceId);
-      r.context = int32_t(c->contextId);
-      r.stream = int32_t(c->streamId);
-      r.correlation = c->correlationId;
+      place_on_gpu(r, c);
       r.bytes = int64_t(c->bytes);
       break;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       auto* m = reinterpret_cast<const TP_MEMSET_RECORD*>(activity);
       r.name = name_id(std::string("Memset (") + memory_kind(uint8_t(m->memoryKind)) + ")");
-      r.start = m->start;
-      r.end = m->end;
-      r.device = int32_t(m->deviceId);
-      r.context = int32_t(m->contextId);
-      r.stream = int32_t(m->streamId);
-      r.correlation = m->correlationId;
+      place_on_gpu(r, m);
       r.bytes = int64_t(m->bytes);
       break;
     }
@@ -346,6 +342,46 @@ void decode_call(const ApiCall& c) {
   r.thread = c.thread;
   r.cbid = c.cbid;
   g_records.push_back(r);
+}
+
+// Subscribe to the wanted calls' callbacks (left disabled). 0 on success.
+int subscribe() {
+  if (g_subscriber != nullptr) return 0;
+  if (!p_cuptiSubscribe || !p_cuptiEnableCallback) {
+    g_error = "libcupti has no callback API";
+    return -1;
+  }
+  if (failed(p_cuptiSubscribe(&g_subscriber, reinterpret_cast<CUpti_CallbackFunc>(on_call), nullptr),
+             "cuptiSubscribe (is another CUPTI client, such as torch.profiler, attached?)")) {
+    g_subscriber = nullptr;
+    return -1;
+  }
+  g_wanted.clear();
+  const std::pair<CUpti_CallbackDomain, CUpti_ActivityKind> domains[] = {
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_ACTIVITY_KIND_RUNTIME}, {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_ACTIVITY_KIND_DRIVER}};
+  for (auto [domain, kind] : domains) {
+    uint32_t size = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? uint32_t(CUPTI_RUNTIME_TRACE_CBID_SIZE)
+                                                          : uint32_t(CUPTI_DRIVER_TRACE_CBID_SIZE);
+    for (uint32_t cbid = 1; cbid < size; ++cbid) {
+      const char* name = nullptr;
+      if (p_cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
+      if (wanted_call(name)) g_wanted.emplace_back(domain, cbid);
+    }
+  }
+  return 0;
+}
+
+// Activity kinds on or off. 0 on success.
+template <size_t N>
+int set_kinds(const CUpti_ActivityKind (&kinds)[N], int on) {
+  for (CUpti_ActivityKind kind : kinds) {
+    if (!on) {
+      p_cuptiActivityDisable(kind);
+    } else if (failed(p_cuptiActivityEnable(kind), "cuptiActivityEnable")) {
+      return -1;
+    }
+  }
+  return 0;
 }
 
 }  // namespace
@@ -396,33 +432,6 @@ void tenprof_cupti_api_mode(int mode) { g_api_mode = mode; }
 
 int tenprof_cupti_api_calls_subscribed() { return int(g_wanted.size()); }
 
-// Subscribe to the wanted calls' callbacks (left disabled). 0 on success.
-int subscribe() {
-  if (g_subscriber != nullptr) return 0;
-  if (!p_cuptiSubscribe || !p_cuptiEnableCallback) {
-    g_error = "libcupti has no callback API";
-    return -1;
-  }
-  if (failed(p_cuptiSubscribe(&g_subscriber, reinterpret_cast<CUpti_CallbackFunc>(on_call), nullptr),
-             "cuptiSubscribe (is another CUPTI client, such as torch.profiler, attached?)")) {
-    g_subscriber = nullptr;
-    return -1;
-  }
-  g_wanted.clear();
-  const std::pair<CUpti_CallbackDomain, CUpti_ActivityKind> domains[] = {
-      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_ACTIVITY_KIND_RUNTIME}, {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_ACTIVITY_KIND_DRIVER}};
-  for (auto [domain, kind] : domains) {
-    uint32_t size = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? uint32_t(CUPTI_RUNTIME_TRACE_CBID_SIZE)
-                                                          : uint32_t(CUPTI_DRIVER_TRACE_CBID_SIZE);
-    for (uint32_t cbid = 1; cbid < size; ++cbid) {
-      const char* name = nullptr;
-      if (p_cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
-      if (wanted_call(name)) g_wanted.emplace_back(domain, cbid);
-    }
-  }
-  return 0;
-}
-
 // Turn the records on (1) or off (0). 0 on success.
 int tenprof_cupti_enable(int on) {
   if (!p_cuptiActivityEnable) {
@@ -438,21 +447,9 @@ int tenprof_cupti_enable(int on) {
   }
   if (bool(on) == g_enabled) return 0;
   if (g_api_mode == kApiCallbacks && subscribe() != 0) return -1;
-  for (CUpti_ActivityKind kind : kGpuKinds) {
-    if (on) {
-      if (failed(p_cuptiActivityEnable(kind), "cuptiActivityEnable")) return -1;
-    } else {
-      p_cuptiActivityDisable(kind);
-    }
-  }
+  if (set_kinds(kGpuKinds, on) != 0) return -1;
   if (g_api_mode == kApiRecords) {
-    for (CUpti_ActivityKind kind : kApiKinds) {
-      if (on) {
-        if (failed(p_cuptiActivityEnable(kind), "cuptiActivityEnable")) return -1;
-      } else {
-        p_cuptiActivityDisable(kind);
-      }
-    }
+    if (set_kinds(kApiKinds, on) != 0) return -1;
   } else if (g_api_mode == kApiCallbacks) {
     for (auto [domain, cbid] : g_wanted) p_cuptiEnableCallback(uint32_t(on), g_subscriber, domain, cbid);
   }
