@@ -82,7 +82,7 @@ def check(ctx: Context) -> list[Finding]:
             where=list(dict.fromkeys([*outside[1:], *ctx.where(k_ops)]))[:3],
             why="Each tiny kernel finishes before the CPU has launched the next one, so the GPU idles between "
             "them; a faster GPU would not make this step faster.",
-            fix=_fix(ctx),
+            fix=advice(ctx),
             numbers={
                 "gpu_busy_share": judged,
                 "recorded_gpu_busy_share": busy_share,
@@ -134,7 +134,7 @@ def _python_outside_ops(ctx: Context, cpu_in_ops_per_step: float) -> list[str]:
     ]
 
 
-def _fix(ctx: Context) -> str:
+def advice(ctx: Context) -> str:
     """The advice; a run that already replays CUDA graphs in its steps is not told to use them, nor one that
     runs compiled regions to compile."""
     api = ctx.profile.table("api_calls")

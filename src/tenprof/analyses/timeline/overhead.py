@@ -34,15 +34,18 @@ from tenprof.store.profile import Profile
 
 COLD_STEPS = 3  # steps 0-2 are compared with nothing: building, compiling, tuning
 
-# Capture cost per recorded op, in ns, by what the capture recorded (kernel launches folded into it).
-# Measured on an H100 (torch 2.11, 2026-11-26) as (recorded step - step with collection off) / ops per
-# step (benchmarks/toggle_probe.py, and `tenprof run` timing its own steps with the capture off;
-# benchmarks/results/2026-11-26-h100-calibrate.txt): torch.profiler 1.4 to 5.2 us per op (GPT-2 small fp32
-# training, 16-layer MLP), shapes and memory adding little; tenprof's Python lines another 2.4 (MLP) to
-# 10.5 us (GPT-2). The cost per op depends on the workload, so the smallest measured costs are used: the
-# estimate is a lower bound of the profiler's cost, and an upper bound of the un-profiled step time (a
-# finding judged on it errs as the recorded timeline does, never the other way).
-COST_PER_OP_NS = {"base": 1_400.0, "shapes": 25.0, "memory": 25.0, "stack": 0.0, "lines": 2_400.0}
+# Capture cost per recorded op, in ns, by what the capture recorded (kernel launches folded into it): the
+# host time the capture adds to each op, which U = P - ops x cost takes back out of a host-bound step (a
+# GPU-bound step is held at its GPU time, below). Measured where the host bounds the step, so that the
+# step shows it: on an H100 (torch 2.11), the 16-layer MLP 3.5 to 5.2 us per op as (recorded step - step
+# with collection off) / ops (benchmarks/toggle_probe.py, benchmarks/results/2026-11-26-h100-calibrate.txt;
+# record=stack 3.5, all 5.0, ops 5.2), and torch.profiler traces of the host-bound corpus pairs against
+# their un-profiled steps 4.4 to 9.5 us per op (docs/FINDINGS.md, 2026-11-28); tenprof's Python lines
+# another 2.4 (MLP) to 10.5 us (GPT-2). GPT-2's 1.4 us per op, used here before 2026-11-28, was a GPU-bound
+# loop's step growth, which hides the host's cost. The smallest host-bound costs are used: the estimate is a
+# lower bound of the profiler's cost, and an upper bound of the un-profiled step time (a finding judged on
+# it errs as the recorded timeline does, never the other way).
+COST_PER_OP_NS = {"base": 3_500.0, "shapes": 25.0, "memory": 25.0, "stack": 0.0, "lines": 2_400.0}
 
 
 @dataclass(frozen=True)
