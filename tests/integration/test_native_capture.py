@@ -1,7 +1,8 @@
 """`tenprof run --capture native` (experimental, CPU only so far): no torch.profiler session; the native
 recorder records every op and tenprof writes the trace. Set against the default capture's run of the same
 script (conftest's `cpu_steps_run`): the same ops in each step, with the same input shapes, each at the
-same line."""
+same line. And `--capture native-cupti`'s session with a stand-in for its CUPTI client: on in each
+recorded window, off in the steps timed un-profiled, closed at the end, its records written into the trace."""
 
 from __future__ import annotations
 
@@ -9,16 +10,19 @@ import bisect
 import gzip
 import json
 import threading
+import time
 from collections import Counter
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
+import numpy as np
 import pytest
 import torch
 
 from tenprof.capture.schedule import Schedule
 from tenprof.capture.timeline import NativeCaptureUnavailable, TimelineOptions, TimelineSession
 from tenprof.cli.main import main
+from tenprof.core.rawfiles import CHECKS_FILE, trace_part_name
 from tenprof.store.profile import Profile, load_profile
 from tests.conftest import CPU_STEPS_SCRIPT, shared_recording
 
@@ -200,3 +204,77 @@ def test_the_native_capture_on_a_gpu_marks_every_step_and_keeps_its_session_off_
     memory = recorder.ops["memory"]
     assert set(memory["thread_id"]) == {threading.get_native_id()}
     assert memory["bytes"].count(12) == 4  # torch.ones(3) of each recorded step (0-2, 5), none of 3-4
+
+
+class _FakeCuptiClient:
+    """Stands for tenprof's CUPTI client (capture.cupti_client.CuptiClient) where there is no GPU: notes what
+    the session asks of it and hands over one kernel and its launch per recorded window, on the perf clock."""
+
+    calls: ClassVar[list[str]] = []
+
+    def __init__(self) -> None:
+        self.closed = False
+        self._windows = 0
+        self._on_since = 0
+
+    @classmethod
+    def load(cls) -> _FakeCuptiClient:
+        return cls()
+
+    def enable(self, on: bool) -> None:
+        self.calls.append("on" if on else "off")
+        if on:
+            self._on_since = time.perf_counter_ns()
+
+    def collect(self) -> None:
+        self.calls.append("collect")
+        self._windows += 1
+
+    def close(self) -> None:
+        self.calls.append("close")
+        self.closed = True
+
+    def records(self) -> tuple[Any, list[str]]:
+        from tenprof.capture.cupti_client import KIND_CONCURRENT_KERNEL, KIND_RUNTIME, RECORD
+
+        records = np.zeros(2 * self._windows, dtype=RECORD)
+        start = self._on_since
+        for w in range(self._windows):
+            launch, kernel = records[2 * w], records[2 * w + 1]
+            launch["kind"], launch["name"], launch["correlation"] = KIND_RUNTIME, 1, 100 + w
+            launch["start"], launch["end"], launch["thread"] = start + 10 * w, start + 10 * w + 5, 1
+            kernel["kind"], kernel["name"], kernel["correlation"] = KIND_CONCURRENT_KERNEL, 0, 100 + w
+            kernel["start"], kernel["end"], kernel["stream"] = start + 10 * w + 6, start + 10 * w + 9, 7
+        return records, ["fake_kernel", "cudaLaunchKernel"]
+
+
+def test_native_cupti_turns_its_client_on_in_each_recorded_window_and_writes_what_it_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tenprof.capture import timeline
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    monkeypatch.setattr(timeline, "CuptiClient", _FakeCuptiClient)
+    monkeypatch.setenv("TENPROF_GPU_CLOCKS", "0")
+    _FakeCuptiClient.calls = []
+    options = TimelineOptions(capture="native-cupti", sample_interval_ns=0, verify=True)
+    session = TimelineSession(tmp_path, options)
+    session.start()
+    for _ in range(6):  # steps 3-4 run un-profiled: the client is off in them
+        torch.ones(3).add_(1)
+        session.step()
+    session.stop()
+    assert _FakeCuptiClient.calls == ["on", "off", "collect", "on", "off", "collect", "close"]
+    trace = json.loads((tmp_path / trace_part_name(0)).read_bytes())
+    kernels = [e for e in trace["traceEvents"] if e.get("cat") == "kernel"]
+    launches = [e for e in trace["traceEvents"] if e.get("cat") == "cuda_runtime"]
+    assert [e["name"] for e in kernels] == ["fake_kernel"] * 2 and [e["args"]["correlation"] for e in kernels] == [
+        100,
+        101,
+    ]
+    assert [e["name"] for e in launches] == ["cudaLaunchKernel"] * 2
+    # --verify: no torch.profiler session ran, so there are no totals of torch's to check against
+    assert json.loads((tmp_path / CHECKS_FILE).read_bytes()) == {}
+    assert not any(p.name.startswith("gpu_trace.") for p in tmp_path.iterdir())  # no Kineto parts under it
