@@ -1,8 +1,10 @@
 """tenprof's own CUPTI client: build it, load it, record GPU activity with it, write what it recorded as the
 GPU side of a Kineto trace. torch-free.
 
-`tenprof/native/cupti_client.cpp` enables CUPTI's activity records for kernels, copies, memsets and the CUDA
-runtime and driver calls, and nothing else: no CPU-side profiler, no callback per call of its own. It is
+`tenprof/native/cupti_client.cpp` enables CUPTI's activity records for kernels, copies and memsets, and
+records the CUDA calls the analyses read (launches, copies, memsets, synchronizations, allocations, graphs,
+module loads) through CUPTI's callback API, timing each itself (TENPROF_CUPTI_API=records: CUPTI's activity
+records of every runtime and driver call instead, as Kineto records them); no CPU-side profiler. It is
 what `tenprof run --capture native-cupti` (experimental) records GPU activity with, in place of a CUDA-only
 torch.profiler session per recorded window. It is built on first use with the machine's C++ compiler against
 the CUPTI headers of a CUDA toolkit (CUDA_HOME, /usr/local/cuda) or of the CUPTI wheel torch depends on, into
