@@ -29,7 +29,6 @@
 
 #include <pthread.h>
 
-#include <atomic>
 #include <memory>
 #include <cstdint>
 #include <cstdlib>
@@ -122,7 +121,6 @@ bool g_registered = false;
 bool g_enabled = false;
 std::mutex g_mutex;
 std::vector<std::pair<uint8_t*, size_t>> g_completed;  // handed over by CUPTI, not yet decoded
-std::atomic<int64_t> g_dropped{0};
 std::vector<Record> g_records;
 std::string g_names;  // '\0'-separated
 std::unordered_map<std::string, int32_t> g_name_ids;
@@ -155,11 +153,14 @@ void CUPTIAPI on_call(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   mine.calls.push_back(c);
 }
 
-// The calls the analyses read: launches, copies, memsets, synchronizations, allocations, graphs, modules.
+// The calls the analyses read: launches, copies, memsets, synchronizations, allocations, graphs, modules,
+// and the event calls that hand the GPU work (analyses/timeline/step_time.py's _WORK_WORDS). Not the
+// polling ones (cudaEventQuery, cudaStreamQuery: a NCCL watchdog calls them all the time) nor the queries
+// torch makes around every op (cudaGetDevice, cudaGetLastError, ...).
 bool wanted_call(const std::string& name) {
   static const char* kParts[] = {"Launch", "Memcpy", "Memset", "Synchronize", "Malloc", "Alloc", "Free",
                                  "MemCreate", "MemMap", "MemUnmap", "MemRelease", "ModuleLoad", "LibraryLoad",
-                                 "GraphInstantiate", "StreamWaitEvent", "EventQuery", "StreamQuery"};
+                                 "GraphInstantiate", "StreamWaitEvent", "EventRecord"};
   for (const char* part : kParts) {
     if (name.find(part) != std::string::npos) return true;
   }
