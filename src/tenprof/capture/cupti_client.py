@@ -154,9 +154,10 @@ def _cache_key(compiler: str, headers: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-def build_library(cache: Path | None = None) -> Path:
-    """The built client, from the cache or built now (a few seconds the first time)."""
-    headers = find_headers()
+def build_library(cache: Path | None = None, headers: Path | None = None) -> Path:
+    """The built client, from the cache or built now (a few seconds the first time); `headers`: the CUPTI
+    headers' folder (find_headers where not given)."""
+    headers = headers or find_headers()
     compiler = find_compiler()
     target = (cache or cache_root()) / _cache_key(compiler, headers)
     library = target / LIBRARY_NAME
@@ -203,8 +204,8 @@ class CuptiClient:
 
     @classmethod
     def load(cls) -> CuptiClient:
-        library = build_library()
-        return cls(library, libcupti_path(find_headers()))
+        headers = find_headers()
+        return cls(build_library(headers=headers), libcupti_path(headers))
 
     def _error(self) -> str:
         return (self._lib.tenprof_cupti_error() or b"").decode(errors="replace")

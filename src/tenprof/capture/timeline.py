@@ -116,18 +116,13 @@ def _sampler_gate(recorder: Any) -> SamplerGate | None:
 
 
 def _device_properties() -> list[dict[str, Any]]:
-    """The GPUs as Kineto's trace lists them (deviceProperties), for a GPU side written by tenprof."""
+    """The GPUs as Kineto's trace lists them (deviceProperties), for a GPU side written by tenprof: the keys
+    an import of the trace reads (timeline_import.gpus_from_device_properties)."""
     devices = []
     for k in range(torch.cuda.device_count()):
         p = torch.cuda.get_device_properties(k)
-        devices.append({
-            "id": k, "name": p.name, "totalGlobalMem": p.total_memory, "computeMajor": p.major,
-            "computeMinor": p.minor, "numSms": p.multi_processor_count, "warpSize": getattr(p, "warp_size", 32),
-            "maxThreadsPerMultiprocessor": getattr(p, "max_threads_per_multi_processor", 0),
-            "regsPerMultiprocessor": getattr(p, "regs_per_multiprocessor", 0),
-            "sharedMemPerBlockOptin": getattr(p, "shared_memory_per_block_optin", 0),
-            "sharedMemPerMultiprocessor": getattr(p, "shared_memory_per_multiprocessor", 0),
-        })  # fmt: skip
+        devices.append({"id": k, "name": p.name, "totalGlobalMem": p.total_memory, "computeMajor": p.major,
+                        "computeMinor": p.minor, "numSms": p.multi_processor_count})  # fmt: skip
     return devices
 
 
