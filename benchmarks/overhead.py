@@ -45,6 +45,8 @@ Configurations:
     tenprof-cupti-bare  the same without both threads (host sampler, NVML clocks)
     tenprof-cupti-cb the same with the CUDA calls from CUPTI's callback API, the calls the analyses read alone
                      (TENPROF_CUPTI_API=callbacks), in place of activity records of every call
+    tenprof-cupti-every the same with every op's inputs asked for in every step (TENPROF_INPUTS=every), not
+                     in sampled steps alone
     tenprof-cupti-none the same with no CUDA calls recorded (TENPROF_CUPTI_API=none: launches name no op;
                      what the calls cost)
     tenprof-nolines  tenprof run --no-lines
@@ -177,6 +179,7 @@ CONFIGS: dict[str, Config] = {
     "tenprof-cupti": Config("tenprof run --capture native-cupti (tenprof's own CUPTI client)", ("tenprof",)),
     "tenprof-cupti-cb": Config("tenprof run --capture native-cupti, CUDA calls by callbacks", ("tenprof",)),
     "tenprof-cupti-none": Config("tenprof run --capture native-cupti, no CUDA calls recorded", ("tenprof",)),
+    "tenprof-cupti-every": Config("tenprof run --capture native-cupti, inputs asked in every step", ("tenprof",)),
     "tenprof-cupti-bare": Config(
         "tenprof run --capture native-cupti without host sampler and NVML thread", ("tenprof",)
     ),
@@ -223,6 +226,7 @@ _EAGER_GPT2: dict[str, float] = {
     "tenprof-cupti": 22,
     "tenprof-cupti-cb": 22,
     "tenprof-cupti-none": 22,
+    "tenprof-cupti-every": 22,
     "tenprof-cupti-bare": 22,
     "tenprof-nolines": 22,
     "tenprof-light": 21,
@@ -264,6 +268,7 @@ ESTIMATE_S: dict[str, dict[str, float]] = {
         "tenprof-cupti": 12,
         "tenprof-cupti-cb": 12,
         "tenprof-cupti-none": 12,
+        "tenprof-cupti-every": 12,
         "tenprof-cupti-bare": 12,
         "tenprof-nolines": 12,
         "tenprof-light": 12,
@@ -473,6 +478,7 @@ def command(
             "tenprof-cupti": ["--capture", "native-cupti"],
             "tenprof-cupti-cb": ["--capture", "native-cupti"],
             "tenprof-cupti-none": ["--capture", "native-cupti"],
+            "tenprof-cupti-every": ["--capture", "native-cupti"],
             "tenprof-cupti-bare": ["--capture", "native-cupti"],
             "tenprof-nolines": ["--no-lines"],
             "tenprof-light": ["--no-lines", "--no-shapes", "--no-memory"],
@@ -496,6 +502,7 @@ def command(
             "tenprof-cupti-bare": ["env", "TENPROF_HOST_SAMPLE_HZ=0", "TENPROF_GPU_CLOCKS=0"],
             "tenprof-cupti-cb": ["env", "TENPROF_CUPTI_API=callbacks"],
             "tenprof-cupti-none": ["env", "TENPROF_CUPTI_API=none"],
+            "tenprof-cupti-every": ["env", "TENPROF_INPUTS=every"],
         }.get(config, [])
         return [
             *recorder,

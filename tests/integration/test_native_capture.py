@@ -278,3 +278,72 @@ def test_native_cupti_turns_its_client_on_in_each_recorded_window_and_writes_wha
     # --verify: no torch.profiler session ran, so there are no totals of torch's to check against
     assert json.loads((tmp_path / CHECKS_FILE).read_bytes()) == {}
     assert not any(p.name.startswith("gpu_trace.") for p in tmp_path.iterdir())  # no Kineto parts under it
+
+
+def _sampled_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inputs: str) -> tuple[list[list[Any]], Any]:
+    """40 steps of a tiny training loop under the native capture (TENPROF_INPUTS=`inputs`): its learning rate
+    changes every step, its batch from step 25 on. Each step's ops as (name, signature) in start order, and
+    the session's sampling summary."""
+    monkeypatch.setenv("TENPROF_INPUTS", inputs)
+    monkeypatch.setenv("TENPROF_GPU_CLOCKS", "0")
+    torch.manual_seed(0)
+    w = torch.randn(16, 16, requires_grad=True)
+    opt = torch.optim.SGD([w], lr=0.1, foreach=False)
+    schedule = torch.optim.lr_scheduler.LambdaLR(opt, lambda n: 1 / (1 + n))
+    (tmp_path / inputs).mkdir()
+    options = TimelineOptions(capture="native", sample_interval_ns=0, overhead_steps=0)
+    session = TimelineSession(tmp_path / inputs, options)
+    session.start()
+    for step in range(40):
+        loss = (torch.ones(4 if step < 25 else step, 16) @ w).tanh().sum()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        schedule.step()
+        session.step()
+    session.stop()
+    recorder = session.log.recorder
+    assert recorder is not None
+    ops = recorder.ops
+    names, signatures = ops["names"], ops["signatures"]
+    starts = sorted(
+        (ops["start_ns"][i], ops["end_ns"][i])
+        for i, n in enumerate(ops["name_id"])
+        if names[n].startswith("ProfilerStep#")
+    )
+    steps: list[list[Any]] = [[] for _ in starts]
+    for i in sorted(range(len(ops["name_id"])), key=ops["start_ns"].__getitem__):
+        k = bisect.bisect_right([s for s, _ in starts], ops["start_ns"][i]) - 1
+        if k >= 0 and ops["scope"][i] != USER_SCOPE_VALUE:
+            sig = ops["signature_id"][i]
+            steps[k].append((names[ops["name_id"][i]], signatures[sig] if sig >= 0 else None))
+    return steps, session.log.extra.get("input_sampling")
+
+
+USER_SCOPE_VALUE = torch._C._profiler.RecordScope.USER_SCOPE.value
+
+
+def test_sampled_inputs_are_those_every_step_records_or_none_never_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sampled, summary = _sampled_loop(tmp_path, monkeypatch, "sampled")
+    every, none_ = _sampled_loop(tmp_path, monkeypatch, "every")
+    assert none_ is None and len(sampled) == len(every) == 41
+    blanked = left = 0
+    for step, (mine, truth) in enumerate(zip(sampled, every, strict=True)):
+        assert [name for name, _ in mine] == [name for name, _ in truth], step
+        for (name, got), (_, want) in zip(mine, truth, strict=True):
+            if got is None:
+                left += 1
+                continue
+            assert got[:3] == want[:3], (step, name)  # shapes, dtypes, strides
+            for value, true_value in zip(got[3], want[3], strict=True):
+                assert value == true_value or (value == "" and "." in true_value), (step, name)
+                blanked += value != true_value
+    # the learning rate's doubles are unknown where copied, not wrong; the one step whose batch changed
+    # unasked is left without inputs, then every step asks
+    assert blanked > 0
+    assert summary["every_step"] and 5 < summary["asked_steps"] < 41 and summary["left"] == left
+    # where the batch changed (step 25, unasked); the steps before it kept the allocator sizes of the asked
+    # ones, and the step after it asks
+    assert [k for k, step in enumerate(sampled) if any(got is None for _, got in step)] == [25]

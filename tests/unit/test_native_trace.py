@@ -18,6 +18,7 @@ import numpy as np
 import orjson
 import pytest
 
+from tenprof.capture import input_encoding as ie
 from tenprof.capture.cupti_client import (
     KIND_CONCURRENT_KERNEL,
     KIND_DRIVER,
@@ -100,23 +101,21 @@ def test_the_engines_range_takes_the_sequence_number_of_the_node_it_runs() -> No
 
 
 def test_input_signatures_read_as_the_profilers_record_shapes_writes_them() -> None:
-    from tenprof.capture import native_lines as nl
-
     def double(value: float) -> int:
         return int.from_bytes(struct.pack("<d", value), "little", signed=True)
 
-    tensor = (nl.INPUT_TENSOR, 6, 2, 64, 32, 32, 1)  # float [64, 32], strides [32, 1]
-    tensors = (nl.INPUT_TENSOR_LIST, 2, 15, 1, 8, 1, -1, 0)  # [bf16 [8], undefined]
-    scalars = (nl.INPUT_INT, 6, nl.INPUT_BOOL, 0, nl.INPUT_DOUBLE, double(0.0), nl.INPUT_DOUBLE, double(-0.001))
-    lists = (nl.INPUT_INT_LIST, 2, 256, 256, nl.INPUT_INT_LIST, 0, nl.INPUT_NONE)
+    tensor = (ie.INPUT_TENSOR, 6, 2, 64, 32, 32, 1)  # float [64, 32], strides [32, 1]
+    tensors = (ie.INPUT_TENSOR_LIST, 2, 15, 1, 8, 1, -1, 0)  # [bf16 [8], undefined]
+    scalars = (ie.INPUT_INT, 6, ie.INPUT_BOOL, 0, ie.INPUT_DOUBLE, double(0.0), ie.INPUT_DOUBLE, double(-0.001))
+    lists = (ie.INPUT_INT_LIST, 2, 256, 256, ie.INPUT_INT_LIST, 0, ie.INPUT_NONE)
     key = (*tensor, *tensors, *scalars, *lists)
     names = {6: "float", 15: "c10::BFloat16"}
-    dims, types, strides, values = nl.decode_signature(key, names.__getitem__)
+    dims, types, strides, values = ie.decode_signature(key, names.__getitem__)
     assert dims == [[64, 32], [[8], []], [], [], [], [], [], [], []]
     assert types == ["float", "TensorList", "Scalar", "Scalar", "Scalar", "Scalar", "ScalarList", "ScalarList", ""]
     assert strides == [[32, 1], [[1], []], [], [], [], [], [], [], []]
     assert values == ["", "", "6", "False", "0.", "-0.001", "[256, 256]", "[]", ""]
-    assert nl.decode_signature((), names.__getitem__) == [[], [], [], []]
+    assert ie.decode_signature((), names.__getitem__) == [[], [], [], []]
 
 
 def test_the_wall_clock_pairs_map_a_gpu_trace_onto_the_perf_clock() -> None:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
-import struct
 import subprocess
 import sys
 import sysconfig
@@ -39,6 +38,8 @@ from tenprof.capture import native_build
 from tenprof.capture.callsites import CallsiteRecorder
 from tenprof.capture.compiling import is_compiling
 from tenprof.capture.frames import FrameInterner
+from tenprof.capture.input_encoding import decode_signature
+from tenprof.capture.input_sampling import FillReport, StepDigest, fill_signatures
 from tenprof.capture.native_trace import MEMORY_FIELDS
 from tenprof.errors import TenprofError
 
@@ -116,6 +117,10 @@ def load_library(path: Path) -> ctypes.PyDLL:
     lib.tenprof_lines_pause.restype = None
     lib.tenprof_lines_compiling.argtypes = [ctypes.c_int]
     lib.tenprof_lines_compiling.restype = None
+    lib.tenprof_lines_ask_inputs.argtypes = [ctypes.c_int]
+    lib.tenprof_lines_ask_inputs.restype = ctypes.c_int
+    lib.tenprof_lines_step_digest.argtypes = []
+    lib.tenprof_lines_step_digest.restype = ctypes.py_object
     lib.tenprof_lines_stop.argtypes = []
     lib.tenprof_lines_stop.restype = None
     lib.tenprof_lines_records.argtypes = []
@@ -232,6 +237,8 @@ class NativeCallsiteRecorder:
         # closes each record (callsite_observer.cpp, tenprof_lines_alone); else two bracket the profiler's.
         self.alone = self.stand_in if alone is None else alone
         self._ops: dict[str, Any] | None = None
+        self.fill_report = FillReport()  # what the ops of steps that did not ask for inputs were given
+        self.unchanged_steps: set[int] = set()  # InputSampling.unchanged, handed over before the ops are read
         self._compiles = 0  # Dynamo compilations running
         self._flag_before = False  # torch's profiler flag before they began
         # Dynamo's compile records come from the Python recorder's callbacks, into its records array.
@@ -261,6 +268,20 @@ class NativeCallsiteRecorder:
             if self.memory:
                 self.lib.tenprof_lines_memory_pause(int(value))
         self._paused = value
+
+    @property
+    def samples_inputs(self) -> bool:
+        """Whether it can leave the inputs out of some steps (`ask_inputs`): it records them, and no
+        profiler's callbacks run beside it (its opener must stay ahead of them)."""
+        return self.inputs and self.alone
+
+    def ask_inputs(self, ask: bool) -> None:
+        """Ask torch for every op's inputs from now on, or not (input_sampling.py)."""
+        self.lib.tenprof_lines_ask_inputs(int(ask))
+
+    def step_digest(self) -> StepDigest:
+        """The digest of the ops opened since the last call (callsite_observer.cpp), which it resets."""
+        return StepDigest(*self.lib.tenprof_lines_step_digest())
 
     def __enter__(self) -> NativeCallsiteRecorder:
         if not self._started:
@@ -398,7 +419,10 @@ class NativeCallsiteRecorder:
         width = len(OP_FIELDS)
         columns: dict[str, Any] = {name: list(flat[i::width]) for i, name in enumerate(OP_FIELDS)}
         columns["names"] = self.lib.tenprof_lines_op_names()
-        columns["signatures"] = [decode_signature(key, self._dtype_name) for key in self.lib.tenprof_lines_signatures()]
+        keys = list(self.lib.tenprof_lines_signatures())
+        # ops of the steps that did not ask for their inputs take a sampled step's (ask_inputs)
+        self.fill_report = fill_signatures(columns, keys, USER_SCOPE, self.unchanged_steps)
+        columns["signatures"] = [decode_signature(key, self._dtype_name) for key in keys]
         columns["threads"] = self._threads()
         if self.memory:
             reports = array("q")
@@ -417,64 +441,6 @@ class NativeCallsiteRecorder:
     def _dtype_name(self, scalar_type: int) -> str:
         name: str = self.lib.tenprof_lines_dtype_name(scalar_type)
         return name
-
-
-def decode_signature(key: tuple[int, ...], dtype_name: Any) -> list[list[Any]]:
-    """An encoded input signature (callsite_observer.cpp, encode_inputs) as the profiler's record_shapes
-    writes it: [Input Dims, Input type, Input Strides, Concrete Inputs], one entry per input."""
-    columns: list[list[Any]] = [[], [], [], []]
-    at = 0
-
-    def add(dims: Any, kind: str, strides: Any, value: str) -> None:
-        for column, item in zip(columns, (dims, kind, strides, value), strict=True):
-            column.append(item)
-
-    def tensor() -> tuple[list[int], str, list[int]]:
-        nonlocal at
-        dtype, rank = key[at], key[at + 1]
-        sizes, steps = list(key[at + 2 : at + 2 + rank]), list(key[at + 2 + rank : at + 2 + 2 * rank])
-        at += 2 + 2 * rank
-        return sizes, dtype_name(dtype) if dtype >= 0 else "", steps
-
-    while at < len(key):
-        kind = key[at]
-        at += 1
-        if kind == INPUT_TENSOR:
-            sizes, name, steps = tensor()
-            add(sizes, name, steps, "")
-        elif kind == INPUT_TENSOR_LIST:
-            count = key[at]
-            at += 1
-            listed = [tensor() for _ in range(count)]
-            add([t[0] for t in listed], "TensorList", [t[2] for t in listed], "")
-        elif kind in (INPUT_INT, INPUT_BOOL, INPUT_DOUBLE):
-            add([], "Scalar", [], _scalar_text(kind, key[at]))
-            at += 1
-        elif kind == INPUT_INT_LIST:
-            count = key[at]
-            add([], "ScalarList", [], "[" + ", ".join(str(v) for v in key[at + 1 : at + 1 + count]) + "]")
-            at += 1 + count
-        else:
-            add([], "", [], "")
-    return columns
-
-
-# the input kinds of an encoded signature (callsite_observer.cpp, InputKind)
-INPUT_NONE, INPUT_TENSOR, INPUT_INT, INPUT_BOOL, INPUT_DOUBLE, INPUT_INT_LIST, INPUT_TENSOR_LIST = range(7)
-
-
-def _scalar_text(kind: int, value: int) -> str:
-    """A scalar as the profiler prints it: ints as they are, bools as Python's, doubles with 17 significant
-    digits and a point where they have none (C++'s ostream at max_digits10, as torch's IValue printing)."""
-    if kind == INPUT_BOOL:
-        return "True" if value else "False"
-    if kind == INPUT_INT:
-        return str(value)
-    number = struct.unpack("<d", struct.pack("<q", value))[0]
-    text = f"{number:.17g}"
-    if not any(c in text for c in ".en"):  # not 1e+20, inf, nan
-        text += "."
-    return text
 
 
 def _resolve(path: tuple[Any, ...]) -> list[tuple[CodeType, int]]:

@@ -47,6 +47,7 @@ from tenprof.capture.callsites import CallsiteLog
 from tenprof.capture.cupti_client import CuptiClient, CuptiClientUnavailable, gpu_trace
 from tenprof.capture.gpu_clocks import GpuClockSampler
 from tenprof.capture.host_sampler import DEFAULT_INTERVAL_NS, HostSampler
+from tenprof.capture.input_sampling import InputSampling
 from tenprof.capture.log_filter import profiler_lines_kept_out
 from tenprof.capture.native_lines import USER_SCOPE, NativeCallsiteRecorder, SamplerGate
 from tenprof.capture.native_trace import trace_minus_perf_ns, write_trace
@@ -68,6 +69,7 @@ from tenprof.errors import TenprofError
 STEP_RANGE_PREFIX = "ProfilerStep#"  # the name torch.profiler gives each step's range
 GPU_PART_PREFIX = "gpu_trace."  # the native capture's GPU-only sessions' exports, until merged
 NATIVE_CAPTURES = ("native", "native-cupti")  # the captures whose ops are the native recorder's
+INPUTS_VAR = "TENPROF_INPUTS"  # "every": the native captures ask for every op's inputs in every step
 _OWN_CUPTI_WINDOW = "tenprof's CUPTI client"  # `_prof` while that client records a window
 
 
@@ -156,6 +158,18 @@ class TimelineSession:
             stand_in=self._native,
         )
         self._step_range: Any = None  # the native capture's open ProfilerStep#N range
+        self._step_number = -1  # its N
+        # the native capture asks for every op's inputs in sampled steps alone (capture/input_sampling.py);
+        # TENPROF_INPUTS=every asks in every step
+        recorder_ = self.log.recorder
+        self._sampling = (
+            InputSampling()
+            if self._native
+            and isinstance(recorder_, NativeCallsiteRecorder)
+            and recorder_.samples_inputs
+            and os.environ.get(INPUTS_VAR, "sampled") != "every"
+            else None
+        )
         self.clock_pairs: list[list[int]] = []  # the native capture's [perf before, wall, perf after] reads
         self._gpu_parts = 0  # the native capture's GPU-only sessions exported so far
         self._session_thread: SessionThread | None = None  # where those start and stop
@@ -387,6 +401,7 @@ class TimelineSession:
                 self._open_step(self.log.step_calls)
             else:
                 self._close_step()
+                self._sample_inputs()
                 self._sync()
                 if self._prof is not None:
                     self._stop_session()
@@ -429,10 +444,19 @@ class TimelineSession:
         step does, between two clock syncs."""
         self._sync()
         self._close_step()
+        self._sample_inputs()
         self._open_step(self.log.step_calls)
         self._sync()
 
+    def _sample_inputs(self) -> None:
+        """After a recorded step: whether the next one asks for every op's inputs (input_sampling.py)."""
+        recorder = self.log.recorder
+        if self._sampling is not None and isinstance(recorder, NativeCallsiteRecorder):
+            recorder.ask_inputs(self._sampling.after_step(recorder.step_digest(), self._step_number))
+            recorder.unchanged_steps = self._sampling.unchanged
+
     def _open_step(self, number: int) -> None:
+        self._step_number = number
         self._step_range = record_function(f"{STEP_RANGE_PREFIX}{number}")
         self._step_range.__enter__()
 
@@ -453,6 +477,8 @@ class TimelineSession:
             records, names = self._cupti.records()
             shifted.append((gpu_trace(records, names, os.getpid(), _device_properties()), 0))
         write_trace(self.raw_dir / trace_part_name(0), recorder.ops, os.getpid(), USER_SCOPE, shifted)
+        if self._sampling is not None:  # after `ops`, which fills the steps that did not ask
+            self.log.extra["input_sampling"] = self._sampling.summary() | recorder.fill_report.as_dict()
         for f in files:  # merged into the trace
             f.unlink()
         self._parts_written = 1

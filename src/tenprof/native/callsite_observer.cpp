@@ -122,8 +122,22 @@ struct CachedName {
   int64_t id = -1;             // -1: empty
 };
 
-// thread, start, end, name id, sequence nr, forward thread, depth, scope, input signature id (-1: none)
+// thread, start, end, name id, sequence nr, forward thread, depth, scope, input signature id (-1: none;
+// kNotAsked: wanted, but torch was not asked for this op's inputs, a step between sampled ones)
 constexpr size_t kOpFields = 9;
+constexpr int64_t kNotAsked = -2;
+
+// A digest of one step's ops as a sum (so the order of threads and of their ops does not matter): of every
+// op's name, of every op's name with its input signature (doubles' values left out) where its inputs were
+// asked for, and of the sizes the allocators reported (where they are recorded): shapes that change where
+// the inputs were not asked for mostly change these.
+struct StepDigest {
+  std::atomic<uint64_t> names{0};
+  std::atomic<uint64_t> inputs{0};
+  std::atomic<uint64_t> memory{0};
+  std::atomic<int64_t> asked{0};
+  std::atomic<int64_t> not_asked{0};
+};
 
 // time, thread, bytes (negative: freed), address, total allocated, total reserved, device type, device
 // index, kind (kMemoryUsage or kOutOfMemory: an allocation that failed, its bytes the size asked for)
@@ -153,7 +167,13 @@ struct ThreadBuffer {
   // recently seen input signatures, direct-mapped by hash (an op's inputs mostly repeat from step to step)
   std::vector<CachedSignature> signatures = std::vector<CachedSignature>(kCacheSize);
   std::vector<int64_t> signature;  // scratch for the current op's
+  std::vector<size_t> double_at;    // where its doubles' values are in it
+  uint64_t shape_hash = 0;          // its hash without them
   Records<kMemoryFields> memory;  // the allocators' reports on this thread
+  // this thread's part of the current step's digest: written by the thread alone (relaxed load and store,
+  // no locked add), read and reset by tenprof_lines_step_digest; a lost update there costs one more step
+  // with its inputs asked, never a wrong signature
+  StepDigest digest;
 };
 
 std::mutex g_mutex;  // guards g_buffers, g_paths, g_path_codes; never held while taking the GIL
@@ -351,9 +371,11 @@ void encode_tensor(const at::Tensor& t, std::vector<int64_t>& out) {
   }
 }
 
-// The op's inputs, as the profiler's record_shapes reads them, encoded into out.
-void encode_inputs(const at::RecordFunction& fn, std::vector<int64_t>& out) {
+// The op's inputs, as the profiler's record_shapes reads them, encoded into out; where each double's value
+// is in out, into doubles.
+void encode_inputs(const at::RecordFunction& fn, std::vector<int64_t>& out, std::vector<size_t>& doubles) {
   out.clear();
+  doubles.clear();
   for (const c10::IValue& v : fn.inputs()) {
     if (v.isTensor() && v.toTensor().defined()) {
       out.push_back(kTensor);
@@ -366,6 +388,7 @@ void encode_inputs(const at::RecordFunction& fn, std::vector<int64_t>& out) {
       double d = v.toDouble();
       int64_t bits;
       std::memcpy(&bits, &d, sizeof bits);
+      doubles.push_back(out.size() + 1);
       out.insert(out.end(), {kDouble, bits});
     } else if (v.isIntList()) {
       c10::List<int64_t> list = v.toIntList();
@@ -391,7 +414,19 @@ void encode_inputs(const at::RecordFunction& fn, std::vector<int64_t>& out) {
 
 // The id of the op's input signature: from the thread's cache, else the global map (and then cached).
 int64_t signature_id(ThreadBuffer* b, const at::RecordFunction& fn) {
-  encode_inputs(fn, b->signature);
+  encode_inputs(fn, b->signature, b->double_at);
+  // The step digest's part: the signature without its doubles' values (a learning rate, an optimizer's bias
+  // correction: they change every step where the shapes do not; input_sampling.py leaves them out of ops
+  // whose signature it copies).
+  uint64_t shape = 1469598103934665603ULL;
+  for (size_t i = 0, d = 0; i < b->signature.size(); i++) {
+    if (d < b->double_at.size() && b->double_at[d] == i) {
+      d++;
+    } else {
+      shape = mix(shape, static_cast<uint64_t>(b->signature[i]));
+    }
+  }
+  b->shape_hash = shape;
   uint64_t hash = KeyHash()(b->signature);
   CachedSignature& entry = b->signatures[hash & (kCacheSize - 1)];
   if (entry.id >= 0 && entry.hash == hash && entry.key == b->signature) return entry.id;
@@ -413,12 +448,36 @@ int64_t signature_id(ThreadBuffer* b, const at::RecordFunction& fn) {
   return id;
 }
 
+inline void add_relaxed(std::atomic<uint64_t>& sum, uint64_t v) {
+  sum.store(sum.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
+}
+
+inline uint64_t spread(uint64_t v) {  // splitmix64's finalizer: a sum of these collides only by chance
+  v = (v ^ (v >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  v = (v ^ (v >> 27)) * 0x94d049bb133111ebULL;
+  return v ^ (v >> 31);
+}
+
+// Ops, not named ranges (a step's own range is named by its number), go into the step's digest.
+void add_to_digest(ThreadBuffer* b, int64_t name, int64_t signature, uint64_t shape) {
+  uint64_t h = spread(static_cast<uint64_t>(name) + 1);
+  add_relaxed(b->digest.names, h);
+  std::atomic<int64_t>& count = signature == kNotAsked ? b->digest.not_asked : b->digest.asked;
+  count.store(count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  if (signature != kNotAsked) add_relaxed(b->digest.inputs, spread(h ^ shape));
+}
+
 void open_op(ThreadBuffer* b, const at::RecordFunction& fn, int64_t start) {
   int64_t name = name_id(b, fn.name());  // first: it clears the thread's ids of an older generation
-  bool inputs = g_inputs.load(std::memory_order_relaxed) && fn.scope() != at::RecordScope::USER_SCOPE;
+  bool range = fn.scope() == at::RecordScope::USER_SCOPE;
+  int64_t signature = -1;
+  // fn.needsInputs(): whether torch handed this op's inputs to the callbacks, which the opener asks for
+  // only in the steps that sample them (tenprof_lines_ask_inputs)
+  if (g_inputs.load(std::memory_order_relaxed) && !range) signature = fn.needsInputs() ? signature_id(b, fn) : kNotAsked;
   b->open_ops.push_back(b->ops.append({b->tid, start, 0, name, fn.seqNr(), static_cast<int64_t>(fn.forwardThreadId()),
-                                       b->depth, static_cast<int64_t>(fn.scope()), inputs ? signature_id(b, fn) : -1}));
+                                       b->depth, static_cast<int64_t>(fn.scope()), signature}));
   b->open_fns.push_back(&fn);
+  if (!range) add_to_digest(b, name, signature, signature >= 0 ? b->shape_hash : 0);
 }
 
 // Named ranges (record_function, the profiler's step ranges) reach the callbacks only when every op is
@@ -477,6 +536,10 @@ const std::unordered_set<at::RecordScope, std::hash<at::RecordScope>> kScopesAnd
 at::CallbackHandle g_opener = 0;
 at::CallbackHandle g_closer = 0;  // 0 when the opener closes too (g_alone)
 bool g_started = false;
+bool g_paused = false;
+// Whether the opener asks torch for every op's inputs now (with g_inputs): off in the steps between sampled
+// ones (tenprof_lines_ask_inputs), where torch then does not box each op's arguments for it.
+bool g_ask_inputs = true;
 // No profiler's callbacks run beside (tenprof_lines_alone): one callback opens and closes each record. Two
 // cost more than twice one's dispatch: the autograd engine copies the callbacks into every node's thread
 // state, and each copy rebuilds a cache per scope from every callback.
@@ -564,12 +627,20 @@ class RecorderState final : public torch::profiler::impl::ProfilerStateBase {
   static void add(int64_t kind, int64_t address, int64_t bytes, size_t allocated, size_t reserved, c10::Device device) {
     if (!g_memory_on.load(std::memory_order_relaxed)) return;
     ThreadBuffer* b = buffer();
+    add_relaxed(b->digest.memory, spread(static_cast<uint64_t>(bytes) ^ (static_cast<uint64_t>(kind) << 62)));
     b->memory.append({now_ns(), b->tid, bytes, address, static_cast<int64_t>(allocated), static_cast<int64_t>(reserved),
                       static_cast<int64_t>(device.type()), static_cast<int64_t>(device.index()), kind});
   }
 };
 
 std::shared_ptr<RecorderState> g_state;  // pushed on the thread that called state_push
+
+// The opener's needsInputs is fixed when it is added: asking or not asking is another callback in its place.
+void add_opener() {
+  g_opener = at::addGlobalCallback(at::RecordFunctionCallback(on_open, g_alone ? on_close : nullptr)
+                                       .scopes(g_every_op.load() ? kScopesAndRanges : kScopes)
+                                       .needsInputs(g_every_op.load() && g_inputs.load() && g_ask_inputs));
+}
 
 }  // namespace
 
@@ -587,9 +658,7 @@ void tenprof_lines_prepare() {
       clear_ops(b);
     }
   }
-  g_opener = at::addGlobalCallback(at::RecordFunctionCallback(on_open, g_alone ? on_close : nullptr)
-                                       .scopes(g_every_op.load() ? kScopesAndRanges : kScopes)
-                                       .needsInputs(g_every_op.load() && g_inputs.load()));
+  add_opener();
   at::disableCallback(g_opener);
 }
 
@@ -610,6 +679,7 @@ int tenprof_lines_start(PyObject* stop_code, PyObject* on_new_path) {
         at::RecordFunctionCallback(on_nothing, on_close).scopes(g_every_op.load() ? kScopesAndRanges : kScopes));
   }
   g_started = true;
+  g_paused = false;
   at::reenableCallback(g_opener);
 #if defined(TP_INTERNAL_FRAMES)
   return 1;
@@ -621,6 +691,7 @@ int tenprof_lines_start(PyObject* stop_code, PyObject* on_new_path) {
 // Paused: the callbacks are off, so ops pay nothing for them.
 void tenprof_lines_pause(int paused) {
   if (!g_started) return;
+  g_paused = paused != 0;
   if (paused) {
     at::disableCallback(g_opener);
     if (g_closer != 0) at::disableCallback(g_closer);
@@ -630,6 +701,41 @@ void tenprof_lines_pause(int paused) {
   }
 }
 
+// Ask torch for every op's inputs from now on (1) or not (0); returns 1 where that is what the opener does
+// now, 0 where it cannot sample: its inputs are not recorded, or a profiler's callbacks run beside it (the
+// opener must stay ahead of them, and a new one would be added after). Between steps: an op another thread
+// starts while the opener is swapped may go unrecorded.
+int tenprof_lines_ask_inputs(int ask) {
+  if (!g_alone || !g_every_op.load() || !g_inputs.load()) return ask != 0 ? 1 : 0;
+  if ((ask != 0) == g_ask_inputs) return 1;
+  g_ask_inputs = ask != 0;
+  if (g_opener == 0) return 1;  // tenprof_lines_prepare adds it so
+  at::removeCallback(g_opener);
+  add_opener();
+  if (!g_started || g_paused) at::disableCallback(g_opener);
+  return 1;
+}
+
+// The digest of the ops every thread opened since the last call (StepDigest), reset: names, inputs, memory,
+// ops whose inputs were asked for, ops whose were not.
+PyObject* tenprof_lines_step_digest() {
+  uint64_t names = 0, inputs = 0, memory = 0;
+  int64_t asked = 0, not_asked = 0;
+  {
+    std::lock_guard<std::mutex> guard(g_mutex);
+    for (ThreadBuffer* b : g_buffers) {
+      names += b->digest.names.exchange(0, std::memory_order_relaxed);
+      inputs += b->digest.inputs.exchange(0, std::memory_order_relaxed);
+      memory += b->digest.memory.exchange(0, std::memory_order_relaxed);
+      asked += b->digest.asked.exchange(0, std::memory_order_relaxed);
+      not_asked += b->digest.not_asked.exchange(0, std::memory_order_relaxed);
+    }
+  }
+  return Py_BuildValue("(KKKLL)", static_cast<unsigned long long>(names), static_cast<unsigned long long>(inputs),
+                       static_cast<unsigned long long>(memory), static_cast<long long>(asked),
+                       static_cast<long long>(not_asked));
+}
+
 void tenprof_lines_compiling(int delta) { g_compiling.fetch_add(delta); }
 
 void tenprof_lines_stop() {
@@ -637,6 +743,7 @@ void tenprof_lines_stop() {
   if (g_closer != 0) at::removeCallback(g_closer);
   g_opener = g_closer = 0;
   g_started = false;
+  g_ask_inputs = true;  // a recorder after this one starts asking
 }
 
 // Finished records of every thread, as int64 bytes: thread, start, end, path id per record.

@@ -1,0 +1,250 @@
+"""Input signatures sampled by step: which recorded steps ask torch for every op's inputs, and how the ops
+of the other steps get theirs.
+
+Asking costs most of what an op record costs beyond the record itself: torch boxes every argument of every
+op for a callback that wants them (on the 2-core CI machine, a tiny MLP's loop 1.40x with every op recorded,
+1.56x with their inputs). A training or decode step mostly repeats the same ops with the same inputs, so the
+native recorder asks only in the steps sampled here and the others' ops take the signature of the op at the
+same place of a sampled step whose ops are the same.
+
+The contract:
+- `InputSampling.after_step(digest)`, at each recorded step boundary, says whether the next step asks. It
+  asks until two asked steps of a kind (the same op names, `StepDigest.names`) had the same inputs; then
+  in one step of every `check_every`, and in the step after any step of a kind not yet settled or whose
+  allocator sizes (`StepDigest.memory`, where memory is recorded) differ from its settled ones: shapes
+  that change mostly change those, and the step after the change shows its new inputs. Once an asked
+  step's inputs differ from its kind's settled ones (shapes that change from step to step: a decode loop's
+  growing cache, variable sequence lengths), it asks in every step to the end.
+- `fill_signatures(ops, keys, ...)` then gives each op recorded without its inputs (`NOT_ASKED`) the
+  signature of the op at its place in an asked step of the same thread with the same op names in the same
+  order: of the nearest such asked steps before and after it where both agree (of the one there is, at
+  either end), or of the one before it where its allocator sizes were its kind's settled ones
+  (`InputSampling.unchanged`, where memory is recorded). Where the sequence's asked steps ever differed
+  in doubles' values alone (a learning rate that a schedule changes), the copy's doubles have no value
+  (input_encoding.INPUT_DOUBLE_UNKNOWN). Ops with no such step keep none (counted in the `FillReport`,
+  never guessed). Steps are the `ProfilerStep#N` ranges among the ops; an op belongs to the step its
+  start is in.
+- The step digests leave doubles' values out likewise (callsite_observer.cpp), so a schedule's learning
+  rate does not make every step ask.
+
+Torch-free: the digests come from the native recorder (callsite_observer.cpp, tenprof_lines_step_digest).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tenprof.capture.input_encoding import without_doubles
+
+NOT_ASKED = -2  # the signature id of an op whose inputs were not asked for (callsite_observer.cpp, kNotAsked)
+STEP_RANGE_PREFIX = "ProfilerStep#"
+CHECK_EVERY = 20  # in steady state one step in this many asks, to see that the inputs still repeat
+
+
+@dataclass(frozen=True)
+class StepDigest:
+    """One step's ops, summed over threads (order-free): `names` of every op, `inputs` of every asked op's
+    name with its signature, `memory` of the allocators' reported sizes; how many ops were asked and how
+    many not."""
+
+    names: int
+    inputs: int
+    memory: int
+    asked: int
+    not_asked: int
+
+
+class InputSampling:
+    """Which recorded steps ask for every op's inputs (module docstring). The first step asks."""
+
+    def __init__(self, check_every: int = CHECK_EVERY) -> None:
+        self.check_every = check_every
+        self.asks = True  # whether the step running now asks
+        self.every_step = False  # inputs changed between steps of one kind: ask in every step from now on
+        # a kind (names digest) -> its inputs and memory digests, once two asked steps' inputs were alike
+        self._settled: dict[int, tuple[int, int]] = {}
+        self._last_asked: dict[int, int] = {}  # a kind -> the inputs digest of its latest asked step
+        self._since_asked = 0
+        self.steps = 0
+        self.asked_steps = 0
+        self.unchanged: set[int] = set()  # unasked steps (numbers) whose allocator sizes were their kind's
+
+    def after_step(self, digest: StepDigest, number: int = -1) -> bool:
+        """Learn from step `number`, which just ended; whether the next one asks (also left in `asks`)."""
+        if digest.asked == 0 and digest.not_asked == 0:  # no op ran: nothing to learn, nothing to save
+            return self.asks
+        self.steps += 1
+        if digest.not_asked == 0:
+            self.asked_steps += 1
+            self._learn(digest)
+            self._since_asked = 0
+        else:
+            self._since_asked += 1
+        settled = self._settled.get(digest.names)
+        if digest.not_asked and settled is not None and digest.memory and settled[1] == digest.memory:
+            self.unchanged.add(number)
+        self.asks = (
+            self.every_step
+            or settled is None
+            or settled[1] != digest.memory
+            or self._since_asked + 1 >= self.check_every
+        )
+        return self.asks
+
+    def _learn(self, digest: StepDigest) -> None:
+        settled = self._settled.get(digest.names)
+        if settled is not None and settled[0] != digest.inputs:
+            self.every_step = True
+        elif self._last_asked.get(digest.names) == digest.inputs:
+            self._settled[digest.names] = (digest.inputs, digest.memory)
+        self._last_asked[digest.names] = digest.inputs
+
+    def summary(self) -> dict[str, Any]:
+        return {"steps": self.steps, "asked_steps": self.asked_steps, "every_step": self.every_step}
+
+
+@dataclass
+class FillReport:
+    """What `fill_signatures` did: ops that had no inputs asked, those given a sampled step's signature,
+    and the steps (per thread) whose ops had no asked step to take them from, or whose asked steps
+    disagreed."""
+
+    not_asked: int = 0
+    filled: int = 0
+    filled_without_doubles: int = 0  # of `filled`: those given a signature whose doubles' values are unknown
+    unmatched_sequences: int = 0
+    varying_sequences: int = 0
+
+    @property
+    def left(self) -> int:
+        return self.not_asked - self.filled
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "not_asked": self.not_asked,
+            "filled": self.filled,
+            "filled_without_doubles": self.filled_without_doubles,
+            "left": self.left,
+            "unmatched_sequences": self.unmatched_sequences,
+            "varying_sequences": self.varying_sequences,
+        }
+
+
+def _step_windows(ops: dict[str, Any], is_range: Callable[[int], bool]) -> list[tuple[int, int, int]]:
+    """(start, end, number) of each step's range, in time order."""
+    names = ops["names"]
+    windows = [
+        (ops["start_ns"][i], ops["end_ns"][i], int(names[name_id][len(STEP_RANGE_PREFIX) :]))
+        for i, name_id in enumerate(ops["name_id"])
+        if is_range(ops["scope"][i]) and names[name_id].startswith(STEP_RANGE_PREFIX)
+    ]
+    return sorted(windows)
+
+
+def _sequences(
+    ops: dict[str, Any], windows: list[tuple[int, int, int]], is_range: Callable[[int], bool]
+) -> dict[tuple[int, int], list[int]]:
+    """(step index, thread) -> the indexes of its ops (not ranges), in start order."""
+    starts = [w[0] for w in windows]
+    grouped: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for i, start in enumerate(ops["start_ns"]):
+        if is_range(ops["scope"][i]):
+            continue
+        k = bisect.bisect_right(starts, start) - 1
+        if k < 0 or start >= windows[k][1] > 0:  # before the first step or after its step ended
+            continue
+        grouped[(k, ops["thread_id"][i])].append(i)
+    for indexes in grouped.values():
+        indexes.sort(key=lambda i: ops["start_ns"][i])
+    return grouped
+
+
+class _DoublesFree:
+    """Signature ids without their doubles' values, new keys appended to `keys` where needed."""
+
+    def __init__(self, keys: list[tuple[int, ...]]) -> None:
+        self.keys = keys
+        self._ids: dict[tuple[int, ...], int] = {}
+        self._of: dict[int, int] = {}
+
+    def __call__(self, signature_id: int) -> int:
+        found = self._of.get(signature_id)
+        if found is not None:
+            return found
+        key = without_doubles(self.keys[signature_id]) if signature_id >= 0 else ()
+        if signature_id < 0 or key == self.keys[signature_id]:
+            result = signature_id
+        else:
+            result = self._ids.get(key, -1)
+            if result < 0:
+                result = self._ids[key] = len(self.keys)
+                self.keys.append(key)
+        self._of[signature_id] = result
+        return result
+
+
+def fill_signatures(
+    ops: dict[str, Any], keys: list[tuple[int, ...]], user_scope: int, unchanged: set[int] | None = None
+) -> FillReport:
+    """Give each op recorded without its inputs the signature of its place in an asked step (module
+    docstring); `ops` as NativeCallsiteRecorder collects them and `keys` the encoded signatures by id, both
+    changed in place (a copy without doubles' values is a new key); `unchanged` the step numbers whose
+    ops may take the asked step's before them alone (`InputSampling.unchanged`)."""
+    signature_ids: list[int] = ops.get("signature_id", [])
+    report = FillReport(not_asked=sum(1 for s in signature_ids if s == NOT_ASKED))
+    if report.not_asked == 0:
+        return report
+
+    def is_range(scope: int) -> bool:
+        return scope == user_scope
+
+    windows = _step_windows(ops, is_range)
+    grouped = _sequences(ops, windows, is_range)
+    name_ids = ops["name_id"]
+    # each (thread, op names) sequence's asked steps, in step order, with their signatures
+    asked: dict[tuple[int, tuple[int, ...]], list[tuple[int, tuple[int, ...]]]] = defaultdict(list)
+    targets: list[tuple[int, tuple[int, tuple[int, ...]], list[int]]] = []
+    for (step, thread), indexes in sorted(grouped.items()):
+        key = (thread, tuple(name_ids[i] for i in indexes))
+        signatures = tuple(signature_ids[i] for i in indexes)
+        if NOT_ASKED in signatures:
+            targets.append((step, key, indexes))
+        else:
+            asked[key].append((step, signatures))
+    doubles_free = _DoublesFree(keys)
+    first_copy = len(keys)  # keys from here on are copies without doubles' values
+    for step, key, indexes in targets:
+        found = asked.get(key)
+        if not found:
+            report.unmatched_sequences += 1
+            continue
+        template = _template(found, step, doubles_free, windows[step][2] in (unchanged or ()))
+        if template is None:
+            report.varying_sequences += 1
+            continue
+        for i, signature in zip(indexes, template, strict=True):
+            if signature_ids[i] == NOT_ASKED:
+                signature_ids[i] = signature
+                report.filled += 1
+                report.filled_without_doubles += signature >= first_copy
+    return report
+
+
+def _template(
+    found: list[tuple[int, tuple[int, ...]]], step: int, doubles_free: _DoublesFree, unchanged: bool
+) -> tuple[int, ...] | None:
+    """The signatures to copy into `step` from its sequence's asked steps (in step order): those of the
+    nearest before and after it where both agree (the one there is, at either end; the one before where the
+    step is `unchanged`), without doubles' values where the sequence's asked steps ever differed in those;
+    None where the two differ otherwise."""
+    k = bisect.bisect_left([asked_step for asked_step, _ in found], step)
+    around = (k - 1,) if unchanged and k > 0 else (k - 1, k)
+    brackets = {found[j][1] for j in around if 0 <= j < len(found)}
+    if len({signatures for _, signatures in found}) == 1:
+        return next(iter(brackets))
+    stripped = {tuple(doubles_free(s) for s in signatures) for signatures in brackets}
+    return next(iter(stripped)) if len(stripped) == 1 else None

@@ -1,0 +1,182 @@
+"""Input signatures sampled by step (capture/input_sampling.py, capture/input_encoding.py): which steps ask,
+and what the ops of the others are given, on hand-built op records (torch-free)."""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from tenprof.capture import input_encoding as ie
+from tenprof.capture.input_sampling import NOT_ASKED, InputSampling, StepDigest, fill_signatures
+
+USER = 7  # the scope number of a named range in these records
+
+
+def _double(value: float) -> int:
+    return int.from_bytes(struct.pack("<d", value), "little", signed=True)
+
+
+def _asked(names: int, inputs: int, memory: int = 0) -> StepDigest:
+    return StepDigest(names, inputs, memory, asked=10, not_asked=0)
+
+
+def _unasked(names: int, memory: int = 0) -> StepDigest:
+    return StepDigest(names, 0, memory, asked=0, not_asked=10)
+
+
+def test_asking_stops_once_two_asked_steps_of_a_kind_agree_and_checks_every_so_often() -> None:
+    sampling = InputSampling(check_every=4)
+    assert sampling.asks
+    asks = [
+        sampling.after_step(_asked(1, 100)),  # the cold step, its own kind
+        sampling.after_step(_asked(2, 200)),  # the steady kind, first seen
+        sampling.after_step(_asked(2, 200)),  # seen again alike: settled
+    ]
+    assert asks == [True, True, False]
+    asks = [sampling.after_step(_unasked(2)) for _ in range(3)]
+    assert asks == [False, False, True]  # the fourth step since the last asked one checks
+    assert sampling.after_step(_asked(2, 200)) is False
+    assert sampling.summary() == {"steps": 7, "asked_steps": 4, "every_step": False}
+
+
+def test_a_step_of_an_unsettled_kind_makes_the_next_ask_and_changed_inputs_make_every_step_ask() -> None:
+    sampling = InputSampling(check_every=50)
+    for digest in (_asked(2, 200), _asked(2, 200)):
+        sampling.after_step(digest)
+    assert sampling.after_step(_unasked(3)) is True  # an evaluation step, say: not seen asked
+    assert sampling.after_step(_asked(3, 300)) is True
+    assert sampling.after_step(_asked(3, 300)) is False
+    assert sampling.after_step(_asked(2, 201)) is True  # a settled kind's inputs changed
+    assert sampling.every_step
+    assert all(sampling.after_step(_asked(2, 200 + k)) for k in range(5))
+    assert sampling.after_step(StepDigest(0, 0, 0, 0, 0)) is True  # an empty step counts for nothing
+    assert sampling.steps == 11
+
+
+def test_allocator_sizes_unlike_the_settled_steps_make_the_next_step_ask() -> None:
+    sampling = InputSampling(check_every=50)
+    for digest in (_asked(2, 200, memory=7), _asked(2, 200, memory=7)):
+        sampling.after_step(digest)
+    assert sampling.after_step(_unasked(2, memory=7)) is False
+    assert sampling.after_step(_unasked(2, memory=8)) is True  # shapes grew, say
+    assert sampling.after_step(_asked(2, 200, memory=8)) is False  # same inputs after all: settled again
+    assert sampling.after_step(_unasked(2, memory=8)) is False  # the settled sizes are the latest asked step's
+    assert not sampling.every_step
+
+
+def test_a_signature_without_its_doubles_keeps_everything_else() -> None:
+    tensor = (ie.INPUT_TENSOR, 6, 2, 8, 4, 4, 1)
+    tensors = (ie.INPUT_TENSOR_LIST, 2, 6, 1, 3, 1, -1, 0)
+    key = (*tensor, ie.INPUT_DOUBLE, _double(0.5), ie.INPUT_INT, 3, *tensors, ie.INPUT_INT_LIST, 2, 5, 6, ie.INPUT_NONE)
+    parts = list(ie.split_inputs(key))
+    assert parts == [
+        tensor,
+        (ie.INPUT_DOUBLE, _double(0.5)),
+        (ie.INPUT_INT, 3),
+        tensors,
+        (ie.INPUT_INT_LIST, 2, 5, 6),
+        (0,),
+    ]
+    stripped = ie.without_doubles(key)
+    assert stripped == (*tensor, ie.INPUT_DOUBLE_UNKNOWN, ie.INPUT_INT, 3, *tensors, ie.INPUT_INT_LIST, 2, 5, 6, 0)
+    dims, types, _, values = ie.decode_signature(stripped, {6: "float"}.__getitem__)
+    assert dims == [[8, 4], [], [], [[3], []], [], []]
+    assert types == ["float", "Scalar", "Scalar", "TensorList", "ScalarList", ""]
+    assert values == ["", "", "3", "", "[5, 6]", ""]
+    assert ie.decode_signature(key, {6: "float"}.__getitem__)[3][1] == "0.5"
+
+
+class _Ops:
+    """Op records as the native recorder collects them: steps as ProfilerStep#N ranges, each with the same
+    ops on two threads; `sigs(step, thread)` their signature ids in order."""
+
+    def __init__(self) -> None:
+        self.columns: dict[str, Any] = {
+            k: [] for k in ("thread_id", "start_ns", "end_ns", "name_id", "scope", "signature_id")
+        }
+        self.columns["names"] = [
+            "ProfilerStep#0",
+            "ProfilerStep#1",
+            "ProfilerStep#2",
+            "ProfilerStep#3",
+            "aten::mm",
+            "aten::add_",
+        ]
+        self.clock = 0
+
+    def add(self, thread: int, name_id: int, scope: int, signature: int, length: int = 10) -> None:
+        for column, value in zip(
+            ("thread_id", "start_ns", "end_ns", "name_id", "scope", "signature_id"),
+            (thread, self.clock, self.clock + length, name_id, scope, signature),
+            strict=True,
+        ):
+            self.columns[column].append(value)
+        self.clock += 1
+
+    def step(self, number: int, main: list[int], autograd: list[int]) -> None:
+        self.add(1, number, USER, -1, length=100)
+        for k, signature in enumerate(main):
+            self.add(1, 4 + k % 2, 0, signature)
+        for signature in autograd:
+            self.add(2, 4, 0, signature)
+        self.clock += 100
+
+    def sigs(self, step: int) -> list[int]:
+        c = self.columns
+        rows = list(zip(c["start_ns"], c["name_id"], c["scope"], c["signature_id"], strict=True))
+        start = next(t for t, name, scope, _ in rows if scope == USER and name == step)
+        return [sig for t, _, scope, sig in rows if scope != USER and start <= t < start + 100]
+
+
+def test_ops_of_unasked_steps_take_the_signatures_of_the_same_place_in_an_asked_step() -> None:
+    ops = _Ops()
+    ops.step(0, [0, 1], [2])
+    ops.step(1, [0, 1], [2])
+    ops.step(2, [NOT_ASKED, NOT_ASKED], [NOT_ASKED])
+    ops.step(3, [NOT_ASKED], [NOT_ASKED])  # one op fewer on the main thread: no asked step like it
+    keys: list[tuple[int, ...]] = [(ie.INPUT_INT, 1), (ie.INPUT_INT, 2), (ie.INPUT_INT, 3)]
+    report = fill_signatures(ops.columns, keys, USER)
+    assert ops.sigs(2) == [0, 1, 2]
+    assert ops.sigs(3) == [NOT_ASKED, 2]  # the autograd thread's sequence still matches
+    assert report.as_dict() == {
+        "not_asked": 5,
+        "filled": 4,
+        "filled_without_doubles": 0,
+        "left": 1,
+        "unmatched_sequences": 1,
+        "varying_sequences": 0,
+    }
+    assert len(keys) == 3
+
+
+def test_asked_steps_that_differ_in_doubles_alone_give_copies_without_them_and_otherwise_none() -> None:
+    ops = _Ops()
+    lr = [(ie.INPUT_DOUBLE, _double(v)) for v in (0.1, 0.05)]
+    shape = [(ie.INPUT_TENSOR, 6, 1, n, 1) for n in (8, 9)]
+    keys: list[tuple[int, ...]] = [shape[0], lr[0], lr[1], shape[1]]
+    ops.step(0, [0, 1], [0])  # the learning rate changes between asked steps; shapes do not
+    ops.step(1, [0, 2], [0])
+    ops.step(2, [NOT_ASKED, NOT_ASKED], [NOT_ASKED])
+    report = fill_signatures(ops.columns, keys, USER)
+    assert keys[4] == (ie.INPUT_DOUBLE_UNKNOWN,)
+    assert ops.sigs(2) == [0, 4, 0]
+    assert (report.filled, report.filled_without_doubles) == (3, 1)
+
+    ops = _Ops()  # on the autograd thread the shapes change between asked steps 0 and 2
+    ops.step(0, [0, 1], [0])
+    ops.step(1, [NOT_ASKED, NOT_ASKED], [NOT_ASKED])
+    ops.step(2, [0, 1], [3])
+    ops.step(3, [NOT_ASKED, NOT_ASKED], [NOT_ASKED])
+    report = fill_signatures(ops.columns, keys[:4], USER)
+    assert ops.sigs(1) == [0, 1, NOT_ASKED]  # its shapes there could be either
+    assert ops.sigs(3) == [0, 1, 3]  # after the change: the latest asked step's
+    assert (report.filled, report.left, report.varying_sequences) == (5, 1, 1)
+
+
+def test_nothing_to_fill_leaves_the_records_alone() -> None:
+    ops = _Ops()
+    ops.step(0, [0, 1], [0])
+    before = {k: list(v) for k, v in ops.columns.items()}
+    keys: list[tuple[int, ...]] = [(ie.INPUT_INT, 1), (ie.INPUT_INT, 2)]
+    assert fill_signatures(ops.columns, keys, USER).not_asked == 0
+    assert ops.columns == before
