@@ -38,6 +38,9 @@ to the plain phase of the same round. Phases:
     session-native the same with `--capture native`
     session-native-nomemory, -noshapes, -nolines   the native one less memory, input shapes, or lines;
     session-native-nothreads  the native one without the host sampler and NVML thread
+    session-native-every    the native one asking for every op's inputs in every step (TENPROF_INPUTS=every),
+                   not in sampled steps alone
+    session-native-ungated  the native one with the host sampler not behind its gate (TENPROF_SAMPLER_GATE=0)
 
 A phase whose part cannot start here (no compiler for the native recorder) is skipped with the reason.
 """
@@ -66,12 +69,13 @@ PHASES = (
     "tenprof-python", "kineto-nocorr", "tenprof-nocorr", "light-nocorr", "native-ops", "native-shapes",
     "cupti-native-ops", "cupti-native-shapes", "sampler", "clocks", "native-sampler", "native-gated",
     "session", "session-native", "session-native-nomemory", "session-native-noshapes", "session-native-nolines",
-    "session-native-nothreads",
+    "session-native-nothreads", "session-native-every", "session-native-ungated",
 )  # fmt: skip
 NATIVE = (
     "native", "tenprof", "tenprof-nocorr", "light-nocorr", "native-ops", "native-shapes", "cupti-native-ops",
     "cupti-native-shapes", "native-sampler", "native-gated", "session", "session-native",
     "session-native-nomemory", "session-native-noshapes", "session-native-nolines", "session-native-nothreads",
+    "session-native-every", "session-native-ungated",
 )  # fmt: skip
 SESSIONS = tuple(p for p in PHASES if p.startswith("session"))
 # the recorder's phases with no profiler CPU side beside it: one callback opens and closes each record
@@ -182,6 +186,14 @@ def _recorder(
         _ = recorder.records  # drained outside the timing, as at the end of a run (the ops with them)
 
 
+# the environment a session phase runs with (read when its TimelineSession is made)
+SESSION_ENV = {
+    "session-native-nothreads": {"TENPROF_GPU_CLOCKS": "0"},
+    "session-native-every": {"TENPROF_INPUTS": "every"},
+    "session-native-ungated": {"TENPROF_SAMPLER_GATE": "0"},
+}
+
+
 @contextlib.contextmanager
 def _session(name: str) -> Iterator[Callable[[], None]]:
     """tenprof's TimelineSession as a run starts it, every step recorded; yields its step boundary."""
@@ -196,9 +208,9 @@ def _session(name: str) -> Iterator[Callable[[], None]]:
         sample_interval_ns=0 if name.endswith("-nothreads") else TimelineOptions.sample_interval_ns,
         keep_profiler_lines_out=True,
     )
-    clocks = os.environ.get("TENPROF_GPU_CLOCKS")
-    if name.endswith("-nothreads"):
-        os.environ["TENPROF_GPU_CLOCKS"] = "0"
+    settings = SESSION_ENV.get(name, {})
+    before = {key: os.environ.get(key) for key in settings}
+    os.environ.update(settings)
     with tempfile.TemporaryDirectory(prefix="tenprof-components-") as raw:
         session = TimelineSession(Path(raw), options)
         session.start()
@@ -207,10 +219,11 @@ def _session(name: str) -> Iterator[Callable[[], None]]:
         finally:
             _sync()
             session.stop()  # the trace written here, outside the timing
-            if clocks is None:
-                os.environ.pop("TENPROF_GPU_CLOCKS", None)
-            else:
-                os.environ["TENPROF_GPU_CLOCKS"] = clocks
+            for key, value in before.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
 
 
 @contextlib.contextmanager

@@ -47,6 +47,8 @@ Configurations:
                      (TENPROF_CUPTI_API=callbacks), in place of activity records of every call
     tenprof-cupti-every the same with every op's inputs asked for in every step (TENPROF_INPUTS=every), not
                      in sampled steps alone
+    tenprof-cupti-ungated the same with the host sampler not behind its gate (TENPROF_SAMPLER_GATE=0; the
+                     native captures take the gate by default)
     tenprof-cupti-none the same with no CUDA calls recorded (TENPROF_CUPTI_API=none: launches name no op;
                      what the calls cost)
     tenprof-nolines  tenprof run --no-lines
@@ -180,6 +182,7 @@ CONFIGS: dict[str, Config] = {
     "tenprof-cupti-cb": Config("tenprof run --capture native-cupti, CUDA calls by callbacks", ("tenprof",)),
     "tenprof-cupti-none": Config("tenprof run --capture native-cupti, no CUDA calls recorded", ("tenprof",)),
     "tenprof-cupti-every": Config("tenprof run --capture native-cupti, inputs asked in every step", ("tenprof",)),
+    "tenprof-cupti-ungated": Config("tenprof run --capture native-cupti, host sampler ungated", ("tenprof",)),
     "tenprof-cupti-bare": Config(
         "tenprof run --capture native-cupti without host sampler and NVML thread", ("tenprof",)
     ),
@@ -211,7 +214,7 @@ GROUPS: dict[str, dict[str, tuple[str, ...]]] = {
 # H200 walls (same machine image; 4 s of torch start-up, ~10 s more for transformers and GPT-2's
 # construction, ~6 s more for tenprof's child and profile build); compiled GPT-2 and Proton are guesses.
 _EAGER_GPT2: dict[str, float] = {
-    "plain": 15,
+    "plain": 22,  # H200, 2026-11-29: 22 s (torch 20-23, CUDA alone 20, Proton 19-20)
     "tenprof": 24,
     "tenprof-python": 26,
     "tenprof-nosampler": 24,
@@ -223,19 +226,21 @@ _EAGER_GPT2: dict[str, float] = {
     "tenprof-gated": 24,
     "tenprof-native-gated": 22,
     "tenprof-native-filtered": 22,
-    "tenprof-cupti": 22,
-    "tenprof-cupti-cb": 22,
-    "tenprof-cupti-none": 22,
-    "tenprof-cupti-every": 22,
-    "tenprof-cupti-bare": 22,
+    "tenprof-cupti": 29,  # H200, 2026-11-29: 26-30 s
+    "tenprof-cupti-cb": 29,
+    "tenprof-cupti-none": 29,
+    "tenprof-cupti-every": 30,
+    "tenprof-cupti-ungated": 29,
+    "tenprof-cupti-bare": 29,
     "tenprof-nolines": 22,
     "tenprof-light": 21,
     "tenprof-tensors": 18,
     "tenprof-timed": 26,
-    "torch": 17,
+    "torch": 21,
+    "torch-cuda": 20,
     "torch-stack": 83,  # torch's Python-stack post-processing of the whole script, at exit
     "torch-et": 16,
-    "proton": 18,
+    "proton": 20,
 }
 ESTIMATE_S: dict[str, dict[str, float]] = {
     "gpt2": _EAGER_GPT2,
@@ -254,7 +259,10 @@ ESTIMATE_S: dict[str, dict[str, float]] = {
         "proton": 35,
     },
     "mlp": {
-        "plain": 10,
+        "plain": 13,  # H200, 2026-11-29: 12-13 s (torch 16, CUDA alone 13-15, Proton 12-14)
+        "torch": 16,
+        "torch-cuda": 14,
+        "proton": 13,
         "tenprof": 14,
         "tenprof-python": 15,
         "tenprof-nosampler": 14,
@@ -265,11 +273,12 @@ ESTIMATE_S: dict[str, dict[str, float]] = {
         "tenprof-native-bare": 12,
         "tenprof-gated": 14,
         "tenprof-native-gated": 12,
-        "tenprof-cupti": 12,
-        "tenprof-cupti-cb": 12,
-        "tenprof-cupti-none": 12,
-        "tenprof-cupti-every": 12,
-        "tenprof-cupti-bare": 12,
+        "tenprof-cupti": 21,  # H200, 2026-11-29: 20-21 s
+        "tenprof-cupti-cb": 21,
+        "tenprof-cupti-none": 21,
+        "tenprof-cupti-every": 21,
+        "tenprof-cupti-ungated": 21,
+        "tenprof-cupti-bare": 21,
         "tenprof-nolines": 12,
         "tenprof-light": 12,
         "tenprof-tensors": 10,
@@ -479,6 +488,7 @@ def command(
             "tenprof-cupti-cb": ["--capture", "native-cupti"],
             "tenprof-cupti-none": ["--capture", "native-cupti"],
             "tenprof-cupti-every": ["--capture", "native-cupti"],
+            "tenprof-cupti-ungated": ["--capture", "native-cupti"],
             "tenprof-cupti-bare": ["--capture", "native-cupti"],
             "tenprof-nolines": ["--no-lines"],
             "tenprof-light": ["--no-lines", "--no-shapes", "--no-memory"],
@@ -503,6 +513,7 @@ def command(
             "tenprof-cupti-cb": ["env", "TENPROF_CUPTI_API=callbacks"],
             "tenprof-cupti-none": ["env", "TENPROF_CUPTI_API=none"],
             "tenprof-cupti-every": ["env", "TENPROF_INPUTS=every"],
+            "tenprof-cupti-ungated": ["env", "TENPROF_SAMPLER_GATE=0"],
         }.get(config, [])
         return [
             *recorder,

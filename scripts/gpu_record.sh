@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -625,6 +625,13 @@ while [ $# -gt 0 ]; do
       echo "== worker_oom $v: exit $?" >> "$N"
       tail -n 2 "$WORK/logs/worker_oom$v.log" | cut -c1-300 >> "$N"
       tenprof report "$WORK/prof/worker_oom$v" --limit 3 2>&1 | grep -E "^[0-9]+\. |   (seen|fix)|^Device|^Incomplete" | head -n 12 >> "$N"
+    done
+    ;;
+  gate38)  # issue 38: the native captures' defaults (host sampler behind its gate, inputs in sampled steps): cost beside torch.profiler, its CUDA alone and Proton, and with the gate off or inputs every step (G38_WORKLOADS, G38_REPEATS, G38_DEADLINE_MIN per workload), held to 8 cores; text in $OUT/gate38.txt
+    for w in ${G38_WORKLOADS:-mlp gpt2-fp32}; do
+      ( cd "$REPO" && taskset -c 0-7 python3 benchmarks/overhead.py --workloads "$w" --repeats "${G38_REPEATS:-3}" \
+          --configs "${G38_CONFIGS:-plain,torch,torch-cuda,proton,tenprof-cupti,tenprof-cupti-ungated,tenprof-cupti-every}" --deadline-min "${G38_DEADLINE_MIN:-4.5}" \
+          --json "$OUT/gate38-$w.json" ) 2>&1 | grep -v "^\[" >> "$OUT/gate38.txt"
     done
     ;;
   sample38)  # issue 38: every op's inputs asked in sampled steps alone (capture/input_sampling.py): parity of native-cupti against the default capture on the MLP (and the sampling's own summary), then the cost beside torch.profiler, Proton and inputs in every step (S38_WORKLOADS, S38_REPEATS, S38_DEADLINE_MIN), held to 8 cores; text in $OUT/sample38.txt

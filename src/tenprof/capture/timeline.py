@@ -106,13 +106,15 @@ def _sample_interval_ns(default: int) -> int:
     return int(1e9 / rate) if rate > 0 else 0
 
 
-SAMPLER_GATE_VAR = "TENPROF_SAMPLER_GATE"  # 1: the host sampler skips rounds while the script runs ops
+SAMPLER_GATE_VAR = "TENPROF_SAMPLER_GATE"  # 1: the host sampler skips rounds while the script runs ops; 0: not
 
 
-def _sampler_gate(recorder: Any) -> SamplerGate | None:
-    """The host sampler's gate, where TENPROF_SAMPLER_GATE=1 asks for it and the native recorder (whose op
-    callbacks it reads) records."""
-    if os.environ.get(SAMPLER_GATE_VAR) != "1" or not isinstance(recorder, NativeCallsiteRecorder):
+def _sampler_gate(recorder: Any, native: bool) -> SamplerGate | None:
+    """The host sampler's gate, where the native recorder (whose op callbacks it reads) records and
+    TENPROF_SAMPLER_GATE=1 asks for it, or it is unset and the capture is a native one (their cost is
+    measured with it; the Kineto capture keeps the sampler as it was measured there)."""
+    wanted = os.environ.get(SAMPLER_GATE_VAR, "1" if native else "0") == "1"
+    if not wanted or not isinstance(recorder, NativeCallsiteRecorder):
         return None
     return SamplerGate(recorder.lib)
 
@@ -183,7 +185,7 @@ class TimelineSession:
             self.log.own_launches = OwnLaunches(self.log.interner)
         interval = _sample_interval_ns(options.sample_interval_ns)
         if interval > 0:
-            self.log.sampler = HostSampler(self.log.interner, interval, _sampler_gate(self.log.recorder))
+            self.log.sampler = HostSampler(self.log.interner, interval, _sampler_gate(self.log.recorder, self._native))
         self.trace_written = False
         self._parts_written = 0
         self._device_totals_us: dict[str, float] = {}  # torch's own totals over every part, for --verify
