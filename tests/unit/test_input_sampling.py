@@ -180,3 +180,25 @@ def test_nothing_to_fill_leaves_the_records_alone() -> None:
     keys: list[tuple[int, ...]] = [(ie.INPUT_INT, 1), (ie.INPUT_INT, 2)]
     assert fill_signatures(ops.columns, keys, USER).not_asked == 0
     assert ops.columns == before
+
+
+def test_a_step_whose_allocator_sizes_were_unchanged_takes_the_asked_step_before_it() -> None:
+    keys: list[tuple[int, ...]] = [(ie.INPUT_TENSOR, 6, 1, n, 1) for n in (8, 9)]
+    for unchanged, expected in ((set(), NOT_ASKED), ({1}, 0)):
+        ops = _Ops()
+        ops.step(0, [0, 0], [0])
+        ops.step(1, [NOT_ASKED, NOT_ASKED], [NOT_ASKED])  # before the batch grew
+        ops.step(2, [1, 1], [1])
+        fill_signatures(ops.columns, keys, USER, unchanged)
+        assert ops.sigs(1) == [expected] * 3
+
+
+def test_the_sampling_notes_the_unasked_steps_whose_allocator_sizes_were_the_settled_ones() -> None:
+    sampling = InputSampling(check_every=50)
+    for number, digest in enumerate((_asked(2, 200, 7), _asked(2, 200, 7), _unasked(2, 7), _unasked(2, 8))):
+        sampling.after_step(digest, number)
+    assert sampling.unchanged == {2}
+    no_memory = InputSampling(check_every=50)  # memory not recorded: its digest is 0 and tells nothing
+    for number, digest in enumerate((_asked(2, 200), _asked(2, 200), _unasked(2))):
+        no_memory.after_step(digest, number)
+    assert no_memory.unchanged == set()
