@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 import torch
 
+from tenprof.analyses.timeline.summary import summarize
 from tenprof.capture.schedule import Schedule
 from tenprof.capture.timeline import NativeCaptureUnavailable, TimelineOptions, TimelineSession
 from tenprof.cli.main import main
@@ -67,6 +68,13 @@ def test_the_native_capture_records_the_ops_and_lines_the_default_one_does(
     assert (native_steps_run / "flags.txt").read_text() == (cpu_steps_run / "flags.txt").read_text() == "11100111001"
     status = json.loads((native_steps_run / "prof" / "timeline" / "raw" / "child_status.json").read_text())
     assert status["trace_written"]
+    # most steps' input shapes were copied from sampled ones (and are the default capture's, above), and the
+    # summary says so
+    sampling = native.meta.timeline.input_sampling
+    assert sampling is not None and sampling["filled"] > 0 and sampling["left"] == 0, sampling
+    assert sampling["asked_steps"] < sampling["steps"] and default.meta.timeline.input_sampling is None
+    assert summarize(native).shapes_note.startswith(f"input shapes asked in {sampling['asked_steps']} of ")
+    assert summarize(default).shapes_note == ""
 
 
 def _memory_by_op(profile: Profile, totals: bool) -> Counter[tuple[str, int, int, int]]:

@@ -94,6 +94,9 @@ class Callsites:
     gpu_reasons: I64Array = field(default_factory=_empty_i64)
     gpu_warning: str = ""
     timed_steps_gpu: bool = True  # the steps run with the capture off have their GPU activity recorded
+    # the native captures' input shapes by sampled step (capture.input_sampling: steps, asked_steps, every_step,
+    # not_asked, filled, filled_without_doubles, left, ...); empty where every op's were asked for
+    input_sampling: dict[str, Any] = field(default_factory=dict)
 
     def step_marks(self, steps: I64Array) -> tuple[npt.NDArray[np.bool_], I64Array]:
         """For each step number: whether it ran with the capture on, and its time between tenprof's clock
@@ -208,6 +211,7 @@ def read_callsites(path: Path) -> Callsites:
         gpu_reasons=arr("clock_reasons", gpu),
         gpu_warning=str(data.get("gpu_samples_warning", "") or ""),
         timed_steps_gpu=bool(data.get("timed_steps_gpu", True)),
+        input_sampling=dict(data.get("input_sampling") or {}),
     )
 
 

@@ -57,7 +57,8 @@ def render_summary(summary: Summary, console: Console) -> None:
             + (f" or your own kernel's launch ({a.user_kernel_percent:.1f}%)" if a.to_user_kernel_ns else "")
             + f", {a.user_line_percent:.1f}% to a line of your code",
         )
-    grid.add_row("Ops", f"{summary.op_count} aten op instances")
+    shapes = f"; {summary.shapes_note}" if summary.shapes_note else ""
+    grid.add_row("Ops", f"{summary.op_count} aten op instances{shapes}")
     if summary.step_count:
         grid.add_row(
             "Steps",

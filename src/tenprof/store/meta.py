@@ -84,6 +84,12 @@ class TimelineInfo(BaseModel):
         description="the GPU activity of the steps run with the capture off is in the trace (False: it went off "
         "with the rest; None: not said, as for imports and older runs, where it is)",
     )
+    input_sampling: dict[str, Any] | None = Field(
+        None,
+        description="the native captures' input shapes asked in sampled steps alone (capture.input_sampling): "
+        "steps, asked_steps, every_step, not_asked (ops), filled, filled_without_doubles, left; None where every "
+        "op's were asked for",
+    )
 
 
 class Meta(BaseModel):

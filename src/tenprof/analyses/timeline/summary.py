@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -70,6 +71,7 @@ class Summary:
     overhead: Overhead
     memory_peak: MemoryPeak | None = None
     inferred_steps: int = 0  # iterations found in the top-level ops where no steps were marked (0: none)
+    shapes_note: str = ""  # where input shapes were asked in sampled steps alone: how the others got theirs
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -290,7 +292,23 @@ def summarize(profile: Profile) -> Summary:
         overhead=measure(profile),
         memory_peak=memory_peak(profile),
         inferred_steps=_inferred_count(profile) if not steps_marked(profile) else 0,
+        shapes_note=shapes_note(meta.timeline.input_sampling),
         notes=notes,
+    )
+
+
+def shapes_note(sampling: dict[str, Any] | None) -> str:
+    """How the ops' input shapes were had where the capture asked for them in sampled steps alone
+    (capture.input_sampling); '' where every op's were asked for."""
+    if not sampling or not sampling.get("not_asked"):
+        return ""
+    left = int(sampling.get("left", 0))
+    blank = int(sampling.get("filled_without_doubles", 0))
+    return (
+        f"input shapes asked in {sampling.get('asked_steps', 0)} of {sampling.get('steps', 0)} recorded steps, "
+        f"copied to {int(sampling.get('filled', 0))} ops of the others from the same op of a step with the same ops"
+        + (f" ({blank} without their float arguments' values, which changed)" if blank else "")
+        + (f"; {left} ops without shapes (no step like theirs asked)" if left else "")
     )
 
 
