@@ -290,7 +290,8 @@ def test_native_cupti_turns_its_client_on_in_each_recorded_window_and_writes_wha
 
 def _sampled_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inputs: str) -> tuple[list[list[Any]], Any]:
     """40 steps of a tiny training loop under the native capture (TENPROF_INPUTS=`inputs`): its learning rate
-    changes every step, its batch from step 25 on. Each step's ops as (name, signature) in start order, and
+    changes every step, its batch from step 25 on, and another thread runs ops of random sizes all along (as
+    a pin-memory thread does). Each step's ops on the loop's thread as (name, signature) in start order, and
     the session's sampling summary."""
     monkeypatch.setenv("TENPROF_INPUTS", inputs)
     monkeypatch.setenv("TENPROF_GPU_CLOCKS", "0")
@@ -302,6 +303,16 @@ def _sampled_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inputs: str) 
     options = TimelineOptions(capture="native", sample_interval_ns=0, overhead_steps=0)
     session = TimelineSession(tmp_path / inputs, options)
     session.start()
+    done = threading.Event()
+
+    def other_thread() -> None:
+        sizes = iter(range(10**9))
+        while not done.is_set():
+            torch.ones(next(sizes) % 7 + 1).add_(1.0)
+            time.sleep(0.0002)
+
+    beside = threading.Thread(target=other_thread)
+    beside.start()
     for step in range(40):
         loss = (torch.ones(4 if step < 25 else step, 16) @ w).tanh().sum()
         loss.backward()
@@ -309,6 +320,8 @@ def _sampled_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inputs: str) 
         opt.zero_grad()
         schedule.step()
         session.step()
+    done.set()
+    beside.join()
     session.stop()
     recorder = session.log.recorder
     assert recorder is not None
@@ -322,7 +335,7 @@ def _sampled_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inputs: str) 
     steps: list[list[Any]] = [[] for _ in starts]
     for i in sorted(range(len(ops["name_id"])), key=ops["start_ns"].__getitem__):
         k = bisect.bisect_right([s for s, _ in starts], ops["start_ns"][i]) - 1
-        if k >= 0 and ops["scope"][i] != USER_SCOPE_VALUE:
+        if k >= 0 and ops["scope"][i] != USER_SCOPE_VALUE and ops["thread_id"][i] == threading.get_native_id():
             sig = ops["signature_id"][i]
             steps[k].append((names[ops["name_id"][i]], signatures[sig] if sig >= 0 else None))
     return steps, session.log.extra.get("input_sampling")
@@ -351,7 +364,8 @@ def test_sampled_inputs_are_those_every_step_records_or_none_never_others(
     # the learning rate's doubles are unknown where copied, not wrong; the one step whose batch changed
     # unasked is left without inputs, then every step asks
     assert blanked > 0
-    assert summary["every_step"] and 5 < summary["asked_steps"] < 41 and summary["left"] == left
+    # the other thread's ops stay out of the step digests: without that every step but a few asked (32 of 40)
+    assert summary["every_step"] and 5 < summary["asked_steps"] <= 20 and summary["left"] >= left
     # where the batch changed (step 25, unasked); the steps before it kept the allocator sizes of the asked
     # ones, and the step after it asks
     assert [k for k, step in enumerate(sampled) if any(got is None for _, got in step)] == [25]

@@ -25,7 +25,10 @@ The contract:
   never guessed). Steps are the `ProfilerStep#N` ranges among the ops; an op belongs to the step its
   start is in.
 - The step digests leave doubles' values out likewise (callsite_observer.cpp), so a schedule's learning
-  rate does not make every step ask.
+  rate does not make every step ask; and they hold the ops of the thread that marks the steps and of those
+  that run backward nodes alone, so another thread's (a pin-memory thread's, whose ops fall anywhere in the
+  steps) do not either. Its ops take a sampled step's signatures where their own sequence in a step
+  repeats an asked one, and keep none otherwise.
 
 Torch-free: the digests come from the native recorder (callsite_observer.cpp, tenprof_lines_step_digest).
 """

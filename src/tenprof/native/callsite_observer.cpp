@@ -174,6 +174,10 @@ struct ThreadBuffer {
   // no locked add), read and reset by tenprof_lines_step_digest; a lost update there costs one more step
   // with its inputs asked, never a wrong signature
   StepDigest digest;
+  // whether it ran a backward node (autograd's own threads, or the one that calls backward on the CPU): its
+  // ops are the step's, as the thread marking the steps' are; another thread's (a pin-memory thread, a
+  // thread of the script's own) may fall anywhere in the steps and stay out of the digest
+  std::atomic<bool> runs_backward{false};
 };
 
 std::mutex g_mutex;  // guards g_buffers, g_paths, g_path_codes; never held while taking the GIL
@@ -474,6 +478,9 @@ void open_op(ThreadBuffer* b, const at::RecordFunction& fn, int64_t start) {
   // fn.needsInputs(): whether torch handed this op's inputs to the callbacks, which the opener asks for
   // only in the steps that sample them (tenprof_lines_ask_inputs)
   if (g_inputs.load(std::memory_order_relaxed) && !range) signature = fn.needsInputs() ? signature_id(b, fn) : kNotAsked;
+  if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION && !b->runs_backward.load(std::memory_order_relaxed)) {
+    b->runs_backward.store(true, std::memory_order_relaxed);
+  }
   b->open_ops.push_back(b->ops.append({b->tid, start, 0, name, fn.seqNr(), static_cast<int64_t>(fn.forwardThreadId()),
                                        b->depth, static_cast<int64_t>(fn.scope()), signature}));
   b->open_fns.push_back(&fn);
@@ -716,19 +723,27 @@ int tenprof_lines_ask_inputs(int ask) {
   return 1;
 }
 
-// The digest of the ops every thread opened since the last call (StepDigest), reset: names, inputs, memory,
-// ops whose inputs were asked for, ops whose were not.
+// The digest of the ops opened since the last call (StepDigest) by the calling thread (the one marking the
+// steps) and those that ran backward nodes; every thread's reset: names, inputs, memory, ops whose inputs
+// were asked for, ops whose were not.
 PyObject* tenprof_lines_step_digest() {
   uint64_t names = 0, inputs = 0, memory = 0;
   int64_t asked = 0, not_asked = 0;
   {
     std::lock_guard<std::mutex> guard(g_mutex);
     for (ThreadBuffer* b : g_buffers) {
-      names += b->digest.names.exchange(0, std::memory_order_relaxed);
-      inputs += b->digest.inputs.exchange(0, std::memory_order_relaxed);
-      memory += b->digest.memory.exchange(0, std::memory_order_relaxed);
-      asked += b->digest.asked.exchange(0, std::memory_order_relaxed);
-      not_asked += b->digest.not_asked.exchange(0, std::memory_order_relaxed);
+      bool counted = b == t_buffer || b->runs_backward.load(std::memory_order_relaxed);
+      uint64_t n = b->digest.names.exchange(0, std::memory_order_relaxed);
+      uint64_t i = b->digest.inputs.exchange(0, std::memory_order_relaxed);
+      uint64_t m = b->digest.memory.exchange(0, std::memory_order_relaxed);
+      int64_t a = b->digest.asked.exchange(0, std::memory_order_relaxed);
+      int64_t na = b->digest.not_asked.exchange(0, std::memory_order_relaxed);
+      if (!counted) continue;
+      names += n;
+      inputs += i;
+      memory += m;
+      asked += a;
+      not_asked += na;
     }
   }
   return Py_BuildValue("(KKKLL)", static_cast<unsigned long long>(names), static_cast<unsigned long long>(inputs),
