@@ -38,7 +38,7 @@ from __future__ import annotations
 import bisect
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from tenprof.capture.input_encoding import without_doubles
@@ -127,14 +127,7 @@ class FillReport:
         return self.not_asked - self.filled
 
     def as_dict(self) -> dict[str, int]:
-        return {
-            "not_asked": self.not_asked,
-            "filled": self.filled,
-            "filled_without_doubles": self.filled_without_doubles,
-            "left": self.left,
-            "unmatched_sequences": self.unmatched_sequences,
-            "varying_sequences": self.varying_sequences,
-        }
+        return asdict(self) | {"left": self.left}
 
 
 def _step_windows(ops: dict[str, Any], is_range: Callable[[int], bool]) -> list[tuple[int, int, int]]:
@@ -175,16 +168,13 @@ class _DoublesFree:
         self._of: dict[int, int] = {}
 
     def __call__(self, signature_id: int) -> int:
-        found = self._of.get(signature_id)
-        if found is not None:
-            return found
-        key = without_doubles(self.keys[signature_id]) if signature_id >= 0 else ()
-        if signature_id < 0 or key == self.keys[signature_id]:
-            result = signature_id
-        else:
-            result = self._ids.get(key, -1)
-            if result < 0:
-                result = self._ids[key] = len(self.keys)
+        if signature_id < 0 or signature_id in self._of:
+            return self._of.get(signature_id, signature_id)
+        key = without_doubles(self.keys[signature_id])
+        result = signature_id
+        if key != self.keys[signature_id]:
+            result = self._ids.setdefault(key, len(self.keys))
+            if result == len(self.keys):
                 self.keys.append(key)
         self._of[signature_id] = result
         return result
@@ -220,12 +210,14 @@ def fill_signatures(
             asked[key].append((step, signatures))
     doubles_free = _DoublesFree(keys)
     first_copy = len(keys)  # keys from here on are copies without doubles' values
+    # per sequence: whether all its asked steps agree (then any of them is the copy), found once
+    agree = {key: len({signatures for _, signatures in found}) == 1 for key, found in asked.items()}
     for step, key, indexes in targets:
         found = asked.get(key)
         if not found:
             report.unmatched_sequences += 1
             continue
-        template = _template(found, step, doubles_free, windows[step][2] in (unchanged or ()))
+        template = _template(found, agree[key], step, doubles_free, windows[step][2] in (unchanged or ()))
         if template is None:
             report.varying_sequences += 1
             continue
@@ -238,16 +230,16 @@ def fill_signatures(
 
 
 def _template(
-    found: list[tuple[int, tuple[int, ...]]], step: int, doubles_free: _DoublesFree, unchanged: bool
+    found: list[tuple[int, tuple[int, ...]]], agree: bool, step: int, doubles_free: _DoublesFree, unchanged: bool
 ) -> tuple[int, ...] | None:
-    """The signatures to copy into `step` from its sequence's asked steps (in step order): those of the
-    nearest before and after it where both agree (the one there is, at either end; the one before where the
-    step is `unchanged`), without doubles' values where the sequence's asked steps ever differed in those;
-    None where the two differ otherwise."""
-    k = bisect.bisect_left([asked_step for asked_step, _ in found], step)
+    """The signatures to copy into `step` from its sequence's asked steps (in step order; `agree`: all
+    alike): those of the nearest before and after it where both agree (the one there is, at either end; the
+    one before where the step is `unchanged`), without doubles' values where the sequence's asked steps
+    ever differed in those; None where the two differ otherwise."""
+    if agree:
+        return found[0][1]
+    k = bisect.bisect_left(found, step, key=lambda item: item[0])
     around = (k - 1,) if unchanged and k > 0 else (k - 1, k)
     brackets = {found[j][1] for j in around if 0 <= j < len(found)}
-    if len({signatures for _, signatures in found}) == 1:
-        return next(iter(brackets))
     stripped = {tuple(doubles_free(s) for s in signatures) for signatures in brackets}
     return next(iter(stripped)) if len(stripped) == 1 else None

@@ -238,7 +238,7 @@ class NativeCallsiteRecorder:
         self.alone = self.stand_in if alone is None else alone
         self._ops: dict[str, Any] | None = None
         self.fill_report = FillReport()  # what the ops of steps that did not ask for inputs were given
-        self.unchanged_steps: set[int] = set()  # InputSampling.unchanged, handed over before the ops are read
+        self.unchanged_steps: set[int] = set()  # InputSampling.unchanged: the sampling fills it as steps end
         self._compiles = 0  # Dynamo compilations running
         self._flag_before = False  # torch's profiler flag before they began
         # Dynamo's compile records come from the Python recorder's callbacks, into its records array.

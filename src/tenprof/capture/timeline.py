@@ -119,6 +119,19 @@ def _sampler_gate(recorder: Any, native: bool) -> SamplerGate | None:
     return SamplerGate(recorder.lib)
 
 
+def _input_sampling(recorder: Any) -> InputSampling | None:
+    """The native capture asks for every op's inputs in sampled steps alone (capture/input_sampling.py), where
+    its recorder can leave them out; TENPROF_INPUTS=every asks in every step. The recorder reads which
+    steps' allocator sizes were unchanged from it when it fills the others."""
+    if not isinstance(recorder, NativeCallsiteRecorder) or not recorder.samples_inputs:
+        return None
+    if os.environ.get(INPUTS_VAR, "sampled") == "every":
+        return None
+    sampling = InputSampling()
+    recorder.unchanged_steps = sampling.unchanged
+    return sampling
+
+
 def _device_properties() -> list[dict[str, Any]]:
     """The GPUs as Kineto's trace lists them (deviceProperties), for a GPU side written by tenprof: the keys
     an import of the trace reads (timeline_import.gpus_from_device_properties)."""
@@ -161,17 +174,7 @@ class TimelineSession:
         )
         self._step_range: Any = None  # the native capture's open ProfilerStep#N range
         self._step_number = -1  # its N
-        # the native capture asks for every op's inputs in sampled steps alone (capture/input_sampling.py);
-        # TENPROF_INPUTS=every asks in every step
-        recorder_ = self.log.recorder
-        self._sampling = (
-            InputSampling()
-            if self._native
-            and isinstance(recorder_, NativeCallsiteRecorder)
-            and recorder_.samples_inputs
-            and os.environ.get(INPUTS_VAR, "sampled") != "every"
-            else None
-        )
+        self._sampling = _input_sampling(self.log.recorder) if self._native else None
         self.clock_pairs: list[list[int]] = []  # the native capture's [perf before, wall, perf after] reads
         self._gpu_parts = 0  # the native capture's GPU-only sessions exported so far
         self._session_thread: SessionThread | None = None  # where those start and stop
@@ -455,7 +458,6 @@ class TimelineSession:
         recorder = self.log.recorder
         if self._sampling is not None and isinstance(recorder, NativeCallsiteRecorder):
             recorder.ask_inputs(self._sampling.after_step(recorder.step_digest(), self._step_number))
-            recorder.unchanged_steps = self._sampling.unchanged
 
     def _open_step(self, number: int) -> None:
         self._step_number = number

@@ -419,19 +419,20 @@ void encode_inputs(const at::RecordFunction& fn, std::vector<int64_t>& out, std:
 // The id of the op's input signature: from the thread's cache, else the global map (and then cached).
 int64_t signature_id(ThreadBuffer* b, const at::RecordFunction& fn) {
   encode_inputs(fn, b->signature, b->double_at);
-  // The step digest's part: the signature without its doubles' values (a learning rate, an optimizer's bias
-  // correction: they change every step where the shapes do not; input_sampling.py leaves them out of ops
-  // whose signature it copies).
-  uint64_t shape = 1469598103934665603ULL;
+  // One pass for the key's hash (KeyHash's) and the step digest's part: the signature without its doubles'
+  // values (a learning rate, an optimizer's bias correction: they change every step where the shapes do not;
+  // input_sampling.py leaves them out of ops whose signature it copies).
+  uint64_t hash = 1469598103934665603ULL, shape = hash;
   for (size_t i = 0, d = 0; i < b->signature.size(); i++) {
+    uint64_t v = static_cast<uint64_t>(b->signature[i]);
+    hash = mix(hash, v);
     if (d < b->double_at.size() && b->double_at[d] == i) {
       d++;
     } else {
-      shape = mix(shape, static_cast<uint64_t>(b->signature[i]));
+      shape = mix(shape, v);
     }
   }
   b->shape_hash = shape;
-  uint64_t hash = KeyHash()(b->signature);
   CachedSignature& entry = b->signatures[hash & (kCacheSize - 1)];
   if (entry.id >= 0 && entry.hash == hash && entry.key == b->signature) return entry.id;
   int64_t id;
