@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -627,6 +627,15 @@ while [ $# -gt 0 ]; do
       tenprof report "$WORK/prof/worker_oom$v" --limit 3 2>&1 | grep -E "^[0-9]+\. |   (seen|fix)|^Device|^Incomplete" | head -n 12 >> "$N"
     done
     ;;
+  fixture38)  # issue 38: the native-cupti MLP fixture ($OUT/cupti_mlp.tgz: inputs asked in sampled steps, the host sampler behind its gate); text in $OUT/fixture38.txt
+    N="$OUT/fixture38.txt"
+    ( cd "$REPO" && tenprof run --quiet --capture native-cupti -o "$OUT/cupti_mlp" examples/small_mlp.py --steps 12 --warmup 2 ) > "$OUT/cupti_mlp.log" 2>&1
+    echo "fixture exit=$?" >> "$N"
+    tail -n 3 "$OUT/cupti_mlp.log" >> "$N"
+    steps_of "$OUT/cupti_mlp" >> "$N" 2>&1
+    tenprof report "$OUT/cupti_mlp" --limit 3 2>&1 | head -n 30 >> "$N"
+    tar -C "$OUT" -czf "$OUT/cupti_mlp.tgz" cupti_mlp && rm -rf "$OUT/cupti_mlp"  # raw/ is deeper than what comes back
+    ;;
   gate38)  # issue 38: the native captures' defaults (host sampler behind its gate, inputs in sampled steps): cost beside torch.profiler, its CUDA alone and Proton, and with the gate off or inputs every step (G38_WORKLOADS, G38_REPEATS, G38_DEADLINE_MIN per workload), held to 8 cores; text in $OUT/gate38.txt
     for w in ${G38_WORKLOADS:-mlp gpt2-fp32}; do
       ( cd "$REPO" && taskset -c 0-7 python3 benchmarks/overhead.py --workloads "$w" --repeats "${G38_REPEATS:-3}" \
@@ -669,7 +678,7 @@ while [ $# -gt 0 ]; do
         --json "$OUT/cupti38d.json" ) 2>&1 | grep -v "^\[" >> "$N"
     ;;
   cupti38c)  # issue 38: tenprof's own CUPTI client on compiled GPT-2: parity against the native capture (Kineto's CUDA-only session); text in $OUT/cupti38c.txt
-    ( cd "$REPO" && PARITY_CAPTURES=native,native-cupti timeout 400 python3 benchmarks/native_parity.py "$WORK/parity_compiled" examples/compiled_train.py --model gpt2 --steps 8 --warmup 2 ) >> "$OUT/cupti38c.txt" 2>&1
+    ( cd "$REPO" && PARITY_CAPTURES=native,native-cupti timeout "${C38C_TIMEOUT:-400}" python3 benchmarks/native_parity.py "$WORK/parity_compiled" examples/compiled_train.py --model gpt2 --steps 8 --warmup 2 ) >> "$OUT/cupti38c.txt" 2>&1
     ;;
   timedin36)  # issue 36 section 3: the run's un-profiled steps against plain steps of the same process (benchmarks/timed_steps_inproc.py; TIMEDIN_WORKLOADS, TIMEDIN_ROUNDS); text in $OUT/timedin36.txt
     for w in ${TIMEDIN_WORKLOADS:-gpt2-compiled mlp}; do

@@ -46,6 +46,8 @@ def test_run_records_ops_lines_scopes_and_steps_on_cpu(matmul_add_run: Recorded)
     assert files == {str(EXAMPLE)}
     assert set(profile.table("scopes").column("name").to_pylist()) == {"matmul_add"}
     assert profile.table("steps").num_rows == 7  # six tenprof.step() calls and the tail
+    # The launcher's marker of a child that had begun saving is not left in the profile.
+    assert not list(matmul_add_run.profile.rglob("saving"))
 
 
 @pytest.mark.xdist_group("forced_module_run")

@@ -2,7 +2,8 @@
 up here: categories, units, arguments and the autograd engine's ranges' sequence numbers; and the input
 signatures the native recorder encodes, decoded as the profiler writes them (tenprof.capture.native_lines);
 the allocators' reports as profile_memory's instant events; and the GPU side of a Kineto trace merged in, on
-real GPU recordings of tests/data, one of them made by the native capture on an H100 (tests/data/native_mlp);
+real GPU recordings of tests/data, one made by the native capture on an H100 (tests/data/native_mlp), one by
+tenprof's own CUPTI client with inputs asked in sampled steps on an H200 (tests/data/cupti_mlp);
 and the same GPU side as tenprof's own CUPTI client hands it over (tenprof.capture.cupti_client)."""
 
 from __future__ import annotations
@@ -320,6 +321,50 @@ def test_the_native_capture_of_a_gpu_run_rebuilds_with_every_step_kernel_and_mem
     assert devices["cuda"] > 1000 and devices["cpu"] > 0
     in_ops = sum(op >= 0 for op in memory.column("op_id").to_pylist())
     assert in_ops > 0.7 * memory.num_rows
+
+
+def test_the_native_cupti_capture_of_a_gpu_run_rebuilds_with_shapes_copied_into_the_steps_it_did_not_ask(
+    tmp_path: Path,
+) -> None:
+    # Recorded on an H200 by `tenprof run --capture native-cupti` (tests/data/README.md): tenprof's own CUPTI
+    # client, inputs asked in sampled steps alone. Rebuilt from its raw files it gives the stored tables again;
+    # every kernel is at an op on a line of the script; 3 of the 9 recorded steps were asked for their inputs
+    # and the other steps' ops carry the signatures copied from them, so every recorded step after the first
+    # has the same ops with the same shapes and dtypes, in order.
+    copy = tmp_path / "cupti_mlp"
+    shutil.copytree(DATA / "cupti_mlp", copy)
+    rebuild_pass(copy, "timeline", lambda w, r: build_pass(w, r / "kineto_trace.json.gz", r / "callsites.json.gz"))
+    stored, rebuilt = load_profile(DATA / "cupti_mlp"), load_profile(copy)
+    for table in ("ops", "kernels", "memory", "steps"):
+        assert rebuilt.table(table).equals(stored.table(table)), table
+    sampling = stored.meta.timeline.input_sampling
+    assert (sampling["steps"], sampling["asked_steps"], sampling["left"]) == (9, 3, 0)
+    assert sampling["filled"] == sampling["not_asked"] > 0
+    steps = stored.table("steps")
+    numbers, on = steps.column("step").to_pylist(), steps.column("capture_on").to_pylist()
+    recorded = [s for s, captured in zip(numbers, on, strict=True) if captured]
+    assert recorded == [0, 1, 2, 5, 6, 7, 10, 11, 12]
+    ops = stored.table("ops").to_pydict()
+    per_step: dict[int, list[tuple[str, str, str]]] = {s: [] for s in recorded}
+    for name, step, shapes, dtypes in zip(
+        ops["name"], ops["step"], ops["input_shapes"], ops["input_dtypes"], strict=True
+    ):
+        if step in per_step:
+            per_step[step].append((name, shapes, dtypes))
+    later = [per_step[s] for s in recorded[1:]]
+    assert all(signatures == later[0] for signatures in later)
+    assert sum(shapes not in ("", "[]") for _, shapes, _ in later[0]) > 0.8 * len(later[0])
+    kernel_ops = stored.table("kernels").column("op_id").to_pylist()
+    assert min(kernel_ops) >= 0
+    frames = stored.table("frames")
+    files, parents = frames.column("file").to_pylist(), frames.column("parent_frame_id").to_pylist()
+
+    def in_script(frame: int) -> bool:
+        while frame >= 0 and not files[frame].endswith("small_mlp.py"):
+            frame = parents[frame]
+        return frame >= 0
+
+    assert all(in_script(ops["frame_id"][op]) for op in kernel_ops)
 
 
 def test_inductors_marked_graph_call_is_a_named_range_as_the_profiler_writes_it() -> None:

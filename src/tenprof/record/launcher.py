@@ -267,6 +267,8 @@ def _run_child(
             timer.cancel()
         for s, handler in previous.items():
             signal.signal(s, handler)
+        # The marker only told the watchdog the child had begun saving; the profile does not keep it.
+        (raw_dir / SAVING_FILE).unlink(missing_ok=True)
         if relay is not None:
             relay.close()
 
