@@ -1,7 +1,7 @@
 """Instructions a training step costs under the native capture, counted by valgrind's callgrind: no timing
 noise, so parts of the capture too small for a loaded 2-core machine's clock can be told apart.
 
-    python benchmarks/step_instructions.py [--modes plain,every,sampled] [--steps 5,105]
+    python benchmarks/step_instructions.py [--modes plain,every,sampled,ops-off] [--steps 5,105] [--keep DIR]
 
 Each mode runs a CPU MLP (16 layers of 32, batch 8, SGD) for each step count in its own process under
 callgrind, the process ending right after its loop (no trace written, nothing after); the instructions of a
@@ -24,7 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-MODES = ("plain", "every", "sampled")
+MODES = ("plain", "every", "sampled", "ops-off")
 
 
 def child(mode: str, steps: int) -> None:
@@ -37,13 +37,15 @@ def child(mode: str, steps: int) -> None:
     x = torch.randn(8, 32)
     session = None
     if mode != "plain":
-        os.environ["TENPROF_INPUTS"] = mode
+        os.environ["TENPROF_INPUTS"] = "every" if mode == "every" else "sampled"
         os.environ["TENPROF_GPU_CLOCKS"] = "0"
         from tenprof.capture.timeline import TimelineOptions, TimelineSession
 
         options = TimelineOptions(capture="native", sample_interval_ns=0, overhead_steps=0)
         session = TimelineSession(Path(tempfile.mkdtemp(prefix="tenprof-instr-")), options)
         session.start()
+        if mode == "ops-off":  # the op callbacks off, the rest of the session on: a step without op records
+            session.log.recorder.paused = True
     for _ in range(steps):
         loss = model(x).square().mean()
         loss.backward()
@@ -73,6 +75,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--steps", default="5,105", help="two step counts")
+    parser.add_argument("--keep", type=Path, help="keep callgrind's output files here (callgrind_annotate reads them)")
     parser.add_argument("--child", nargs=2, metavar=("MODE", "STEPS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -82,8 +85,10 @@ def main() -> None:
     few, many = (int(s) for s in args.steps.split(","))
     base: float | None = None
     with tempfile.TemporaryDirectory(prefix="tenprof-callgrind-") as scratch:
+        where = args.keep or Path(scratch)
+        where.mkdir(parents=True, exist_ok=True)
         for mode in args.modes.split(","):
-            counts = [count(mode, n, Path(scratch) / f"{mode}.{n}") for n in (few, many)]
+            counts = [count(mode, n, where / f"{mode}.{n}") for n in (few, many)]
             per_step = (counts[1] - counts[0]) / (many - few)
             base = per_step if mode == "plain" else base
             ratio = f"  x{per_step / base:.2f} of plain" if base else ""

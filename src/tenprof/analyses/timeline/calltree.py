@@ -129,12 +129,29 @@ def build_tree(profile: Profile) -> Node:
 
     root = Node("root", "all")
     context_cache: dict[tuple[int, int], Node] = {}
+    frame_nodes: dict[int, Node] = {}
+
+    def frame_node(fid: int) -> Node:
+        """The node of a frame's path outside any scope: its parent frame's node's child, each made once
+        (host samples bring thousands of leaf frames, and each path walked whole was most of a tree)."""
+        missing = []
+        while fid >= 0 and fid not in frame_nodes:
+            missing.append(fid)
+            fid = int(f_parent[fid])
+        node = frame_nodes[fid] if fid >= 0 else root
+        for fr in reversed(missing):
+            node = node.child("frame", f"{f_func[fr]}:{f_line[fr]}", f_file[fr], int(f_line[fr]))
+            frame_nodes[fr] = node
+        return node
 
     def context(fid: int, sid: int) -> Node:
         key = (fid, sid)
         cached = context_cache.get(key)
         if cached is not None:
             return cached
+        if sid < 0 and fid >= 0:
+            context_cache[key] = frame_node(fid)
+            return context_cache[key]
         path = frame_path(fid)
         chain = scope_chain(sid)
         # Scope s goes before path[k] (k = its insert depth) when the op's path agrees with the path
