@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (inrun38 fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -635,6 +635,9 @@ while [ $# -gt 0 ]; do
     steps_of "$OUT/cupti_mlp" >> "$N" 2>&1
     tenprof report "$OUT/cupti_mlp" --limit 3 2>&1 | head -n 30 >> "$N"
     tar -C "$OUT" -czf "$OUT/cupti_mlp.tgz" cupti_mlp && rm -rf "$OUT/cupti_mlp"  # raw/ is deeper than what comes back
+    ;;
+  inrun38)  # issue 38: each capture's recorded steps against its own un-profiled ones in the same process (benchmarks/in_run_overhead.py: --overhead-steps, interleaved, no process-to-process noise), MLP and fp32 GPT-2, ROUNDS38 rounds, held to 8 cores; text in $OUT/inrun38.txt (the 2026-11-29 03:38 UTC numbers came from this task's first form, an inline loop computing the same ratio, captures outer and workloads inner)
+    ( cd "$REPO/benchmarks" && taskset -c 0-7 timeout 450 python3 in_run_overhead.py --rounds "${ROUNDS38:-2}" --json "$OUT/inrun38.json" ) > "$OUT/inrun38.txt" 2>&1
     ;;
   gate38)  # issue 38: the native captures' defaults (host sampler behind its gate, inputs in sampled steps): cost beside torch.profiler, its CUDA alone and Proton, and with the gate off or inputs every step (G38_WORKLOADS, G38_REPEATS, G38_DEADLINE_MIN per workload), held to 8 cores; text in $OUT/gate38.txt
     for w in ${G38_WORKLOADS:-mlp gpt2-fp32}; do

@@ -1,0 +1,100 @@
+"""Each capture's recorded steps against its own un-profiled steps in the same process.
+
+    python benchmarks/in_run_overhead.py [--captures native-cupti,native-cupti-every,kineto]
+        [--workloads mlp,gpt2-fp32] [--rounds 2] [--json OUT.json]
+
+Between processes a loop's step varies by up to 40% on the GPU machines (docs/BENCHMARKS.md), more than
+the differences between captures. Here each run is `tenprof run --capture C --overhead-steps N` (the
+`-every` variants with TENPROF_INPUTS=every), so one process times N steps with everything of tenprof's off
+between its recorded ones; the ratio is the report's Overhead line's: the recorded steps' typical time over
+the un-profiled steps' as timed, each at least the GPU's busy time per step (a step whose host runs ahead
+of a busy GPU lasts its GPU work), so a GPU-bound loop reads 1.00x unless the capture slows the GPU's
+side. Captures alternate within each round. It does not replace benchmarks/overhead.py's whole-loop
+ratio against an un-profiled process (the issue's measure), which also holds what stays on between steps.
+Prints the card, every run and each configuration's median.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from overhead import machine_info
+
+from tenprof.analyses.timeline.overhead import measure
+from tenprof.store.profile import load_profile
+
+ROOT = Path(__file__).resolve().parents[1]
+SHOWN = (
+    "recorded {recorded_ms:.3f} ms, un-profiled {unprofiled_ms:.3f} ms, {ratio:.3f}x "
+    "({recorded_steps} recorded, {off_steps} off)"
+)
+WORKLOADS = {  # script, its arguments, steps timed with the capture off
+    "mlp": (["examples/small_mlp.py", "--steps", "200", "--warmup", "10"], 40),
+    "gpt2-fp32": (["examples/gpt2_fp32.py", "--steps", "40", "--warmup", "3"], 8),
+}
+
+
+def one_run(capture: str, workload: str, out: Path) -> dict[str, Any]:
+    """One `tenprof run` and its Overhead line's numbers."""
+    args, off_steps = WORKLOADS[workload]
+    env = dict(os.environ)
+    if capture.endswith("-every"):
+        env["TENPROF_INPUTS"] = "every"
+    command = [sys.executable, "-m", "tenprof", "run", "--quiet", "--capture", capture.removesuffix("-every")]
+    command += ["--overhead-steps", str(off_steps), "-o", str(out), *args]
+    ran = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    if ran.returncode != 0:
+        return {"error": (ran.stderr.strip().splitlines() or [f"exit {ran.returncode}"])[-1]}
+    o = measure(load_profile(out))
+    if o.method != "measured" or not o.timed_unprofiled_step_ns or o.profiled_step_ns is None:
+        return {"error": o.note}
+    return {
+        "recorded_ms": o.profiled_step_ns / 1e6,
+        "unprofiled_ms": o.timed_unprofiled_step_ns / 1e6,
+        "ratio": o.profiled_step_ns / o.timed_unprofiled_step_ns,
+        "recorded_steps": o.recorded_steps,
+        "off_steps": o.measured_steps,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--captures", default="native-cupti,native-cupti-every,kineto")
+    parser.add_argument("--workloads", default="mlp,gpt2-fp32")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    info = machine_info()
+    card = f"{info.get('card') or 'no GPU'}, driver {info.get('driver', '-')}, {info['date']}"
+    print(card, flush=True)
+    runs: list[dict[str, object]] = []
+    with tempfile.TemporaryDirectory(prefix="tenprof-inrun-") as scratch:
+        for r in range(1, args.rounds + 1):
+            for workload in args.workloads.split(","):
+                for capture in args.captures.split(","):
+                    found = one_run(capture, workload, Path(scratch) / f"{workload}-{capture}-{r}")
+                    runs.append({"round": r, "workload": workload, "capture": capture, **found})
+                    shown = found.get("error") or SHOWN.format(**found)
+                    print(f"round {r} {workload:10s} {capture:19s} {shown}", flush=True)
+                    if args.json:
+                        args.json.write_text(json.dumps({"machine": info, "runs": runs}, indent=1))
+    for workload in args.workloads.split(","):
+        for capture in args.captures.split(","):
+            ratios = [
+                x["ratio"] for x in runs if x["workload"] == workload and x["capture"] == capture and "ratio" in x
+            ]
+            if ratios:
+                each = ", ".join(f"{v:.3f}" for v in ratios)
+                print(f"median {workload:10s} {capture:19s} {statistics.median(ratios):.3f}x ({each})")
+
+
+if __name__ == "__main__":
+    main()
