@@ -366,6 +366,9 @@ def test_sampled_inputs_are_those_every_step_records_or_none_never_others(
     assert blanked > 0
     # the other thread's ops stay out of the step digests: without that every step but a few asked (32 of 40)
     assert summary["every_step"] and 5 < summary["asked_steps"] <= 20 and summary["left"] >= left
+    # the steps listed as asked hold what every-step recording gives, float arguments too
+    assert len(summary["asked"]) == summary["asked_steps"] and 26 in summary["asked"]
+    assert all(sampled[k] == every[k] for k in summary["asked"])
     # where the batch changed (step 25, unasked); the steps before it kept the allocator sizes of the asked
     # ones, and the step after it asks
     assert [k for k, step in enumerate(sampled) if any(got is None for _, got in step)] == [25]

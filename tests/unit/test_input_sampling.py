@@ -6,6 +6,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from tenprof.analyses.timeline.summary import shapes_note
 from tenprof.capture import input_encoding as ie
 from tenprof.capture.input_sampling import NOT_ASKED, InputSampling, StepDigest, fill_signatures
 
@@ -28,15 +29,15 @@ def test_asking_stops_once_two_asked_steps_of_a_kind_agree_and_checks_every_so_o
     sampling = InputSampling(check_every=4)
     assert sampling.asks
     asks = [
-        sampling.after_step(_asked(1, 100)),  # the cold step, its own kind
-        sampling.after_step(_asked(2, 200)),  # the steady kind, first seen
-        sampling.after_step(_asked(2, 200)),  # seen again alike: settled
+        sampling.after_step(_asked(1, 100), 0),  # the cold step, its own kind
+        sampling.after_step(_asked(2, 200), 1),  # the steady kind, first seen
+        sampling.after_step(_asked(2, 200), 2),  # seen again alike: settled
     ]
     assert asks == [True, True, False]
-    asks = [sampling.after_step(_unasked(2)) for _ in range(3)]
+    asks = [sampling.after_step(_unasked(2), n) for n in (3, 4, 5)]
     assert asks == [False, False, True]  # the fourth step since the last asked one checks
-    assert sampling.after_step(_asked(2, 200)) is False
-    assert sampling.summary() == {"steps": 7, "asked_steps": 4, "every_step": False}
+    assert sampling.after_step(_asked(2, 200), 6) is False
+    assert sampling.summary() == {"steps": 7, "asked_steps": 4, "every_step": False, "asked": [0, 1, 2, 6]}
 
 
 def test_a_step_of_an_unsettled_kind_makes_the_next_ask_and_changed_inputs_make_every_step_ask() -> None:
@@ -202,3 +203,18 @@ def test_the_sampling_notes_the_unasked_steps_whose_allocator_sizes_were_the_set
     for number, digest in enumerate((_asked(2, 200), _asked(2, 200), _unasked(2))):
         no_memory.after_step(digest, number)
     assert no_memory.unchanged == set()
+
+
+def test_the_summary_line_names_the_steps_that_asked() -> None:
+    sampling = {"steps": 9, "asked_steps": 3, "asked": [0, 1, 2], "not_asked": 3786, "filled": 3786, "left": 0}
+    assert shapes_note(sampling) == (
+        "input shapes asked in 3 of 9 recorded steps (step 0, 1, 2), copied to 3786 ops of the others from the "
+        "same op of a step with the same ops"
+    )
+    many = dict(sampling, steps=19, asked_steps=12, asked=list(range(12)), filled=3000, left=786)
+    assert shapes_note(many).startswith(
+        "input shapes asked in 12 of 19 recorded steps (step 0, 1, 2, 3, 4, 5, 6, 7, ...)"
+    )
+    assert shapes_note(many).endswith("; 786 ops without shapes (no step like theirs asked)")
+    assert shapes_note({k: v for k, v in sampling.items() if k != "asked"}).startswith("input shapes asked in 3 of 9 ")
+    assert shapes_note(dict(sampling, not_asked=0)) == ""

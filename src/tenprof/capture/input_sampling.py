@@ -46,6 +46,7 @@ from tenprof.capture.input_encoding import without_doubles
 NOT_ASKED = -2  # the signature id of an op whose inputs were not asked for (callsite_observer.cpp, kNotAsked)
 STEP_RANGE_PREFIX = "ProfilerStep#"
 CHECK_EVERY = 20  # in steady state one step in this many asks, to see that the inputs still repeat
+ASKED_LISTED = 1000  # the asked steps' numbers kept for the profile (a run asking in every step has many)
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,7 @@ class InputSampling:
         self._since_asked = 0
         self.steps = 0
         self.asked_steps = 0
+        self.asked: list[int] = []  # the numbers of the first ASKED_LISTED steps that asked
         self.unchanged: set[int] = set()  # unasked steps (numbers) whose allocator sizes were their kind's
 
     def after_step(self, digest: StepDigest, number: int = -1) -> bool:
@@ -83,6 +85,8 @@ class InputSampling:
         self.steps += 1
         if digest.not_asked == 0:
             self.asked_steps += 1
+            if len(self.asked) < ASKED_LISTED:
+                self.asked.append(number)
             self._learn(digest)
             self._since_asked = 0
         else:
@@ -107,7 +111,12 @@ class InputSampling:
         self._last_asked[digest.names] = digest.inputs
 
     def summary(self) -> dict[str, Any]:
-        return {"steps": self.steps, "asked_steps": self.asked_steps, "every_step": self.every_step}
+        return {
+            "steps": self.steps,
+            "asked_steps": self.asked_steps,
+            "every_step": self.every_step,
+            "asked": self.asked,
+        }
 
 
 @dataclass

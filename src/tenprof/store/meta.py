@@ -87,8 +87,8 @@ class TimelineInfo(BaseModel):
     input_sampling: dict[str, Any] | None = Field(
         None,
         description="the native captures' input shapes asked in sampled steps alone (capture.input_sampling): "
-        "steps, asked_steps, every_step, not_asked (ops), filled, filled_without_doubles, left; None where every "
-        "op's were asked for",
+        "steps, asked_steps, every_step, asked (the numbers of the steps that asked, the first 1000), not_asked "
+        "(ops), filled, filled_without_doubles, left; None where every op's were asked for",
     )
 
 

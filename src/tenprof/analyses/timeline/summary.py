@@ -304,8 +304,10 @@ def shapes_note(sampling: dict[str, Any] | None) -> str:
         return ""
     left = int(sampling.get("left", 0))
     blank = int(sampling.get("filled_without_doubles", 0))
+    asked = [str(n) for n in sampling.get("asked") or []]
+    which = f" (step {', '.join(asked[:8])}{', ...' if len(asked) > 8 else ''})" if asked else ""
     return (
-        f"input shapes asked in {sampling.get('asked_steps', 0)} of {sampling.get('steps', 0)} recorded steps, "
+        f"input shapes asked in {sampling.get('asked_steps', 0)} of {sampling.get('steps', 0)} recorded steps{which}, "
         f"copied to {int(sampling.get('filled', 0))} ops of the others from the same op of a step with the same ops"
         + (f" ({blank} without their float arguments' values, which changed)" if blank else "")
         + (f"; {left} ops without shapes (no step like theirs asked)" if left else "")
