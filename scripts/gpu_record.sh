@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (inrun38 fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (steps38 inrun38 fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -635,6 +635,10 @@ while [ $# -gt 0 ]; do
     steps_of "$OUT/cupti_mlp" >> "$N" 2>&1
     tenprof report "$OUT/cupti_mlp" --limit 3 2>&1 | head -n 30 >> "$N"
     tar -C "$OUT" -czf "$OUT/cupti_mlp.tgz" cupti_mlp && rm -rf "$OUT/cupti_mlp"  # raw/ is deeper than what comes back
+    ;;
+  steps38)  # issue 38: fp32 GPT-2 (overhead.py's 10 steps after 3 of warm-up) and the MLP step by step, plain and under native-cupti (benchmarks/step_by_step.py, STEPS38_ROUNDS rounds), held to 8 cores: which steps hold the loop's cost; text in $OUT/steps38.txt
+    ( cd "$REPO" && taskset -c 0-7 python3 benchmarks/step_by_step.py --rounds "${STEPS38_ROUNDS:-3}" --json "$OUT/steps38-gpt2.json" examples/gpt2_fp32.py --steps 10 --warmup 3 ) 2>&1 | grep -v "^loop_s\|Warning\|warn" >> "$OUT/steps38.txt"
+    ( cd "$REPO" && taskset -c 0-7 python3 benchmarks/step_by_step.py --rounds "${STEPS38_ROUNDS:-3}" --json "$OUT/steps38-mlp.json" examples/small_mlp.py --steps 60 --warmup 10 ) 2>&1 | grep -v "^loop_s\|Warning\|warn" >> "$OUT/steps38.txt"
     ;;
   inrun38)  # issue 38: each capture's recorded steps against its own un-profiled ones in the same process (benchmarks/in_run_overhead.py: --overhead-steps, interleaved, no process-to-process noise), MLP and fp32 GPT-2, ROUNDS38 rounds, held to 8 cores; text in $OUT/inrun38.txt (the 2026-11-29 03:38 UTC numbers came from this task's first form, an inline loop computing the same ratio, captures outer and workloads inner)
     ( cd "$REPO/benchmarks" && taskset -c 0-7 timeout 450 python3 in_run_overhead.py --rounds "${ROUNDS38:-2}" --json "$OUT/inrun38.json" ) > "$OUT/inrun38.txt" 2>&1
