@@ -286,6 +286,32 @@ def test_allocator_reports_become_memory_instant_events_and_a_failed_allocation_
     assert memory_events({}, pid=3) == []
 
 
+def _stored_equals_rebuilt(tmp_path: Path, case: str) -> Profile:
+    """The recording of tests/data rebuilt from its raw trace and call-site log by the importer: the stored
+    tables again. Returns the stored profile."""
+    copy = tmp_path / case
+    shutil.copytree(DATA / case, copy)
+    rebuild_pass(copy, "timeline", lambda w, r: build_pass(w, r / "kineto_trace.json.gz", r / "callsites.json.gz"))
+    stored, rebuilt = load_profile(DATA / case), load_profile(copy)
+    for table in ("ops", "kernels", "memory", "steps"):
+        assert rebuilt.table(table).equals(stored.table(table)), table
+    return stored
+
+
+def _on_a_line_of(profile: Profile, script: str, op_ids: list[int]) -> bool:
+    """Whether each op has a line of `script` on its Python stack."""
+    frames = profile.table("frames")
+    files, parents = frames.column("file").to_pylist(), frames.column("parent_frame_id").to_pylist()
+    op_frames = profile.table("ops").column("frame_id").to_pylist()
+
+    def in_script(frame: int) -> bool:
+        while frame >= 0 and not files[frame].endswith(script):
+            frame = parents[frame]
+        return frame >= 0
+
+    return all(in_script(op_frames[op]) for op in op_ids)
+
+
 def test_the_native_capture_of_a_gpu_run_rebuilds_with_every_step_kernel_and_memory_sample_placed(
     tmp_path: Path,
 ) -> None:
@@ -293,27 +319,14 @@ def test_the_native_capture_of_a_gpu_run_rebuilds_with_every_step_kernel_and_mem
     # trace and call-site log by the importer, it gives the stored tables again, and what they hold is the
     # capture's: every recorded step marked (steps 3-4 run un-profiled), every kernel at an op and a line of
     # the script, the allocators' samples on the GPU and the CPU, most inside ops.
-    copy = tmp_path / "native_mlp"
-    shutil.copytree(DATA / "native_mlp", copy)
-    rebuild_pass(copy, "timeline", lambda w, r: build_pass(w, r / "kineto_trace.json.gz", r / "callsites.json.gz"))
-    stored, rebuilt = load_profile(DATA / "native_mlp"), load_profile(copy)
-    for table in ("ops", "kernels", "memory", "steps"):
-        assert rebuilt.table(table).equals(stored.table(table)), table
+    stored = _stored_equals_rebuilt(tmp_path, "native_mlp")
     steps = stored.table("steps")
     assert steps.column("step").to_pylist() == [0, 1, 2, 3, 4, 5, 6, 7]
     assert steps.column("capture_on").to_pylist() == [True, True, True, False, False, True, True, True]
-    kernels, ops, frames = stored.table("kernels"), stored.table("ops"), stored.table("frames")
-    kernel_ops = kernels.column("op_id").to_pylist()
+    ops = stored.table("ops")
+    kernel_ops = stored.table("kernels").column("op_id").to_pylist()
     assert len(kernel_ops) == 666 and min(kernel_ops) >= 0
-    files, parents = frames.column("file").to_pylist(), frames.column("parent_frame_id").to_pylist()
-    op_frames = ops.column("frame_id").to_pylist()
-
-    def in_script(frame: int) -> bool:  # a line of the script on the op's Python stack
-        while frame >= 0 and not files[frame].endswith("small_mlp.py"):
-            frame = parents[frame]
-        return frame >= 0
-
-    assert all(in_script(op_frames[op]) for op in kernel_ops)
+    assert _on_a_line_of(stored, "small_mlp.py", kernel_ops)
     per_step = Counter(ops.column("step").to_pylist()[op] for op in kernel_ops)
     assert per_step == {0: 134, 1: 133, 2: 133, 5: 133, 6: 133}
     memory = stored.table("memory")
@@ -331,12 +344,7 @@ def test_the_native_cupti_capture_of_a_gpu_run_rebuilds_with_shapes_copied_into_
     # every kernel is at an op on a line of the script; 3 of the 9 recorded steps were asked for their inputs
     # and the other steps' ops carry the signatures copied from them, so every recorded step after the first
     # has the same ops with the same shapes and dtypes, in order.
-    copy = tmp_path / "cupti_mlp"
-    shutil.copytree(DATA / "cupti_mlp", copy)
-    rebuild_pass(copy, "timeline", lambda w, r: build_pass(w, r / "kineto_trace.json.gz", r / "callsites.json.gz"))
-    stored, rebuilt = load_profile(DATA / "cupti_mlp"), load_profile(copy)
-    for table in ("ops", "kernels", "memory", "steps"):
-        assert rebuilt.table(table).equals(stored.table(table)), table
+    stored = _stored_equals_rebuilt(tmp_path, "cupti_mlp")
     sampling = stored.meta.timeline.input_sampling
     assert (sampling["steps"], sampling["asked_steps"], sampling["left"]) == (9, 3, 0)
     assert sampling["filled"] == sampling["not_asked"] > 0
@@ -355,16 +363,7 @@ def test_the_native_cupti_capture_of_a_gpu_run_rebuilds_with_shapes_copied_into_
     assert all(signatures == later[0] for signatures in later)
     assert sum(shapes not in ("", "[]") for _, shapes, _ in later[0]) > 0.8 * len(later[0])
     kernel_ops = stored.table("kernels").column("op_id").to_pylist()
-    assert min(kernel_ops) >= 0
-    frames = stored.table("frames")
-    files, parents = frames.column("file").to_pylist(), frames.column("parent_frame_id").to_pylist()
-
-    def in_script(frame: int) -> bool:
-        while frame >= 0 and not files[frame].endswith("small_mlp.py"):
-            frame = parents[frame]
-        return frame >= 0
-
-    assert all(in_script(ops["frame_id"][op]) for op in kernel_ops)
+    assert min(kernel_ops) >= 0 and _on_a_line_of(stored, "small_mlp.py", kernel_ops)
 
 
 def test_inductors_marked_graph_call_is_a_named_range_as_the_profiler_writes_it() -> None:
