@@ -1,15 +1,19 @@
 """Instructions a training step costs under the native capture, counted by valgrind's callgrind: no timing
 noise, so parts of the capture too small for a loaded 2-core machine's clock can be told apart.
 
-    python benchmarks/step_instructions.py [--modes plain,every,sampled,ops-off] [--steps 5,105] [--keep DIR]
+    python benchmarks/step_instructions.py [--modes plain,every,sampled,ops-off,ops-sampled] [--steps 5,105]
+        [--keep DIR]
 
 Each mode runs a CPU MLP (16 layers of 32, batch 8, SGD) for each step count in its own process under
 callgrind, the process ending right after its loop (no trace written, nothing after); the instructions of a
 step are the difference between the two counts over the difference in steps, so start-up (importing torch,
 building the model, starting the capture) drops out. PYTHONHASHSEED is fixed so that the interpreter's own
 work does not differ between runs. Modes: plain (no capture), every (`--capture native`'s session asking for
-every op's inputs in every step: TENPROF_INPUTS=every), sampled (its default, inputs in sampled steps), both
-without the host sampler and the NVML thread (threads whose instructions would depend on wall time).
+every op's inputs in every step: TENPROF_INPUTS=every), sampled (its default, inputs in sampled steps),
+ops-off (that session with its op callbacks and allocator reports paused: what is left of it in a step),
+ops-sampled (TENPROF_OPS=sampled as a GPU run has it: op callbacks on only in the steps the sampling asks
+in, allocator reports on), each without the host sampler and the NVML thread (threads whose instructions
+would depend on wall time).
 Needs valgrind; about 2.5 minutes a run on the development machine.
 """
 
@@ -24,7 +28,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-MODES = ("plain", "every", "sampled", "ops-off")
+MODES = ("plain", "every", "sampled", "ops-off", "ops-sampled")
 
 
 def child(mode: str, steps: int) -> None:
@@ -46,6 +50,9 @@ def child(mode: str, steps: int) -> None:
         session.start()
         if mode == "ops-off":  # the op callbacks off, the rest of the session on: a step without op records
             session.log.recorder.paused = True
+        # op records in sampled steps alone (TENPROF_OPS=sampled, which a run without CUDA launches to copy
+        # ops by leaves off: set here, as a GPU run would have it)
+        session._ops_sampled = mode == "ops-sampled"
     for _ in range(steps):
         loss = model(x).square().mean()
         loss.backward()

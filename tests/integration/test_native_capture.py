@@ -23,7 +23,8 @@ from tenprof.analyses.timeline.summary import summarize
 from tenprof.capture.schedule import Schedule
 from tenprof.capture.timeline import NativeCaptureUnavailable, TimelineOptions, TimelineSession
 from tenprof.cli.main import main
-from tenprof.core.rawfiles import CHECKS_FILE, trace_part_name
+from tenprof.core.rawfiles import CALLSITES_FILE, CHECKS_FILE, trace_part_name
+from tenprof.importers.callsites import read_callsites
 from tenprof.store.profile import Profile, load_profile
 from tests.conftest import CPU_STEPS_SCRIPT, shared_recording
 
@@ -372,3 +373,80 @@ def test_sampled_inputs_are_those_every_step_records_or_none_never_others(
     # where the batch changed (step 25, unasked); the steps before it kept the allocator sizes of the asked
     # ones, and the step after it asks
     assert [k for k, step in enumerate(sampled) if any(got is None for _, got in step)] == [25]
+
+
+class _LaunchingCuptiClient(_FakeCuptiClient):
+    """A stand-in CUPTI client whose launches the script makes: `launch(kernel)`, called from inside an op,
+    notes a launch call there and a kernel after it, as the client's callbacks and activity records would."""
+
+    launches: ClassVar[list[tuple[int, int, int, int]]] = []  # (start, end, pthread, kernel)
+
+    @classmethod
+    def launch(cls, kernel: int) -> None:
+        start = time.perf_counter_ns()
+        cls.launches.append((start, time.perf_counter_ns() + 1000, threading.get_ident(), kernel))
+
+    def records(self) -> tuple[Any, list[str]]:
+        from tenprof.capture.cupti_client import KIND_CONCURRENT_KERNEL, KIND_RUNTIME, RECORD
+
+        records = np.zeros(2 * len(self.launches), dtype=RECORD)
+        for k, (start, end, pthread, kernel) in enumerate(self.launches):
+            call, work = records[2 * k], records[2 * k + 1]
+            call["kind"], call["name"], call["correlation"] = KIND_RUNTIME, 2, 1000 + k
+            call["start"], call["end"], call["thread"] = start, end, pthread & 0xFFFFFFFF
+            work["kind"], work["name"], work["correlation"] = KIND_CONCURRENT_KERNEL, kernel, 1000 + k
+            work["start"], work["end"], work["stream"] = end + 100, end + 200, 7
+        return records, ["kernel_a", "kernel_b", "cudaLaunchKernel"]
+
+
+@torch.library.custom_op("tenprof_test::launching", mutates_args=())
+def _launching(x: torch.Tensor, kernel: int) -> torch.Tensor:
+    _LaunchingCuptiClient.launch(kernel)
+    return x.clone()
+
+
+def test_ops_recorded_in_sampled_steps_are_copied_into_the_others_by_their_launches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # TENPROF_OPS=sampled: the op callbacks are off in the steps the sampling does not ask in; after the run
+    # those steps get their ProfilerStep ranges, and the ops of a recorded step that made the same launches,
+    # placed so that each launch is inside its op again (capture/op_copy.py).
+    from tenprof.capture import timeline
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    monkeypatch.setattr(timeline, "CuptiClient", _LaunchingCuptiClient)
+    monkeypatch.setenv("TENPROF_GPU_CLOCKS", "0")
+    monkeypatch.setenv("TENPROF_OPS", "sampled")
+    _LaunchingCuptiClient.launches = []
+    session = TimelineSession(tmp_path, TimelineOptions(capture="native-cupti", sample_interval_ns=0, overhead_steps=0))
+    session.start()
+    x = torch.ones(8)
+    for _ in range(30):
+        y = torch.ops.tenprof_test.launching(x, 0)
+        torch.ops.tenprof_test.launching(y * 2, 1)
+        session.step()
+    session.stop()
+
+    copy = session.log.extra["op_copy"]
+    # all but the asked steps ran without op records; the tail after the last step() launched nothing
+    assert copy["unmatched"] == [30] and 20 <= copy["copied_steps"] == copy["steps_without_ops"] - 1 < 30, copy
+    events = json.loads((tmp_path / trace_part_name(0)).read_bytes())["traceEvents"]
+    steps = sorted(int(e["name"].split("#")[1]) for e in events if e["name"].startswith("ProfilerStep#"))
+    assert steps == list(range(31))  # the 30 steps and the tail
+    ops = [e for e in events if e.get("cat") == "cpu_op"]
+    calls = [e for e in events if e.get("cat") == "cuda_runtime"]
+    assert len(calls) == 60
+    for call in calls:  # each launch inside an op that launches, in every step, copied or recorded
+        assert any(
+            op["name"] == "tenprof_test::launching"
+            and op["tid"] == call["tid"]
+            and op["ts"] <= call["ts"]
+            and call["ts"] + call["dur"] <= op["ts"] + op["dur"]
+            for op in ops
+        ), call
+    copied = [e for e in ops if "tenprof copied from step" in e["args"]]
+    assert copied and {e["name"] for e in copied} >= {"tenprof_test::launching", "aten::mul"}
+    # what was done reaches the sidecar the importer reads (and from it the profile's meta and summary)
+    assert read_callsites(tmp_path / CALLSITES_FILE).op_copy == copy

@@ -218,3 +218,26 @@ def test_the_summary_line_names_the_steps_that_asked() -> None:
     assert shapes_note(many).endswith("; 786 ops without shapes (no step like theirs asked)")
     assert shapes_note({k: v for k, v in sampling.items() if k != "asked"}).startswith("input shapes asked in 3 of 9 ")
     assert shapes_note(dict(sampling, not_asked=0)) == ""
+
+
+def test_steps_run_without_op_records_ask_again_at_the_check_or_when_the_allocator_sizes_change() -> None:
+    sampling = InputSampling(check_every=4)
+    assert sampling.after_step_without_ops(memory=7, number=0) is True  # nothing settled yet: record the next
+    for n, digest in enumerate((_asked(2, 200, memory=7), _asked(2, 200, memory=7)), start=1):
+        sampling.after_step(digest, n)
+    assert [sampling.after_step_without_ops(7, n) for n in (3, 4, 5)] == [False, False, True]  # the check
+    sampling.after_step(_asked(2, 200, memory=7), 6)
+    assert sampling.after_step_without_ops(8, 7) is True  # sizes unlike the settled ones: record the next
+    assert sampling.after_step_without_ops(0, 8) is False  # no allocator reports: nothing says it changed
+    assert sampling.summary()["asked"] == [1, 2, 6] and sampling.steps == 9
+
+
+def test_the_summary_line_says_how_steps_recorded_without_ops_got_theirs() -> None:
+    copy = {"steps_without_ops": 27, "copied_steps": 26, "unmatched": [30], "ops": 338, "calls": 0}
+    assert shapes_note(None, copy) == (
+        "ops recorded in sampled steps alone: 26 of 27 steps without them given those of a step that launched "
+        "the same work (338 ops), 1 left without ops"
+    )
+    sampling = {"steps": 31, "asked_steps": 4, "asked": [0, 1, 2, 20], "not_asked": 10, "filled": 10, "left": 0}
+    assert shapes_note(sampling, copy).startswith("ops recorded in sampled steps alone: 26 of 27 ")
+    assert "; input shapes asked in 4 of 31 recorded steps (step 0, 1, 2, 20)" in shapes_note(sampling, copy)

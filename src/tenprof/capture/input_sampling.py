@@ -76,6 +76,7 @@ class InputSampling:
         self.steps = 0
         self.asked_steps = 0
         self.asked: list[int] = []  # the numbers of the first ASKED_LISTED steps that asked
+        self._last_kind: int | None = None  # the names digest of the latest asked step
         self.unchanged: set[int] = set()  # unasked steps (numbers) whose allocator sizes were their kind's
 
     def after_step(self, digest: StepDigest, number: int = -1) -> bool:
@@ -88,6 +89,7 @@ class InputSampling:
             if len(self.asked) < ASKED_LISTED:
                 self.asked.append(number)
             self._learn(digest)
+            self._last_kind = digest.names
             self._since_asked = 0
         else:
             self._since_asked += 1
@@ -98,6 +100,22 @@ class InputSampling:
             self.every_step
             or settled is None
             or settled[1] != digest.memory
+            or self._since_asked + 1 >= self.check_every
+        )
+        return self.asks
+
+    def after_step_without_ops(self, memory: int, number: int = -1) -> bool:
+        """Learn from step `number`, run with the op callbacks off (`TENPROF_OPS=sampled`: the next stage of
+        docs/design/cheaper_capture.md 3.6), which only its allocator sizes describe; whether the next one
+        records its ops and asks for their inputs. As an unasked step of the kind last asked: it asks at
+        the check, or after allocator sizes unlike that kind's settled ones."""
+        self.steps += 1
+        self._since_asked += 1
+        settled = self._settled.get(self._last_kind) if self._last_kind is not None else None
+        self.asks = (
+            self.every_step
+            or settled is None
+            or (memory != 0 and settled[1] != memory)
             or self._since_asked + 1 >= self.check_every
         )
         return self.asks

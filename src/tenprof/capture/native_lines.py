@@ -245,6 +245,7 @@ class NativeCallsiteRecorder:
         self._python = CallsiteRecorder(interner)
         self._started = False
         self._paused = False
+        self._ops_off = False
         self._records: array[int] | None = None
         self._unwrapped: dict[str, Any] = {}
         # Its first callback goes in now, disabled, so that it runs before the profiler's (started later);
@@ -264,10 +265,22 @@ class NativeCallsiteRecorder:
     @paused.setter
     def paused(self, value: bool) -> None:
         if value != self._paused and self._started:
-            self.lib.tenprof_lines_pause(int(value))
+            self.lib.tenprof_lines_pause(int(value or self._ops_off))
             if self.memory:
                 self.lib.tenprof_lines_memory_pause(int(value))
         self._paused = value
+
+    @property
+    def ops_off(self) -> bool:
+        """Whether the op callbacks are off while the rest records (allocator reports, step digests): a
+        step whose ops are copied from a recorded one after the run (`TENPROF_OPS=sampled`, op_copy.py)."""
+        return self._ops_off
+
+    @ops_off.setter
+    def ops_off(self, value: bool) -> None:
+        if value != self._ops_off and self._started and not self._paused:
+            self.lib.tenprof_lines_pause(int(value))
+        self._ops_off = value
 
     @property
     def samples_inputs(self) -> bool:
@@ -293,6 +306,7 @@ class NativeCallsiteRecorder:
                 self.lib.tenprof_lines_state_push(int(self.memory))
             self._started = True
             self._paused = False
+            self._ops_off = False
             self._on_new_path()
             self._wrap_autograd()
         return self
@@ -333,7 +347,7 @@ class NativeCallsiteRecorder:
 
         @functools.wraps(func)
         def call(*args: Any, **kwargs: Any) -> Any:
-            if self._paused or is_compiling():
+            if self._paused or self._ops_off or is_compiling():  # no call site where no op is recorded
                 return func(*args, **kwargs)
             frame_id = self.interner.path_id(sys._getframe(1))
             start = time.perf_counter_ns()

@@ -252,6 +252,19 @@ def write_trace(
 ) -> None:
     """The trace file holding `trace_events`, and the GPU side of each of `gpu_parts` (a GPU-only Kineto
     trace and its trace_minus_perf_ns): JSON, gzipped where the name ends in .gz (as the profiler's export)."""
+    write_trace_document(path, trace_document(ops, pid, user_scope, gpu_parts))
+
+
+def write_trace_document(path: Path, trace: dict[str, Any]) -> None:
+    """`trace_document`'s trace as JSON, gzipped where the name ends in .gz."""
+    data = orjson.dumps(trace)
+    path.write_bytes(gzip.compress(data, compresslevel=1) if path.suffix == ".gz" else data)
+
+
+def trace_document(
+    ops: dict[str, Any], pid: int, user_scope: int, gpu_parts: Sequence[tuple[dict[str, Any], int]] = ()
+) -> dict[str, Any]:
+    """The trace `write_trace` writes, as a dict (its events in `traceEvents`)."""
     events = trace_events(ops, pid, user_scope) + memory_events(ops.get("memory", {}), pid)
     threads = dict(ops.get("threads", ()))  # (pthread_self(), OS thread id) pairs
     cupti_ids = _cupti_ids(threads)
@@ -264,6 +277,4 @@ def write_trace(
         gpu += moved
         calls += part_calls
     _name_call_threads(events, calls)  # once, over every part's calls
-    trace = {**top, "traceEvents": events + gpu, "tenprofThreads": sorted(threads.items())}
-    data = orjson.dumps(trace)
-    path.write_bytes(gzip.compress(data, compresslevel=1) if path.suffix == ".gz" else data)
+    return {**top, "traceEvents": events + gpu, "tenprofThreads": sorted(threads.items())}

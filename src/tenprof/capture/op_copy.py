@@ -26,6 +26,7 @@ ranges are not copied.
 
 from __future__ import annotations
 
+from array import array
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,10 +35,13 @@ from typing import Any
 
 import numpy as np
 
+from tenprof.capture.input_sampling import STEP_RANGE_PREFIX
+
+CALL_FIELDS = ("thread_id", "start_ns", "end_ns", "frame_id")  # a call-site record, 4 int64 in a row
 OP_CATEGORIES = frozenset({"cpu_op", "user_annotation"})
 CALL_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver"})
 GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
-NOT_COPIED_PREFIXES = ("ProfilerStep#", "tenprof::")
+NOT_COPIED_PREFIXES = (STEP_RANGE_PREFIX, "tenprof::")
 COPIED_FROM = "tenprof copied from step"
 
 
@@ -202,3 +206,32 @@ def _time_map(target: StepWindow, anchors: list[tuple[int, int]]) -> Callable[[i
         return round(min(max(moved, float(target.start_ns)), float(target.end_ns)))
 
     return to_target
+
+
+def fill_trace(trace: dict[str, Any], records: array[int], without_ops: list[StepWindow], pid: int) -> dict[str, Any]:
+    """A native capture's trace and call-site records (4 int64 per record, CALL_FIELDS) completed in place for
+    the steps run with the op callbacks off: their step ranges (on the thread that marks the others), and the
+    ops and call sites `copy_ops` gives them. What was done, for the sidecar."""
+    events: list[dict[str, Any]] = trace["traceEvents"]
+    marks = [e for e in events if e.get("cat") == "user_annotation" and str(e["name"]).startswith(STEP_RANGE_PREFIX)]
+    recorded = [StepWindow(int(e["name"][len(STEP_RANGE_PREFIX) :]), _ns(e), _ns(e, end=True)) for e in marks]
+    tid = marks[0]["tid"] if marks else 0
+    next_id = 1 + max((int(e.get("args", {}).get("External id", 0)) for e in events), default=0)
+    for k, w in enumerate(without_ops):
+        events.append(
+            {"ph": "X", "cat": "user_annotation", "name": f"{STEP_RANGE_PREFIX}{w.step}", "pid": pid, "tid": tid,
+             "ts": w.start_ns / 1000, "dur": (w.end_ns - w.start_ns) / 1000, "args": {"External id": next_id + k}}
+        )  # fmt: skip
+    calls = {name: list(records[k::4]) for k, name in enumerate(CALL_FIELDS)}
+    copied, copied_calls, report = copy_ops(events, calls, recorded + without_ops, {w.step for w in recorded})
+    events += copied
+    rows = sorted(zip(*(calls[name] + copied_calls[name] for name in CALL_FIELDS), strict=True), key=lambda r: r[1])
+    del records[:]
+    records.extend(value for row in rows for value in row)
+    return {
+        "steps_without_ops": len(without_ops),
+        "copied_steps": len({step for step, _, _ in report.copied}),
+        "unmatched": report.unmatched,
+        "ops": report.ops,
+        "calls": report.calls,
+    }

@@ -50,7 +50,8 @@ from tenprof.capture.host_sampler import DEFAULT_INTERVAL_NS, HostSampler
 from tenprof.capture.input_sampling import InputSampling
 from tenprof.capture.log_filter import profiler_lines_kept_out
 from tenprof.capture.native_lines import USER_SCOPE, NativeCallsiteRecorder, SamplerGate
-from tenprof.capture.native_trace import trace_minus_perf_ns, write_trace
+from tenprof.capture.native_trace import trace_document, trace_minus_perf_ns, write_trace_document
+from tenprof.capture.op_copy import StepWindow, fill_trace
 from tenprof.capture.overhead_plan import DEFAULT_COUNT, RECORDED, OverheadPlan
 from tenprof.capture.own_launches import OwnLaunches
 from tenprof.capture.schedule import Schedule
@@ -132,6 +133,16 @@ def _input_sampling(recorder: Any) -> InputSampling | None:
     return sampling
 
 
+OPS_VAR = "TENPROF_OPS"  # "sampled" (experimental): op records in sampled steps alone, the others' copied
+
+
+def _samples_ops(sampling: InputSampling | None) -> bool:
+    """TENPROF_OPS=sampled: the native captures record ops in the steps the input sampling asks in alone and
+    copy them into the others after the run from a recorded step that launched the same work (op_copy.py;
+    docs/design/cheaper_capture.md 3.6, not yet the default: tested on the CPU with a stand-in CUPTI client)."""
+    return sampling is not None and os.environ.get(OPS_VAR, "") == "sampled"
+
+
 def _device_properties() -> list[dict[str, Any]]:
     """The GPUs as Kineto's trace lists them (deviceProperties), for a GPU side written by tenprof: the keys
     an import of the trace reads (timeline_import.gpus_from_device_properties)."""
@@ -175,6 +186,9 @@ class TimelineSession:
         self._step_range: Any = None  # the native capture's open ProfilerStep#N range
         self._step_number = -1  # its N
         self._sampling = _input_sampling(self.log.recorder) if self._native else None
+        self._ops_sampled = False  # set once the GPU activity is known to be recorded (below)
+        self._opened_ns = 0  # when the open step range began
+        self._without_ops: list[StepWindow] = []  # the steps run with the op callbacks off (TENPROF_OPS)
         self.clock_pairs: list[list[int]] = []  # the native capture's [perf before, wall, perf after] reads
         self._gpu_parts = 0  # the native capture's GPU-only sessions exported so far
         self._session_thread: SessionThread | None = None  # where those start and stop
@@ -198,6 +212,8 @@ class TimelineSession:
         self._capture_on = True
         # the session stops for the steps timed un-profiled, GPU activity and all (see `_set_capture`)
         self._gpu_activity = torch.cuda.is_available() and options.schedule is None
+        # the copy finds a step's ops by its CUDA launches: a run without them keeps every step's ops
+        self._ops_sampled = self._gpu_activity and _samples_ops(self._sampling)
         self._set_teardown = False
         if self._gpu_activity and self._plan.count > 0:
             # Kineto leaves CUPTI attached after a session stops unless told to tear it down, and an
@@ -454,13 +470,22 @@ class TimelineSession:
         self._sync()
 
     def _sample_inputs(self) -> None:
-        """After a recorded step: whether the next one asks for every op's inputs (input_sampling.py)."""
+        """After a recorded step: whether the next one asks for every op's inputs (input_sampling.py), and
+        with TENPROF_OPS=sampled whether it records its ops at all."""
         recorder = self.log.recorder
         if self._sampling is not None and isinstance(recorder, NativeCallsiteRecorder):
-            recorder.ask_inputs(self._sampling.after_step(recorder.step_digest(), self._step_number))
+            digest = recorder.step_digest()
+            if recorder.ops_off:
+                asks = self._sampling.after_step_without_ops(digest.memory, self._step_number)
+            else:
+                asks = self._sampling.after_step(digest, self._step_number)
+            recorder.ask_inputs(asks)
+            if self._ops_sampled:
+                recorder.ops_off = not asks
 
     def _open_step(self, number: int) -> None:
         self._step_number = number
+        self._opened_ns = time.perf_counter_ns()
         self._step_range = record_function(f"{STEP_RANGE_PREFIX}{number}")
         self._step_range.__enter__()
 
@@ -468,6 +493,9 @@ class TimelineSession:
         if self._step_range is not None:
             self._step_range.__exit__(None, None, None)
             self._step_range = None
+            recorder = self.log.recorder
+            if isinstance(recorder, NativeCallsiteRecorder) and recorder.ops_off:  # its range went unrecorded
+                self._without_ops.append(StepWindow(self._step_number, self._opened_ns, time.perf_counter_ns()))
 
     def _write_native_trace(self) -> None:
         """The native recorder's ops and ranges as the run's trace, where torch.profiler's export would be."""
@@ -480,7 +508,10 @@ class TimelineSession:
         if self._cupti is not None:  # on the perf clock already
             records, names = self._cupti.records()
             shifted.append((gpu_trace(records, names, os.getpid(), _device_properties()), 0))
-        write_trace(self.raw_dir / trace_part_name(0), recorder.ops, os.getpid(), USER_SCOPE, shifted)
+        trace = trace_document(recorder.ops, os.getpid(), USER_SCOPE, shifted)
+        if self._without_ops:  # their step ranges, ops and call sites (TENPROF_OPS=sampled)
+            self.log.extra["op_copy"] = fill_trace(trace, recorder.records, self._without_ops, os.getpid())
+        write_trace_document(self.raw_dir / trace_part_name(0), trace)
         if self._sampling is not None:  # after `ops`, which fills the steps that did not ask
             self.log.extra["input_sampling"] = self._sampling.summary() | recorder.fill_report.as_dict()
         for f in files:  # merged into the trace

@@ -97,6 +97,9 @@ class Callsites:
     # the native captures' input shapes by sampled step (capture.input_sampling: steps, asked_steps, every_step,
     # not_asked, filled, filled_without_doubles, left, ...); empty where every op's were asked for
     input_sampling: dict[str, Any] = field(default_factory=dict)
+    # TENPROF_OPS=sampled: the steps run without op records and what they were given (capture.op_copy's
+    # fill_trace: steps_without_ops, copied_steps, unmatched, ops, calls); empty otherwise
+    op_copy: dict[str, Any] = field(default_factory=dict)
 
     def step_marks(self, steps: I64Array) -> tuple[npt.NDArray[np.bool_], I64Array]:
         """For each step number: whether it ran with the capture on, and its time between tenprof's clock
@@ -212,6 +215,7 @@ def read_callsites(path: Path) -> Callsites:
         gpu_warning=str(data.get("gpu_samples_warning", "") or ""),
         timed_steps_gpu=bool(data.get("timed_steps_gpu", True)),
         input_sampling=dict(data.get("input_sampling") or {}),
+        op_copy=dict(data.get("op_copy") or {}),
     )
 
 

@@ -91,6 +91,7 @@ class BuildReport:
     # whether the steps run with the capture off have their GPU activity in the trace (None: no sidecar)
     timed_steps_gpu: bool | None = None
     input_sampling: dict[str, Any] | None = None  # the sidecar's (importers.callsites), None where it has none
+    op_copy: dict[str, Any] | None = None  # likewise
     # the allocations that failed ("[OutOfMemory]" events), in trace order: time (ns, the trace's clock),
     # device ('cuda:0'), bytes asked for, the allocator's allocated and reserved totals then (-1: not said)
     failed_allocations: list[FailedAllocation] = field(default_factory=list)
@@ -130,6 +131,7 @@ def build_timeline(
     report.clock_offset_ns, report.clock_uncertainty_ns = paths.clock_offset_ns, paths.clock_uncertainty_ns
     report.timed_steps_gpu = callsites.timed_steps_gpu if callsites is not None else None
     report.input_sampling = (callsites.input_sampling or None) if callsites is not None else None
+    report.op_copy = (callsites.op_copy or None) if callsites is not None else None
     report.warnings.extend(paths.warnings)
     report.warnings.extend(_sidecar_warnings(callsites))
     scopes = _scopes(ann, ops, paths.sidecar_scopes)

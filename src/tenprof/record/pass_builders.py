@@ -206,6 +206,7 @@ def finish_timeline(writer: PassWriter, raw_dir: Path, meta: Meta, child_error: 
             meta.timeline.clock_uncertainty_ns = report.clock_uncertainty_ns
             meta.timeline.timed_steps_gpu = report.timed_steps_gpu
             meta.timeline.input_sampling = report.input_sampling
+            meta.timeline.op_copy = report.op_copy
             note_failed_allocation(meta, report)
             for part in (trace, *later_parts):
                 _compress(part)

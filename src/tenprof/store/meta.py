@@ -90,6 +90,12 @@ class TimelineInfo(BaseModel):
         "steps, asked_steps, every_step, asked (the numbers of the steps that asked, the first 1000), not_asked "
         "(ops), filled, filled_without_doubles, left; None where every op's were asked for",
     )
+    op_copy: dict[str, Any] | None = Field(
+        None,
+        description="TENPROF_OPS=sampled (experimental): the steps run without op records, their ops copied from a "
+        "recorded step that launched the same work (capture.op_copy): steps_without_ops, copied_steps, "
+        "unmatched (steps left without ops), ops, calls; None otherwise",
+    )
 
 
 class Meta(BaseModel):

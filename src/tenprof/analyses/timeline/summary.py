@@ -292,26 +292,36 @@ def summarize(profile: Profile) -> Summary:
         overhead=measure(profile),
         memory_peak=memory_peak(profile),
         inferred_steps=_inferred_count(profile) if not steps_marked(profile) else 0,
-        shapes_note=shapes_note(meta.timeline.input_sampling),
+        shapes_note=shapes_note(meta.timeline.input_sampling, meta.timeline.op_copy),
         notes=notes,
     )
 
 
-def shapes_note(sampling: dict[str, Any] | None) -> str:
+def shapes_note(sampling: dict[str, Any] | None, copy: dict[str, Any] | None = None) -> str:
     """How the ops' input shapes were had where the capture asked for them in sampled steps alone
-    (capture.input_sampling); '' where every op's were asked for."""
+    (capture.input_sampling), and, where it recorded ops in those steps alone (TENPROF_OPS=sampled), how the
+    other steps got theirs (capture.op_copy); '' where every op's were asked for."""
+    ops = ""
+    if copy and copy.get("steps_without_ops"):
+        left = len(copy.get("unmatched") or [])
+        ops = (
+            f"ops recorded in sampled steps alone: {copy.get('copied_steps', 0)} of "
+            f"{copy.get('steps_without_ops', 0)} steps without them given those of a step that launched the same "
+            f"work ({copy.get('ops', 0)} ops)" + (f", {left} left without ops" if left else "")
+        )
     if not sampling or not sampling.get("not_asked"):
-        return ""
+        return ops
     left = int(sampling.get("left", 0))
     blank = int(sampling.get("filled_without_doubles", 0))
     asked = [str(n) for n in sampling.get("asked") or []]
     which = f" (step {', '.join(asked[:8])}{', ...' if len(asked) > 8 else ''})" if asked else ""
-    return (
+    shapes = (
         f"input shapes asked in {sampling.get('asked_steps', 0)} of {sampling.get('steps', 0)} recorded steps{which}, "
         f"copied to {int(sampling.get('filled', 0))} ops of the others from the same op of a step with the same ops"
         + (f" ({blank} without their float arguments' values, which changed)" if blank else "")
         + (f"; {left} ops without shapes (no step like theirs asked)" if left else "")
     )
+    return f"{ops}; {shapes}" if ops else shapes
 
 
 def _inferred_count(profile: Profile) -> int:
