@@ -3,14 +3,15 @@
     python benchmarks/in_run_overhead.py [--captures native-cupti,native-cupti-every,kineto]
         [--workloads mlp,gpt2-fp32] [--rounds 2] [--json OUT.json]
 
-Between processes a loop's step varies by up to 40% on the GPU machines (docs/BENCHMARKS.md), more than
-the differences between captures. Here each run is `tenprof run --capture C --overhead-steps N` (the
-`-every` variants with TENPROF_INPUTS=every), so one process times N steps with everything of tenprof's off
-between its recorded ones; the ratio is the report's Overhead line's: the recorded steps' typical time over
-the un-profiled steps' as timed, each at least the GPU's busy time per step (a step whose host runs ahead
-of a busy GPU lasts its GPU work), so a GPU-bound loop reads 1.00x unless the capture slows the GPU's
-side. Captures alternate within each round. It does not replace benchmarks/overhead.py's whole-loop
-ratio against an un-profiled process (the issue's measure), which also holds what stays on between steps.
+Between processes a loop's step varies by up to 40% on the GPU machines (docs/BENCHMARKS.md), more than the
+differences between captures. Here each run is `tenprof run --capture C --overhead-steps N` (the `-every`
+variants with TENPROF_INPUTS=every, the `-ops` ones with TENPROF_OPS=sampled), so one process times N steps
+with everything of tenprof's off between its recorded ones; the ratio is the report's Overhead line's: the
+recorded steps' typical time over the un-profiled steps' as timed, each at least the GPU's busy time per step
+(a step whose host runs ahead of a busy GPU lasts its GPU work), so a GPU-bound loop reads 1.00x unless the
+capture slows the GPU's side. Captures alternate within each round. It does not replace
+benchmarks/overhead.py's whole-loop ratio against an un-profiled process (the issue's measure), which also
+holds what stays on between steps.
 Prints the card, every run and each configuration's median.
 """
 
@@ -48,7 +49,10 @@ def one_run(capture: str, workload: str, out: Path) -> dict[str, Any]:
     env = dict(os.environ)
     if capture.endswith("-every"):
         env["TENPROF_INPUTS"] = "every"
-    command = [sys.executable, "-m", "tenprof", "run", "--quiet", "--capture", capture.removesuffix("-every")]
+    if capture.endswith("-ops"):  # op records in sampled steps alone (experimental)
+        env["TENPROF_OPS"] = "sampled"
+    base = capture.removesuffix("-every").removesuffix("-ops")
+    command = [sys.executable, "-m", "tenprof", "run", "--quiet", "--capture", base]
     command += ["--overhead-steps", str(off_steps), "-o", str(out), *args]
     ran = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     if ran.returncode != 0:

@@ -49,6 +49,8 @@ Configurations:
                      in sampled steps alone
     tenprof-cupti-ungated the same with the host sampler not behind its gate (TENPROF_SAMPLER_GATE=0; the
                      native captures take the gate by default)
+    tenprof-cupti-ops the same with op records in sampled steps alone, the others' copied from a recorded step
+                     with the same launches (TENPROF_OPS=sampled, experimental)
     tenprof-cupti-none the same with no CUDA calls recorded (TENPROF_CUPTI_API=none: launches name no op;
                      what the calls cost)
     tenprof-nolines  tenprof run --no-lines
@@ -183,6 +185,7 @@ CONFIGS: dict[str, Config] = {
     "tenprof-cupti-none": Config("tenprof run --capture native-cupti, no CUDA calls recorded", ("tenprof",)),
     "tenprof-cupti-every": Config("tenprof run --capture native-cupti, inputs asked in every step", ("tenprof",)),
     "tenprof-cupti-ungated": Config("tenprof run --capture native-cupti, host sampler ungated", ("tenprof",)),
+    "tenprof-cupti-ops": Config("tenprof run --capture native-cupti, ops in sampled steps alone", ("tenprof",)),
     "tenprof-cupti-bare": Config(
         "tenprof run --capture native-cupti without host sampler and NVML thread", ("tenprof",)
     ),
@@ -231,6 +234,7 @@ _EAGER_GPT2: dict[str, float] = {
     "tenprof-cupti-none": 29,
     "tenprof-cupti-every": 30,
     "tenprof-cupti-ungated": 29,
+    "tenprof-cupti-ops": 29,
     "tenprof-cupti-bare": 29,
     "tenprof-nolines": 22,
     "tenprof-light": 21,
@@ -278,6 +282,7 @@ ESTIMATE_S: dict[str, dict[str, float]] = {
         "tenprof-cupti-none": 21,
         "tenprof-cupti-every": 21,
         "tenprof-cupti-ungated": 21,
+        "tenprof-cupti-ops": 21,
         "tenprof-cupti-bare": 21,
         "tenprof-nolines": 12,
         "tenprof-light": 12,
@@ -489,6 +494,7 @@ def command(
             "tenprof-cupti-none": ["--capture", "native-cupti"],
             "tenprof-cupti-every": ["--capture", "native-cupti"],
             "tenprof-cupti-ungated": ["--capture", "native-cupti"],
+            "tenprof-cupti-ops": ["--capture", "native-cupti"],
             "tenprof-cupti-bare": ["--capture", "native-cupti"],
             "tenprof-nolines": ["--no-lines"],
             "tenprof-light": ["--no-lines", "--no-shapes", "--no-memory"],
@@ -514,6 +520,7 @@ def command(
             "tenprof-cupti-none": ["env", "TENPROF_CUPTI_API=none"],
             "tenprof-cupti-every": ["env", "TENPROF_INPUTS=every"],
             "tenprof-cupti-ungated": ["env", "TENPROF_SAMPLER_GATE=0"],
+            "tenprof-cupti-ops": ["env", "TENPROF_OPS=sampled"],
         }.get(config, [])
         return [
             *recorder,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (steps38 inrun38 fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (ops38 steps38 inrun38 fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -635,6 +635,15 @@ while [ $# -gt 0 ]; do
     steps_of "$OUT/cupti_mlp" >> "$N" 2>&1
     tenprof report "$OUT/cupti_mlp" --limit 3 2>&1 | head -n 30 >> "$N"
     tar -C "$OUT" -czf "$OUT/cupti_mlp.tgz" cupti_mlp && rm -rf "$OUT/cupti_mlp"  # raw/ is deeper than what comes back
+    ;;
+  ops38)  # issue 38: TENPROF_OPS=sampled (op records in sampled steps alone, the others' copied by their launches): parity of native-cupti with it against the default capture on the MLP and fp32 GPT-2 (what the copy gave, from the sidecar), then each capture against its own un-profiled steps (in_run_overhead.py: native-cupti with and without it), held to 8 cores; text in $OUT/ops38.txt
+    N="$OUT/ops38.txt"
+    for w in "mlp examples/small_mlp.py --steps 60 --warmup 5" "gpt2 examples/gpt2_fp32.py --steps 12 --warmup 3"; do
+      read -r -a A <<< "$w"
+      ( cd "$REPO" && TENPROF_OPS=sampled PARITY_CAPTURES=default,native-cupti timeout 240 python3 benchmarks/native_parity.py "$WORK/ops_${A[0]}" "${A[@]:1}" ) 2>&1 | grep -v "^  op\|^ *[0-9]* *[0-9]* *[0-9]* *[0-9.]* *[0-9]* *[0-9]* *[0-9.]*$\|Warning\|warn" >> "$N"
+      python3 -c "import gzip,json,sys; d=json.loads(gzip.decompress(open(sys.argv[1],'rb').read())); print('op copy', d.get('op_copy'), 'input sampling', d.get('input_sampling'))" "$WORK/ops_${A[0]}/native-cupti/timeline/raw/callsites.json.gz" >> "$N" 2>&1
+    done
+    ( cd "$REPO/benchmarks" && taskset -c 0-7 timeout 250 python3 in_run_overhead.py --captures native-cupti,native-cupti-ops --rounds "${ROUNDS38:-2}" --json "$OUT/ops38-inrun.json" ) >> "$N" 2>&1
     ;;
   steps38)  # issue 38: fp32 GPT-2 (overhead.py's 10 steps after 3 of warm-up) and the MLP step by step, plain and under native-cupti (benchmarks/step_by_step.py, STEPS38_ROUNDS rounds), held to 8 cores: which steps hold the loop's cost; text in $OUT/steps38.txt
     ( cd "$REPO" && taskset -c 0-7 python3 benchmarks/step_by_step.py --rounds "${STEPS38_ROUNDS:-3}" --json "$OUT/steps38-gpt2.json" examples/gpt2_fp32.py --steps 10 --warmup 3 ) 2>&1 | grep -v "^loop_s\|Warning\|warn" >> "$OUT/steps38.txt"
