@@ -380,11 +380,17 @@ class _LaunchingCuptiClient(_FakeCuptiClient):
     notes a launch call there and a kernel after it, as the client's callbacks and activity records would."""
 
     launches: ClassVar[list[tuple[int, int, int, int]]] = []  # (start, end, pthread, kernel)
+    on: ClassVar[bool] = False  # recording (off in the steps run un-profiled, as the client is)
+
+    def enable(self, on: bool) -> None:
+        super().enable(on)
+        type(self).on = on
 
     @classmethod
     def launch(cls, kernel: int) -> None:
         start = time.perf_counter_ns()
-        cls.launches.append((start, time.perf_counter_ns() + 1000, threading.get_ident(), kernel))
+        if cls.on:
+            cls.launches.append((start, time.perf_counter_ns() + 1000, threading.get_ident(), kernel))
 
     def records(self) -> tuple[Any, list[str]]:
         from tenprof.capture.cupti_client import KIND_CONCURRENT_KERNEL, KIND_RUNTIME, RECORD
@@ -405,8 +411,9 @@ def _launching(x: torch.Tensor, kernel: int) -> torch.Tensor:
     return x.clone()
 
 
+@pytest.mark.parametrize("overhead_steps", [0, 3])
 def test_ops_recorded_in_sampled_steps_are_copied_into_the_others_by_their_launches(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, overhead_steps: int
 ) -> None:
     # TENPROF_OPS=sampled: the op callbacks are off in the steps the sampling does not ask in; after the run
     # those steps get their ProfilerStep ranges, and the ops of a recorded step that made the same launches,
@@ -419,8 +426,9 @@ def test_ops_recorded_in_sampled_steps_are_copied_into_the_others_by_their_launc
     monkeypatch.setattr(timeline, "CuptiClient", _LaunchingCuptiClient)
     monkeypatch.setenv("TENPROF_GPU_CLOCKS", "0")
     monkeypatch.setenv("TENPROF_OPS", "sampled")
-    _LaunchingCuptiClient.launches = []
-    session = TimelineSession(tmp_path, TimelineOptions(capture="native-cupti", sample_interval_ns=0, overhead_steps=0))
+    _LaunchingCuptiClient.launches, _LaunchingCuptiClient.on = [], False
+    options = TimelineOptions(capture="native-cupti", sample_interval_ns=0, overhead_steps=overhead_steps)
+    session = TimelineSession(tmp_path, options)
     session.start()
     x = torch.ones(8)
     for _ in range(30):
@@ -430,14 +438,16 @@ def test_ops_recorded_in_sampled_steps_are_copied_into_the_others_by_their_launc
     session.stop()
 
     copy = session.log.extra["op_copy"]
-    # all but the asked steps ran without op records; the tail after the last step() launched nothing
-    assert copy["unmatched"] == [30] and 20 <= copy["copied_steps"] == copy["steps_without_ops"] - 1 < 30, copy
+    # all recorded steps but the asked ones ran without op records; the tail after the last step() launched
+    # nothing
+    assert copy["unmatched"] == [30] and 15 <= copy["copied_steps"] == copy["steps_without_ops"] - 1 < 30, copy
     events = json.loads((tmp_path / trace_part_name(0)).read_bytes())["traceEvents"]
     steps = sorted(int(e["name"].split("#")[1]) for e in events if e["name"].startswith("ProfilerStep#"))
-    assert steps == list(range(31))  # the 30 steps and the tail
+    off = {3, 4, 8, 9, 13, 14} if overhead_steps else set()  # run un-profiled: no range, no launch recorded
+    assert steps == sorted(set(range(31)) - off)  # the 30 steps and the tail
     ops = [e for e in events if e.get("cat") == "cpu_op"]
     calls = [e for e in events if e.get("cat") == "cuda_runtime"]
-    assert len(calls) == 60
+    assert len(calls) == 2 * (30 - len(off))
     for call in calls:  # each launch inside an op that launches, in every step, copied or recorded
         assert any(
             op["name"] == "tenprof_test::launching"
