@@ -257,16 +257,21 @@ class _FakeCuptiClient:
         return records, ["fake_kernel", "cudaLaunchKernel"]
 
 
-def test_native_cupti_turns_its_client_on_in_each_recorded_window_and_writes_what_it_recorded(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _as_if_on_a_gpu(monkeypatch: pytest.MonkeyPatch, client: type) -> None:
+    """The session believes a GPU is there and records it with `client` in place of tenprof's CUPTI client."""
     from tenprof.capture import timeline
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
-    monkeypatch.setattr(timeline, "CuptiClient", _FakeCuptiClient)
+    monkeypatch.setattr(timeline, "CuptiClient", client)
     monkeypatch.setenv("TENPROF_GPU_CLOCKS", "0")
+
+
+def test_native_cupti_turns_its_client_on_in_each_recorded_window_and_writes_what_it_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _as_if_on_a_gpu(monkeypatch, _FakeCuptiClient)
     _FakeCuptiClient.calls = []
     options = TimelineOptions(capture="native-cupti", sample_interval_ns=0, verify=True)
     session = TimelineSession(tmp_path, options)
@@ -418,13 +423,7 @@ def test_ops_recorded_in_sampled_steps_are_copied_into_the_others_by_their_launc
     # TENPROF_OPS=sampled: the op callbacks are off in the steps the sampling does not ask in; after the run
     # those steps get their ProfilerStep ranges, and the ops of a recorded step that made the same launches,
     # placed so that each launch is inside its op again (capture/op_copy.py).
-    from tenprof.capture import timeline
-
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
-    monkeypatch.setattr(timeline, "CuptiClient", _LaunchingCuptiClient)
-    monkeypatch.setenv("TENPROF_GPU_CLOCKS", "0")
+    _as_if_on_a_gpu(monkeypatch, _LaunchingCuptiClient)
     monkeypatch.setenv("TENPROF_OPS", "sampled")
     _LaunchingCuptiClient.launches, _LaunchingCuptiClient.on = [], False
     options = TimelineOptions(capture="native-cupti", sample_interval_ns=0, overhead_steps=overhead_steps)
