@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import shutil
+from array import array
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 import orjson
 
 from tenprof.analyses.timeline.summary import user_frame_of
-from tenprof.capture.op_copy import COPIED_FROM, NOT_COPIED_PREFIXES, OP_CATEGORIES, StepWindow, copy_ops
+from tenprof.capture.op_copy import COPIED_FROM, NOT_COPIED_PREFIXES, OP_CATEGORIES, StepWindow, copy_ops, fill_trace
 from tenprof.importers.timeline_import import build_pass
 from tenprof.store.profile import Profile, load_profile
 from tests.conftest import DATA, rebuild_pass
@@ -174,3 +175,18 @@ def test_call_sites_are_copied_with_the_ops_and_a_step_launching_nothing_is_left
     # both ends lie outside the launch (30-40 us): moved as the launch was, 1100 us later
     assert copied_calls == {"thread_id": [7], "start_ns": [1_105_000], "end_ns": [1_300_000], "frame_id": [42]}
     assert report.unmatched == [2, 3] and report.calls == 1
+
+
+def test_a_trace_gets_the_ranges_ops_and_call_sites_of_its_steps_run_without_op_records() -> None:
+    mark = {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#0", "tid": 3, "ts": 0.0, "dur": 900.0}
+    trace = {"traceEvents": [{**mark, "args": {"External id": 50}}, *_step(0, ("a",)), *_without_ops(_step(1, ("a",)))]}
+    records = array("q", [7, 25_000, 60_000, 11])  # a call site in step 0: thread, start, end, frame
+    done = fill_trace(trace, records, [WINDOWS[1]], pid=9)
+    assert done == {"steps_without_ops": 1, "copied_steps": 1, "unmatched": [], "ops": 2, "calls": 1}
+    ranges = [e for e in trace["traceEvents"] if e["name"].startswith("ProfilerStep#")]
+    assert [(e["name"], e["tid"], e["pid"], e["ts"], e["dur"]) for e in ranges[1:]] == [
+        ("ProfilerStep#1", 3, 9, 1000.0, 900.0)  # on the thread that marks the recorded steps
+    ]
+    assert ranges[1]["args"]["External id"] > 50
+    assert [e["name"] for e in trace["traceEvents"] if COPIED_FROM in e.get("args", {})] == ["aten::outer", "aten::a"]
+    assert list(records) == [7, 25_000, 60_000, 11, 7, 1_025_000, 1_060_000, 11]  # in start order
