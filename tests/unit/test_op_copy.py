@@ -151,11 +151,12 @@ def test_a_step_takes_the_ops_of_the_nearest_recorded_step_that_launched_the_sam
     assert all(e["args"][COPIED_FROM] == 1 for e in copied)
     ids = [e["args"]["External id"] for e in copied]
     assert len(set(ids)) == 3 and min(ids) > max(e["args"].get("External id", 0) for e in events)
-    # each copied op encloses its launch in step 2 exactly as the original enclosed it in step 1
+    # each copied op encloses its launch in step 2 as the original enclosed it in step 1; between two
+    # launches, both 37.5 us later than in step 1, an op is too (before the first, the step's start anchors)
     launches = [e for e in events if e["cat"] == "cuda_runtime" and 2000 <= e["ts"] < 3000]
     for op, launch in zip(copied[1:], launches, strict=True):
         assert op["ts"] <= launch["ts"] and launch["ts"] + launch["dur"] <= op["ts"] + op["dur"]
-        assert abs(op["ts"] - (launch["ts"] - 10)) < 1e-6  # shifted with its launch: 37.5 us later
+    assert abs(copied[2]["ts"] - (launches[1]["ts"] - 10)) < 1e-6
     outer = copied[0]
     assert all(outer["ts"] <= op["ts"] and op["ts"] + op["dur"] <= outer["ts"] + outer["dur"] for op in copied[1:])
 
@@ -172,8 +173,9 @@ def test_call_sites_are_copied_with_the_ops_and_a_step_launching_nothing_is_left
     events = _step(0, ("a",)) + _without_ops(_step(1, ("a",), shift_us=100.0))
     calls = {"thread_id": [7], "start_ns": [5_000], "end_ns": [200_000], "frame_id": [42]}
     _, copied_calls, report = copy_ops(events, calls, WINDOWS, recorded={0})
-    # both ends lie outside the launch (30-40 us): moved as the launch was, 1100 us later
-    assert copied_calls == {"thread_id": [7], "start_ns": [1_105_000], "end_ns": [1_300_000], "frame_id": [42]}
+    # before the launch (30-40 us, 1130-1140 us in step 1) it lies between the steps' starts and the launch;
+    # after it, it moved as the launch did, 1100 us later
+    assert copied_calls == {"thread_id": [7], "start_ns": [1_021_667], "end_ns": [1_300_000], "frame_id": [42]}
     assert report.unmatched == [2, 3] and report.calls == 1
 
 

@@ -16,7 +16,8 @@ the same order (calls that launch nothing, such as synchronizations, are left ou
 session's own fall on either side of a step's bounds). It then returns that step's ops and call records of
 those threads, copied: times mapped piecewise linearly between the steps' bounds and the starts and ends of
 the launching calls (so each copied op encloses the copies of the launches its original enclosed, and
-nesting is kept), new External ids, the recorded step's number in the arg `tenprof copied from step`.
+nesting is kept; before the first launch from the steps' starts, after the last shifted as it was), new
+External ids, the recorded step's number in the arg `tenprof copied from step`.
 Sequence numbers are kept: the importer joins a backward node to the latest forward op with its number that
 started before it, which is the copy in the same step (one source step for all threads keeps the forward
 and backward copies' numbers alike). A step no recorded step is like, and a thread that launched nothing in
@@ -160,7 +161,7 @@ def copy_ops(
         in_order = all(a[1] <= b[1] for a, b in pairwise(merged))
         for thread in sorted(launches[step]):
             original = parts[(source, thread)]
-            to_step = _time_map(window[step], merged if in_order else anchors[thread])
+            to_step = _time_map(window[source], window[step], merged if in_order else anchors[thread])
             for e in original.ops:
                 begin, end = to_step(_ns(e)), to_step(_ns(e, end=True))
                 args = {**e.get("args", {}), "External id": next_id, COPIED_FROM: source}
@@ -187,22 +188,19 @@ def _anchors(source_calls: list[dict[str, Any]], target_calls: list[dict[str, An
     ]
 
 
-def _time_map(target: StepWindow, anchors: list[tuple[int, int]]) -> Callable[[int], int]:
-    """Perf-clock ns in the source step -> ns in the target step: piecewise linear through the anchors (the
-    starts and ends of the launching calls both steps made); before the first and after the last, shifted as
-    that call was (a thread's ops after its last launch keep their distance to it, not a share of the rest of
-    the step); kept inside the target step."""
-    x = np.maximum.accumulate(np.array([a for a, _ in anchors], dtype=np.float64))
-    y = np.maximum.accumulate(np.array([b for _, b in anchors], dtype=np.float64))
-    first, last = float(y[0] - x[0]), float(y[-1] - x[-1])
+def _time_map(source: StepWindow, target: StepWindow, anchors: list[tuple[int, int]]) -> Callable[[int], int]:
+    """Perf-clock ns in the source step -> ns in the target step: piecewise linear from the steps' starts
+    through the anchors (the starts and ends of the launching calls both steps made), so the work before
+    the first launch keeps its order inside the step; after the last, shifted as that call was (a thread's
+    ops after its last launch keep their distance to it, not a share of the rest of the step); kept inside
+    the target step."""
+    pairs = [(source.start_ns, target.start_ns), *anchors]
+    x = np.maximum.accumulate(np.array([a for a, _ in pairs], dtype=np.float64))
+    y = np.maximum.accumulate(np.array([b for _, b in pairs], dtype=np.float64))
+    last = float(y[-1] - x[-1])
 
     def to_target(ns: int) -> int:
-        if ns <= x[0]:
-            moved = ns + first
-        elif ns >= x[-1]:
-            moved = ns + last
-        else:
-            moved = float(np.interp(ns, x, y))
+        moved = ns + last if ns >= x[-1] else float(np.interp(ns, x, y))
         return round(min(max(moved, float(target.start_ns)), float(target.end_ns)))
 
     return to_target
