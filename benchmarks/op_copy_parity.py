@@ -19,13 +19,12 @@ import gzip
 import shutil
 import sys
 import tempfile
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from tenprof.analyses.timeline.summary import user_frame_of
+from tenprof.analyses.timeline.attribution_keys import kernel_keys, op_keys
 from tenprof.capture.op_copy import NOT_COPIED_PREFIXES, OP_CATEGORIES, StepWindow, copy_ops
 from tenprof.importers.timeline_import import build_pass
 from tenprof.store.meta import read_meta, write_meta
@@ -45,31 +44,6 @@ def _windows(trace: dict[str, Any], profile: Profile) -> list[StepWindow]:
             if recorded.get(step) is not False:
                 windows.append(StepWindow(step, round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000)))
     return windows
-
-
-def _kernel_keys(profile: Profile) -> list[tuple[Any, ...]]:
-    kernels, ops, frames = profile.table("kernels"), profile.table("ops").to_pydict(), profile.table("frames")
-    files, lines = frames.column("file").to_pylist(), frames.column("line").to_pylist()
-    user = user_frame_of(profile)
-    keys = []
-    for op, ns in zip(kernels.column("op_id").to_pylist(), kernels.column("duration_ns").to_pylist(), strict=True):
-        f = int(user[ops["frame_id"][op]]) if op >= 0 and ops["frame_id"][op] >= 0 else -1
-        line = (files[f], lines[f]) if f >= 0 else None
-        keys.append((ops["name"][op] if op >= 0 else None, line, ops["step"][op] if op >= 0 else None, ns))
-    return keys
-
-
-def _op_keys(profile: Profile) -> Counter[tuple[Any, ...]]:
-    ops, frames = profile.table("ops").to_pydict(), profile.table("frames")
-    files, lines = frames.column("file").to_pylist(), frames.column("line").to_pylist()
-    user = user_frame_of(profile)
-    keys: Counter[tuple[Any, ...]] = Counter()
-    for i, name in enumerate(ops["name"]):
-        f = int(user[ops["frame_id"][i]]) if ops["frame_id"][i] >= 0 else -1
-        parent = ops["parent_op_id"][i]
-        line = (files[f], lines[f]) if f >= 0 else None
-        keys[(ops["step"][i], name, ops["input_shapes"][i], line, ops["name"][parent] if parent >= 0 else None)] += 1
-    return keys
 
 
 def main() -> None:
@@ -126,11 +100,11 @@ def main() -> None:
     meta.passes["timeline"].rows = writer.rows
     write_meta(out, meta)
     rebuilt = load_profile(out)
-    a, b = _kernel_keys(stored), _kernel_keys(rebuilt)
+    a, b = kernel_keys(stored), kernel_keys(rebuilt)
     same = [x[:3] == y[:3] for x, y in zip(a, b, strict=True)]
     share = sum(x[3] for x, s in zip(a, same, strict=True) if s) / max(1, sum(x[3] for x in a))
     print(f"  kernels {len(a)}: {sum(same)} with the same op, line and step, {100 * share:.4f}% of kernel time")
-    oa, ob = _op_keys(stored), _op_keys(rebuilt)
+    oa, ob = op_keys(stored), op_keys(rebuilt)
     print(f"  ops {sum(oa.values())} / {sum(ob.values())}: {sum((oa - ob).values())} of the recording's not alike")
     ops = rebuilt.table("ops").to_pydict()
     forward = [(i, f) for i, f in enumerate(ops["forward_op_id"]) if f >= 0]

@@ -7,45 +7,18 @@ from __future__ import annotations
 import gzip
 import shutil
 from array import array
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from tenprof.analyses.timeline.summary import user_frame_of
+from tenprof.analyses.timeline.attribution_keys import kernel_keys, op_keys
 from tenprof.capture.op_copy import COPIED_FROM, NOT_COPIED_PREFIXES, OP_CATEGORIES, StepWindow, copy_ops, fill_trace
 from tenprof.importers.timeline_import import build_pass
-from tenprof.store.profile import Profile, load_profile
+from tenprof.store.profile import load_profile
 from tests.conftest import DATA, rebuild_pass
 
 KEPT = {0, 1, 2}  # the steps that keep their ops; the cupti_mlp fixture recorded 0-2, 5-7 and 10-12
-
-
-def _kernel_keys(profile: Profile) -> list[tuple[int, str, tuple[str, int] | None, int]]:
-    """Each kernel's start, op name, the op's line in the user's code and the op's step."""
-    kernels, ops, frames = profile.table("kernels"), profile.table("ops").to_pydict(), profile.table("frames")
-    files, lines = frames.column("file").to_pylist(), frames.column("line").to_pylist()
-    user = user_frame_of(profile)
-    keys = []
-    for start, op in zip(kernels.column("start_ns").to_pylist(), kernels.column("op_id").to_pylist(), strict=True):
-        f = int(user[ops["frame_id"][op]]) if ops["frame_id"][op] >= 0 else -1
-        keys.append((start, ops["name"][op], (files[f], lines[f]) if f >= 0 else None, ops["step"][op]))
-    return keys
-
-
-def _op_keys(profile: Profile) -> Counter[tuple[Any, ...]]:
-    """Each op's step, name, input shapes, user line, parent's name and backward flag, counted."""
-    ops, frames = profile.table("ops").to_pydict(), profile.table("frames")
-    files, lines = frames.column("file").to_pylist(), frames.column("line").to_pylist()
-    user = user_frame_of(profile)
-    keys: Counter[tuple[Any, ...]] = Counter()
-    for i, name in enumerate(ops["name"]):
-        f = int(user[ops["frame_id"][i]]) if ops["frame_id"][i] >= 0 else -1
-        parent = ops["parent_op_id"][i]
-        line = (files[f], lines[f]) if f >= 0 else None
-        keys[(ops["step"][i], name, ops["input_shapes"][i], line, ops["name"][parent] if parent >= 0 else None)] += 1
-    return keys
 
 
 def test_ops_taken_out_of_six_steps_and_copied_back_give_every_kernel_its_op_line_and_step(tmp_path: Path) -> None:
@@ -94,8 +67,8 @@ def test_ops_taken_out_of_six_steps_and_copied_back_give_every_kernel_its_op_lin
     rebuild_pass(copy, "timeline", lambda w, r: build_pass(w, r / "kineto_trace.json.gz", r / "callsites.json.gz"))
     rebuilt = load_profile(copy)
 
-    assert _kernel_keys(rebuilt) == _kernel_keys(stored)  # 1198 kernels
-    assert _op_keys(rebuilt) == _op_keys(stored)
+    assert kernel_keys(rebuilt) == kernel_keys(stored)  # 1198 kernels
+    assert op_keys(rebuilt) == op_keys(stored)
     ops = rebuilt.table("ops").to_pydict()
     forward = [(i, f) for i, f in enumerate(ops["forward_op_id"]) if f >= 0]
     assert len(forward) > 3000 and all(ops["step"][i] == ops["step"][f] for i, f in forward)
