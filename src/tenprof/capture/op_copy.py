@@ -143,7 +143,7 @@ def copy_ops(
     next_id = 1 + max((int(e.get("args", {}).get("External id", 0)) for e in events), default=0)
     report = CopyReport()
     new_events: list[dict[str, Any]] = []
-    new_calls: dict[str, list[int]] = {"thread_id": [], "start_ns": [], "end_ns": [], "frame_id": []}
+    new_calls: dict[str, list[int]] = {name: [] for name in CALL_FIELDS}
     report.unmatched = [w.step for w in windows if w.step not in recorded and w.step not in launches]
     for step in sorted(launches):
         if step in recorded:
