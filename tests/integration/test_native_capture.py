@@ -395,7 +395,7 @@ class _LaunchingCuptiClient(_FakeCuptiClient):
     def launch(cls, kernel: int) -> None:
         start = time.perf_counter_ns()
         if cls.on:
-            cls.launches.append((start, time.perf_counter_ns() + 1000, threading.get_ident(), kernel))
+            cls.launches.append((start, time.perf_counter_ns(), threading.get_ident(), kernel))
 
     def records(self) -> tuple[Any, list[str]]:
         from tenprof.capture.cupti_client import KIND_CONCURRENT_KERNEL, KIND_RUNTIME, RECORD

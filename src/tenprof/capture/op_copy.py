@@ -27,6 +27,7 @@ ranges are not copied.
 
 from __future__ import annotations
 
+import bisect
 from array import array
 from collections import defaultdict
 from collections.abc import Callable
@@ -63,6 +64,7 @@ class CopyReport:
     unmatched: list[int] = field(default_factory=list)  # steps no recorded step was like, or that launched nothing
     ops: int = 0
     calls: int = 0
+    next_id: int = 0  # the first External id the copies left unused
 
 
 @dataclass
@@ -78,9 +80,10 @@ def _ns(event: dict[str, Any], end: bool = False) -> int:
     return round((float(event["ts"]) + (float(event.get("dur", 0.0)) if end else 0.0)) * 1000)
 
 
-def _window_of(start_ns: int, windows: list[StepWindow], starts: np.ndarray) -> int:
-    """The index of the window holding start_ns, -1 where none does."""
-    k = int(np.searchsorted(starts, start_ns, side="right")) - 1
+def _window_of(start_ns: int, windows: list[StepWindow], starts: list[int]) -> int:
+    """The index of the window holding start_ns, -1 where none does (per event: bisect, not numpy's per-call
+    overhead)."""
+    k = bisect.bisect_right(starts, start_ns) - 1
     return k if k >= 0 and start_ns <= windows[k].end_ns else -1
 
 
@@ -88,7 +91,7 @@ def _by_step_and_thread(
     events: list[dict[str, Any]], calls: dict[str, list[int]], windows: list[StepWindow]
 ) -> dict[tuple[int, int], _Thread]:
     """Each step's ops, CUDA calls and call-site records, by thread (events starting inside the window)."""
-    starts = np.array([w.start_ns for w in windows], dtype=np.int64)
+    starts = [w.start_ns for w in windows]
     found: dict[tuple[int, int], _Thread] = defaultdict(_Thread)
     for e in events:
         if e.get("ph") != "X" or (e.get("cat") not in OP_CATEGORIES and e.get("cat") not in CALL_CATEGORIES):
@@ -176,6 +179,7 @@ def copy_ops(
             report.ops += len(original.ops)
             report.calls += len(original.sites)
     report.unmatched.sort()
+    report.next_id = next_id
     return new_events, new_calls, report
 
 
@@ -214,15 +218,15 @@ def fill_trace(trace: dict[str, Any], records: array[int], without_ops: list[Ste
     marks = [e for e in events if e.get("cat") == "user_annotation" and str(e["name"]).startswith(STEP_RANGE_PREFIX)]
     recorded = [StepWindow(int(e["name"][len(STEP_RANGE_PREFIX) :]), _ns(e), _ns(e, end=True)) for e in marks]
     tid = marks[0]["tid"] if marks else 0
-    next_id = 1 + max((int(e.get("args", {}).get("External id", 0)) for e in events), default=0)
-    for k, w in enumerate(without_ops):
-        events.append(
-            {"ph": "X", "cat": "user_annotation", "name": f"{STEP_RANGE_PREFIX}{w.step}", "pid": pid, "tid": tid,
-             "ts": w.start_ns / 1000, "dur": (w.end_ns - w.start_ns) / 1000, "args": {"External id": next_id + k}}
-        )  # fmt: skip
     calls = {name: list(records[k::4]) for k, name in enumerate(CALL_FIELDS)}
     copied, copied_calls, report = copy_ops(events, calls, recorded + without_ops, {w.step for w in recorded})
     events += copied
+    for k, w in enumerate(without_ops):  # their ranges, with ids after the copies'
+        events.append(
+            {"ph": "X", "cat": "user_annotation", "name": f"{STEP_RANGE_PREFIX}{w.step}", "pid": pid, "tid": tid,
+             "ts": w.start_ns / 1000, "dur": (w.end_ns - w.start_ns) / 1000,
+             "args": {"External id": report.next_id + k}}
+        )  # fmt: skip
     rows = sorted(zip(*(calls[name] + copied_calls[name] for name in CALL_FIELDS), strict=True), key=lambda r: r[1])
     del records[:]
     records.extend(value for row in rows for value in row)

@@ -186,7 +186,6 @@ class TimelineSession:
         self._step_range: Any = None  # the native capture's open ProfilerStep#N range
         self._step_number = -1  # its N
         self._sampling = _input_sampling(self.log.recorder) if self._native else None
-        self._ops_sampled = False  # set once the GPU activity is known to be recorded (below)
         self._opened_ns = 0  # when the open step range began
         self._without_ops: list[StepWindow] = []  # the steps run with the op callbacks off (TENPROF_OPS)
         self.clock_pairs: list[list[int]] = []  # the native capture's [perf before, wall, perf after] reads
