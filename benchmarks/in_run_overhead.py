@@ -5,7 +5,8 @@
 
 Between processes a loop's step varies by up to 40% on the GPU machines (docs/BENCHMARKS.md), more than the
 differences between captures. Here each run is `tenprof run --capture C --overhead-steps N` (the `-every`
-variants with TENPROF_INPUTS=every, the `-ops` ones with TENPROF_OPS=sampled), so one process times N steps
+variants with TENPROF_INPUTS=every, the `-ops` ones with TENPROF_OPS=sampled; parts turned off by `+` and a
+name of PARTS_OFF, e.g. `native-cupti-ops+nomem+nosampler`), so one process times N steps
 with everything of tenprof's off between its recorded ones; the ratio is the report's Overhead line's: the
 recorded steps' typical time over the un-profiled steps' as timed, each at least the GPU's busy time per step
 (a step whose host runs ahead of a busy GPU lasts its GPU work), so a GPU-bound loop reads 1.00x unless the
@@ -37,6 +38,13 @@ SHOWN = (
     "recorded {recorded_ms:.3f} ms, un-profiled {unprofiled_ms:.3f} ms, {ratio:.3f}x "
     "({recorded_steps} recorded, {off_steps} off)"
 )
+PARTS_OFF = {  # what a `+name` in a capture's name turns off: tenprof run's options, environment
+    "nomem": (["--no-memory"], {}),
+    "nolines": (["--no-lines"], {}),
+    "noshapes": (["--no-shapes"], {}),
+    "nosampler": ([], {"TENPROF_HOST_SAMPLE_HZ": "0"}),
+    "nogate": ([], {"TENPROF_SAMPLER_GATE": "0"}),
+}
 WORKLOADS = {  # script, its arguments, steps timed with the capture off
     "mlp": (["examples/small_mlp.py", "--steps", "200", "--warmup", "10"], 40),
     "gpt2-fp32": (["examples/gpt2_fp32.py", "--steps", "40", "--warmup", "3"], 8),
@@ -47,12 +55,18 @@ def one_run(capture: str, workload: str, out: Path) -> dict[str, Any]:
     """One `tenprof run` and its Overhead line's numbers."""
     args, off_steps = WORKLOADS[workload]
     env = dict(os.environ)
-    if capture.endswith("-every"):
+    name, *parts = capture.split("+")
+    if name.endswith("-every"):
         env["TENPROF_INPUTS"] = "every"
-    if capture.endswith("-ops"):  # op records in sampled steps alone (experimental)
+    if name.endswith("-ops"):  # op records in sampled steps alone (experimental)
         env["TENPROF_OPS"] = "sampled"
-    base = capture.removesuffix("-every").removesuffix("-ops")
-    command = [sys.executable, "-m", "tenprof", "run", "--quiet", "--capture", base]
+    base = name.removesuffix("-every").removesuffix("-ops")
+    options: list[str] = []
+    for part in parts:
+        more, variables = PARTS_OFF[part]
+        options += more
+        env.update(variables)
+    command = [sys.executable, "-m", "tenprof", "run", "--quiet", "--capture", base, *options]
     command += ["--overhead-steps", str(off_steps), "-o", str(out), *args]
     ran = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     if ran.returncode != 0:
@@ -87,7 +101,7 @@ def main() -> None:
                     found = one_run(capture, workload, Path(scratch) / f"{workload}-{capture}-{r}")
                     runs.append({"round": r, "workload": workload, "capture": capture, **found})
                     shown = found.get("error") or SHOWN.format(**found)
-                    print(f"round {r} {workload:10s} {capture:19s} {shown}", flush=True)
+                    print(f"round {r} {workload:10s} {capture:32s} {shown}", flush=True)
                     if args.json:
                         args.json.write_text(json.dumps({"machine": info, "runs": runs}, indent=1))
     for workload in args.workloads.split(","):
@@ -97,7 +111,7 @@ def main() -> None:
             ]
             if ratios:
                 each = ", ".join(f"{v:.3f}" for v in ratios)
-                print(f"median {workload:10s} {capture:19s} {statistics.median(ratios):.3f}x ({each})")
+                print(f"median {workload:10s} {capture:32s} {statistics.median(ratios):.3f}x ({each})")
 
 
 if __name__ == "__main__":

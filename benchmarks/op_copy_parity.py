@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from tenprof.analyses.timeline.attribution_keys import kernel_keys, op_keys
+from tenprof.analyses.timeline.attribution_keys import kernel_keys, memory_keys, op_keys
 from tenprof.capture.op_copy import NOT_COPIED_PREFIXES, OP_CATEGORIES, StepWindow, copy_ops
 from tenprof.importers.timeline_import import build_pass
 from tenprof.store.meta import read_meta, write_meta
@@ -106,6 +106,9 @@ def main() -> None:
     print(f"  kernels {len(a)}: {sum(same)} with the same op, line and step, {100 * share:.4f}% of kernel time")
     oa, ob = op_keys(stored), op_keys(rebuilt)
     print(f"  ops {sum(oa.values())} / {sum(ob.values())}: {sum((oa - ob).values())} of the recording's not alike")
+    ma, mb = memory_keys(stored), memory_keys(rebuilt)
+    alike = sum(x == y for x, y in zip(ma, mb, strict=True))
+    print(f"  allocator reports {len(ma)}: {alike} in the same op (name, line, step) as recorded")
     ops = rebuilt.table("ops").to_pydict()
     forward = [(i, f) for i, f in enumerate(ops["forward_op_id"]) if f >= 0]
     own = sum(ops["step"][i] == ops["step"][f] for i, f in forward)

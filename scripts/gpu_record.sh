@@ -636,6 +636,28 @@ while [ $# -gt 0 ]; do
     tenprof report "$OUT/cupti_mlp" --limit 3 2>&1 | head -n 30 >> "$N"
     tar -C "$OUT" -czf "$OUT/cupti_mlp.tgz" cupti_mlp && rm -rf "$OUT/cupti_mlp"  # raw/ is deeper than what comes back
     ;;
+  opsfinal38)  # issue 38: TENPROF_OPS=sampled under the timeline's GPU tests (native-cupti as the default, as gputests_cupti), then compiled GPT-2's cost beside torch.profiler and Proton with what time is left (OPSFINAL_S, default 540 s, for the whole task), held to 8 cores; text in $OUT/opsfinal38.txt
+    N="$OUT/opsfinal38.txt"
+    started=$SECONDS
+    TENPROF_OPS=sampled TENPROF_CAPTURE=native-cupti TENPROF_NATIVE_GPU=1 timeout 250 python3 -m pytest -q -s -m gpu -p no:cacheprovider \
+      tests/gpu/test_gpu_capture.py tests/gpu/test_gpu_native_lines.py tests/gpu/test_gpu_prebuilt_launches.py tests/gpu/test_gpu_own_profiler.py > "$OUT/opsfinal38-gputests.txt" 2>&1; tail -n 25 "$OUT/opsfinal38-gputests.txt" >> "$N"
+    left=$(( ${OPSFINAL_S:-540} - (SECONDS - started) ))
+    echo "gpu tests took $(( SECONDS - started )) s; $left s left for compiled GPT-2" >> "$N"
+    ( cd "$REPO" && taskset -c 0-7 python3 benchmarks/overhead.py --workloads gpt2-compiled --repeats 2 \
+        --configs plain,torch,proton,tenprof-cupti-ops --deadline-min "$(python3 -c "print(max(0.5, $left / 60 - 0.3))")" \
+        --json "$OUT/opsfinal38-compiled.json" ) 2>&1 | grep -v "^\[" >> "$N"
+    ;;
+  cost38)  # issue 38: where TENPROF_OPS=sampled's cost is: the MLP's recorded steps against its own un-profiled ones with the parts of the capture off one by one (in_run_overhead.py's +parts), then whole loops beside torch.profiler and Proton, MLP (3 repeats) and fp32 GPT-2 (2), held to 8 cores; text in $OUT/cost38.txt
+    N="$OUT/cost38.txt"
+    ( cd "$REPO" && TENPROF_OPS=sampled PARITY_CAPTURES=default,native-cupti timeout 150 python3 benchmarks/native_parity.py "$WORK/cost_mlp" examples/small_mlp.py --steps 60 --warmup 5 ) 2>&1 | grep "kernel\|launches\|allocator samples:\|op copy\|^  allocator" >> "$N"
+    ( cd "$REPO/benchmarks" && taskset -c 0-7 timeout 170 python3 in_run_overhead.py --workloads mlp --rounds 2 \
+        --captures "${COST38_CAPTURES:-native-cupti-ops,native-cupti-ops+nomem,native-cupti-ops+nosampler,native-cupti-ops+nolines+nomem+nosampler}" \
+        --json "$OUT/cost38-inrun.json" ) >> "$N" 2>&1
+    ( cd "$REPO" && taskset -c 0-7 python3 benchmarks/overhead.py --workloads mlp --repeats 3 \
+        --configs plain,torch,proton,tenprof-cupti,tenprof-cupti-ops --deadline-min 3.2 --json "$OUT/cost38-mlp.json" ) 2>&1 | grep -v "^\[" >> "$N"
+    ( cd "$REPO" && taskset -c 0-7 python3 benchmarks/overhead.py --workloads gpt2-fp32 --repeats 2 \
+        --configs plain,torch,proton,tenprof-cupti-ops --deadline-min 3.4 --json "$OUT/cost38-gpt2.json" ) 2>&1 | grep -v "^\[" >> "$N"
+    ;;
   ops38)  # issue 38: TENPROF_OPS=sampled (op records in sampled steps alone, the others' copied by their launches): parity of native-cupti with it against the default capture on the MLP and fp32 GPT-2 (what the copy gave, from the sidecar), then each capture against its own un-profiled steps (in_run_overhead.py: native-cupti with and without it), held to 8 cores; text in $OUT/ops38.txt
     N="$OUT/ops38.txt"
     for w in "mlp examples/small_mlp.py --steps 60 --warmup 5" "gpt2 examples/gpt2_fp32.py --steps 12 --warmup 3"; do
@@ -644,6 +666,10 @@ while [ $# -gt 0 ]; do
       python3 -c "import gzip,json,sys; d=json.loads(gzip.decompress(open(sys.argv[1],'rb').read())); print('op copy', d.get('op_copy'), 'input sampling', d.get('input_sampling'))" "$WORK/ops_${A[0]}/native-cupti/timeline/raw/callsites.json.gz" >> "$N" 2>&1
     done
     ( cd "$REPO/benchmarks" && taskset -c 0-7 timeout 250 python3 in_run_overhead.py --captures native-cupti,native-cupti-ops --rounds "${ROUNDS38:-2}" --json "$OUT/ops38-inrun.json" ) >> "$N" 2>&1
+    ;;
+  stepsops38)  # issue 38: compiled GPT-2 (overhead.py's workload) step by step, plain and under native-cupti with TENPROF_OPS=sampled (benchmarks/step_by_step.py, STEPS38_ROUNDS rounds, default 2), held to 8 cores: where the option's cost on compiled code is (one loop read 2.21x on 2026-11-29); text in $OUT/stepsops38.txt
+    ( cd "$REPO" && TENPROF_OPS=sampled taskset -c 0-7 python3 benchmarks/step_by_step.py --rounds "${STEPS38_ROUNDS:-2}" --json "$OUT/stepsops38.json" \
+        examples/compiled_train.py --model gpt2 --mode default --steps 37 --warmup 3 ) 2>&1 | grep -v "^loop_s\|Warning\|warn" >> "$OUT/stepsops38.txt"
     ;;
   steps38)  # issue 38: fp32 GPT-2 (overhead.py's 10 steps after 3 of warm-up) and the MLP step by step, plain and under native-cupti (benchmarks/step_by_step.py, STEPS38_ROUNDS rounds), held to 8 cores: which steps hold the loop's cost; text in $OUT/steps38.txt
     ( cd "$REPO" && taskset -c 0-7 python3 benchmarks/step_by_step.py --rounds "${STEPS38_ROUNDS:-3}" --json "$OUT/steps38-gpt2.json" examples/gpt2_fp32.py --steps 10 --warmup 3 ) 2>&1 | grep -v "^loop_s\|Warning\|warn" >> "$OUT/steps38.txt"

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from tenprof.analyses.timeline.attribution_keys import kernel_keys, op_keys
+from tenprof.analyses.timeline.attribution_keys import kernel_keys, memory_keys, op_keys
 from tenprof.capture.op_copy import COPIED_FROM, NOT_COPIED_PREFIXES, OP_CATEGORIES, StepWindow, copy_ops, fill_trace
 from tenprof.importers.timeline_import import build_pass
 from tenprof.store.profile import load_profile
@@ -69,6 +69,7 @@ def test_ops_taken_out_of_six_steps_and_copied_back_give_every_kernel_its_op_lin
 
     assert kernel_keys(rebuilt) == kernel_keys(stored)  # 1198 kernels
     assert op_keys(rebuilt) == op_keys(stored)
+    assert memory_keys(rebuilt) == memory_keys(stored)  # each allocator sample inside the op it was in
     ops = rebuilt.table("ops").to_pydict()
     forward = [(i, f) for i, f in enumerate(ops["forward_op_id"]) if f >= 0]
     assert len(forward) > 3000 and all(ops["step"][i] == ops["step"][f] for i, f in forward)
@@ -150,6 +151,39 @@ def test_call_sites_are_copied_with_the_ops_and_a_step_launching_nothing_is_left
     # after it, it moved as the launch did, 1100 us later
     assert copied_calls == {"thread_id": [7], "start_ns": [1_021_667], "end_ns": [1_300_000], "frame_id": [42]}
     assert report.unmatched == [2, 3] and report.calls == 1
+
+
+def _report(ts_us: float, size: int, tid: int = 7) -> dict[str, Any]:
+    return {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "tid": tid, "ts": ts_us, "args": {"Bytes": size}}
+
+
+def _holder(ops: list[dict[str, Any]], report: dict[str, Any]) -> str:
+    """The innermost op holding the report's time (the importer's join)."""
+    holding = [e for e in ops if e["ts"] <= report["ts"] <= e["ts"] + e["dur"]]
+    return min(holding, key=lambda e: e["dur"])["name"]
+
+
+def test_an_allocation_made_where_the_host_ran_at_another_pace_stays_in_the_op_that_made_it() -> None:
+    # step 0: aten::first launches at 40-50 us and ends at 60; aten::second allocates at 62 and launches at
+    # 180. In step 1 the host was slow after the first launch: the same allocation came at 55 us. Timed
+    # between the launches alone it would fall in the copy of aten::first; anchored, in aten::second's.
+    def step(n: int, allocated_at: float, size: int) -> list[dict[str, Any]]:
+        base = n * 1000
+        return [
+            _op("aten::first", base + 10, base + 60),
+            *_launch(base + 40, base + 50, 10 * n, "k1"),
+            _op("aten::second", base + 60, base + 200),
+            _report(base + allocated_at, size),
+            *_launch(base + 180, base + 190, 10 * n + 1, "k2"),
+        ]
+
+    alike = step(0, 62, 4096) + _without_ops(step(1, 55, 4096))
+    copied, _, _ = copy_ops(alike, NO_CALLS, WINDOWS, recorded={0})
+    assert _holder(copied, alike[-3]) == "aten::second"
+    # where the sizes differ, the reports are no anchor: the launches alone place the ops
+    unlike = step(0, 62, 4096) + _without_ops(step(1, 55, 8192))
+    copied, _, report = copy_ops(unlike, NO_CALLS, WINDOWS, recorded={0})
+    assert report.copied == [(1, 7, 0)] and _holder(copied, unlike[-3]) == "aten::first"
 
 
 def test_a_trace_gets_the_ranges_ops_and_call_sites_of_its_steps_run_without_op_records() -> None:

@@ -5,6 +5,8 @@ same run side by side (a capture against another, ops copied against ops recorde
   code as (file, line), the op's step, the kernel's duration in ns); None for what a kernel without an op
   lacks.
 - `op_keys(profile)`: the ops counted by (step, name, input shapes, user line, parent op's name).
+- `memory_keys(profile)`: per allocator sample, in the memory table's order, (op name, the op's line, the op's
+  step, bytes); None for what a sample outside every op lacks.
 """
 
 from __future__ import annotations
@@ -47,4 +49,14 @@ def op_keys(profile: Profile) -> Counter[tuple[Any, ...]]:
     for i, name in enumerate(ops["name"]):
         parent = ops["parent_op_id"][i]
         keys[(ops["step"][i], name, ops["input_shapes"][i], line[i], ops["name"][parent] if parent >= 0 else None)] += 1
+    return keys
+
+
+def memory_keys(profile: Profile) -> list[tuple[str | None, Line, int | None, int]]:
+    ops = profile.table("ops").to_pydict()
+    line = _lines(profile)
+    memory = profile.table("memory")
+    keys: list[tuple[str | None, Line, int | None, int]] = []
+    for op, size in zip(memory.column("op_id").to_pylist(), memory.column("bytes").to_pylist(), strict=True):
+        keys.append((ops["name"][op], line[op], ops["step"][op], size) if op >= 0 else (None, None, None, size))
     return keys
