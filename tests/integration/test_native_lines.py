@@ -243,7 +243,22 @@ def test_a_trace_made_from_the_native_records_imports_as_the_profilers_does(nati
     inputs = ("input_shapes", "input_dtypes", "input_strides", "input_values")
     for column in columns + inputs:
         mine_here = mine.column(column).to_numpy(zero_copy_only=False)[on_script_thread].tolist()
-        assert mine_here == theirs.column(column).to_pylist(), column
+        if column != "frame_id":
+            assert mine_here == theirs.column(column).to_pylist(), column
+            continue
+        # The profiler's op times come from its own clock, converted, and are joined with the call sites
+        # (perf clock) through one offset; the native ops are on the perf clock itself. Once in some ten
+        # suite runs on the loaded 2-core machine one op of the profiler's, microseconds from its
+        # neighbour (a Parameter's detach 13 us after the op before it), fell on the other side of a call
+        # site's edge. So: at most one op in a thousand may differ, each within 50 us of a neighbour.
+        differ = [
+            i for i, (a, b) in enumerate(zip(mine_here, theirs.column(column).to_pylist(), strict=True)) if a != b
+        ]
+        starts = theirs.column("start_ns").to_numpy()
+        assert len(differ) <= max(1, len(mine_here) // 1000), differ
+        for i in differ:
+            gaps = [abs(int(starts[i]) - int(starts[j])) for j in (i - 1, i + 1) if 0 <= j < len(starts)]
+            assert min(gaps) < 50_000, (i, gaps)
     steps_theirs = theirs.column("step").to_numpy()
     steps_mine = mine.column("step").to_numpy()[on_script_thread]
     both = steps_mine >= 0

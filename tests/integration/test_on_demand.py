@@ -85,6 +85,10 @@ def test_a_running_job_records_its_next_steps_on_request(tmp_path: Path, capsys:
         assert profile.table("ops").num_rows > 0
         assert main(["capture", str(job.pid), "-o", str(out), "--steps", "3"]) == 2  # exists, no --force
         assert "already exists" in capsys.readouterr().err
+        # a step that has begun is refused, not recorded late (ranks would record different steps)
+        assert main(["capture", str(job.pid), "-o", str(tmp_path / "late"), "--at-step", "1"]) == 2
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        assert "step 1 had begun when the request came" in line and not (tmp_path / "late").exists()
 
         # a long capture; a second one meanwhile is refused, naming the first; the job ends during it
         long_out = tmp_path / "long"

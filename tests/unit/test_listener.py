@@ -43,3 +43,10 @@ def test_a_capture_request_names_steps_or_seconds_and_an_absolute_output() -> No
 def test_every_other_request_is_refused_in_one_line(line: bytes, refusal: str) -> None:
     found = parse_request(line)
     assert isinstance(found, str) and found.startswith(refusal) and "\\n" not in found
+
+
+def test_all_ranks_start_two_steps_or_half_a_second_ahead_of_the_furthest_rank() -> None:
+    from tenprof.cli.capture_command import ahead
+
+    assert ahead(0.0) == 2 and ahead(3.0) == 2  # slow steps: two are enough
+    assert ahead(33.3) == 17 and ahead(1000.0) == 500  # fast ones: half a second of them

@@ -4,19 +4,22 @@
 It asks the job's listener (capture.listener: the job's user's own Unix socket) and waits until the job
 wrote the profile; the job records from its next tenprof.step() on and goes on as before afterwards.
 `--all-ranks`: every rank of PID's job listening on this host (same launcher run) records the same steps,
-from a step none has reached yet (or `--at-step S`, which the ranks on other hosts are then given too),
-each into OUT/rankNNNNN, merged by `tenprof report OUT`. Ctrl-C here stops the waiting, not the capture.
+from a step none has reached yet (two steps or half a second at the fastest rank's pace after the furthest
+one; or `--at-step S`, which the ranks on other hosts are then given too), each into OUT/rankNNNNN, merged
+by `tenprof report OUT`. Ctrl-C here stops the waiting, not the capture.
 Every refusal is one line: no listener in that process, a capture already running, an output that exists
-(--force replaces a tenprof profile), the job ending first.
+(--force replaces a tenprof profile), an `--at-step` the job has reached already, the job ending first.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import socket
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +27,9 @@ from tenprof.capture.listener import PROTOCOL, STATUS, socket_dir, socket_path
 from tenprof.cli.common import non_negative_int
 from tenprof.errors import Interrupted, TenprofError, UsageError
 
-AHEAD = 2  # --all-ranks: start this many steps after the furthest rank, so that none has passed it
+AHEAD = 2  # --all-ranks: start at least this many steps after the furthest rank, so that none has passed it
+LEAD_S = 0.5  # --all-ranks: and at least this long after it, at the fastest rank's pace (requests take time to
+# reach every rank: on a loaded 2-core machine two steps of 30 ms were once too few)
 
 
 class CaptureCommand:
@@ -135,6 +140,11 @@ def _status(path: Path) -> dict[str, Any] | None:
     return answer if isinstance(answer, dict) and answer.get("ok") else None
 
 
+def ahead(steps_per_s: float) -> int:
+    """How many steps after the furthest rank --all-ranks starts: AHEAD, or LEAD_S at the given pace."""
+    return max(AHEAD, math.ceil(steps_per_s * LEAD_S))
+
+
 def _all_ranks(args: argparse.Namespace, output: Path) -> int:
     """Every rank of PID's job listening here records the same steps (see the module)."""
     from tenprof.cli.launch import prepare_ranks_dir
@@ -143,15 +153,21 @@ def _all_ranks(args: argparse.Namespace, output: Path) -> int:
     asked = _status(_listening(args.pid))
     if asked is None or not asked.get("job") or asked.get("world_size", 1) < 2:
         raise UsageError(f"process {args.pid} is no rank of a job of several (started by torchrun or another launcher)")
-    ranks = sorted(
-        ((status, sock) for sock in socket_dir().glob("*.sock") if (status := _status(sock)) is not None
-         and status.get("job") == asked["job"]),
-        key=lambda found: int(found[0]["rank"]),
-    )  # fmt: skip
+    found = []
+    for sock in socket_dir().glob("*.sock"):
+        status = _status(sock)
+        if status is not None and status.get("job") == asked["job"]:
+            found.append((status, sock, time.monotonic()))
+    found.sort(key=lambda each: int(each[0]["rank"]))
+    ranks = [(status, sock) for status, sock, _ in found]
     # asked again: the first answers waited while each rank loaded its recorder (seconds, in which the ranks
-    # ran on), these come at once and say where the ranks are now
-    now = [_status(sock) or status for status, sock in ranks]
-    start = args.at_step if args.at_step >= 0 else max(int(s["step"]) for s in now) + AHEAD
+    # ran on), these come at once and say where the ranks are now, and with the first how fast they step
+    now, pace = [], 0.0
+    for status, sock, answered in found:
+        again = _status(sock) or status
+        now.append(again)
+        pace = max(pace, (int(again["step"]) - int(status["step"])) / max(time.monotonic() - answered, 1e-3))
+    start = args.at_step if args.at_step >= 0 else max(int(s["step"]) for s in now) + ahead(pace)
     if len(ranks) < asked["world_size"]:
         print(
             f"tenprof: {len(ranks)} of the job's {asked['world_size']} ranks listen on this host: capture the others "

@@ -121,6 +121,11 @@ class OnDemand:
             if target.exists() and not is_profile_dir(target):
                 reply({"ok": False, "error": f"{target} exists and is not a tenprof profile: it is left as it is"})
                 return
+            if 0 <= request.at_step <= self._steps and not request.seconds:
+                # started later it would record other steps than the ranks that asked in time
+                reply({"ok": False, "error": f"step {request.at_step} had begun when the request came (this "
+                       f"process has ended {self._steps} steps): ask for a later --at-step"})  # fmt: skip
+                return
             self._armed = (request, reply)
         reply({"ok": True, "state": "armed", "pid": os.getpid(), "steps": request.steps, "step": self._steps})
         if request.seconds:  # the main thread starts it between two of its instructions
