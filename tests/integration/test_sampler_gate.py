@@ -60,3 +60,36 @@ def test_rounds_in_an_op_loop_are_skipped_and_given_the_ops_line_and_a_sleep_is_
     assert ops_line in made_lines and set(made_lines) <= {ops_line, ones_line} and made_lines.count(ones_line) <= 1
     sampled_lines = [rows[frame][3] for frame in sampler.samples[2::3]]
     assert sampled_lines.count(sleep_line) >= 5  # 100 rounds were due; a loaded machine may take fewer
+
+
+def test_with_the_op_callbacks_off_the_allocations_still_skip_rounds() -> None:
+    # TENPROF_OPS=sampled runs most steps with the op callbacks off and the allocator reports on: the gate
+    # reads the reports then (each op here allocates its result), so the loop's rounds are skipped, not
+    # taken with the interpreter's lock; a sleep is still sampled.
+    try:
+        lib = load_library(build_library())
+    except NativeLinesUnavailable as exc:
+        pytest.skip(str(exc))
+    interner = new_interner(None)
+    recorder = NativeCallsiteRecorder(interner, lib, every_op=True, memory=True, stand_in=True)
+    sampler = HostSampler(interner, gate=SamplerGate(lib))
+    recorder.__enter__()
+    sampler.start()
+    try:
+        _ops_for(0.05)  # with its callbacks: the thread is one that runs ops
+        recorder.ops_off = True
+        _ops_for(0.3)
+        time.sleep(0.1)  # SLEEP_OFF_LINE
+    finally:
+        sampler.stop()
+        recorder.__exit__(None, None, None)
+        recorder.close()
+    source = Path(__file__).read_text().splitlines()
+    sleep_line = next(i + 1 for i, t in enumerate(source) if t.endswith("# SLEEP_OFF_LINE"))
+    reports = recorder.ops["memory"]
+    off_at = max(recorder.records[1::4])  # after the last call site recorded with the callbacks on
+    assert sum(1 for t in reports["ts_ns"] if t > off_at) > 100  # the loop allocated with its callbacks off
+    skipped_after = [t for t in sampler.skipped[1::2] if t > off_at]
+    assert len(skipped_after) >= 10  # 300 rounds were due in the loop (none skipped without the reports)
+    sampled_lines = [interner.rows[frame][3] for frame in sampler.samples[2::3]]
+    assert sampled_lines.count(sleep_line) >= 5

@@ -154,7 +154,7 @@ struct ThreadBuffer {
   uint64_t cache_generation = 0;  // the g_generation the cache's ids belong to
   int64_t tid = 0;
   int64_t pthread = 0;  // pthread_self(): what CUPTI names the thread by in a trace without CPU ops
-  std::atomic<int64_t> last_ns{0};  // its last op callback, read by the host sampler's gate (any thread)
+  std::atomic<int64_t> last_ns{0};  // its last op callback or allocator report, read by the sampler's gate
   int64_t open = -1;  // index of the top-level record being timed, -1 when none
   int depth = 0;      // ops of the observed scopes open on this thread
   // every op (when g_every_op): kOpFields per op, end 0 while it runs; the open ones' indexes, innermost last
@@ -635,8 +635,13 @@ class RecorderState final : public torch::profiler::impl::ProfilerStateBase {
   static void add(int64_t kind, int64_t address, int64_t bytes, size_t allocated, size_t reserved, c10::Device device) {
     if (!g_memory_on.load(std::memory_order_relaxed)) return;
     ThreadBuffer* b = buffer();
+    int64_t now = now_ns();
+    // the host sampler's gate reads it as an op callback: in a step run with the op callbacks off
+    // (TENPROF_OPS=sampled) the allocations are what says the thread runs ops (its rounds are then skipped
+    // and given the copied call sites' lines); in other steps an op's callbacks surround its allocations
+    b->last_ns.store(now, std::memory_order_relaxed);
     add_relaxed(b->digest.memory, spread(static_cast<uint64_t>(bytes) ^ (static_cast<uint64_t>(kind) << 62)));
-    b->memory.append({now_ns(), b->tid, bytes, address, static_cast<int64_t>(allocated), static_cast<int64_t>(reserved),
+    b->memory.append({now, b->tid, bytes, address, static_cast<int64_t>(allocated), static_cast<int64_t>(reserved),
                       static_cast<int64_t>(device.type()), static_cast<int64_t>(device.index()), kind});
   }
 };
@@ -878,8 +883,8 @@ PyObject* tenprof_lines_memory() { return finished_bytes(&ThreadBuffer::memory, 
 
 // The host sampler's gate. Called through ctypes.CDLL, so without the GIL: waits until a round of the
 // sampler is due (every period_ns) at a time when one of the threads `tids` (OS ids, n of them) that have
-// run ops has made no op callback for a period, and returns that time. A round due while every one of them
-// was inside or between ops (a callback less than a period ago) is skipped: recorded as (thread, time) for
+// run ops has made no op callback (nor allocator report) for a period, and returns that time. A round due
+// while every one of them was inside or between ops (a callback less than a period ago) is skipped: recorded as (thread, time) for
 // each of them, to be given the line of its op's call site (tenprof.capture.skipped_rounds), and the lock
 // is not asked for. Threads that never ran an op (a queue's feeder, a logger) are not waited for: their
 // next sample stands for the skipped time, at the line they then are, usually where they wait. Returns 0
