@@ -667,6 +667,13 @@ while [ $# -gt 0 ]; do
     done
     ( cd "$REPO/benchmarks" && taskset -c 0-7 timeout 250 python3 in_run_overhead.py --captures native-cupti,native-cupti-ops --rounds "${ROUNDS38:-2}" --json "$OUT/ops38-inrun.json" ) >> "$N" 2>&1
     ;;
+  kinds38)  # issue 38: why fp32 GPT-2's input sampling asked in every recorded step on an H200 (2026-11-29): recorded with inputs in every step (native-cupti, TENPROF_INPUTS=every, 8 steps) and its steps set side by side (benchmarks/step_inputs_diff.py); text in $OUT/kinds38.txt
+    N="$OUT/kinds38.txt"
+    ( cd "$REPO" && TENPROF_INPUTS=every tenprof run --quiet --capture native-cupti --overhead-steps 0 -o "$WORK/kinds_gpt2" examples/gpt2_fp32.py --steps 8 --warmup 1 ) >> "$N" 2>&1
+    ( cd "$REPO" && python3 benchmarks/step_inputs_diff.py "$WORK/kinds_gpt2" ) >> "$N" 2>&1
+    ( cd "$REPO" && tenprof run --quiet --capture native-cupti --overhead-steps 0 -o "$WORK/kinds_gpt2_sampled" examples/gpt2_fp32.py --steps 8 --warmup 1 ) >> "$N" 2>&1
+    python3 -c "import gzip,json,sys; print('input sampling', json.loads(gzip.decompress(open(sys.argv[1],'rb').read())).get('input_sampling'))" "$WORK/kinds_gpt2_sampled/timeline/raw/callsites.json.gz" >> "$N" 2>&1
+    ;;
   stepsops38)  # issue 38: compiled GPT-2 (overhead.py's workload) step by step, plain and under native-cupti with TENPROF_OPS=sampled (benchmarks/step_by_step.py, STEPS38_ROUNDS rounds, default 2), held to 8 cores: where the option's cost on compiled code is (one loop read 2.21x on 2026-11-29); text in $OUT/stepsops38.txt
     ( cd "$REPO" && TENPROF_OPS=sampled taskset -c 0-7 python3 benchmarks/step_by_step.py --rounds "${STEPS38_ROUNDS:-2}" --json "$OUT/stepsops38.json" \
         examples/compiled_train.py --model gpt2 --mode default --steps 37 --warmup 3 ) 2>&1 | grep -v "^loop_s\|Warning\|warn" >> "$OUT/stepsops38.txt"
