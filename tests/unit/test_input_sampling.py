@@ -241,3 +241,20 @@ def test_the_summary_line_says_how_steps_recorded_without_ops_got_theirs() -> No
     sampling = {"steps": 31, "asked_steps": 4, "asked": [0, 1, 2, 20], "not_asked": 10, "filled": 10, "left": 0}
     assert shapes_note(sampling, copy).startswith("ops recorded in sampled steps alone: 26 of 27 ")
     assert "; input shapes asked in 4 of 31 recorded steps (step 0, 1, 2, 20)" in shapes_note(sampling, copy)
+
+
+def test_the_step_after_steps_run_un_profiled_is_not_judged_by_its_allocator_sizes() -> None:
+    # It frees what the un-profiled steps allocated, which the CPU allocator does not report: its sizes
+    # differ from the settled ones without any change of shapes (a CPU GPT-2 asked once after each stretch).
+    sampling = InputSampling(check_every=50)
+    for n, digest in enumerate((_asked(2, 200, memory=7), _asked(2, 200, memory=7))):
+        sampling.after_step(digest, n)
+    sampling.resumed()
+    assert sampling.after_step(_unasked(2, memory=5), 5) is False  # sizes of no evidence
+    assert 5 not in sampling.unchanged  # nor taken as unchanged
+    assert sampling.after_step(_unasked(2, memory=8), 6) is True  # the step after it is judged again
+    sampling.resumed()
+    assert sampling.after_step(_asked(2, 200, memory=5), 7) is False  # asked: settled sizes kept (7)
+    assert sampling.after_step(_unasked(2, memory=7), 8) is False and 8 in sampling.unchanged
+    sampling.resumed()
+    assert sampling.after_step_without_ops(5, 9) is False  # the same for a step run without op records

@@ -14,7 +14,10 @@ The contract:
   allocator sizes (`StepDigest.memory`, where memory is recorded) differ from its settled ones: shapes
   that change mostly change those, and the step after the change shows its new inputs. Once an asked
   step's inputs differ from its kind's settled ones (shapes that change from step to step: a decode loop's
-  growing cache, variable sequence lengths), it asks in every step to the end.
+  growing cache, variable sequence lengths), it asks in every step to the end. `resumed()`, when recording
+  starts again after steps run un-profiled: the next step's allocator sizes decide nothing (it frees what
+  the un-profiled steps allocated, which the CPU allocator does not report: every such step read as
+  changed and made the next one ask).
 - `fill_signatures(ops, keys, ...)` then gives each op recorded without its inputs (`NOT_ASKED`) the
   signature of the op at its place in an asked step of the same thread with the same op names in the same
   order: of the nearest such asked steps before and after it where both agree (of the one there is, at
@@ -78,9 +81,20 @@ class InputSampling:
         self.asked: list[int] = []  # the numbers of the first ASKED_LISTED steps that asked
         self._last_kind: int | None = None  # the names digest of the latest asked step
         self.unchanged: set[int] = set()  # unasked steps (numbers) whose allocator sizes were their kind's
+        self._sizes_unknown = False  # the step running now follows steps run un-profiled (`resumed`)
+
+    def resumed(self) -> None:
+        """Recording starts again after steps run un-profiled (module docstring)."""
+        self._sizes_unknown = True
+
+    def _memory(self, memory: int) -> int:
+        """The step's allocator digest as evidence: 0 (says nothing) for the step after un-profiled ones."""
+        unknown, self._sizes_unknown = self._sizes_unknown, False
+        return 0 if unknown else memory
 
     def after_step(self, digest: StepDigest, number: int = -1) -> bool:
         """Learn from step `number`, which just ended; whether the next one asks (also left in `asks`)."""
+        memory = self._memory(digest.memory)
         if digest.asked == 0 and digest.not_asked == 0:  # no op ran: nothing to learn, nothing to save
             return self.asks
         self.steps += 1
@@ -88,18 +102,18 @@ class InputSampling:
             self.asked_steps += 1
             if len(self.asked) < ASKED_LISTED:
                 self.asked.append(number)
-            self._learn(digest)
+            self._learn(digest, memory)
             self._last_kind = digest.names
             self._since_asked = 0
         else:
             self._since_asked += 1
         settled = self._settled.get(digest.names)
-        if digest.not_asked and settled is not None and digest.memory and settled[1] == digest.memory:
+        if digest.not_asked and settled is not None and memory and settled[1] == memory:
             self.unchanged.add(number)
         self.asks = (
             self.every_step
             or settled is None
-            or settled[1] != digest.memory
+            or (memory != 0 and settled[1] != memory)
             or self._since_asked + 1 >= self.check_every
         )
         return self.asks
@@ -109,6 +123,7 @@ class InputSampling:
         docs/design/cheaper_capture.md 3.6), which only its allocator sizes describe; whether the next one
         records its ops and asks for their inputs. As an unasked step of the kind last asked: it asks at
         the check, or after allocator sizes unlike that kind's settled ones."""
+        memory = self._memory(memory)
         self.steps += 1
         self._since_asked += 1
         settled = self._settled.get(self._last_kind) if self._last_kind is not None else None
@@ -120,12 +135,14 @@ class InputSampling:
         )
         return self.asks
 
-    def _learn(self, digest: StepDigest) -> None:
+    def _learn(self, digest: StepDigest, memory: int) -> None:
         settled = self._settled.get(digest.names)
         if settled is not None and settled[0] != digest.inputs:
             self.every_step = True
         elif self._last_asked.get(digest.names) == digest.inputs:
-            self._settled[digest.names] = (digest.inputs, digest.memory)
+            # sizes that say nothing (`resumed`) leave the settled ones as they were
+            kept = settled[1] if settled is not None and memory == 0 else memory
+            self._settled[digest.names] = (digest.inputs, kept)
         self._last_asked[digest.names] = digest.inputs
 
     def summary(self) -> dict[str, Any]:

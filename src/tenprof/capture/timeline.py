@@ -416,6 +416,8 @@ class TimelineSession:
                 if self._gpu_activity:
                     torch.cuda.synchronize()
                     self._start_session(self.log.step_calls)
+                if self._sampling is not None:
+                    self._sampling.resumed()
                 self._set_recorders(on)
                 self._sync()
                 self._open_step(self.log.step_calls)
