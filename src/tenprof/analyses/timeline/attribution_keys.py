@@ -32,14 +32,22 @@ def _lines(profile: Profile) -> list[Line]:
     return out
 
 
-def kernel_keys(profile: Profile) -> list[tuple[str | None, Line, int | None, int]]:
-    ops = profile.table("ops").to_pydict()
-    line = _lines(profile)
-    kernels = profile.table("kernels")
-    keys: list[tuple[str | None, Line, int | None, int]] = []
-    for op, ns in zip(kernels.column("op_id").to_pylist(), kernels.column("duration_ns").to_pylist(), strict=True):
-        keys.append((ops["name"][op], line[op], ops["step"][op], ns) if op >= 0 else (None, None, None, ns))
-    return keys
+Keyed = list[tuple[str | None, Line, int | None, int]]
+
+
+def _by_op(profile: Profile, table: str, value: str) -> Keyed:
+    """Per row of `table`: (its op's name, line, step, the row's `value`), Nones where it has no op."""
+    ops = profile.table("ops")
+    names, steps, line = ops.column("name").to_pylist(), ops.column("step").to_pylist(), _lines(profile)
+    rows = profile.table(table)
+    return [
+        (names[op], line[op], steps[op], v) if op >= 0 else (None, None, None, v)
+        for op, v in zip(rows.column("op_id").to_pylist(), rows.column(value).to_pylist(), strict=True)
+    ]
+
+
+def kernel_keys(profile: Profile) -> Keyed:
+    return _by_op(profile, "kernels", "duration_ns")
 
 
 def op_keys(profile: Profile) -> Counter[tuple[Any, ...]]:
@@ -52,11 +60,5 @@ def op_keys(profile: Profile) -> Counter[tuple[Any, ...]]:
     return keys
 
 
-def memory_keys(profile: Profile) -> list[tuple[str | None, Line, int | None, int]]:
-    ops = profile.table("ops").to_pydict()
-    line = _lines(profile)
-    memory = profile.table("memory")
-    keys: list[tuple[str | None, Line, int | None, int]] = []
-    for op, size in zip(memory.column("op_id").to_pylist(), memory.column("bytes").to_pylist(), strict=True):
-        keys.append((ops["name"][op], line[op], ops["step"][op], size) if op >= 0 else (None, None, None, size))
-    return keys
+def memory_keys(profile: Profile) -> Keyed:
+    return _by_op(profile, "memory", "bytes")
