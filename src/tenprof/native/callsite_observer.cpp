@@ -884,12 +884,12 @@ PyObject* tenprof_lines_memory() { return finished_bytes(&ThreadBuffer::memory, 
 // The host sampler's gate. Called through ctypes.CDLL, so without the GIL: waits until a round of the
 // sampler is due (every period_ns) at a time when one of the threads `tids` (OS ids, n of them) that have
 // run ops has made no op callback (nor allocator report) for a period, and returns that time. A round due
-// while every one of them was inside or between ops (a callback less than a period ago) is skipped: recorded as (thread, time) for
-// each of them, to be given the line of its op's call site (tenprof.capture.skipped_rounds), and the lock
-// is not asked for. Threads that never ran an op (a queue's feeder, a logger) are not waited for: their
-// next sample stands for the skipped time, at the line they then are, usually where they wait. Returns 0
-// after max_wait_ns without a round, or at once while paused. When none of `tids` ran an op, every round
-// is due.
+// while every one of them was inside or between ops (a callback less than a period ago) is skipped:
+// recorded as (thread, time) for each of them, to be given the line of its op's call site
+// (tenprof.capture.skipped_rounds), and the lock is not asked for. Threads that never ran an op (a queue's
+// feeder, a logger) are not waited for: their next sample stands for the skipped time, at the line they
+// then are, usually where they wait. Returns 0 after max_wait_ns without a round, or at once while paused.
+// When none of `tids` ran an op, every round is due.
 int64_t tenprof_lines_sampler_wait(int64_t period_ns, int64_t max_wait_ns, const int64_t* tids, int64_t n) {
   int64_t start = now_ns();
   std::vector<const ThreadBuffer*> watched;
