@@ -11,7 +11,7 @@ import gzip
 import json
 import threading
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -243,6 +243,9 @@ class _FakeCuptiClient:
         self.calls.append("close")
         self.closed = True
 
+    def launch_digest(self) -> int:
+        return 0  # as the client where CUDA calls come as activity records: not known
+
     def records(self) -> tuple[Any, list[str]]:
         from tenprof.capture.cupti_client import KIND_CONCURRENT_KERNEL, KIND_RUNTIME, RECORD
 
@@ -386,16 +389,24 @@ class _LaunchingCuptiClient(_FakeCuptiClient):
 
     launches: ClassVar[list[tuple[int, int, int, int]]] = []  # (start, end, pthread, kernel)
     on: ClassVar[bool] = False  # recording (off in the steps run un-profiled, as the client is)
+    shift: ClassVar[int] = 0  # added to every kernel launched: other work with the same ops and inputs
+    _digested = 0  # the launches the last launch_digest() counted
 
     def enable(self, on: bool) -> None:
         super().enable(on)
         type(self).on = on
 
+    def launch_digest(self) -> int:
+        """The kernels launched since the last call, order-free, as the client's digest (0: none)."""
+        launched = type(self).launches[self._digested :]
+        self._digested = len(type(self).launches)
+        return sum((1 + kernel) * 1_000_003 for *_, kernel in launched)
+
     @classmethod
     def launch(cls, kernel: int) -> None:
         start = time.perf_counter_ns()
         if cls.on:
-            cls.launches.append((start, time.perf_counter_ns(), threading.get_ident(), kernel))
+            cls.launches.append((start, time.perf_counter_ns(), threading.get_ident(), kernel + cls.shift))
 
     def records(self) -> tuple[Any, list[str]]:
         from tenprof.capture.cupti_client import KIND_CONCURRENT_KERNEL, KIND_RUNTIME, RECORD
@@ -403,11 +414,12 @@ class _LaunchingCuptiClient(_FakeCuptiClient):
         records = np.zeros(2 * len(self.launches), dtype=RECORD)
         for k, (start, end, pthread, kernel) in enumerate(self.launches):
             call, work = records[2 * k], records[2 * k + 1]
-            call["kind"], call["name"], call["correlation"] = KIND_RUNTIME, 2, 1000 + k
+            call["kind"], call["name"], call["correlation"] = KIND_RUNTIME, 0, 1000 + k
             call["start"], call["end"], call["thread"] = start, end, pthread & 0xFFFFFFFF
-            work["kind"], work["name"], work["correlation"] = KIND_CONCURRENT_KERNEL, kernel, 1000 + k
+            work["kind"], work["name"], work["correlation"] = KIND_CONCURRENT_KERNEL, 1 + kernel, 1000 + k
             work["start"], work["end"], work["stream"] = end + 100, end + 200, 7
-        return records, ["kernel_a", "kernel_b", "cudaLaunchKernel"]
+        kernels = 1 + max((kernel for *_, kernel in self.launches), default=0)
+        return records, ["cudaLaunchKernel", *(f"kernel_{k}" for k in range(kernels))]
 
 
 @torch.library.custom_op("tenprof_test::launching", mutates_args=())
@@ -459,3 +471,38 @@ def test_ops_recorded_in_sampled_steps_are_copied_into_the_others_by_their_launc
     assert copied and {e["name"] for e in copied} >= {"tenprof_test::launching", "aten::mul"}
     # what was done reaches the sidecar the importer reads (and from it the profile's meta and summary)
     assert read_callsites(tmp_path / CALLSITES_FILE).op_copy == copy
+
+
+def test_a_step_that_launches_other_work_with_the_same_ops_makes_the_next_one_record_its_ops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # From step 12 on the ops launch other kernels (the same ops, inputs and allocations): step 12, run
+    # without op records, matches no step recorded before it; its launch digest differs from its kind's, so
+    # step 13 records its ops, and step 12 and those after 13 are copied from it. Without the digest the
+    # steps from 12 on would wait for the next check (step 22), after this run's end: none would get ops.
+    _as_if_on_a_gpu(monkeypatch, _LaunchingCuptiClient)
+    monkeypatch.setenv("TENPROF_OPS", "sampled")
+    _LaunchingCuptiClient.launches, _LaunchingCuptiClient.on, _LaunchingCuptiClient.shift = [], False, 0
+    session = TimelineSession(tmp_path, TimelineOptions(capture="native-cupti", sample_interval_ns=0, overhead_steps=0))
+    session.start()
+    x = torch.ones(8)
+    try:
+        for step in range(20):
+            _LaunchingCuptiClient.shift = 5 if step >= 12 else 0
+            y = torch.ops.tenprof_test.launching(x, 0)
+            torch.ops.tenprof_test.launching(y * 2, 1)
+            session.step()
+    finally:
+        _LaunchingCuptiClient.shift = 0
+    session.stop()
+    copy = session.log.extra["op_copy"]
+    assert copy["unmatched"] == [20] and copy["launches_changed"] == 1, copy  # the tail launched nothing
+    assert session.log.extra["input_sampling"]["asked"] == [0, 1, 2, 13]
+    events = json.loads((tmp_path / trace_part_name(0)).read_bytes())["traceEvents"]
+    ranges = {e["name"]: (e["ts"], e["ts"] + e["dur"]) for e in events if e["name"].startswith("ProfilerStep#")}
+    source: dict[int, set[int]] = defaultdict(set)  # step -> the steps its ops were copied from
+    for e in events:
+        if "tenprof copied from step" in e.get("args", {}):
+            step = next(int(n.split("#")[1]) for n, (a, b) in ranges.items() if a <= e["ts"] <= b)
+            source[step].add(e["args"]["tenprof copied from step"])
+    assert all(source[k] <= {1, 2} for k in range(3, 12)) and all(source[k] == {13} for k in (12, *range(14, 20)))

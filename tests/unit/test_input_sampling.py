@@ -258,3 +258,15 @@ def test_the_step_after_steps_run_un_profiled_is_not_judged_by_its_allocator_siz
     assert sampling.after_step(_unasked(2, memory=7), 8) is False and 8 in sampling.unchanged
     sampling.resumed()
     assert sampling.after_step_without_ops(5, 9) is False  # the same for a step run without op records
+
+
+def test_a_step_without_op_records_that_launched_other_work_makes_the_next_one_record() -> None:
+    sampling = InputSampling(check_every=50)
+    for n in (0, 1):
+        sampling.after_step(_asked(2, 200, memory=7), n, launches=41)
+    assert sampling.after_step_without_ops(7, 2, launches=41) is False  # the kind's launches
+    assert sampling.after_step_without_ops(7, 3, launches=0) is False  # not known: no evidence
+    assert sampling.after_step_without_ops(7, 4, launches=43) is True  # other work: record the next
+    sampling.after_step(_asked(2, 200, memory=7), 5, launches=43)  # the latest recorded step's launches
+    assert sampling.after_step_without_ops(7, 6, launches=43) is False
+    assert sampling.launches_changed == 1

@@ -186,6 +186,7 @@ class CuptiClient:
         lib.tenprof_cupti_version.restype = ctypes.c_uint32
         for name in ("tenprof_cupti_drain", "tenprof_cupti_record_size", "tenprof_cupti_names_size"):
             getattr(lib, name).restype = ctypes.c_int64
+        lib.tenprof_cupti_launch_digest.restype = ctypes.c_uint64
         lib.tenprof_cupti_records.restype = ctypes.c_void_p
         lib.tenprof_cupti_names.restype = ctypes.c_void_p
         if lib.tenprof_cupti_record_size() != RECORD.itemsize:
@@ -213,6 +214,12 @@ class CuptiClient:
     def enable(self, on: bool) -> None:
         if self._lib.tenprof_cupti_enable(int(on)) != 0:
             raise CuptiClientUnavailable(self._error())
+
+    def launch_digest(self) -> int:
+        """An order-free digest of the calls that launched GPU work since the last call (each call and its
+        kernel's name), reset: what tells a step whose launches changed (TENPROF_OPS=sampled). 0 where none
+        launched, or where the calls come as activity records (TENPROF_CUPTI_API=records), too late to tell."""
+        return int(self._lib.tenprof_cupti_launch_digest())
 
     def collect(self) -> None:
         """Hand over and decode every finished record (call once the GPU ran what it was given)."""

@@ -17,7 +17,10 @@ The contract:
   growing cache, variable sequence lengths), it asks in every step to the end. `resumed()`, when recording
   starts again after steps run un-profiled: the next step's allocator sizes decide nothing (it frees what
   the un-profiled steps allocated, which the CPU allocator does not report: every such step read as
-  changed and made the next one ask).
+  changed and made the next one ask). With `TENPROF_OPS=sampled` a step run without op records asks
+  too where its launch digest (the CUDA calls that launched GPU work and their kernels, from tenprof's
+  CUPTI client; 0 where not known) differs from the last recorded step's of the kind last asked: its ops
+  could not be copied (capture/op_copy.py), and the next step shows the new work.
 - `fill_signatures(ops, keys, ...)` then gives each op recorded without its inputs (`NOT_ASKED`) the
   signature of the op at its place in an asked step of the same thread with the same op names in the same
   order: of the nearest such asked steps before and after it where both agree (of the one there is, at
@@ -82,6 +85,8 @@ class InputSampling:
         self._last_kind: int | None = None  # the names digest of the latest asked step
         self.unchanged: set[int] = set()  # unasked steps (numbers) whose allocator sizes were their kind's
         self._sizes_unknown = False  # the step running now follows steps run un-profiled (`resumed`)
+        self._launches: dict[int, int] = {}  # a kind -> the launch digest of its latest step with op records
+        self.launches_changed = 0  # steps run without op records whose launches were not their kind's
 
     def resumed(self) -> None:
         """Recording starts again after steps run un-profiled (module docstring)."""
@@ -92,11 +97,14 @@ class InputSampling:
         unknown, self._sizes_unknown = self._sizes_unknown, False
         return 0 if unknown else memory
 
-    def after_step(self, digest: StepDigest, number: int = -1) -> bool:
-        """Learn from step `number`, which just ended; whether the next one asks (also left in `asks`)."""
+    def after_step(self, digest: StepDigest, number: int = -1, launches: int = 0) -> bool:
+        """Learn from step `number`, which just ended (`launches`: its launch digest, 0 where not known);
+        whether the next one asks (also left in `asks`)."""
         memory = self._memory(digest.memory)
         if digest.asked == 0 and digest.not_asked == 0:  # no op ran: nothing to learn, nothing to save
             return self.asks
+        if launches:
+            self._launches[digest.names] = launches
         self.steps += 1
         if digest.not_asked == 0:
             self.asked_steps += 1
@@ -118,19 +126,23 @@ class InputSampling:
         )
         return self.asks
 
-    def after_step_without_ops(self, memory: int, number: int = -1) -> bool:
+    def after_step_without_ops(self, memory: int, number: int = -1, launches: int = 0) -> bool:
         """Learn from step `number`, run with the op callbacks off (`TENPROF_OPS=sampled`: the next stage of
         docs/design/cheaper_capture.md 3.6), which only its allocator sizes describe; whether the next one
         records its ops and asks for their inputs. As an unasked step of the kind last asked: it asks at
-        the check, or after allocator sizes unlike that kind's settled ones."""
+        the check, or after allocator sizes or launches unlike that kind's."""
         memory = self._memory(memory)
         self.steps += 1
         self._since_asked += 1
         settled = self._settled.get(self._last_kind) if self._last_kind is not None else None
+        known = self._launches.get(self._last_kind) if self._last_kind is not None else None
+        launched_other = launches != 0 and known is not None and launches != known
+        self.launches_changed += launched_other
         self.asks = (
             self.every_step
             or settled is None
             or (memory != 0 and settled[1] != memory)
+            or launched_other
             or self._since_asked + 1 >= self.check_every
         )
         return self.asks

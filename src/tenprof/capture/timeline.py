@@ -476,10 +476,12 @@ class TimelineSession:
         recorder = self.log.recorder
         if self._sampling is not None and isinstance(recorder, NativeCallsiteRecorder):
             digest = recorder.step_digest()
+            # what the step launched, where tenprof's own CUPTI client saw it (the copy goes by launches)
+            launches = self._cupti.launch_digest() if self._ops_sampled and self._cupti is not None else 0
             if recorder.ops_off:
-                asks = self._sampling.after_step_without_ops(digest.memory, self._step_number)
+                asks = self._sampling.after_step_without_ops(digest.memory, self._step_number, launches)
             else:
-                asks = self._sampling.after_step(digest, self._step_number)
+                asks = self._sampling.after_step(digest, self._step_number, launches)
             recorder.ask_inputs(asks)
             if self._ops_sampled:
                 recorder.ops_off = not asks
@@ -512,6 +514,8 @@ class TimelineSession:
         trace = trace_document(recorder.ops, os.getpid(), USER_SCOPE, shifted)
         if self._without_ops:  # their step ranges, ops and call sites (TENPROF_OPS=sampled)
             self.log.extra["op_copy"] = fill_trace(trace, recorder.records, self._without_ops, os.getpid())
+            if self._sampling is not None:  # steps that launched other work than their kind: the next recorded
+                self.log.extra["op_copy"]["launches_changed"] = self._sampling.launches_changed
         write_trace_document(self.raw_dir / trace_part_name(0), trace)
         if self._sampling is not None:  # after `ops`, which fills the steps that did not ask
             self.log.extra["input_sampling"] = self._sampling.summary() | recorder.fill_report.as_dict()

@@ -29,6 +29,7 @@
 
 #include <pthread.h>
 
+#include <atomic>
 #include <memory>
 #include <cstdint>
 #include <cstdlib>
@@ -114,6 +115,31 @@ thread_local std::shared_ptr<ThreadCalls> t_calls;
 
 CUpti_SubscriberHandle g_subscriber = nullptr;
 std::vector<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> g_wanted;  // the calls subscribed to
+// The launch digest (TENPROF_OPS=sampled: capture/op_copy.py copies a step's ops from a recorded step that
+// launched the same work): an order-free sum over the calls that launch GPU work (launches, copies, sets)
+// of their call and, for a launch, its kernel's name, since the last tenprof_cupti_launch_digest(). Which
+// calls count, by domain and cbid.
+std::vector<bool> g_launching[2];
+std::atomic<uint64_t> g_launch_digest{0};
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdULL;
+}
+
+// A kernel name's hash, cached by the name's address per thread (CUPTI hands the same string for the same
+// kernel; a stale entry where it did not would only make two steps' digests alike, and the copy compares
+// the launches themselves).
+uint64_t name_hash(const char* name) {
+  if (name == nullptr) return 0;
+  thread_local std::unordered_map<const char*, uint64_t> cache;
+  auto found = cache.find(name);
+  if (found != cache.end()) return found->second;
+  uint64_t h = 1469598103934665603ULL;
+  for (const char* c = name; *c != '\0'; ++c) h = (h ^ uint8_t(*c)) * 1099511628211ULL;
+  cache.emplace(name, h);
+  return h;
+}
 
 std::string g_error;
 void* g_library = nullptr;
@@ -148,6 +174,11 @@ void CUPTIAPI on_call(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   }
   ApiCall c{*call->correlationData, monotonic_ns(), call->correlationId,
             uint32_t(uint64_t(pthread_self()) & 0xFFFFFFFFu), int32_t(cbid), int32_t(domain)};
+  const std::vector<bool>& launching = g_launching[domain == CUPTI_CB_DOMAIN_DRIVER_API ? 1 : 0];
+  if (cbid < launching.size() && launching[cbid]) {
+    uint64_t key = mix(mix(uint64_t(domain), uint64_t(cbid)), name_hash(call->symbolName));
+    g_launch_digest.fetch_add(mix(key, 0x5bd1e995ULL), std::memory_order_relaxed);
+  }
   ThreadCalls& mine = this_threads_calls();
   std::lock_guard<std::mutex> lock(mine.mutex);
   mine.calls.push_back(c);
@@ -165,6 +196,12 @@ bool wanted_call(const std::string& name) {
     if (name.find(part) != std::string::npos) return true;
   }
   return false;
+}
+
+// The calls that launch GPU work (a kernel, a copy, a set): those the launch digest counts.
+bool launching_call(const std::string& name) {
+  return name.find("Launch") != std::string::npos || name.find("Memcpy") != std::string::npos ||
+         name.find("Memset") != std::string::npos;
 }
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
@@ -358,6 +395,8 @@ int subscribe() {
     return -1;
   }
   g_wanted.clear();
+  g_launching[0].assign(CUPTI_RUNTIME_TRACE_CBID_SIZE, false);
+  g_launching[1].assign(CUPTI_DRIVER_TRACE_CBID_SIZE, false);
   const std::pair<CUpti_CallbackDomain, CUpti_ActivityKind> domains[] = {
       {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_ACTIVITY_KIND_RUNTIME}, {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_ACTIVITY_KIND_DRIVER}};
   for (auto [domain, kind] : domains) {
@@ -367,6 +406,7 @@ int subscribe() {
       const char* name = nullptr;
       if (p_cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
       if (wanted_call(name)) g_wanted.emplace_back(domain, cbid);
+      if (launching_call(name)) g_launching[domain == CUPTI_CB_DOMAIN_DRIVER_API ? 1 : 0][cbid] = true;
     }
   }
   return 0;
@@ -457,6 +497,9 @@ int tenprof_cupti_enable(int on) {
   g_enabled = bool(on);
   return 0;
 }
+
+// The launch digest since the last call (0: none launched, or the calls are not seen by callbacks), reset.
+uint64_t tenprof_cupti_launch_digest() { return g_launch_digest.exchange(0, std::memory_order_relaxed); }
 
 void tenprof_cupti_flush() {
   if (p_cuptiActivityFlushAll) p_cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
