@@ -118,8 +118,10 @@ std::vector<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> g_wanted;  // the
 // The launch digest (TENPROF_OPS=sampled: capture/op_copy.py copies a step's ops from a recorded step that
 // launched the same work): an order-free sum over the calls that launch GPU work (launches, copies, sets)
 // of their call and, for a launch, its kernel's name, since the last tenprof_cupti_launch_digest(). Which
-// calls count, by domain and cbid.
-std::vector<bool> g_launching[2];
+// calls count, by domain and cbid: kCopyOrSet, or kKernelLaunch (whose callback data names the kernel:
+// CUPTI's symbolName is valid for launches alone, so it is read for nothing else).
+enum Launching : uint8_t { kNotLaunching = 0, kCopyOrSet = 1, kKernelLaunch = 2 };
+std::vector<uint8_t> g_launching[2];
 std::atomic<uint64_t> g_launch_digest{0};
 
 uint64_t mix(uint64_t h, uint64_t v) {
@@ -174,9 +176,11 @@ void CUPTIAPI on_call(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   }
   ApiCall c{*call->correlationData, monotonic_ns(), call->correlationId,
             uint32_t(uint64_t(pthread_self()) & 0xFFFFFFFFu), int32_t(cbid), int32_t(domain)};
-  const std::vector<bool>& launching = g_launching[domain == CUPTI_CB_DOMAIN_DRIVER_API ? 1 : 0];
-  if (cbid < launching.size() && launching[cbid]) {
-    uint64_t key = mix(mix(uint64_t(domain), uint64_t(cbid)), name_hash(call->symbolName));
+  const std::vector<uint8_t>& launching = g_launching[domain == CUPTI_CB_DOMAIN_DRIVER_API ? 1 : 0];
+  uint8_t what = cbid < launching.size() ? launching[cbid] : uint8_t(kNotLaunching);
+  if (what != kNotLaunching) {
+    uint64_t name = what == kKernelLaunch ? name_hash(call->symbolName) : 0;
+    uint64_t key = mix(mix(uint64_t(domain), uint64_t(cbid)), name);
     g_launch_digest.fetch_add(mix(key, 0x5bd1e995ULL), std::memory_order_relaxed);
   }
   ThreadCalls& mine = this_threads_calls();
@@ -198,10 +202,10 @@ bool wanted_call(const std::string& name) {
   return false;
 }
 
-// The calls that launch GPU work (a kernel, a copy, a set): those the launch digest counts.
-bool launching_call(const std::string& name) {
-  return name.find("Launch") != std::string::npos || name.find("Memcpy") != std::string::npos ||
-         name.find("Memset") != std::string::npos;
+// Whether a call launches GPU work (a kernel, a copy, a set), which the launch digest counts.
+uint8_t launching_call(const std::string& name) {
+  if (name.find("Memcpy") != std::string::npos || name.find("Memset") != std::string::npos) return kCopyOrSet;
+  return name.find("Launch") != std::string::npos ? kKernelLaunch : kNotLaunching;
 }
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
@@ -395,8 +399,8 @@ int subscribe() {
     return -1;
   }
   g_wanted.clear();
-  g_launching[0].assign(CUPTI_RUNTIME_TRACE_CBID_SIZE, false);
-  g_launching[1].assign(CUPTI_DRIVER_TRACE_CBID_SIZE, false);
+  g_launching[0].assign(CUPTI_RUNTIME_TRACE_CBID_SIZE, kNotLaunching);
+  g_launching[1].assign(CUPTI_DRIVER_TRACE_CBID_SIZE, kNotLaunching);
   const std::pair<CUpti_CallbackDomain, CUpti_ActivityKind> domains[] = {
       {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_ACTIVITY_KIND_RUNTIME}, {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_ACTIVITY_KIND_DRIVER}};
   for (auto [domain, kind] : domains) {
@@ -406,7 +410,7 @@ int subscribe() {
       const char* name = nullptr;
       if (p_cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
       if (wanted_call(name)) g_wanted.emplace_back(domain, cbid);
-      if (launching_call(name)) g_launching[domain == CUPTI_CB_DOMAIN_DRIVER_API ? 1 : 0][cbid] = true;
+      g_launching[domain == CUPTI_CB_DOMAIN_DRIVER_API ? 1 : 0][cbid] = launching_call(name);
     }
   }
   return 0;
