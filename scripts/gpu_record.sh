@@ -667,6 +667,9 @@ while [ $# -gt 0 ]; do
     done
     ( cd "$REPO/benchmarks" && taskset -c 0-7 timeout 250 python3 in_run_overhead.py --captures native-cupti,native-cupti-ops --rounds "${ROUNDS38:-2}" --json "$OUT/ops38-inrun.json" ) >> "$N" 2>&1
     ;;
+  opstest38)  # issue 38: tests/gpu/test_gpu_op_copy.py (TENPROF_OPS=sampled against every step's ops on the MLP: kernels and allocator samples alike, the launch digest steady); text in $OUT/opstest38.txt
+    timeout 300 python3 -m pytest -q -s -m gpu -p no:cacheprovider tests/gpu/test_gpu_op_copy.py > "$OUT/opstest38.txt" 2>&1; tail -n 15 "$OUT/opstest38.txt"
+    ;;
   kinds38)  # issue 38: why fp32 GPT-2's input sampling asked in every recorded step on an H200 (2026-11-29): recorded with inputs in every step (native-cupti, TENPROF_INPUTS=every, 8 steps) and its steps set side by side (benchmarks/step_inputs_diff.py); text in $OUT/kinds38.txt
     N="$OUT/kinds38.txt"
     ( cd "$REPO" && TENPROF_INPUTS=every tenprof run --quiet --capture native-cupti --overhead-steps 0 -o "$WORK/kinds_gpt2" examples/gpt2_fp32.py --steps 8 --warmup 1 ) >> "$N" 2>&1

@@ -204,6 +204,8 @@ def test_while_sampling_a_waiting_thread_asks_for_the_lock_after_a_tenth_of_a_pe
     finally:
         sampler.stop()
     assert sys.getswitchinterval() == before
+    sampler.paused = False  # a session ending in steps run un-profiled resumes its recorders after the stop
+    assert sys.getswitchinterval() == before  # the program's own setting stays
 
 
 def test_a_frame_chain_that_cannot_be_walked_drops_that_sample_not_the_sampler(

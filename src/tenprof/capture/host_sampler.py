@@ -74,20 +74,26 @@ class HostSampler:
         # While sampling, the interpreter hands the lock to a waiting thread after a tenth of a period rather
         # than the default 5 ms (SWITCHES_PER_PERIOD): a round that waits for the script's Python code to let
         # go lands close to when it was due, so a stretch of pure-Python work is sampled where it runs (at
-        # 5 ms, an 8 ms loop got 4.8 ms). Paused, the program runs with its own setting again.
+        # 5 ms, an 8 ms loop got 4.8 ms). Paused, the program runs with its own setting again. Before start
+        # and after stop the setting is left alone: a session that ends in steps run un-profiled resumes its
+        # recorders after the sampler stopped, which left an in-process profile's program at the sampler's
+        # setting for the rest of its life.
+        live = self._thread is not None and not self._stop.is_set()
         if self.gate is not None:
             self.gate.pause(value)
         if value:
             self._gate.close()
-            sys.setswitchinterval(self._switch_interval)
+            if live:
+                sys.setswitchinterval(self._switch_interval)
         else:
-            sys.setswitchinterval(min(self._switch_interval, self.interval_ns / 1e9 / SWITCHES_PER_PERIOD))
+            if live:
+                sys.setswitchinterval(min(self._switch_interval, self.interval_ns / 1e9 / SWITCHES_PER_PERIOD))
             self._gate.open()
 
     def start(self) -> None:
         self._switch_interval = sys.getswitchinterval()
-        self.paused = False
         self._thread = threading.Thread(target=self._run, name="tenprof-host-sampler", daemon=True)
+        self.paused = False
         self._thread.start()
 
     def stop(self) -> None:

@@ -94,7 +94,8 @@ class TimelineInfo(BaseModel):
         None,
         description="TENPROF_OPS=sampled (experimental): the steps run without op records, their ops copied from a "
         "recorded step that launched the same work (capture.op_copy): steps_without_ops, copied_steps, "
-        "unmatched (steps left without ops), ops, calls; None otherwise",
+        "unmatched (steps left without ops), ops, calls, launches_changed (steps run without op records whose "
+        "launches were not their kind's: the next step recorded); None otherwise",
     )
 
 
