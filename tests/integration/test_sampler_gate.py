@@ -6,12 +6,15 @@ skipped (the loop makes an op callback every few microseconds while it runs) and
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 import torch
 
 from tenprof.capture.callsites import new_interner
+from tenprof.capture.frames import FrameInterner
 from tenprof.capture.host_sampler import HostSampler
 from tenprof.capture.native_lines import (
     NativeCallsiteRecorder,
@@ -30,23 +33,30 @@ def _ops_for(seconds: float) -> None:
         torch.relu(torch.add(x, x))  # OPS_LINE
 
 
-def test_rounds_in_an_op_loop_are_skipped_and_given_the_ops_line_and_a_sleep_is_sampled() -> None:
+@contextmanager
+def _gated(**recorded: bool) -> Iterator[tuple[FrameInterner, NativeCallsiteRecorder, HostSampler]]:
+    """The native recorder (`recorded`: what else it records) and the host sampler behind its gate, running."""
     try:
         lib = load_library(build_library())
     except NativeLinesUnavailable as exc:
         pytest.skip(str(exc))
     interner = new_interner(None)
-    recorder = NativeCallsiteRecorder(interner, lib)
+    recorder = NativeCallsiteRecorder(interner, lib, **recorded)
     sampler = HostSampler(interner, gate=SamplerGate(lib))
     recorder.__enter__()
     sampler.start()
     try:
-        _ops_for(0.3)
-        time.sleep(0.1)  # SLEEP_LINE
+        yield interner, recorder, sampler
     finally:
         sampler.stop()
         recorder.__exit__(None, None, None)
         recorder.close()
+
+
+def test_rounds_in_an_op_loop_are_skipped_and_given_the_ops_line_and_a_sleep_is_sampled() -> None:
+    with _gated() as (interner, recorder, sampler):
+        _ops_for(0.3)
+        time.sleep(0.1)  # SLEEP_LINE
     made = samples_of_skipped(sampler.skipped, recorder.records)
     assert len(sampler.skipped) >= 2 and len(made) == len(sampler.skipped) * 3 // 2
     source = Path(__file__).read_text().splitlines()
@@ -66,24 +76,11 @@ def test_with_the_op_callbacks_off_the_allocations_still_skip_rounds() -> None:
     # TENPROF_OPS=sampled runs most steps with the op callbacks off and the allocator reports on: the gate
     # reads the reports then (each op here allocates its result), so the loop's rounds are skipped, not
     # taken with the interpreter's lock; a sleep is still sampled.
-    try:
-        lib = load_library(build_library())
-    except NativeLinesUnavailable as exc:
-        pytest.skip(str(exc))
-    interner = new_interner(None)
-    recorder = NativeCallsiteRecorder(interner, lib, every_op=True, memory=True, stand_in=True)
-    sampler = HostSampler(interner, gate=SamplerGate(lib))
-    recorder.__enter__()
-    sampler.start()
-    try:
+    with _gated(every_op=True, memory=True, stand_in=True) as (interner, recorder, sampler):
         _ops_for(0.05)  # with its callbacks: the thread is one that runs ops
         recorder.ops_off = True
         _ops_for(0.3)
         time.sleep(0.1)  # SLEEP_OFF_LINE
-    finally:
-        sampler.stop()
-        recorder.__exit__(None, None, None)
-        recorder.close()
     source = Path(__file__).read_text().splitlines()
     sleep_line = next(i + 1 for i, t in enumerate(source) if t.endswith("# SLEEP_OFF_LINE"))
     reports = recorder.ops["memory"]
