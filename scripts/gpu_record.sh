@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (ops38 steps38 inrun38 fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (opstest38 kinds38 stepsops38 opsfinal38 cost38 ops38 steps38 inrun38 fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -639,7 +639,7 @@ while [ $# -gt 0 ]; do
   opsfinal38)  # issue 38: TENPROF_OPS=sampled under the timeline's GPU tests (native-cupti as the default, as gputests_cupti), then compiled GPT-2's cost beside torch.profiler and Proton with what time is left (OPSFINAL_S, default 540 s, for the whole task), held to 8 cores; text in $OUT/opsfinal38.txt
     N="$OUT/opsfinal38.txt"
     started=$SECONDS
-    TENPROF_OPS=sampled TENPROF_CAPTURE=native-cupti TENPROF_NATIVE_GPU=1 timeout 250 python3 -m pytest -q -s -m gpu -p no:cacheprovider \
+    TENPROF_OPS=sampled TENPROF_CAPTURE=native-cupti TENPROF_NATIVE_GPU=1 timeout "${GPUTESTS_TIMEOUT:-320}" python3 -m pytest -q -s -m gpu -p no:cacheprovider \
       tests/gpu/test_gpu_capture.py tests/gpu/test_gpu_native_lines.py tests/gpu/test_gpu_prebuilt_launches.py tests/gpu/test_gpu_own_profiler.py > "$OUT/opsfinal38-gputests.txt" 2>&1; tail -n 25 "$OUT/opsfinal38-gputests.txt" >> "$N"
     left=$(( ${OPSFINAL_S:-540} - (SECONDS - started) ))
     echo "gpu tests took $(( SECONDS - started )) s; $left s left for compiled GPT-2" >> "$N"
