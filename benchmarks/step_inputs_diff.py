@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from itertools import pairwise
 from pathlib import Path
 
@@ -75,6 +75,11 @@ def main() -> int:
         differ = [(x, y) for x, y in zip(a, b, strict=False) if x != y] if names_alike else []
         what = "the same op names" if names_alike else f"other ops ({len(a)} against {len(b)})"
         print(f"step {before} -> {after}: {what}; {len(differ)} ops with other inputs")
+        if not names_alike:  # the ops one step has more of than the other (the input sampling's kinds)
+            counts = Counter(k[0] for _, k in a)
+            counts.subtract(Counter(k[0] for _, k in b))
+            changed = sorted(((n, c) for n, c in counts.items() if c), key=lambda nc: -abs(nc[1]))
+            print("  " + ", ".join(f"{name} {count:+d}" for name, count in changed[: args.shown]))
         for (_, x), (_, y) in differ[: args.shown]:
             print(f"  {x[0]}")
             for column, u, v in zip(COLUMNS[1:], x[1:], y[1:], strict=True):
