@@ -117,9 +117,10 @@ CUpti_SubscriberHandle g_subscriber = nullptr;
 std::vector<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> g_wanted;  // the calls subscribed to
 // The launch digest (TENPROF_OPS=sampled: capture/op_copy.py copies a step's ops from a recorded step that
 // launched the same work): an order-free sum over the calls that launch GPU work (launches, copies, sets)
-// of their call and, for a launch, its kernel's name, since the last tenprof_cupti_launch_digest(). Which
-// calls count, by domain and cbid: kCopyOrSet, or kKernelLaunch (whose callback data names the kernel:
-// CUPTI's symbolName is valid for launches alone, so it is read for nothing else).
+// of their call and, for a kernel launch, its kernel's name, since the last tenprof_cupti_launch_digest().
+// Which calls count, by domain and cbid: kKernelLaunch (whose callback data names the kernel: CUPTI's
+// symbolName is valid for kernel launches alone, so it is read for nothing else), or kCopyOrSet (other
+// work, by the call alone).
 enum Launching : uint8_t { kNotLaunching = 0, kCopyOrSet = 1, kKernelLaunch = 2 };
 std::vector<uint8_t> g_launching[2];
 std::atomic<uint64_t> g_launch_digest{0};
@@ -202,10 +203,15 @@ bool wanted_call(const std::string& name) {
   return false;
 }
 
-// Whether a call launches GPU work (a kernel, a copy, a set), which the launch digest counts.
+// Whether a call launches GPU work, which the launch digest counts: a kernel (cudaLaunchKernel,
+// cuLaunchKernelEx, the cooperative ones: their callback data names it), or other work counted by the call
+// alone (copies, sets, graph launches, host functions).
 uint8_t launching_call(const std::string& name) {
-  if (name.find("Memcpy") != std::string::npos || name.find("Memset") != std::string::npos) return kCopyOrSet;
-  return name.find("Launch") != std::string::npos ? kKernelLaunch : kNotLaunching;
+  if (name.find("LaunchKernel") != std::string::npos || name.find("LaunchCooperativeKernel") != std::string::npos)
+    return kKernelLaunch;
+  bool other = name.find("Launch") != std::string::npos || name.find("Memcpy") != std::string::npos ||
+               name.find("Memset") != std::string::npos;
+  return other ? kCopyOrSet : kNotLaunching;
 }
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
