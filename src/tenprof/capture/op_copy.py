@@ -176,17 +176,18 @@ def copy_ops(
         in_order = all(a[1] <= b[1] for a, b in pairwise(merged))
         for thread in sorted(launches[step]):
             original = parts[(source, thread)]
+            # each thread's times mapped at once (one interpolation, not one per op: 21372 ops 0.39 -> 0.23 s)
             to_step = _time_map(window[source], window[step], merged if in_order else anchors[thread])
-            for e in original.ops:
-                begin, end = to_step(_ns(e)), to_step(_ns(e, end=True))
+            begins = to_step([_ns(e) for e in original.ops])
+            ends = to_step([_ns(e, end=True) for e in original.ops])
+            for e, begin, end in zip(original.ops, begins, ends, strict=True):
                 args = {**e.get("args", {}), "External id": next_id, COPIED_FROM: source}
                 next_id += 1
                 new_events.append({**e, "ts": begin / 1000, "dur": max(0, end - begin) / 1000, "args": args})
-            for i in original.sites:
-                new_calls["thread_id"].append(thread)
-                new_calls["start_ns"].append(to_step(int(calls["start_ns"][i])))
-                new_calls["end_ns"].append(to_step(int(calls["end_ns"][i])))
-                new_calls["frame_id"].append(int(calls["frame_id"][i]))
+            new_calls["thread_id"] += [thread] * len(original.sites)
+            new_calls["start_ns"] += to_step([int(calls["start_ns"][i]) for i in original.sites])
+            new_calls["end_ns"] += to_step([int(calls["end_ns"][i]) for i in original.sites])
+            new_calls["frame_id"] += [int(calls["frame_id"][i]) for i in original.sites]
             report.copied.append((step, thread, source))
             report.ops += len(original.ops)
             report.calls += len(original.sites)
@@ -217,7 +218,9 @@ def _bytes(report: dict[str, Any]) -> tuple[int, int]:
     return int(args.get("Bytes", 0)), int(args.get("Device Id", -1))
 
 
-def _time_map(source: StepWindow, target: StepWindow, anchors: list[tuple[int, int]]) -> Callable[[int], int]:
+def _time_map(
+    source: StepWindow, target: StepWindow, anchors: list[tuple[int, int]]
+) -> Callable[[list[int]], list[int]]:
     """Perf-clock ns in the source step -> ns in the target step: piecewise linear from the steps' starts
     through the anchors (the starts and ends of the launching calls both steps made), so the work before
     the first launch keeps its order inside the step; after the last, shifted as that call was (a thread's
@@ -228,9 +231,12 @@ def _time_map(source: StepWindow, target: StepWindow, anchors: list[tuple[int, i
     y = np.maximum.accumulate(np.array([b for _, b in pairs], dtype=np.float64))
     last = float(y[-1] - x[-1])
 
-    def to_target(ns: int) -> int:
-        moved = ns + last if ns >= x[-1] else float(np.interp(ns, x, y))
-        return round(min(max(moved, float(target.start_ns)), float(target.end_ns)))
+    def to_target(ns: list[int]) -> list[int]:
+        at = np.asarray(ns, dtype=np.float64)
+        moved = np.where(at >= x[-1], at + last, np.interp(at, x, y))
+        kept = np.clip(moved, float(target.start_ns), float(target.end_ns))
+        mapped: list[int] = np.rint(kept).astype(np.int64).tolist()
+        return mapped
 
     return to_target
 
