@@ -27,6 +27,7 @@ import orjson
 from tenprof.analyses.timeline.attribution_keys import kernel_keys, memory_keys, op_keys
 from tenprof.capture.op_copy import NOT_COPIED_PREFIXES, OP_CATEGORIES, StepWindow, copy_ops
 from tenprof.importers.timeline_import import build_pass
+from tenprof.store.directory import is_profile_dir
 from tenprof.store.meta import read_meta, write_meta
 from tenprof.store.profile import Profile, load_profile
 from tenprof.store.writer import PassWriter
@@ -51,6 +52,8 @@ def main() -> None:
         raise SystemExit(__doc__)
     source, kept = Path(sys.argv[1]), {int(s) for s in sys.argv[2].split(",")}
     out = Path(sys.argv[3]) if len(sys.argv) > 3 else Path(tempfile.mkdtemp(prefix="tenprof-opcopy-")) / "copy"
+    if out.exists() and not is_profile_dir(out):  # replaced below: only a profile, never anything else
+        raise SystemExit(f"{out} exists and is not a tenprof profile: give another OUT_DIR")
     stored = load_profile(source)
     raw = source / "timeline" / "raw"
     trace = orjson.loads(gzip.decompress((raw / "kineto_trace.json.gz").read_bytes()))
