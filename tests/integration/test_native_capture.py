@@ -452,6 +452,7 @@ def test_ops_recorded_in_sampled_steps_are_copied_into_the_others_by_their_launc
     # all recorded steps but the asked ones ran without op records; the tail after the last step() launched
     # nothing
     assert copy["unmatched"] == [30] and 15 <= copy["copied_steps"] == copy["steps_without_ops"] - 1 < 30, copy
+    assert copy["launches_changed"] == 0  # the client's launch digest seen, every step's its kind's
     events = json.loads((tmp_path / trace_part_name(0)).read_bytes())["traceEvents"]
     steps = sorted(int(e["name"].split("#")[1]) for e in events if e["name"].startswith("ProfilerStep#"))
     off = {3, 4, 8, 9, 13, 14} if overhead_steps else set()  # run un-profiled: no range, no launch recorded

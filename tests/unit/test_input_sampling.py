@@ -262,8 +262,10 @@ def test_the_step_after_steps_run_un_profiled_is_not_judged_by_its_allocator_siz
 
 def test_a_step_without_op_records_that_launched_other_work_makes_the_next_one_record() -> None:
     sampling = InputSampling(check_every=50)
+    assert not sampling.launches_seen  # no digest known yet: launches_changed measures nothing
     for n in (0, 1):
         sampling.after_step(_asked(2, 200, memory=7), n, launches=41)
+    assert sampling.launches_seen
     assert sampling.after_step_without_ops(7, 2, launches=41) is False  # the kind's launches
     assert sampling.after_step_without_ops(7, 3, launches=0) is False  # not known: no evidence
     assert sampling.after_step_without_ops(7, 4, launches=43) is True  # other work: record the next

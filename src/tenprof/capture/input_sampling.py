@@ -88,6 +88,12 @@ class InputSampling:
         self._launches: dict[int, int] = {}  # a kind -> the launch digest of its latest step with op records
         self.launches_changed = 0  # steps run without op records whose launches were not their kind's
 
+    @property
+    def launches_seen(self) -> bool:
+        """Whether any step's launch digest was known (tenprof's CUPTI client with its callbacks); where none
+        was, `launches_changed` measured nothing."""
+        return bool(self._launches)
+
     def resumed(self) -> None:
         """Recording starts again after steps run un-profiled (module docstring)."""
         self._sizes_unknown = True

@@ -514,8 +514,10 @@ class TimelineSession:
         trace = trace_document(recorder.ops, os.getpid(), USER_SCOPE, shifted)
         if self._without_ops and self._sampling is not None:  # their step ranges, ops and call sites (TENPROF_OPS)
             done = fill_trace(trace, recorder.records, self._without_ops, os.getpid())
-            # and the steps that launched other work than their kind (the step after each recorded its ops)
-            self.log.extra["op_copy"] = done | {"launches_changed": self._sampling.launches_changed}
+            # and the steps that launched other work than their kind (the step after each recorded its ops);
+            # None where no step's launches were seen (Kineto's CUDA session, TENPROF_CUPTI_API=records)
+            changed = self._sampling.launches_changed if self._sampling.launches_seen else None
+            self.log.extra["op_copy"] = done | {"launches_changed": changed}
         write_trace_document(self.raw_dir / trace_part_name(0), trace)
         if self._sampling is not None:  # after `ops`, which fills the steps that did not ask
             self.log.extra["input_sampling"] = self._sampling.summary() | recorder.fill_report.as_dict()

@@ -95,7 +95,7 @@ class TimelineInfo(BaseModel):
         description="TENPROF_OPS=sampled (experimental): the steps run without op records, their ops copied from a "
         "recorded step that launched the same work (capture.op_copy): steps_without_ops, copied_steps, "
         "unmatched (steps left without ops), ops, calls, launches_changed (steps run without op records whose "
-        "launches were not their kind's: the next step recorded); None otherwise",
+        "launches were not their kind's: the next step recorded; None where no launch was seen); None otherwise",
     )
 
 
