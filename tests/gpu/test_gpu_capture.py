@@ -43,7 +43,13 @@ def test_run_on_cuda_matches_torch_profiler_and_attributes_every_kernel(tmp_path
         torch_us = sum(v for k, v in by_key.items() if k in names)
         assert abs(ours_us - torch_us) <= 0.01 * torch_us
     a = attribution(profile)
-    assert a.op_percent >= 99.0 and a.user_line_percent >= 99.0
+    # TENPROF_OPS=sampled (experimental): the stretch after the last step mark may run with the op
+    # callbacks off and match no recorded step (this example's final checksum, 12% of its kernel time on an
+    # H200): those kernels have no op and are said so; every other kernel has its op and line
+    unmatched = (profile.meta.timeline.op_copy or {}).get("unmatched") or []
+    assert set(unmatched) <= {max(profile.table("steps").column("step").to_pylist())}
+    assert (a.to_op_ns + a.uncopied_ns) >= 0.99 * a.kernel_time_ns
+    assert (a.to_user_line_ns + a.uncopied_ns) >= 0.99 * a.kernel_time_ns
     assert (kernels.column("grid_x").to_numpy() > 0).all() and (kernels.column("block_x").to_numpy() > 0).all()
     assert (kernels.column("registers_per_thread").to_numpy() > 0).all()
     assert np.isin(["aten::mm", "aten::add"], profile.table("ops").column("name").to_pylist()).all()

@@ -65,7 +65,7 @@ def test_allocator_sizes_unlike_the_settled_steps_make_the_next_step_ask() -> No
     assert not sampling.every_step
 
 
-def test_a_signature_without_its_doubles_keeps_everything_else() -> None:
+def test_two_signatures_that_differ_in_scalars_alone_merge_with_those_values_unknown() -> None:
     tensor = (ie.INPUT_TENSOR, 6, 2, 8, 4, 4, 1)
     tensors = (ie.INPUT_TENSOR_LIST, 2, 6, 1, 3, 1, -1, 0)
     key = (*tensor, ie.INPUT_DOUBLE, _double(0.5), ie.INPUT_INT, 3, *tensors, ie.INPUT_INT_LIST, 2, 5, 6, ie.INPUT_NONE)
@@ -78,13 +78,26 @@ def test_a_signature_without_its_doubles_keeps_everything_else() -> None:
         (ie.INPUT_INT_LIST, 2, 5, 6),
         (0,),
     ]
-    stripped = ie.without_doubles(key)
-    assert stripped == (*tensor, ie.INPUT_DOUBLE_UNKNOWN, ie.INPUT_INT, 3, *tensors, ie.INPUT_INT_LIST, 2, 5, 6, 0)
-    dims, types, _, values = ie.decode_signature(stripped, {6: "float"}.__getitem__)
+    other_lr = (*tensor, ie.INPUT_DOUBLE, _double(0.25), ie.INPUT_INT, 3, *tensors, ie.INPUT_INT_LIST, 2, 5, 6, 0)
+    merged = ie.merge_scalars(key, other_lr)
+    assert merged == (*tensor, ie.INPUT_SCALAR_UNKNOWN, ie.INPUT_INT, 3, *tensors, ie.INPUT_INT_LIST, 2, 5, 6, 0)
+    dims, types, _, values = ie.decode_signature(merged, {6: "float"}.__getitem__)
     assert dims == [[8, 4], [], [], [[3], []], [], []]
     assert types == ["float", "Scalar", "Scalar", "TensorList", "ScalarList", ""]
     assert values == ["", "", "3", "", "[5, 6]", ""]
     assert ie.decode_signature(key, {6: "float"}.__getitem__)[3][1] == "0.5"
+    # an int that changes (a generator's offset) merges as the double does; an unknown value with a known one
+    other_int = (*tensor, ie.INPUT_DOUBLE, _double(0.5), ie.INPUT_INT, 4, *tensors, ie.INPUT_INT_LIST, 2, 5, 6, 0)
+    both = (*tensor, ie.INPUT_SCALAR_UNKNOWN, ie.INPUT_SCALAR_UNKNOWN, *tensors, ie.INPUT_INT_LIST, 2, 5, 6, 0)
+    assert ie.merge_scalars(merged, other_int) == both
+    # a shape, an int list or a kind that differs does not merge
+    for changed in (
+        (ie.INPUT_TENSOR, 6, 2, 9, 4, 4, 1, *key[len(tensor) :]),
+        (*key[:-4], 2, 5, 7, 0),
+        (*key[:-1], ie.INPUT_INT, 0),
+        (*key[:-1], ie.INPUT_BOOL, 1),
+    ):
+        assert ie.merge_scalars(key, changed) is None, changed
 
 
 class _Ops:
@@ -142,7 +155,7 @@ def test_ops_of_unasked_steps_take_the_signatures_of_the_same_place_in_an_asked_
     assert report.as_dict() == {
         "not_asked": 5,
         "filled": 4,
-        "filled_without_doubles": 0,
+        "filled_without_scalars": 0,
         "left": 1,
         "unmatched_sequences": 1,
         "varying_sequences": 0,
@@ -159,9 +172,9 @@ def test_asked_steps_that_differ_in_doubles_alone_give_copies_without_them_and_o
     ops.step(1, [0, 2], [0])
     ops.step(2, [NOT_ASKED, NOT_ASKED], [NOT_ASKED])
     report = fill_signatures(ops.columns, keys, USER)
-    assert keys[4] == (ie.INPUT_DOUBLE_UNKNOWN,)
+    assert keys[4] == (ie.INPUT_SCALAR_UNKNOWN,)
     assert ops.sigs(2) == [0, 4, 0]
-    assert (report.filled, report.filled_without_doubles) == (3, 1)
+    assert (report.filled, report.filled_without_scalars) == (3, 1)
 
     ops = _Ops()  # on the autograd thread the shapes change between asked steps 0 and 2
     ops.step(0, [0, 1], [0])
@@ -172,6 +185,22 @@ def test_asked_steps_that_differ_in_doubles_alone_give_copies_without_them_and_o
     assert ops.sigs(1) == [0, 1, NOT_ASKED]  # its shapes there could be either
     assert ops.sigs(3) == [0, 1, 3]  # after the change: the latest asked step's
     assert (report.filled, report.left, report.varying_sequences) == (5, 1, 1)
+
+
+def test_a_scalar_that_changes_in_every_asked_step_is_unknown_where_copied_and_the_others_are_kept() -> None:
+    # an int that differs in every step (dropout's generator offset) beside an int that does not (a dim)
+    offset = [(ie.INPUT_INT, 3, ie.INPUT_INT, v) for v in (100, 200)]
+    keys: list[tuple[int, ...]] = [*offset, (ie.INPUT_INT, 1)]
+    ops = _Ops()
+    ops.step(0, [0, 2], [2])
+    ops.step(1, [1, 2], [2])
+    ops.step(2, [NOT_ASKED, NOT_ASKED], [NOT_ASKED])
+    ops.step(3, [NOT_ASKED, NOT_ASKED], [NOT_ASKED])
+    report = fill_signatures(ops.columns, keys, USER, unchanged={3})
+    assert keys[3] == (ie.INPUT_INT, 3, ie.INPUT_SCALAR_UNKNOWN)
+    # both take step 1's (the asked step before them), and not its offset: it varied
+    assert ops.sigs(2) == ops.sigs(3) == [3, 2, 2]
+    assert (report.filled, report.filled_without_scalars, report.varying_sequences) == (6, 2, 0)
 
 
 def test_nothing_to_fill_leaves_the_records_alone() -> None:

@@ -1,6 +1,6 @@
 """An op's input signature as the native recorder encodes it (callsite_observer.cpp, encode_inputs): a flat
-tuple of ints, each input its kind followed by its values. Split into inputs, stripped of its doubles'
-values, and decoded as torch.profiler's record_shapes writes an op's inputs
+tuple of ints, each input its kind followed by its values. Split into inputs, two signatures merged where
+they differ in scalars' values alone, and decoded as torch.profiler's record_shapes writes an op's inputs
 ([Input Dims, Input type, Input Strides, Concrete Inputs], one entry per input).
 
 Torch-free: the dtype names come from the caller (`dtype_name`).
@@ -12,10 +12,11 @@ import struct
 from collections.abc import Callable, Iterator
 from typing import Any
 
-# the input kinds (callsite_observer.cpp, InputKind); DOUBLE_UNKNOWN is this side's alone: a double whose
-# value is not known, in a signature copied from another step's op (input_sampling.py)
+# the input kinds (callsite_observer.cpp, InputKind); SCALAR_UNKNOWN is this side's alone: an int or a double
+# whose value is not known, in a signature copied from other steps' ops that disagreed on it (input_sampling.py)
 INPUT_NONE, INPUT_TENSOR, INPUT_INT, INPUT_BOOL, INPUT_DOUBLE, INPUT_INT_LIST, INPUT_TENSOR_LIST = range(7)
-INPUT_DOUBLE_UNKNOWN = 7
+INPUT_SCALAR_UNKNOWN = 7
+_SCALARS = (INPUT_INT, INPUT_DOUBLE, INPUT_SCALAR_UNKNOWN)
 
 
 def _tensor_end(key: tuple[int, ...], at: int) -> int:
@@ -42,15 +43,27 @@ def split_inputs(key: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
         at = end
 
 
-def without_doubles(key: tuple[int, ...]) -> tuple[int, ...]:
-    """The signature with each double's value unknown (INPUT_DOUBLE_UNKNOWN)."""
-    parts = ((INPUT_DOUBLE_UNKNOWN,) if part[0] == INPUT_DOUBLE else part for part in split_inputs(key))
-    return tuple(value for part in parts for value in part)
+def merge_scalars(first: tuple[int, ...], second: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The two signatures as one where they differ in ints' or doubles' values alone (a learning rate, the
+    random generator's offset), each value they differ in unknown (INPUT_SCALAR_UNKNOWN); None where they
+    differ otherwise (a shape, a kind, an int list)."""
+    a, b = list(split_inputs(first)), list(split_inputs(second))
+    if len(a) != len(b):
+        return None
+    merged: list[int] = []
+    for x, y in zip(a, b, strict=True):
+        if x == y:
+            merged += x
+        elif x[0] in _SCALARS and y[0] in _SCALARS:  # an int in one, a double in the other: a Scalar still
+            merged.append(INPUT_SCALAR_UNKNOWN)
+        else:
+            return None
+    return tuple(merged)
 
 
 def decode_signature(key: tuple[int, ...], dtype_name: Callable[[int], str]) -> list[list[Any]]:
     """The encoded signature as the profiler's record_shapes writes it: [Input Dims, Input type, Input
-    Strides, Concrete Inputs], one entry per input; a double of unknown value is a Scalar with no value."""
+    Strides, Concrete Inputs], one entry per input; a scalar of unknown value is a Scalar with no value."""
     columns: list[list[Any]] = [[], [], [], []]
 
     def add(dims: Any, kind: str, strides: Any, value: str) -> None:
@@ -75,7 +88,7 @@ def decode_signature(key: tuple[int, ...], dtype_name: Callable[[int], str]) -> 
             add([t[0] for t in listed], "TensorList", [t[2] for t in listed], "")
         elif kind in (INPUT_INT, INPUT_BOOL, INPUT_DOUBLE):
             add([], "Scalar", [], _scalar_text(kind, part[1]))
-        elif kind == INPUT_DOUBLE_UNKNOWN:
+        elif kind == INPUT_SCALAR_UNKNOWN:
             add([], "Scalar", [], "")
         elif kind == INPUT_INT_LIST:
             add([], "ScalarList", [], "[" + ", ".join(str(v) for v in part[2:]) + "]")

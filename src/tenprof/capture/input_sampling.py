@@ -25,13 +25,16 @@ The contract:
   signature of the op at its place in an asked step of the same thread with the same op names in the same
   order: of the nearest such asked steps before and after it where both agree (of the one there is, at
   either end), or of the one before it where its allocator sizes were its kind's settled ones
-  (`InputSampling.unchanged`, where memory is recorded). Where the sequence's asked steps ever differed
-  in doubles' values alone (a learning rate that a schedule changes), the copy's doubles have no value
-  (input_encoding.INPUT_DOUBLE_UNKNOWN). Ops with no such step keep none (counted in the `FillReport`,
+  (`InputSampling.unchanged`, where memory is recorded). Where an op's signature in the sequence's asked
+  steps ever differed in ints' or doubles' values alone (a learning rate that a schedule changes, the
+  random generator's offset that attention's dropout takes), the copy has no value for those
+  (input_encoding.INPUT_SCALAR_UNKNOWN). Ops with no such step keep none (counted in the `FillReport`,
   never guessed). Steps are the `ProfilerStep#N` ranges among the ops; an op belongs to the step its
   start is in.
-- The step digests leave doubles' values out likewise (callsite_observer.cpp), so a schedule's learning
-  rate does not make every step ask; and they hold the ops of the thread that marks the steps and of those
+- The step digests leave ints' and doubles' values out likewise (callsite_observer.cpp), so a schedule's
+  learning rate or dropout's generator offset does not make every step ask (fp32 GPT-2 with dropout asked
+  in all of its steps on an H200, 2026-11-29, benchmarks/step_inputs_diff.py); a shape that changes still
+  shows in the tensors' sizes; and they hold the ops of the thread that marks the steps and of those
   that run backward nodes alone, so another thread's (a pin-memory thread's, whose ops fall anywhere in the
   steps) do not either. Its ops take a sampled step's signatures where their own sequence in a step
   repeats an asked one, and keep none otherwise.
@@ -47,7 +50,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from tenprof.capture.input_encoding import without_doubles
+from tenprof.capture.input_encoding import merge_scalars
 
 NOT_ASKED = -2  # the signature id of an op whose inputs were not asked for (callsite_observer.cpp, kNotAsked)
 STEP_RANGE_PREFIX = "ProfilerStep#"
@@ -180,7 +183,7 @@ class FillReport:
 
     not_asked: int = 0
     filled: int = 0
-    filled_without_doubles: int = 0  # of `filled`: those given a signature whose doubles' values are unknown
+    filled_without_scalars: int = 0  # of `filled`: those given a signature with ints' or doubles' values unknown
     unmatched_sequences: int = 0
     varying_sequences: int = 0
 
@@ -221,24 +224,30 @@ def _sequences(
     return grouped
 
 
-class _DoublesFree:
-    """Signature ids without their doubles' values, new keys appended to `keys` where needed."""
+class _ScalarsMerged:
+    """One signature id for several that differ in scalars' values alone (input_encoding.merge_scalars), a new
+    key appended to `keys` where needed; None where they differ otherwise."""
 
     def __init__(self, keys: list[tuple[int, ...]]) -> None:
         self.keys = keys
         self._ids: dict[tuple[int, ...], int] = {}
-        self._of: dict[int, int] = {}
+        self._of: dict[frozenset[int], int | None] = {}
 
-    def __call__(self, signature_id: int) -> int:
-        if signature_id < 0 or signature_id in self._of:
-            return self._of.get(signature_id, signature_id)
-        key = without_doubles(self.keys[signature_id])
-        result = signature_id
-        if key != self.keys[signature_id]:
-            result = self._ids.setdefault(key, len(self.keys))
-            if result == len(self.keys):
-                self.keys.append(key)
-        self._of[signature_id] = result
+    def __call__(self, signature_ids: frozenset[int]) -> int | None:
+        if len(signature_ids) == 1:
+            return next(iter(signature_ids))
+        if signature_ids in self._of:
+            return self._of[signature_ids]
+        ids = sorted(signature_ids)
+        key: tuple[int, ...] | None = self.keys[ids[0]] if ids[0] >= 0 else None
+        for other in ids[1:]:
+            if key is None:
+                break
+            key = merge_scalars(key, self.keys[other])
+        result = None if key is None else self._ids.setdefault(key, len(self.keys))
+        if result == len(self.keys):
+            self.keys.append(key)  # type: ignore[arg-type]  # not None where result is an id
+        self._of[signature_ids] = result
         return result
 
 
@@ -247,7 +256,7 @@ def fill_signatures(
 ) -> FillReport:
     """Give each op recorded without its inputs the signature of its place in an asked step (module
     docstring); `ops` as NativeCallsiteRecorder collects them and `keys` the encoded signatures by id, both
-    changed in place (a copy without doubles' values is a new key); `unchanged` the step numbers whose
+    changed in place (a copy with scalars' values unknown is a new key); `unchanged` the step numbers whose
     ops may take the asked step's before them alone (`InputSampling.unchanged`)."""
     signature_ids: list[int] = ops.get("signature_id", [])
     report = FillReport(not_asked=sum(1 for s in signature_ids if s == NOT_ASKED))
@@ -270,16 +279,25 @@ def fill_signatures(
             targets.append((step, key, indexes))
         else:
             asked[key].append((step, signatures))
-    doubles_free = _DoublesFree(keys)
-    first_copy = len(keys)  # keys from here on are copies without doubles' values
-    # per sequence: whether all its asked steps agree (then any of them is the copy), found once
+    merged = _ScalarsMerged(keys)
+    first_copy = len(keys)  # keys from here on are copies with scalars' values unknown
+    # per sequence: whether all its asked steps agree (then any of them is the copy), and where they do not,
+    # each op's signatures across them merged (its scalars unknown where they varied; None: it varied more)
     agree = {key: len({signatures for _, signatures in found}) == 1 for key, found in asked.items()}
+    # (for the sequences some unasked step repeats alone: a run that asks in every step after a change has
+    # many that none does)
+    wanted = {key for _, key, _ in targets}
+    across = {
+        key: [merged(frozenset(column)) for column in zip(*(signatures for _, signatures in found), strict=True)]
+        for key, found in asked.items()
+        if key in wanted and not agree[key]
+    }
     for step, key, indexes in targets:
         found = asked.get(key)
         if not found:
             report.unmatched_sequences += 1
             continue
-        template = _template(found, agree[key], step, doubles_free, windows[step][2] in (unchanged or ()))
+        template = _template(found, across.get(key), step, merged, windows[step][2] in (unchanged or ()))
         if template is None:
             report.varying_sequences += 1
             continue
@@ -287,21 +305,32 @@ def fill_signatures(
             if signature_ids[i] == NOT_ASKED:
                 signature_ids[i] = signature
                 report.filled += 1
-                report.filled_without_doubles += signature >= first_copy
+                report.filled_without_scalars += signature >= first_copy
     return report
 
 
 def _template(
-    found: list[tuple[int, tuple[int, ...]]], agree: bool, step: int, doubles_free: _DoublesFree, unchanged: bool
+    found: list[tuple[int, tuple[int, ...]]],
+    across: list[int | None] | None,
+    step: int,
+    merged: _ScalarsMerged,
+    unchanged: bool,
 ) -> tuple[int, ...] | None:
-    """The signatures to copy into `step` from its sequence's asked steps (in step order; `agree`: all
-    alike): those of the nearest before and after it where both agree (the one there is, at either end; the
-    one before where the step is `unchanged`), without doubles' values where the sequence's asked steps
-    ever differed in those; None where the two differ otherwise."""
-    if agree:
+    """The signatures to copy into `step` from its sequence's asked steps (in step order; `across`: each op's
+    signatures across them merged, None where they all agree): those of the nearest before and after it
+    where both agree (the one there is, at either end; the one before where the step is `unchanged`), with
+    the scalars unknown that varied across the asked steps; None where the two differ otherwise."""
+    if across is None:
         return found[0][1]
     k = bisect.bisect_left(found, step, key=lambda item: item[0])
     around = (k - 1,) if unchanged and k > 0 else (k - 1, k)
-    brackets = {found[j][1] for j in around if 0 <= j < len(found)}
-    stripped = {tuple(doubles_free(s) for s in signatures) for signatures in brackets}
-    return next(iter(stripped)) if len(stripped) == 1 else None
+    brackets = [found[j][1] for j in around if 0 <= j < len(found)]
+    template: list[int] = []
+    for at, column in enumerate(zip(*brackets, strict=True)):
+        # a value that varied anywhere in the run is unknown here too, even where the brackets agree on it
+        # (dropout's generator offset differs in every step); where the op varied more, the brackets decide
+        signature = across[at] if across[at] is not None else merged(frozenset(column))
+        if signature is None:
+            return None
+        template.append(signature)
+    return tuple(template)

@@ -95,7 +95,7 @@ class Callsites:
     gpu_warning: str = ""
     timed_steps_gpu: bool = True  # the steps run with the capture off have their GPU activity recorded
     # the native captures' input shapes by sampled step (capture.input_sampling: steps, asked_steps, every_step,
-    # not_asked, filled, filled_without_doubles, left, ...); empty where every op's were asked for
+    # not_asked, filled, filled_without_scalars, left, ...); empty where every op's were asked for
     input_sampling: dict[str, Any] = field(default_factory=dict)
     # TENPROF_OPS=sampled: the steps run without op records and what they were given (capture.op_copy's
     # fill_trace: steps_without_ops, copied_steps, unmatched, ops, calls); empty otherwise
@@ -117,6 +117,16 @@ class Callsites:
             if end > start and (n == 0 or bounds[n - 1][2] != SETTLING_MARK):
                 own[i] = end - start
         return on, own
+
+    def uncopied_step_windows(self) -> list[tuple[int, int]]:
+        """The steps run without op records (TENPROF_OPS=sampled) whose ops no recorded step could give
+        (op_copy's `unmatched`: mostly the stretch after the script's last step mark), as [start, end] on the
+        perf clock, between the clock reads at their boundaries."""
+        bounds, found = self.step_bounds, []
+        for n in self.op_copy.get("unmatched") or ():
+            if 0 < n <= len(bounds):
+                found.append((int(bounds[n - 1][1]), int(bounds[n][0]) if n < len(bounds) else self.stopped_ns))
+        return found
 
     def unrecorded_steps(self, recorded: I64Array) -> tuple[I64Array, I64Array, I64Array]:
         """The steps run with the capture off that are not in `recorded` (the trace has no range for them: the

@@ -8,7 +8,11 @@ attribution left it out. Before the ops are built, each kernel launch call (cuda
   extension's function: tenprof.capture.own_launches), the op spans that launch, and the launch's record
   joins the call-site records, so the op gets the line of the call the way every op gets its line; one
   op per launch, whatever it launched (an autotuner's benchmark runs included);
-- otherwise it spans the launch call alone, named after the kernel, and gets no line from the records.
+- otherwise it spans the launch call alone, named after the kernel, and gets no line from the records;
+  but not in a step run without op records that no recorded step's ops could be copied into
+  (TENPROF_OPS=sampled; op_copy's `unmatched`, mostly the stretch after the last step mark): its launches
+  are torch's ops' whose records were off, and their kernels stay without an op, as a step's run with the
+  capture off do.
 A recorded launch's op is named after what the script called (the Triton kernel, the extension's
 function), as the counters and tensors passes name it, so their rows meet the timeline's.
 The kernel then joins its op through its launch call, as every kernel does. Graph replays
@@ -74,12 +78,13 @@ def add_user_launch_ops(
     if not launch.any():
         return none
     record_of = _own_record_of(callsites, offset_ns, tid, start, launch)
+    uncopied = _in_uncopied_steps(callsites, offset_ns, start)
     ops = col.ops.data
     held: dict[int, int] = {}  # the records that hold an op, each once: the row of its op
     added = 0
     for i in np.flatnonzero(launch).tolist():
         r = int(record_of[i])
-        if r >= 0 and r in held:
+        if (r >= 0 and r in held) or (r < 0 and uncopied[i]):
             continue
         if r >= 0 and callsites is not None and offset_ns is not None:
             held[r] = len(ops["name"])
@@ -117,6 +122,16 @@ def _in_capture_off_steps(callsites: Callsites | None, offset_ns: int | None, at
             ended = int(bounds[n + 1][0]) if n + 1 < len(bounds) else callsites.stopped_ns
             off |= (at >= int(began) + offset_ns) & (at <= ended + offset_ns)
     return off
+
+
+def _in_uncopied_steps(callsites: Callsites | None, offset_ns: int | None, at: I64Array) -> np.ndarray:
+    """Whether each time falls in a step run without op records that the op copy left without ops."""
+    found = np.zeros(len(at), dtype=bool)
+    if callsites is None or offset_ns is None:
+        return found
+    for began, ended in callsites.uncopied_step_windows():
+        found |= (at >= began + offset_ns) & (at <= ended + offset_ns)
+    return found
 
 
 def _inside_ops(col: Collector, clock: Clock, tid: I64Array, at: I64Array) -> np.ndarray:

@@ -128,7 +128,7 @@ constexpr size_t kOpFields = 9;
 constexpr int64_t kNotAsked = -2;
 
 // A digest of one step's ops as a sum (so the order of threads and of their ops does not matter): of every
-// op's name, of every op's name with its input signature (doubles' values left out) where its inputs were
+// op's name, of every op's name with its input signature (scalars' values left out) where its inputs were
 // asked for, and of the sizes the allocators reported (where they are recorded): shapes that change where
 // the inputs were not asked for mostly change these.
 struct StepDigest {
@@ -167,7 +167,7 @@ struct ThreadBuffer {
   // recently seen input signatures, direct-mapped by hash (an op's inputs mostly repeat from step to step)
   std::vector<CachedSignature> signatures = std::vector<CachedSignature>(kCacheSize);
   std::vector<int64_t> signature;  // scratch for the current op's
-  std::vector<size_t> double_at;    // where its doubles' values are in it
+  std::vector<size_t> scalar_at;    // where its ints' and doubles' values are in it
   uint64_t shape_hash = 0;          // its hash without them
   Records<kMemoryFields> memory;  // the allocators' reports on this thread
   // this thread's part of the current step's digest: written by the thread alone (relaxed load and store,
@@ -375,11 +375,11 @@ void encode_tensor(const at::Tensor& t, std::vector<int64_t>& out) {
   }
 }
 
-// The op's inputs, as the profiler's record_shapes reads them, encoded into out; where each double's value
-// is in out, into doubles.
-void encode_inputs(const at::RecordFunction& fn, std::vector<int64_t>& out, std::vector<size_t>& doubles) {
+// The op's inputs, as the profiler's record_shapes reads them, encoded into out; where each int's and
+// double's value is in out, into scalars.
+void encode_inputs(const at::RecordFunction& fn, std::vector<int64_t>& out, std::vector<size_t>& scalars) {
   out.clear();
-  doubles.clear();
+  scalars.clear();
   for (const c10::IValue& v : fn.inputs()) {
     if (v.isTensor() && v.toTensor().defined()) {
       out.push_back(kTensor);
@@ -387,12 +387,13 @@ void encode_inputs(const at::RecordFunction& fn, std::vector<int64_t>& out, std:
     } else if (v.isBool()) {
       out.insert(out.end(), {kBool, v.toBool() ? 1 : 0});
     } else if (v.isInt()) {
+      scalars.push_back(out.size() + 1);
       out.insert(out.end(), {kInt, v.toInt()});
     } else if (v.isDouble()) {
       double d = v.toDouble();
       int64_t bits;
       std::memcpy(&bits, &d, sizeof bits);
-      doubles.push_back(out.size() + 1);
+      scalars.push_back(out.size() + 1);
       out.insert(out.end(), {kDouble, bits});
     } else if (v.isIntList()) {
       c10::List<int64_t> list = v.toIntList();
@@ -418,15 +419,16 @@ void encode_inputs(const at::RecordFunction& fn, std::vector<int64_t>& out, std:
 
 // The id of the op's input signature: from the thread's cache, else the global map (and then cached).
 int64_t signature_id(ThreadBuffer* b, const at::RecordFunction& fn) {
-  encode_inputs(fn, b->signature, b->double_at);
-  // One pass for the key's hash (KeyHash's) and the step digest's part: the signature without its doubles'
-  // values (a learning rate, an optimizer's bias correction: they change every step where the shapes do not;
-  // input_sampling.py leaves them out of ops whose signature it copies).
+  encode_inputs(fn, b->signature, b->scalar_at);
+  // One pass for the key's hash (KeyHash's) and the step digest's part: the signature without its scalars'
+  // values (a learning rate, an optimizer's bias correction, the random generator's offset that attention's
+  // dropout takes as an int: they change every step where the shapes do not, and made fp32 GPT-2 ask in
+  // every step; input_sampling.py leaves them out of ops whose signature it copies where they differ).
   uint64_t hash = 1469598103934665603ULL, shape = hash;
   for (size_t i = 0, d = 0; i < b->signature.size(); i++) {
     uint64_t v = static_cast<uint64_t>(b->signature[i]);
     hash = mix(hash, v);
-    if (d < b->double_at.size() && b->double_at[d] == i) {
+    if (d < b->scalar_at.size() && b->scalar_at[d] == i) {
       d++;
     } else {
       shape = mix(shape, v);

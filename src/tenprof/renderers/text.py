@@ -55,7 +55,12 @@ def render_summary(summary: Summary, console: Console) -> None:
             "Attribution",
             f"{a.op_percent:.1f}% of kernel time to an aten op"
             + (f" or your own kernel's launch ({a.user_kernel_percent:.1f}%)" if a.to_user_kernel_ns else "")
-            + f", {a.user_line_percent:.1f}% to a line of your code",
+            + f", {a.user_line_percent:.1f}% to a line of your code"
+            + (
+                f" ({a.uncopied_percent:.1f}% launched in steps recorded without ops that no recorded step matched)"
+                if a.uncopied_ns
+                else ""
+            ),
         )
     shapes = f"; {summary.shapes_note}" if summary.shapes_note else ""
     grid.add_row("Ops", f"{summary.op_count} aten op instances{shapes}")

@@ -88,7 +88,7 @@ class TimelineInfo(BaseModel):
         None,
         description="the native captures' input shapes asked in sampled steps alone (capture.input_sampling): "
         "steps, asked_steps, every_step, asked (the numbers of the steps that asked, the first 1000), not_asked "
-        "(ops), filled, filled_without_doubles, left; None where every op's were asked for",
+        "(ops), filled, filled_without_scalars, left; None where every op's were asked for",
     )
     op_copy: dict[str, Any] | None = Field(
         None,

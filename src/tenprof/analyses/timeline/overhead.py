@@ -128,6 +128,17 @@ def in_unrecorded_steps(profile: Profile, times: npt.NDArray[np.int64]) -> npt.N
     return inside(steps.column("start_ns").to_numpy()[off], steps.column("end_ns").to_numpy()[off], times)
 
 
+def in_uncopied_steps(profile: Profile, times: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+    """Whether each CPU-side time falls in a step run without op records whose ops no recorded step could
+    give (TENPROF_OPS=sampled, meta op_copy's `unmatched`: mostly the stretch after the last step mark)."""
+    unmatched = (profile.meta.timeline.op_copy or {}).get("unmatched") or []
+    steps = profile.table("steps")
+    if not unmatched or len(times) == 0:
+        return np.zeros(len(times), dtype=bool)
+    chosen = np.isin(steps.column("step").to_numpy(), np.asarray(unmatched, dtype=np.int64))
+    return inside(steps.column("start_ns").to_numpy()[chosen], steps.column("end_ns").to_numpy()[chosen], times)
+
+
 I64 = npt.NDArray[np.int64]
 
 

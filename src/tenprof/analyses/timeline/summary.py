@@ -11,6 +11,7 @@ from tenprof.analyses.kernels.arch_from_names import family, newest_arch
 from tenprof.analyses.timeline.live_memory import Holder, blocks, device_name, holders, live_at, step_numbers
 from tenprof.analyses.timeline.overhead import (
     Overhead,
+    in_uncopied_steps,
     in_unrecorded_steps,
     kernel_launch_ns,
     measure,
@@ -31,6 +32,13 @@ class Attribution:
     to_op_ns: int  # to a torch op, or to an op of its own for a kernel the script launched itself
     to_user_line_ns: int
     to_user_kernel_ns: int = 0  # of to_op_ns: kernels launched outside torch ops ("(user kernel) NAME")
+    # of the rest: kernels of steps run without op records that no recorded step's could be copied into
+    # (TENPROF_OPS=sampled: mostly the stretch after the last step mark)
+    uncopied_ns: int = 0
+
+    @property
+    def uncopied_percent(self) -> float:
+        return 100.0 * self.uncopied_ns / self.kernel_time_ns if self.kernel_time_ns else 0.0
 
     @property
     def user_kernel_percent(self) -> float:
@@ -115,7 +123,8 @@ def attribution(profile: Profile) -> Attribution:
     """Over the kernels of the recorded steps: those launched in a step run with the capture off (to time
     the program un-profiled) have no op by design."""
     k = profile.table("kernels")
-    recorded = ~in_unrecorded_steps(profile, kernel_launch_ns(profile))
+    launched = kernel_launch_ns(profile)
+    recorded = ~in_unrecorded_steps(profile, launched)
     dur = k.column("duration_ns").to_numpy()[recorded]
     op = k.column("op_id").to_numpy()[recorded]
     op_frame = profile.table("ops").column("frame_id").to_numpy()
@@ -127,7 +136,10 @@ def attribution(profile: Profile) -> Attribution:
     own_op = profile.strings("ops", "name").where(lambda n: n.startswith(USER_KERNEL_PREFIX))
     own = np.zeros(len(op), dtype=bool)
     own[op >= 0] = own_op[op[op >= 0]]
-    return Attribution(int(dur.sum()), int(dur[op >= 0].sum()), int(dur[has_user].sum()), int(dur[own].sum()))
+    uncopied = in_uncopied_steps(profile, launched[recorded]) & (op < 0)
+    return Attribution(
+        int(dur.sum()), int(dur[op >= 0].sum()), int(dur[has_user].sum()), int(dur[own].sum()), int(dur[uncopied].sum())
+    )
 
 
 HELD_SHOWN = 8  # the lines that held the memory peak, in the summary
@@ -312,13 +324,14 @@ def shapes_note(sampling: dict[str, Any] | None, copy: dict[str, Any] | None = N
     if not sampling or not sampling.get("not_asked"):
         return ops
     left = int(sampling.get("left", 0))
-    blank = int(sampling.get("filled_without_doubles", 0))
+    # (named filled_without_doubles before ints' values could be unknown too)
+    blank = int(sampling.get("filled_without_scalars", sampling.get("filled_without_doubles", 0)))
     asked = [str(n) for n in sampling.get("asked") or []]
     which = f" (step {', '.join(asked[:8])}{', ...' if len(asked) > 8 else ''})" if asked else ""
     shapes = (
         f"input shapes asked in {sampling.get('asked_steps', 0)} of {sampling.get('steps', 0)} recorded steps{which}, "
         f"copied to {int(sampling.get('filled', 0))} ops of the others from the same op of a step with the same ops"
-        + (f" ({blank} without their float arguments' values, which changed)" if blank else "")
+        + (f" ({blank} without the scalar arguments' values that changed between steps)" if blank else "")
         + (f"; {left} ops without shapes (no step like theirs asked)" if left else "")
     )
     return f"{ops}; {shapes}" if ops else shapes

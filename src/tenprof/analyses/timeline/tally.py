@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from tenprof.analyses.timeline.overhead import in_unrecorded_steps, kernel_launch_ns
+from tenprof.analyses.timeline.overhead import in_uncopied_steps, in_unrecorded_steps, kernel_launch_ns
 from tenprof.core.intervals import take
 from tenprof.store.profile import Profile
 
@@ -87,13 +87,18 @@ def op_cpu_tally(profile: Profile) -> Tally:
 def op_gpu_tally(profile: Profile) -> Tally:
     """Kernel time grouped by the op that launched it (a kernel the script launched itself has an op of its
     own, "(user kernel) NAME"); kernels with no op are grouped by why: launched in a step run with the
-    capture off (its ops were not recorded), or outside any op (a CUDA graph's replay, an imported trace)."""
+    capture off (its ops were not recorded), in a step run without op records that no recorded step's ops
+    could be copied into (TENPROF_OPS=sampled), or outside any op (a CUDA graph's replay, an imported
+    trace)."""
     k = profile.table("kernels")
     ops = profile.strings("ops", "name")
-    labels = [*ops.values, "[no op: a step run with the capture off]", "[no op]"]
+    why = ("[no op: a step run with the capture off]", "[no op: a step recorded without ops]", "[no op]")
+    labels = [*ops.values, *why]
     op_ids = k.column("op_id").to_numpy()
-    unrecorded = in_unrecorded_steps(profile, kernel_launch_ns(profile))
-    no_op = np.where(unrecorded, len(ops.values), len(ops.values) + 1)
+    launched = kernel_launch_ns(profile)
+    unrecorded = in_unrecorded_steps(profile, launched)
+    uncopied = in_uncopied_steps(profile, launched)
+    no_op = np.select([unrecorded, uncopied], [len(ops.values), len(ops.values) + 1], len(ops.values) + 2)
     label = np.where(op_ids >= 0, take(ops.codes, op_ids, 0), no_op).astype(np.int32)
     launch_names = pa.DictionaryArray.from_arrays(label, pa.array(labels, pa.string())).cast(pa.string())
     return tally("aten ops (GPU time of their kernels)", "GPU time", launch_names, k.column("duration_ns"))
