@@ -36,7 +36,8 @@ from tenprof.store.profile import load_profile
 ROOT = Path(__file__).resolve().parents[1]
 SHOWN = (
     "recorded {recorded_ms:.3f} ms, un-profiled {unprofiled_ms:.3f} ms, {ratio:.3f}x "
-    "({recorded_steps} recorded, {off_steps} off)"
+    "({recorded_steps} recorded, {off_steps} off; inputs asked in {asked_steps}, ops copied in {copied_steps}, "
+    "launches changed {launches_changed})"
 )
 PARTS_OFF = {  # what a `+name` in a capture's name turns off: tenprof run's options, environment
     "nomem": (["--no-memory"], {}),
@@ -48,6 +49,8 @@ PARTS_OFF = {  # what a `+name` in a capture's name turns off: tenprof run's opt
 WORKLOADS = {  # script, its arguments, steps timed with the capture off
     "mlp": (["examples/small_mlp.py", "--steps", "200", "--warmup", "10"], 40),
     "gpt2-fp32": (["examples/gpt2_fp32.py", "--steps", "40", "--warmup", "3"], 8),
+    # overhead.py's gpt2-compiled (bf16 autocast, default mode); torch.compile's first step takes ~40 s
+    "gpt2-compiled": (["examples/compiled_train.py", "--model", "gpt2", "--mode", "default", "--steps", "40"], 10),
 }
 
 
@@ -71,10 +74,17 @@ def one_run(capture: str, workload: str, out: Path) -> dict[str, Any]:
     ran = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     if ran.returncode != 0:
         return {"error": (ran.stderr.strip().splitlines() or [f"exit {ran.returncode}"])[-1]}
-    o = measure(load_profile(out))
+    profile = load_profile(out)
+    o = measure(profile)
     if o.method != "measured" or not o.timed_unprofiled_step_ns or o.profiled_step_ns is None:
         return {"error": o.note}
+    sampling = profile.meta.timeline.input_sampling or {}
+    copy = profile.meta.timeline.op_copy or {}
     return {
+        # how many recorded steps asked for inputs, and with TENPROF_OPS=sampled got their ops copied
+        "asked_steps": sampling.get("asked_steps"),
+        "copied_steps": copy.get("copied_steps"),
+        "launches_changed": copy.get("launches_changed"),
         "recorded_ms": o.profiled_step_ns / 1e6,
         "unprofiled_ms": o.timed_unprofiled_step_ns / 1e6,
         "ratio": o.profiled_step_ns / o.timed_unprofiled_step_ns,

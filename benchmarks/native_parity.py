@@ -192,6 +192,8 @@ def main() -> None:
         print(f"{capture}: recorded and imported in {time.perf_counter() - started:.0f} s", flush=True)
     for capture, profile in profiles.items():
         print(f"{capture:8s} ops {profile.table('ops').num_rows:8d}  kernels {profile.table('kernels').num_rows:7d}")
+        if profile.meta.timeline.op_copy:  # TENPROF_OPS=sampled: what the copy gave, launches_changed with it
+            print(f"{capture:8s} op copy {profile.meta.timeline.op_copy}")
     print_steps(profiles)
     print("== every step")
     compare(profiles, -1)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (opstest38 kinds38 stepsops38 opsfinal38 cost38 ops38 steps38 inrun38 fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (tail38 inrunc38 opstest38 kinds38 stepsops38 opsfinal38 cost38 ops38 steps38 inrun38 fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -666,6 +666,23 @@ while [ $# -gt 0 ]; do
       python3 -c "import gzip,json,sys; d=json.loads(gzip.decompress(open(sys.argv[1],'rb').read())); print('op copy', d.get('op_copy'), 'input sampling', d.get('input_sampling'))" "$WORK/ops_${A[0]}/native-cupti/timeline/raw/callsites.json.gz" >> "$N" 2>&1
     done
     ( cd "$REPO/benchmarks" && taskset -c 0-7 timeout 250 python3 in_run_overhead.py --captures native-cupti,native-cupti-ops --rounds "${ROUNDS38:-2}" --json "$OUT/ops38-inrun.json" ) >> "$N" 2>&1
+    ;;
+  inrunc38)  # issue 38: where compiled GPT-2's cost under native-cupti is, with and without TENPROF_OPS=sampled and the host sampler (in_run_overhead.py, gpt2-compiled, 1 round: each run compiles for ~40 s), then fp32 GPT-2's input sampling with ints' values out of the digest, the MLP's parity line (launch digest) and its in-run parts, held to 8 cores; text in $OUT/inrunc38.txt
+    N="$OUT/inrunc38.txt"
+    ( cd "$REPO/benchmarks" && taskset -c 0-7 timeout 330 python3 in_run_overhead.py --workloads gpt2-compiled --rounds 1 \
+        --captures "${INRUNC38_CAPTURES:-native-cupti,native-cupti-ops,native-cupti-ops+nosampler}" --json "$OUT/inrunc38-compiled.json" ) >> "$N" 2>&1
+    ( cd "$REPO/benchmarks" && taskset -c 0-7 timeout 60 python3 in_run_overhead.py --workloads gpt2-fp32 --rounds 1 \
+        --captures native-cupti-ops --json "$OUT/inrunc38-gpt2.json" ) >> "$N" 2>&1
+    ( cd "$REPO" && TENPROF_OPS=sampled PARITY_CAPTURES=default,native-cupti timeout 120 python3 benchmarks/native_parity.py "$WORK/inrunc_mlp" examples/small_mlp.py --steps 60 --warmup 5 ) 2>&1 | grep "kernel\|launches\|allocator samples:\|op copy\|^  allocator" >> "$N"
+    ( cd "$REPO/benchmarks" && taskset -c 0-7 timeout 90 python3 in_run_overhead.py --workloads mlp --rounds 2 \
+        --captures native-cupti-ops,native-cupti-ops+nosampler --json "$OUT/inrunc38-mlp.json" ) >> "$N" 2>&1
+    ;;
+  tail38)  # issue 38: the stretch after the last step mark under TENPROF_OPS=sampled (its kernels without an op, said so, not "(user kernel)"): tests/gpu/test_gpu_capture.py's CUDA run and test_gpu_op_copy.py with the option, and the CUDA run on the default capture; text in $OUT/tail38.txt
+    N="$OUT/tail38.txt"
+    TENPROF_OPS=sampled TENPROF_CAPTURE=native-cupti TENPROF_NATIVE_GPU=1 timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider \
+      tests/gpu/test_gpu_capture.py::test_run_on_cuda_matches_torch_profiler_and_attributes_every_kernel tests/gpu/test_gpu_op_copy.py > "$OUT/tail38-sampled.txt" 2>&1; tail -n 4 "$OUT/tail38-sampled.txt" >> "$N"
+    timeout 90 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_gpu_capture.py::test_run_on_cuda_matches_torch_profiler_and_attributes_every_kernel > "$OUT/tail38-default.txt" 2>&1; tail -n 4 "$OUT/tail38-default.txt" >> "$N"
+    ( cd "$REPO" && TENPROF_OPS=sampled tenprof run --quiet --capture native-cupti -o "$WORK/tail_mm" examples/matmul_add.py --size 2048 --steps 5 && tenprof report "$WORK/tail_mm" --limit 2 | grep -i "attribution\|ops " ) >> "$N" 2>&1
     ;;
   opstest38)  # issue 38: tests/gpu/test_gpu_op_copy.py (TENPROF_OPS=sampled against every step's ops on the MLP: kernels and allocator samples alike, the launch digest steady); text in $OUT/opstest38.txt
     timeout 300 python3 -m pytest -q -s -m gpu -p no:cacheprovider tests/gpu/test_gpu_op_copy.py > "$OUT/opstest38.txt" 2>&1; tail -n 15 "$OUT/opstest38.txt"
