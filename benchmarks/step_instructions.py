@@ -1,7 +1,8 @@
 """Instructions a training step costs under the native capture, counted by valgrind's callgrind: no timing
 noise, so parts of the capture too small for a loaded 2-core machine's clock can be told apart.
 
-    python benchmarks/step_instructions.py [--modes plain,every,sampled,ops-off,ops-sampled] [--steps 5,105]
+    python benchmarks/step_instructions.py [--modes plain,every,sampled,ops-off,ops-sampled,timed-off]
+        [--steps 5,105]
         [--keep DIR]
 
 Each mode runs a CPU MLP (16 layers of 32, batch 8, SGD) for each step count in its own process under
@@ -12,8 +13,9 @@ work does not differ between runs. Modes: plain (no capture), every (`--capture 
 every op's inputs in every step: TENPROF_INPUTS=every), sampled (its default, inputs in sampled steps),
 ops-off (that session with its op callbacks and allocator reports paused: what is left of it in a step),
 ops-sampled (TENPROF_OPS=sampled as a GPU run has it: op callbacks on only in the steps the sampling asks
-in, allocator reports on), each without the host sampler and the NVML thread (threads whose instructions
-would depend on wall time).
+in, allocator reports on), timed-off (that session's steps all run as the ones it times un-profiled:
+everything of tenprof's off, which should cost what plain does; issue 36), each without the host sampler and
+the NVML thread (threads whose instructions would depend on wall time).
 Needs valgrind; about 2.5 minutes a run on the development machine.
 """
 
@@ -28,7 +30,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-MODES = ("plain", "every", "sampled", "ops-off", "ops-sampled")
+MODES = ("plain", "every", "sampled", "ops-off", "ops-sampled", "timed-off")
 
 
 def child(mode: str, steps: int) -> None:
@@ -53,6 +55,11 @@ def child(mode: str, steps: int) -> None:
         # op records in sampled steps alone (TENPROF_OPS=sampled, which a run without CUDA launches to copy
         # ops by leaves off: set here, as a GPU run would have it)
         session._ops_sampled = mode == "ops-sampled"
+        if mode == "timed-off":  # every step one the session times un-profiled, from the first on
+            from tenprof.capture.overhead_plan import OverheadPlan
+
+            session._plan = OverheadPlan(count=10**9, after=1)  # as a schedule's measured steps are planned
+            session.step()  # the switch happens at a step boundary: step 0 (recorded) ends before the loop
     for _ in range(steps):
         loss = model(x).square().mean()
         loss.backward()

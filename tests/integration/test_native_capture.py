@@ -246,6 +246,10 @@ class _FakeCuptiClient:
         self.calls.append("close")
         self.closed = True
 
+    def detach(self) -> None:
+        self.calls.append("detach")
+        self._windows += 1
+
     def launch_digest(self) -> int:
         return 0  # as the client where CUDA calls come as activity records: not known
 
@@ -298,6 +302,20 @@ def test_native_cupti_turns_its_client_on_in_each_recorded_window_and_writes_wha
     # --verify: no torch.profiler session ran, so there are no totals of torch's to check against
     assert json.loads((tmp_path / CHECKS_FILE).read_bytes()) == {}
     assert not any(p.name.startswith("gpu_trace.") for p in tmp_path.iterdir())  # no Kineto parts under it
+    # TENPROF_CUPTI_DETACH=1 (experimental): detached (CUPTI finalized) for the steps run un-profiled, its
+    # records collected as by `collect`; the next window's enable attaches it again
+    _FakeCuptiClient.calls = []
+    monkeypatch.setenv("TENPROF_CUPTI_DETACH", "1")
+    (tmp_path / "detached").mkdir()
+    session = TimelineSession(tmp_path / "detached", options)
+    session.start()
+    for _ in range(6):
+        torch.ones(3).add_(1)
+        session.step()
+    session.stop()
+    assert _FakeCuptiClient.calls == ["on", "off", "detach", "on", "off", "detach", "close"]
+    kernels = [e for e in json.loads((tmp_path / "detached" / trace_part_name(0)).read_bytes())["traceEvents"]]
+    assert [e["name"] for e in kernels if e.get("cat") == "kernel"] == ["fake_kernel"] * 2
 
 
 def _sampled_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inputs: str) -> tuple[list[list[Any]], Any]:

@@ -232,6 +232,14 @@ class CuptiClient:
         self._take()
         self.closed = True
 
+    def detach(self) -> None:
+        """As `close`, but `enable(True)` attaches CUPTI again (its callbacks and buffers registered anew):
+        for steps that must run as if no profiler were there, where a client attached with nothing enabled
+        may still cost the program (benchmarks/cupti_attach_probe.py measures both; not used by the capture
+        yet). Call it with the GPU drained and no other thread inside a CUDA call."""
+        self._lib.tenprof_cupti_close()
+        self._take()
+
     def _take(self) -> None:
         count = int(self._lib.tenprof_cupti_drain())
         if count:

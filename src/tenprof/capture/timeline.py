@@ -107,6 +107,10 @@ def _sample_interval_ns(default: int) -> int:
     return int(1e9 / rate) if rate > 0 else 0
 
 
+# 1 (experimental): tenprof's CUPTI client detached (CUPTI finalized) in the steps run un-profiled and attached
+# again for the next recorded ones, as the Kineto capture tears CUPTI down at its stops: attached with nothing
+# enabled, CUPTI slowed an H100's MLP steps 1.17-1.37x there (docs/BENCHMARKS.md, "CUPTI torn down").
+CUPTI_DETACH_VAR = "TENPROF_CUPTI_DETACH"
 SAMPLER_GATE_VAR = "TENPROF_SAMPLER_GATE"  # 1: the host sampler skips rounds while the script runs ops; 0: not
 
 
@@ -597,7 +601,10 @@ class TimelineSession:
         if self._prof is _OWN_CUPTI_WINDOW:  # its records stay in the client until the trace is written
             assert self._cupti is not None
             self._cupti.enable(False)
-            self._cupti.collect()
+            if os.environ.get(CUPTI_DETACH_VAR) == "1":
+                self._cupti.detach()  # collects too; the next window's enable attaches CUPTI again
+            else:
+                self._cupti.collect()
             self._prof = None
             return
         with self._profiler_lines_kept_out():

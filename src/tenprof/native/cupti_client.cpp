@@ -12,7 +12,8 @@
 //   tenprof_cupti_drain() decodes the handed-over buffers into fixed-size `Record`s (read with
 //   tenprof_cupti_records) and a table of names ('\0'-separated, tenprof_cupti_names), freeing the buffers.
 // - tenprof_cupti_close() disables, flushes and finalizes CUPTI, so a profiler started later (the script's
-//   own torch.profiler) finds it free.
+//   own torch.profiler) finds it free; a later tenprof_cupti_enable(1) attaches it again (a detach between
+//   recorded windows: CUPTI attached with nothing enabled still slows the program's CUDA calls).
 // Buffers are kept undecoded while recording: CUPTI's thread only appends them to a list.
 // The CUDA calls are recorded one of two ways (tenprof_cupti_api_mode, before the first enable):
 // - kApiRecords: CUPTI's runtime and driver activity records, every call (as Kineto records them);
@@ -557,7 +558,9 @@ void tenprof_cupti_clear() {
 }
 
 void tenprof_cupti_close() {
-  if (!p_cuptiActivityEnable) return;
+  // Not attached (never enabled, or closed already, as a detach between windows leaves it): any CUPTI call
+  // here would attach it again only to finalize it.
+  if (!p_cuptiActivityEnable || !g_registered) return;
   tenprof_cupti_enable(0);
   tenprof_cupti_flush();
   tenprof_cupti_drain();
