@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (attach38 tail38 inrunc38 opstest38 kinds38 stepsops38 opsfinal38 cost38 ops38 steps38 inrun38 fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (kindsc38 attach38 tail38 inrunc38 opstest38 kinds38 stepsops38 opsfinal38 cost38 ops38 steps38 inrun38 fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -676,6 +676,11 @@ while [ $# -gt 0 ]; do
     ( cd "$REPO" && TENPROF_OPS=sampled PARITY_CAPTURES=default,native-cupti timeout 120 python3 benchmarks/native_parity.py "$WORK/inrunc_mlp" examples/small_mlp.py --steps 60 --warmup 5 ) 2>&1 | grep "kernel\|launches\|allocator samples:\|op copy\|^  allocator" >> "$N"
     ( cd "$REPO/benchmarks" && taskset -c 0-7 timeout 90 python3 in_run_overhead.py --workloads mlp --rounds 2 \
         --captures native-cupti-ops,native-cupti-ops+nosampler --json "$OUT/inrunc38-mlp.json" ) >> "$N" 2>&1
+    ;;
+  kindsc38)  # issue 38: why compiled GPT-2's input sampling asked in 10 of 23 recorded steps on an H200 (2026-11-29 08:00, ints' values already out of the digests): recorded with inputs in every step (native-cupti, TENPROF_INPUTS=every, 12 steps after compiling) and its steps set side by side (benchmarks/step_inputs_diff.py); text in $OUT/kindsc38.txt
+    N="$OUT/kindsc38.txt"
+    ( cd "$REPO" && TENPROF_INPUTS=every timeout 200 tenprof run --quiet --capture native-cupti --overhead-steps 0 -o "$WORK/kindsc" examples/compiled_train.py --model gpt2 --mode default --steps 12 ) >> "$N" 2>&1
+    ( cd "$REPO" && python3 benchmarks/step_inputs_diff.py "$WORK/kindsc" ) 2>&1 | head -n 80 >> "$N"
     ;;
   attach38)  # issue 38/36: what tenprof's CUPTI client costs while it records nothing: attached and disabled (native-cupti's un-profiled steps today) against detached and plain, and whether it attaches again after a detach (benchmarks/cupti_attach_probe.py), MLP and compiled GPT-2, then the MLP's in-run ratio with TENPROF_CUPTI_DETACH=1 against without, held to 8 cores; text in $OUT/attach38.txt
     for w in mlp gpt2-compiled; do
