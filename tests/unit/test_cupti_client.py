@@ -78,3 +78,19 @@ def test_a_driver_call_inside_a_runtime_call_on_its_thread_is_left_out() -> None
     kept = cupti_client.outer_calls(records)
     assert kept["correlation"].tolist() == [0, 2, 3, 4]
     assert len(cupti_client.outer_calls(records[[1, 2, 3, 4]])) == 4  # no runtime call: all kept
+
+
+def test_the_records_of_each_attach_keep_their_correlation_ids_apart() -> None:
+    # CUPTI attached again after a detach (TENPROF_CUPTI_DETACH=1) may number its calls from 1 again: a
+    # kernel of the second window would then join a launch of the first
+    def part(correlations: list[int]) -> np.ndarray:
+        records = np.zeros(len(correlations), dtype=RECORD)
+        records["correlation"] = correlations
+        return records
+
+    parts = [part([1, 1, 2]), part([3, 3]), part([1, 1]), part([]), part([1, 2, 2])]
+    joined = cupti_client.apart_by_attach(parts, [0, 0, 1, 1, 2])
+    assert joined["correlation"].tolist() == [1, 1, 2, 3, 3, 5, 5, 7, 8, 8]
+    assert len(cupti_client.apart_by_attach([], [])) == 0
+    # one attach: the ids as CUPTI gave them
+    assert cupti_client.apart_by_attach(parts[:2], [0, 0])["correlation"].tolist() == [1, 1, 2, 3, 3]

@@ -201,6 +201,8 @@ class CuptiClient:
         self.version = int(lib.tenprof_cupti_version())
         self.closed = False
         self._records: list[np.ndarray] = []
+        self._attach = 0  # how many detaches came before: the attach the records taken now belong to
+        self._attach_of: list[int] = []  # per part of _records
         self._names: list[str] = []
 
     @classmethod
@@ -235,10 +237,12 @@ class CuptiClient:
     def detach(self) -> None:
         """As `close`, but `enable(True)` attaches CUPTI again (its callbacks and buffers registered anew):
         for steps that must run as if no profiler were there, where a client attached with nothing enabled
-        may still cost the program (benchmarks/cupti_attach_probe.py measures both; not used by the capture
-        yet). Call it with the GPU drained and no other thread inside a CUDA call."""
+        may still cost the program (benchmarks/cupti_attach_probe.py measures both; the capture detaches
+        for its un-profiled steps under TENPROF_CUPTI_DETACH=1, experimental). Call it with the GPU drained
+        and no other thread inside a CUDA call."""
         self._lib.tenprof_cupti_close()
         self._take()
+        self._attach += 1
 
     def _take(self) -> None:
         count = int(self._lib.tenprof_cupti_drain())
@@ -252,6 +256,7 @@ class CuptiClient:
             records["name"] += base
             self._names += names
             self._records.append(records)
+            self._attach_of.append(self._attach)
         self._lib.tenprof_cupti_clear()
 
     def records(self) -> tuple[np.ndarray, list[str]]:
@@ -259,7 +264,22 @@ class CuptiClient:
         and the names their `name` field indexes."""
         if not self._records:
             return np.zeros(0, dtype=RECORD), list(self._names)
-        return outer_calls(np.concatenate(self._records)), list(self._names)
+        return outer_calls(apart_by_attach(self._records, self._attach_of)), list(self._names)
+
+
+def apart_by_attach(parts: list[np.ndarray], attaches: list[int]) -> np.ndarray:
+    """The parts as one array, the correlation ids of each attach after the first moved past those of the
+    attaches before it: CUPTI attached again after a finalize (`CuptiClient.detach`) may number its calls
+    from the start again, and each kernel finds its launch by that id."""
+    moved, base, current, highest = [], 0, attaches[0] if attaches else 0, 0
+    for part, attach in zip(parts, attaches, strict=True):
+        if attach != current:
+            base, current = highest + 1, attach
+        part = part.copy()
+        part["correlation"] += np.uint32(base)
+        highest = max(highest, int(part["correlation"].max()) if len(part) else 0)
+        moved.append(part)
+    return np.concatenate(moved) if moved else np.zeros(0, dtype=RECORD)
 
 
 def outer_calls(records: np.ndarray) -> np.ndarray:

@@ -11,8 +11,8 @@ attribution left it out. Before the ops are built, each kernel launch call (cuda
 - otherwise it spans the launch call alone, named after the kernel, and gets no line from the records;
   but not in a step run without op records that no recorded step's ops could be copied into
   (TENPROF_OPS=sampled; op_copy's `unmatched`, mostly the stretch after the last step mark): its launches
-  are torch's ops' whose records were off, and their kernels stay without an op, as a step's run with the
-  capture off do.
+  are torch's ops' whose records were off, and their kernels stay without an op, as those of a step run
+  with the capture off do.
 A recorded launch's op is named after what the script called (the Triton kernel, the extension's
 function), as the counters and tensors passes name it, so their rows meet the timeline's.
 The kernel then joins its op through its launch call, as every kernel does. Graph replays
