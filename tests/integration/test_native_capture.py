@@ -468,13 +468,22 @@ def test_ops_recorded_in_sampled_steps_are_copied_into_the_others_by_their_launc
     session = TimelineSession(tmp_path, options)
     session.start()
     x = torch.ones(8)
+    flag_up: list[bool] = []  # torch's profiler flag in each step
     for _ in range(30):
+        flag_up.append(torch.autograd.profiler._is_profiler_enabled)
         y = torch.ops.tenprof_test.launching(x, 0)
         torch.ops.tenprof_test.launching(y * 2, 1)
         session.step()
     session.stop()
 
     copy = session.log.extra["op_copy"]
+    # the flag is up in the steps that record their ops alone: in the others compiled code takes its
+    # un-profiled path (Inductor's cached launcher), and the ranges the flag adds are copied with the ops
+    without_ops = {w.step for w in session._without_ops}
+    asked = set(session.log.extra["input_sampling"]["asked"])
+    assert without_ops and asked
+    assert [n for n, up in enumerate(flag_up) if up] == sorted(asked - {30})
+    assert not torch.autograd.profiler._is_profiler_enabled  # put back when the run ended
     # all recorded steps but the asked ones ran without op records; the tail after the last step() launched
     # nothing
     assert copy["unmatched"] == [30] and 15 <= copy["copied_steps"] == copy["steps_without_ops"] - 1 < 30, copy

@@ -489,6 +489,7 @@ class TimelineSession:
             recorder.ask_inputs(asks)
             if self._ops_sampled:
                 recorder.ops_off = not asks
+                self._set_profiler_flag(asks)
 
     def _open_step(self, number: int) -> None:
         self._step_number = number
@@ -534,7 +535,7 @@ class TimelineSession:
         """tenprof's own recorders on or off: Python lines, the host sampler, the launch hooks, the GPU
         clock reader."""
         if self._native:
-            self._set_profiler_flag(on)
+            self._set_profiler_flag(on and not self._ops_off())
         recorder = self.log.recorder
         if recorder is not None:
             # Paused: the native recorder's callbacks go off; the Python recorder (a TorchFunctionMode) is
@@ -627,11 +628,19 @@ class TimelineSession:
         if self._cupti is not None and not self._cupti.closed:
             self._cupti.close()
 
+    def _ops_off(self) -> bool:
+        """Whether the step running now records no ops (TENPROF_OPS=sampled, a step the sampling skips)."""
+        recorder = self.log.recorder
+        return isinstance(recorder, NativeCallsiteRecorder) and recorder.ops_off
+
     def _set_profiler_flag(self, on: bool) -> None:
         """torch's "a profiler is running" flag, up while the native capture records, as a torch.profiler
         session raises it: code that records more under a profiler does so under both captures alike (the
         compiler's phase ranges, which the torch-compile-time finding reads; the compiled wrapper's ranges;
-        each Triton launch's range). Put back as it was when the run ends (`stop`)."""
+        each Triton launch's range). Down in the steps recorded without op records (TENPROF_OPS=sampled):
+        their ops, those ranges included, are copied from a recorded step, and with the flag up Inductor
+        takes its slow path for every Triton launch (no cached launcher, the range's arguments built).
+        Put back as it was when the run ends (`stop`)."""
         if self._flag_before is None:
             self._flag_before = bool(torch.autograd.profiler._is_profiler_enabled)
         torch.autograd.profiler._set_is_profiler_enabled(on)
