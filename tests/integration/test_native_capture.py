@@ -509,6 +509,54 @@ def test_ops_recorded_in_sampled_steps_are_copied_into_the_others_by_their_launc
     assert read_callsites(tmp_path / CALLSITES_FILE).op_copy == copy
 
 
+@_launching.register_fake
+def _launching_fake(x: torch.Tensor, kernel: int) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+def test_compiled_code_gets_its_ranges_copied_into_the_steps_it_ran_on_its_unprofiled_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # TENPROF_OPS=sampled on compiled code: torch's profiler flag is down in the steps without op records,
+    # so the compiled region runs as un-profiled (no compiled-region ranges, Inductor's fast launch path);
+    # the ranges the flag adds come with the copied ops, and every launch is inside its op again.
+    def body(x: torch.Tensor) -> torch.Tensor:
+        y = torch.ops.tenprof_test.launching(x, 0)
+        return torch.ops.tenprof_test.launching(torch.relu(y * 2), 1)
+
+    compiled = torch.compile(body)
+    compiled(torch.ones(8))  # compiled before the session believes a GPU is there (Dynamo saves CUDA's RNG)
+    _as_if_on_a_gpu(monkeypatch, _LaunchingCuptiClient)
+    monkeypatch.setenv("TENPROF_OPS", "sampled")
+    _LaunchingCuptiClient.launches, _LaunchingCuptiClient.on, _LaunchingCuptiClient.shift = [], False, 0
+    session = TimelineSession(tmp_path, TimelineOptions(capture="native-cupti", sample_interval_ns=0, overhead_steps=0))
+    session.start()
+    for _ in range(16):
+        compiled(torch.ones(8))
+        session.step()
+    session.stop()
+    copy = session.log.extra["op_copy"]
+    # every step but the asked ones (the first two or three) copied; the tail launched nothing like a step
+    assert copy["unmatched"] == [16] and 10 <= copy["copied_steps"] == copy["steps_without_ops"] - 1, copy
+    assert copy["launches_changed"] == 0, copy
+    events = json.loads((tmp_path / trace_part_name(0)).read_bytes())["traceEvents"]
+    ops = [e for e in events if e.get("cat") in ("cpu_op", "user_annotation")]
+    calls = [e for e in events if e.get("cat") == "cuda_runtime"]
+    assert len(calls) == 2 * 16
+    for call in calls:
+        assert any(
+            op["name"] == "tenprof_test::launching"
+            and op["tid"] == call["tid"]
+            and op["ts"] <= call["ts"]
+            and call["ts"] + call["dur"] <= op["ts"] + op["dur"]
+            for op in ops
+        ), call
+    copied = Counter(e["name"] for e in ops if "tenprof copied from step" in e["args"])
+    regions = [name for name in copied if name.startswith("Torch-Compiled Region")]
+    # recorded with the flag up, copied into each step that ran without it
+    assert regions and all(copied[name] == copy["copied_steps"] for name in regions)
+
+
 def test_kernels_of_a_step_no_recorded_step_matched_have_no_op_and_are_not_called_the_scripts_own(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
