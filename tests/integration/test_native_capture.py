@@ -454,6 +454,18 @@ def _launching(x: torch.Tensor, kernel: int) -> torch.Tensor:
     return x.clone()
 
 
+def _each_launch_inside_its_op(calls: list[dict[str, Any]], ops: list[dict[str, Any]]) -> None:
+    """Each launch call of the trace inside an op that launches (`tenprof_test::launching`) on its thread."""
+    for call in calls:
+        assert any(
+            op["name"] == "tenprof_test::launching"
+            and op["tid"] == call["tid"]
+            and op["ts"] <= call["ts"]
+            and call["ts"] + call["dur"] <= op["ts"] + op["dur"]
+            for op in ops
+        ), call
+
+
 @pytest.mark.parametrize("overhead_steps", [0, 3])
 def test_ops_recorded_in_sampled_steps_are_copied_into_the_others_by_their_launches(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, overhead_steps: int
@@ -495,14 +507,7 @@ def test_ops_recorded_in_sampled_steps_are_copied_into_the_others_by_their_launc
     ops = [e for e in events if e.get("cat") == "cpu_op"]
     calls = [e for e in events if e.get("cat") == "cuda_runtime"]
     assert len(calls) == 2 * (30 - len(off))
-    for call in calls:  # each launch inside an op that launches, in every step, copied or recorded
-        assert any(
-            op["name"] == "tenprof_test::launching"
-            and op["tid"] == call["tid"]
-            and op["ts"] <= call["ts"]
-            and call["ts"] + call["dur"] <= op["ts"] + op["dur"]
-            for op in ops
-        ), call
+    _each_launch_inside_its_op(calls, ops)  # in every step, copied or recorded
     copied = [e for e in ops if "tenprof copied from step" in e["args"]]
     assert copied and {e["name"] for e in copied} >= {"tenprof_test::launching", "aten::mul"}
     # what was done reaches the sidecar the importer reads (and from it the profile's meta and summary)
@@ -543,14 +548,7 @@ def test_compiled_code_gets_its_ranges_copied_into_the_steps_it_ran_on_its_unpro
     ops = [e for e in events if e.get("cat") in ("cpu_op", "user_annotation")]
     calls = [e for e in events if e.get("cat") == "cuda_runtime"]
     assert len(calls) == 2 * 16
-    for call in calls:
-        assert any(
-            op["name"] == "tenprof_test::launching"
-            and op["tid"] == call["tid"]
-            and op["ts"] <= call["ts"]
-            and call["ts"] + call["dur"] <= op["ts"] + op["dur"]
-            for op in ops
-        ), call
+    _each_launch_inside_its_op(calls, ops)
     copied = Counter(e["name"] for e in ops if "tenprof copied from step" in e["args"])
     regions = [name for name in copied if name.startswith("Torch-Compiled Region")]
     # recorded with the flag up, copied into each step that ran without it
