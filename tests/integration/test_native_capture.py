@@ -519,6 +519,8 @@ def _launching_fake(x: torch.Tensor, kernel: int) -> torch.Tensor:
     return torch.empty_like(x)
 
 
+# torch 2.13's compiler imports modules that use its own deprecated torch.jit.script_method
+@pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
 def test_compiled_code_gets_its_ranges_copied_into_the_steps_it_ran_on_its_unprofiled_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
