@@ -118,15 +118,21 @@ class Callsites:
                 own[i] = end - start
         return on, own
 
+    def step_window(self, n: int) -> tuple[int, int]:
+        """Step `n`'s (n >= 1, at most len(step_bounds)) [start, end] on the perf clock, between the clock
+        reads at its boundaries; the last one ends when the recording did."""
+        bounds = self.step_bounds
+        return int(bounds[n - 1][1]), int(bounds[n][0]) if n < len(bounds) else self.stopped_ns
+
+    def capture_off_windows(self) -> list[tuple[int, int]]:
+        """The windows of the steps run with the capture off."""
+        return [self.step_window(n) for n in range(1, len(self.step_bounds) + 1) if self.step_bounds[n - 1][2]]
+
     def uncopied_step_windows(self) -> list[tuple[int, int]]:
-        """The steps run without op records (TENPROF_OPS=sampled) whose ops no recorded step could give
-        (op_copy's `unmatched`: mostly the stretch after the script's last step mark), as [start, end] on the
-        perf clock, between the clock reads at their boundaries."""
-        bounds, found = self.step_bounds, []
-        for n in self.op_copy.get("unmatched") or ():
-            if 0 < n <= len(bounds):
-                found.append((int(bounds[n - 1][1]), int(bounds[n][0]) if n < len(bounds) else self.stopped_ns))
-        return found
+        """The windows of the steps run without op records (TENPROF_OPS=sampled) whose ops no recorded step
+        could give (op_copy's `unmatched`: mostly the stretch after the script's last step mark)."""
+        unmatched = self.op_copy.get("unmatched") or ()
+        return [self.step_window(n) for n in unmatched if 0 < n <= len(self.step_bounds)]
 
     def unrecorded_steps(self, recorded: I64Array) -> tuple[I64Array, I64Array, I64Array]:
         """The steps run with the capture off that are not in `recorded` (the trace has no range for them: the
@@ -135,8 +141,7 @@ class Callsites:
         bounds, have = self.step_bounds, set(recorded.tolist())
         found: list[tuple[int, int, int]] = []
         for n in range(1, len(bounds) + 1):
-            start = int(bounds[n - 1][1])
-            end = int(bounds[n][0]) if n < len(bounds) else self.stopped_ns
+            start, end = self.step_window(n)
             if bounds[n - 1][2] and n not in have and end > start:
                 found.append((n, start, end))
         columns = np.array(found, dtype=np.int64).reshape(-1, 3)

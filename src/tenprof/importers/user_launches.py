@@ -110,28 +110,27 @@ def add_user_launch_ops(
     return UserLaunches(added, records, kept, rows)
 
 
+def _in_windows(windows: list[tuple[int, int]], offset_ns: int, at: I64Array) -> np.ndarray:
+    """Whether each time falls in one of the call-site log's [start, end] windows (its perf clock)."""
+    found = np.zeros(len(at), dtype=bool)
+    for began, ended in windows:
+        found |= (at >= began + offset_ns) & (at <= ended + offset_ns)
+    return found
+
+
 def _in_capture_off_steps(callsites: Callsites | None, offset_ns: int | None, at: I64Array) -> np.ndarray:
     """Whether each time falls in a step run with the capture off (its ops were not recorded, its kernels
     were: they are torch's, not the script's own launches)."""
-    off = np.zeros(len(at), dtype=bool)
     if callsites is None or offset_ns is None:
-        return off
-    bounds = callsites.step_bounds
-    for n, (_, began, capture_off) in enumerate(bounds):
-        if capture_off:
-            ended = int(bounds[n + 1][0]) if n + 1 < len(bounds) else callsites.stopped_ns
-            off |= (at >= int(began) + offset_ns) & (at <= ended + offset_ns)
-    return off
+        return np.zeros(len(at), dtype=bool)
+    return _in_windows(callsites.capture_off_windows(), offset_ns, at)
 
 
 def _in_uncopied_steps(callsites: Callsites | None, offset_ns: int | None, at: I64Array) -> np.ndarray:
     """Whether each time falls in a step run without op records that the op copy left without ops."""
-    found = np.zeros(len(at), dtype=bool)
     if callsites is None or offset_ns is None:
-        return found
-    for began, ended in callsites.uncopied_step_windows():
-        found |= (at >= began + offset_ns) & (at <= ended + offset_ns)
-    return found
+        return np.zeros(len(at), dtype=bool)
+    return _in_windows(callsites.uncopied_step_windows(), offset_ns, at)
 
 
 def _inside_ops(col: Collector, clock: Clock, tid: I64Array, at: I64Array) -> np.ndarray:
