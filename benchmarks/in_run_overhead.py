@@ -85,6 +85,8 @@ def one_run(capture: str, workload: str, out: Path) -> dict[str, Any]:
     return {
         # how many recorded steps asked for inputs, and with TENPROF_OPS=sampled got their ops copied
         "asked_steps": sampling.get("asked_steps"),
+        "asked": sampling.get("asked"),
+        "why": sampling.get("why"),  # why each step asked (input_sampling.InputSampling.why)
         "copied_steps": copy.get("copied_steps"),
         "launches_changed": copy.get("launches_changed"),
         "recorded_ms": o.profiled_step_ns / 1e6,
@@ -113,6 +115,8 @@ def main() -> None:
                     found = one_run(capture, workload, Path(scratch) / f"{workload}-{capture}-{r}")
                     runs.append({"round": r, "workload": workload, "capture": capture, **found})
                     shown = found.get("error") or SHOWN.format(**found)
+                    if found.get("asked"):
+                        shown += f"\n    asked in steps {found['asked']}, for: {found.get('why')}"
                     print(f"round {r} {workload:10s} {capture:32s} {shown}", flush=True)
                     if args.json:
                         args.json.write_text(json.dumps({"machine": info, "runs": runs}, indent=1))

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (kindsc38 attach38 tail38 inrunc38 opstest38 kinds38 stepsops38 opsfinal38 cost38 ops38 steps38 inrun38 fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (memc38 flag38 kindsc38 attach38 tail38 inrunc38 opstest38 kinds38 stepsops38 opsfinal38 cost38 ops38 steps38 inrun38 fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -666,6 +666,26 @@ while [ $# -gt 0 ]; do
       python3 -c "import gzip,json,sys; d=json.loads(gzip.decompress(open(sys.argv[1],'rb').read())); print('op copy', d.get('op_copy'), 'input sampling', d.get('input_sampling'))" "$WORK/ops_${A[0]}/native-cupti/timeline/raw/callsites.json.gz" >> "$N" 2>&1
     done
     ( cd "$REPO/benchmarks" && taskset -c 0-7 timeout 250 python3 in_run_overhead.py --captures native-cupti,native-cupti-ops --rounds "${ROUNDS38:-2}" --json "$OUT/ops38-inrun.json" ) >> "$N" 2>&1
+    ;;
+  memc38)  # issue 38: why compiled GPT-2's second recorded step after each un-profiled stretch reads other allocator sizes than its kind's settled ones (asked for inputs in 10 of 23 steps for that alone, flag38): one run under TENPROF_OPS=sampled as in_run_overhead.py's, its profile kept ($OUT/memc38-profile.tgz) for the per-step allocator reports; then where its recorded steps' cost is, parts off one by one (in_run_overhead.py, 1 round), held to 8 cores; text in $OUT/memc38.txt
+    N="$OUT/memc38.txt"
+    ( cd "$REPO" && TENPROF_OPS=sampled taskset -c 0-7 timeout 150 python3 -m tenprof run --quiet --capture native-cupti --overhead-steps 10 \
+        -o "$WORK/memc38-profile" examples/compiled_train.py --model gpt2 --mode default --steps 40 ) > "$OUT/memc38-run.txt" 2>&1
+    tail -n 3 "$OUT/memc38-run.txt" >> "$N"
+    ( cd "$WORK" && tar czf "$OUT/memc38-profile.tgz" memc38-profile && ls -la "$OUT/memc38-profile.tgz" ) >> "$N" 2>&1
+    ( cd "$REPO/benchmarks" && taskset -c 0-7 timeout 330 python3 in_run_overhead.py --workloads gpt2-compiled --rounds 1 \
+        --captures "${MEMC38_CAPTURES:-native-cupti-ops+nomem,native-cupti-ops+nolines+nomem+nosampler,native-cupti-ops+nosampler,native-cupti-ops}" --json "$OUT/memc38-inrun.json" ) >> "$N" 2>&1
+    ;;
+  flag38)  # issue 38: compiled GPT-2 with torch's profiler flag down in TENPROF_OPS=sampled's ops-off steps (so Inductor launches on its fast path there): its recorded steps against its own un-profiled ones with and without the option, and why its steps asked for inputs (in_run_overhead.py, 1 round, each run compiles for ~40 s), then its whole loop beside torch.profiler and Proton in the time left (FLAG38_S, default 560 s, for the whole task), held to 8 cores; text in $OUT/flag38.txt
+    N="$OUT/flag38.txt"
+    started=$SECONDS
+    ( cd "$REPO/benchmarks" && taskset -c 0-7 timeout 300 python3 in_run_overhead.py --workloads gpt2-compiled --rounds 1 \
+        --captures "${FLAG38_CAPTURES:-native-cupti-ops,native-cupti-ops+nosampler,native-cupti}" --json "$OUT/flag38-inrun.json" ) >> "$N" 2>&1
+    left=$(( ${FLAG38_S:-560} - (SECONDS - started) ))
+    echo "in-run took $(( SECONDS - started )) s; $left s left for the loop" >> "$N"
+    ( cd "$REPO" && taskset -c 0-7 python3 benchmarks/overhead.py --workloads gpt2-compiled --repeats 1 \
+        --configs plain,tenprof-cupti-ops,torch,proton --deadline-min "$(python3 -c "print(max(0.5, $left / 60 - 0.3))")" \
+        --json "$OUT/flag38-loop.json" ) 2>&1 | grep -v "^\[" >> "$N"
     ;;
   inrunc38)  # issue 38: where compiled GPT-2's cost under native-cupti is, with and without TENPROF_OPS=sampled and the host sampler (in_run_overhead.py, gpt2-compiled, 1 round: each run compiles for ~40 s), then fp32 GPT-2's input sampling with ints' values out of the digest, the MLP's parity line (launch digest) and its in-run parts, held to 8 cores; text in $OUT/inrunc38.txt
     N="$OUT/inrunc38.txt"
