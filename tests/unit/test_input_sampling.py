@@ -37,7 +37,14 @@ def test_asking_stops_once_two_asked_steps_of_a_kind_agree_and_checks_every_so_o
     asks = [sampling.after_step(_unasked(2), n) for n in (3, 4, 5)]
     assert asks == [False, False, True]  # the fourth step since the last asked one checks
     assert sampling.after_step(_asked(2, 200), 6) is False
-    assert sampling.summary() == {"steps": 7, "asked_steps": 4, "every_step": False, "asked": [0, 1, 2, 6]}
+    assert sampling.summary() == {
+        "steps": 7,
+        "asked_steps": 4,
+        "every_step": False,
+        "asked": [0, 1, 2, 6],
+        "why": {"kind not settled": 2, "check": 1},  # the first step asks for no reason counted
+        "memory_false_alarms": 0,
+    }
 
 
 def test_a_step_of_an_unsettled_kind_makes_the_next_ask_and_changed_inputs_make_every_step_ask() -> None:
@@ -63,6 +70,27 @@ def test_allocator_sizes_unlike_the_settled_steps_make_the_next_step_ask() -> No
     assert sampling.after_step(_asked(2, 200, memory=8)) is False  # same inputs after all: settled again
     assert sampling.after_step(_unasked(2, memory=8)) is False  # the settled sizes are the latest asked step's
     assert not sampling.every_step
+    assert sampling.why == {"kind not settled": 1, "allocator sizes changed": 1}
+
+
+def test_allocator_sizes_that_twice_made_a_step_ask_for_the_same_inputs_stop_counting_for_that_kind() -> None:
+    # CUDA's caching allocator reports block sizes, which move with its cache while the shapes stay
+    sampling = InputSampling(check_every=50)
+    for n in (0, 1):
+        sampling.after_step(_asked(2, 200, memory=7), n)
+    asks = []
+    for n, memory in enumerate((8, 8, 9, 9, 10, 10, 11), start=2):
+        asks.append(sampling.after_step(_asked(2, 200, memory) if asks and asks[-1] else _unasked(2, memory), n))
+    # sizes 8: ask, same inputs (false alarm 1); 9: ask, same inputs (2); then sizes say nothing of kind 2
+    assert asks == [True, False, True, False, False, False, False]
+    assert sampling.memory_false_alarms == {2: 2} and sampling.why["allocator sizes changed"] == 2
+    assert not sampling.every_step
+    # another kind's sizes still count, and a real change of inputs still makes every step ask
+    for n in (9, 10):
+        sampling.after_step(_asked(3, 300, memory=5), n)
+    assert sampling.after_step(_unasked(3, memory=6), 11) is True
+    assert sampling.after_step(_asked(3, 301, memory=6), 12) is True and sampling.every_step
+    assert sampling.memory_false_alarms == {2: 2}
 
 
 def test_two_signatures_that_differ_in_scalars_alone_merge_with_those_values_unknown() -> None:
@@ -246,6 +274,10 @@ def test_the_summary_line_names_the_steps_that_asked() -> None:
     )
     assert shapes_note(many).endswith("; 786 ops without shapes (no step like theirs asked)")
     assert shapes_note({k: v for k, v in sampling.items() if k != "asked"}).startswith("input shapes asked in 3 of 9 ")
+    why = dict(sampling, why={"check": 1, "kind not settled": 2})
+    assert shapes_note(why).startswith(
+        "input shapes asked in 3 of 9 recorded steps (step 0, 1, 2; asked for: kind not settled 2, check 1), "
+    )
     assert shapes_note(dict(sampling, not_asked=0)) == ""
 
 
@@ -298,6 +330,7 @@ def test_a_step_without_op_records_that_launched_other_work_makes_the_next_one_r
     assert sampling.after_step_without_ops(7, 2, launches=41) is False  # the kind's launches
     assert sampling.after_step_without_ops(7, 3, launches=0) is False  # not known: no evidence
     assert sampling.after_step_without_ops(7, 4, launches=43) is True  # other work: record the next
+    assert sampling.why == {"kind not settled": 1, "launches changed": 1}
     sampling.after_step(_asked(2, 200, memory=7), 5, launches=43)  # the latest recorded step's launches
     assert sampling.after_step_without_ops(7, 6, launches=43) is False
     assert sampling.launches_changed == 1

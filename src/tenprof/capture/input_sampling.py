@@ -20,7 +20,11 @@ The contract:
   changed and made the next one ask). With `TENPROF_OPS=sampled` a step run without op records asks
   too where its launch digest (the CUDA calls that launched GPU work and their kernels, from tenprof's
   CUPTI client; 0 where not known) differs from the last recorded step's of the kind last asked: its ops
-  could not be copied (capture/op_copy.py), and the next step shows the new work.
+  could not be copied (capture/op_copy.py), and the next step shows the new work. Allocator sizes stop
+  counting for a kind once they made a step ask `MEMORY_FALSE_ALARMS` times and that step's inputs were
+  the kind's settled ones (CUDA's caching allocator reports block sizes, which move with its cache); the
+  launches and the check still ask. `why` counts the reason each step asked (the first that held,
+  `WHY_*`), so a run that asks often says why.
 - `fill_signatures(ops, keys, ...)` then gives each op recorded without its inputs (`NOT_ASKED`) the
   signature of the op at its place in an asked step of the same thread with the same op names in the same
   order: of the nearest such asked steps before and after it where both agree (of the one there is, at
@@ -56,6 +60,17 @@ NOT_ASKED = -2  # the signature id of an op whose inputs were not asked for (cal
 STEP_RANGE_PREFIX = "ProfilerStep#"
 CHECK_EVERY = 20  # in steady state one step in this many asks, to see that the inputs still repeat
 ASKED_LISTED = 1000  # the asked steps' numbers kept for the profile (a run asking in every step has many)
+# why a step asked (InputSampling.why), each said as the profile's text report says it
+WHY_INPUTS_VARY = "inputs vary"  # an asked step's inputs differed from its kind's settled ones: every step asks
+WHY_KIND_UNSETTLED = "kind not settled"  # the step before was of a kind whose two asked steps were not yet alike
+WHY_MEMORY = "allocator sizes changed"  # the step before allocated other sizes than its kind's settled ones
+WHY_LAUNCHES = "launches changed"  # the step before, run without op records, launched other work
+WHY_CHECK = "check"  # one step in `check_every`
+# Allocator sizes that made a step ask this many times while its inputs were its kind's settled ones say
+# nothing of that kind any more: CUDA's caching allocator reports a block's size, which exceeds the request
+# by up to 1 MiB where it reused a cached block without splitting it, so the same shapes read as other sizes
+# as its cache changes (compiled GPT-2 on an H200, 2026-11-29: 8 of 23 steps asked for that alone)
+MEMORY_FALSE_ALARMS = 2
 
 
 @dataclass(frozen=True)
@@ -90,6 +105,9 @@ class InputSampling:
         self._sizes_unknown = False  # the step running now follows steps run un-profiled (`resumed`)
         self._launches: dict[int, int] = {}  # a kind -> the launch digest of its latest step with op records
         self.launches_changed = 0  # steps run without op records whose launches were not their kind's
+        self.why: dict[str, int] = defaultdict(int)  # a reason -> the steps asked for it (after the first)
+        self._memory_alarm: int | None = None  # the kind whose allocator sizes made the step now running ask
+        self.memory_false_alarms: dict[int, int] = defaultdict(int)  # a kind -> asks its sizes made for nothing
 
     @property
     def launches_seen(self) -> bool:
@@ -127,12 +145,7 @@ class InputSampling:
         settled = self._settled.get(digest.names)
         if digest.not_asked and settled is not None and memory and settled[1] == memory:
             self.unchanged.add(number)
-        self.asks = (
-            self.every_step
-            or settled is None
-            or (memory != 0 and settled[1] != memory)
-            or self._since_asked + 1 >= self.check_every
-        )
+        self.asks = self._ask(digest.names, settled, memory, launched_other=False)
         return self.asks
 
     def after_step_without_ops(self, memory: int, number: int = -1, launches: int = 0) -> bool:
@@ -147,17 +160,42 @@ class InputSampling:
         known = self._launches.get(self._last_kind) if self._last_kind is not None else None
         launched_other = launches != 0 and known is not None and launches != known
         self.launches_changed += launched_other
-        self.asks = (
-            self.every_step
-            or settled is None
-            or (memory != 0 and settled[1] != memory)
-            or launched_other
-            or self._since_asked + 1 >= self.check_every
-        )
+        self.asks = self._ask(self._last_kind, settled, memory, launched_other)
         return self.asks
+
+    def _sizes_changed(self, kind: int | None, settled: tuple[int, int] | None, memory: int) -> bool:
+        """Whether the step's allocator sizes (0: no evidence) differ from its kind's settled ones, where
+        they still say something of that kind (`MEMORY_FALSE_ALARMS`)."""
+        if settled is None or memory == 0 or settled[1] == memory:
+            return False
+        return kind is None or self.memory_false_alarms.get(kind, 0) < MEMORY_FALSE_ALARMS
+
+    def _ask(self, kind: int | None, settled: tuple[int, int] | None, memory: int, launched_other: bool) -> bool:
+        """Whether the next step asks, its reason counted in `why` (the first that holds, in this order)."""
+        reason = next(
+            (
+                name
+                for name, holds in (
+                    (WHY_INPUTS_VARY, self.every_step),
+                    (WHY_KIND_UNSETTLED, settled is None),
+                    (WHY_MEMORY, self._sizes_changed(kind, settled, memory)),
+                    (WHY_LAUNCHES, launched_other),
+                    (WHY_CHECK, self._since_asked + 1 >= self.check_every),
+                )
+                if holds
+            ),
+            None,
+        )
+        if reason is not None:
+            self.why[reason] += 1
+        self._memory_alarm = kind if reason == WHY_MEMORY else None
+        return reason is not None
 
     def _learn(self, digest: StepDigest, memory: int) -> None:
         settled = self._settled.get(digest.names)
+        alarm, self._memory_alarm = self._memory_alarm, None
+        if alarm == digest.names and settled is not None and settled[0] == digest.inputs:
+            self.memory_false_alarms[alarm] += 1  # asked for other sizes, found the same inputs
         if settled is not None and settled[0] != digest.inputs:
             self.every_step = True
         elif self._last_asked.get(digest.names) == digest.inputs:
@@ -172,6 +210,8 @@ class InputSampling:
             "asked_steps": self.asked_steps,
             "every_step": self.every_step,
             "asked": self.asked,
+            "why": dict(self.why),
+            "memory_false_alarms": sum(self.memory_false_alarms.values()),
         }
 
 

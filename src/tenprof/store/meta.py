@@ -87,7 +87,9 @@ class TimelineInfo(BaseModel):
     input_sampling: dict[str, Any] | None = Field(
         None,
         description="the native captures' input shapes asked in sampled steps alone (capture.input_sampling): "
-        "steps, asked_steps, every_step, asked (the numbers of the steps that asked, the first 1000), not_asked "
+        "steps, asked_steps, every_step, asked (the numbers of the steps that asked, the first 1000), why (a reason "
+        "-> the steps that asked for it, the first step aside), memory_false_alarms (asks that allocator sizes made "
+        "where the inputs were the same), not_asked "
         "(ops), filled, filled_without_scalars, left; None where every op's were asked for",
     )
     op_copy: dict[str, Any] | None = Field(

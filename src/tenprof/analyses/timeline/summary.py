@@ -327,7 +327,9 @@ def shapes_note(sampling: dict[str, Any] | None, copy: dict[str, Any] | None = N
     # (named filled_without_doubles before ints' values could be unknown too)
     blank = int(sampling.get("filled_without_scalars", sampling.get("filled_without_doubles", 0)))
     asked = [str(n) for n in sampling.get("asked") or []]
-    which = f" (step {', '.join(asked[:8])}{', ...' if len(asked) > 8 else ''})" if asked else ""
+    why = ", ".join(f"{reason} {n}" for reason, n in sorted((sampling.get("why") or {}).items(), key=lambda x: -x[1]))
+    which = f"step {', '.join(asked[:8])}{', ...' if len(asked) > 8 else ''}" if asked else ""
+    which = f" ({'; '.join(x for x in (which, f'asked for: {why}' if why else '') if x)})" if which or why else ""
     shapes = (
         f"input shapes asked in {sampling.get('asked_steps', 0)} of {sampling.get('steps', 0)} recorded steps{which}, "
         f"copied to {int(sampling.get('filled', 0))} ops of the others from the same op of a step with the same ops"
