@@ -39,8 +39,9 @@ ORDER_MAX_OFF = 0.1
 # An op outside every native record, further from the nearest than the clock mapping's error, still takes
 # that record where nothing else can be its op: no op inside it, it the only record within this distance,
 # the next-nearest at least ISOLATED_RATIO times as far. The mapping's error at a run's first ops can exceed
-# the uncertainty its markers give: on the loaded 2-core CI machine a parameter's initialisation, more than
-# 100 us from any other op, lost its line once (the mapping is fitted between markers taken later).
+# the uncertainty its markers give: in a test run on the loaded 2-core machine a module-level parameter
+# initialisation, more than 100 us from any other op, lost its line once, while the same run's records put
+# on their own clock (no mapping) gave it.
 ISOLATED_MAX_NS = 1_000_000
 ISOLATED_RATIO = 4
 
