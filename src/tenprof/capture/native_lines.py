@@ -111,6 +111,10 @@ def load_library(path: Path) -> ctypes.PyDLL:
         raise NativeLinesUnavailable(f"it could not be loaded ({exc})") from None
     lib.tenprof_lines_prepare.argtypes = []
     lib.tenprof_lines_prepare.restype = None
+    lib.tenprof_range_enter.argtypes = [ctypes.c_char_p]
+    lib.tenprof_range_enter.restype = ctypes.c_void_p
+    lib.tenprof_range_exit.argtypes = [ctypes.c_void_p]
+    lib.tenprof_range_exit.restype = None
     lib.tenprof_lines_start.argtypes = [ctypes.py_object, ctypes.py_object]
     lib.tenprof_lines_start.restype = ctypes.c_int
     lib.tenprof_lines_pause.argtypes = [ctypes.c_int]
@@ -205,6 +209,25 @@ class SamplerGate:
         return taken
 
 
+class NativeRange:
+    """One named range of the native library's (`NativeCallsiteRecorder.named_range`): opened by `__enter__`,
+    closed by `__exit__`, on any thread, as record_function's."""
+
+    def __init__(self, lib: ctypes.PyDLL, name: str) -> None:
+        self._lib = lib
+        self._name = name.encode()
+        self._handle: int | None = None
+
+    def __enter__(self) -> NativeRange:
+        self._handle = self._lib.tenprof_range_enter(self._name)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            self._lib.tenprof_range_exit(handle)
+
+
 class NativeCallsiteRecorder:
     """Stands where `CallsiteRecorder` does in the call-site log (enter, pause, close, records), but
     records natively; Dynamo's compilations are still recorded from their Python callbacks."""
@@ -291,6 +314,11 @@ class NativeCallsiteRecorder:
     def ask_inputs(self, ask: bool) -> None:
         """Ask torch for every op's inputs from now on, or not (input_sampling.py)."""
         self.lib.tenprof_lines_ask_inputs(int(ask))
+
+    def named_range(self, name: str) -> NativeRange:
+        """A named range as torch's record_function makes one, at a fraction of its cost (a context manager,
+        entered and exited once; callsite_observer.cpp, tenprof_range_enter)."""
+        return NativeRange(self.lib, name)
 
     def step_digest(self) -> StepDigest:
         """The digest of the ops opened since the last call (callsite_observer.cpp), which it resets."""
