@@ -409,3 +409,29 @@ def test_one_callback_records_what_two_do(native_cache: Path) -> None:
     assert {"## a range ##", "aten::mm", "aten::relu", "aten::sum"} <= set(names)
     assert any(name.startswith("autograd::engine::evaluate_function") for name in names)
     assert sorted(one) == sorted(two)
+
+
+def test_a_native_range_is_recorded_as_record_function_s_and_holds_its_ops(native_cache: Path) -> None:
+    # tenprof's boundary ranges (clock syncs, step ranges) under the native capture: the native library's
+    # record function with the user scope, which the recorder keeps as a range (no call site), as it keeps
+    # record_function's, around the ops run inside it
+    import torch
+
+    lib = native_lines.load_library(native_lines.build_library())
+    recorder = native_lines.NativeCallsiteRecorder(new_interner(None), lib, every_op=True)
+    recorder.__enter__()
+    with torch.autograd.profiler.record_function("theirs"):
+        torch.ones(3)
+    with recorder.named_range("mine"):
+        torch.ones(3)
+    recorder.close()
+    recorder.__exit__(None, None, None)
+    ops = recorder.ops
+    names = [ops["names"][i] for i in ops["name_id"]]
+    at = {name: names.index(name) for name in ("theirs", "mine")}
+    assert ops["scope"][at["mine"]] == ops["scope"][at["theirs"]] == native_lines.USER_SCOPE
+    ones = [i for i, name in enumerate(names) if name == "aten::ones"]
+    for name, one in zip(("theirs", "mine"), ones, strict=True):
+        start, end = ops["start_ns"][at[name]], ops["end_ns"][at[name]]
+        assert start <= ops["start_ns"][one] and ops["end_ns"][one] <= end
+    assert len(recorder.records) == 2 * 4  # call sites: the two aten::ones, none for the ranges

@@ -211,7 +211,8 @@ class SamplerGate:
 
 class NativeRange:
     """One named range of the native library's (`NativeCallsiteRecorder.named_range`): opened by `__enter__`,
-    closed by `__exit__`, on any thread, as record_function's."""
+    closed by `__exit__` (on the thread that opened it: the recorder closes a record on the thread it opened
+    on, for record_function's ranges too)."""
 
     def __init__(self, lib: ctypes.PyDLL, name: str) -> None:
         self._lib = lib

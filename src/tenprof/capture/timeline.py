@@ -658,7 +658,7 @@ class TimelineSession:
 
     def _named_range(self, name: str) -> Any:
         """A named range (tenprof's markers, the script's scopes): under the native capture the native
-        library's, which its recorder sees as record_function's but at a fraction of the cost (about 1
+        library's, which its recorder sees as record_function's but at a fraction of the cost (about 2
         against 22 us on the 2-core development machine, where a recorded step's boundary took about 400
         us); else record_function. Not beside a profiler session, whose clock the syncs map: there, with
         the native ranges, one of five runs of a test's script gave four backward ops another call's line,

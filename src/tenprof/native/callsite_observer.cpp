@@ -671,8 +671,7 @@ extern "C" {
 
 // tenprof's own ranges at step boundaries (clock syncs, step ranges) and the script's tenprof.scope ranges,
 // opened and closed without record_function's cost (about 22 us a range on the 2-core development machine:
-// two dispatcher ops and a script object, against about 1 us here). The handle goes back to the exit, on
-// any thread, as record_function's does.
+// two dispatcher ops and a script object, against about 2 us here). The handle goes back to the exit.
 void* tenprof_range_enter(const char* name) {
   auto* named = new NamedRange();
   named->name = name;
