@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (detach38 check38 memc38 flag38 kindsc38 attach38 tail38 inrunc38 opstest38 kinds38 stepsops38 opsfinal38 cost38 ops38 steps38 inrun38 fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (boundary38 detach38 check38 memc38 flag38 kindsc38 attach38 tail38 inrunc38 opstest38 kinds38 stepsops38 opsfinal38 cost38 ops38 steps38 inrun38 fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -666,6 +666,14 @@ while [ $# -gt 0 ]; do
       python3 -c "import gzip,json,sys; d=json.loads(gzip.decompress(open(sys.argv[1],'rb').read())); print('op copy', d.get('op_copy'), 'input sampling', d.get('input_sampling'))" "$WORK/ops_${A[0]}/native-cupti/timeline/raw/callsites.json.gz" >> "$N" 2>&1
     done
     ( cd "$REPO/benchmarks" && taskset -c 0-7 timeout 250 python3 in_run_overhead.py --captures native-cupti,native-cupti-ops --rounds "${ROUNDS38:-2}" --json "$OUT/ops38-inrun.json" ) >> "$N" 2>&1
+    ;;
+  boundary38)  # issue 38: a recorded step's boundary on the GPU machine since the native ranges and the sampler's skipped rounds (CPU: about half; benchmarks/step_boundary.py on the MLP, 3 runs), then the MLP's in-run and loop ratios with the option, held to 8 cores; text in $OUT/boundary38.txt
+    N="$OUT/boundary38.txt"
+    ( cd "$REPO/benchmarks" && taskset -c 0-7 timeout 200 python3 step_boundary.py --captures native-cupti,native-cupti-ops,kineto --runs 3 ) >> "$N" 2>&1
+    ( cd "$REPO/benchmarks" && taskset -c 0-7 timeout 120 python3 in_run_overhead.py --workloads mlp --rounds 2 \
+        --captures native-cupti-ops --json "$OUT/boundary38-inrun.json" ) >> "$N" 2>&1
+    ( cd "$REPO" && taskset -c 0-7 python3 benchmarks/overhead.py --workloads mlp --repeats 3 \
+        --configs plain,torch,proton,tenprof-cupti-ops --deadline-min 3.5 --json "$OUT/boundary38-mlp.json" ) 2>&1 | grep -v "^\[" >> "$N"
     ;;
   detach38)  # issue 36/38: where TENPROF_CUPTI_DETACH=1 slows the recorded steps (attach38: the MLP's in-run recorded steps 4.3 -> 5.3 ms with it): each step's own time, MLP 80 steps with 10 timed off, native-cupti with and without the detach, held to 8 cores; text in $OUT/detach38.txt
     N="$OUT/detach38.txt"
