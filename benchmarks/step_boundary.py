@@ -12,8 +12,6 @@ boundaries (the first five left out) and the machine. On a machine without a GPU
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import os
 import statistics
 import subprocess
@@ -23,14 +21,17 @@ from pathlib import Path
 
 from overhead import machine_info
 
+from tenprof.core.rawfiles import CALLSITES_FILE
+from tenprof.importers.callsites import read_callsites
+
 ROOT = Path(__file__).resolve().parents[1]
 RECORDED = 0  # a step bound's state (capture.overhead_plan.RECORDED)
 
 
 def boundaries_us(out: Path) -> list[float]:
     """Each recorded step's boundary (us), from the sidecar's step bounds: [ended, resumed, state]."""
-    sidecar = json.loads(gzip.decompress((out / "timeline/raw/callsites.json.gz").read_bytes()))
-    return [(resumed - ended) / 1e3 for ended, resumed, state in sidecar["step_bounds"] if state == RECORDED][5:]
+    bounds = read_callsites(out / "timeline" / "raw" / CALLSITES_FILE).step_bounds
+    return [(resumed - ended) / 1e3 for ended, resumed, state in bounds if state == RECORDED][5:]
 
 
 def main() -> None:

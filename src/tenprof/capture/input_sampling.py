@@ -172,20 +172,17 @@ class InputSampling:
 
     def _ask(self, kind: int | None, settled: tuple[int, int] | None, memory: int, launched_other: bool) -> bool:
         """Whether the next step asks, its reason counted in `why` (the first that holds, in this order)."""
-        reason = next(
-            (
-                name
-                for name, holds in (
-                    (WHY_INPUTS_VARY, self.every_step),
-                    (WHY_KIND_UNSETTLED, settled is None),
-                    (WHY_MEMORY, self._sizes_changed(kind, settled, memory)),
-                    (WHY_LAUNCHES, launched_other),
-                    (WHY_CHECK, self._since_asked + 1 >= self.check_every),
-                )
-                if holds
-            ),
-            None,
-        )
+        reason: str | None = None
+        if self.every_step:
+            reason = WHY_INPUTS_VARY
+        elif settled is None:
+            reason = WHY_KIND_UNSETTLED
+        elif self._sizes_changed(kind, settled, memory):
+            reason = WHY_MEMORY
+        elif launched_other:
+            reason = WHY_LAUNCHES
+        elif self._since_asked + 1 >= self.check_every:
+            reason = WHY_CHECK
         if reason is not None:
             self.why[reason] += 1
         self._memory_alarm = kind if reason == WHY_MEMORY else None

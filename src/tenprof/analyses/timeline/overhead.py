@@ -121,22 +121,27 @@ def kernel_launch_ns(profile: Profile) -> npt.NDArray[np.int64]:
 
 def in_unrecorded_steps(profile: Profile, times: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
     """Whether each CPU-side time falls in a step run with the capture off (its work has no op)."""
-    steps = profile.table("steps")
-    off = ~capture_on(profile)
-    if not off.any() or len(times) == 0:
+    return _in_chosen_steps(profile, ~capture_on(profile), times)
+
+
+def _in_chosen_steps(
+    profile: Profile, chosen: npt.NDArray[np.bool_], times: npt.NDArray[np.int64]
+) -> npt.NDArray[np.bool_]:
+    """Whether each time falls in one of the steps `chosen` (per row of the steps table)."""
+    if not chosen.any() or len(times) == 0:
         return np.zeros(len(times), dtype=bool)
-    return inside(steps.column("start_ns").to_numpy()[off], steps.column("end_ns").to_numpy()[off], times)
+    steps = profile.table("steps")
+    return inside(steps.column("start_ns").to_numpy()[chosen], steps.column("end_ns").to_numpy()[chosen], times)
 
 
 def in_uncopied_steps(profile: Profile, times: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
     """Whether each CPU-side time falls in a step run without op records whose ops no recorded step could
     give (TENPROF_OPS=sampled, meta op_copy's `unmatched`: mostly the stretch after the last step mark)."""
     unmatched = (profile.meta.timeline.op_copy or {}).get("unmatched") or []
-    steps = profile.table("steps")
-    if not unmatched or len(times) == 0:
+    if not unmatched or len(times) == 0:  # (the steps table not read)
         return np.zeros(len(times), dtype=bool)
-    chosen = np.isin(steps.column("step").to_numpy(), np.asarray(unmatched, dtype=np.int64))
-    return inside(steps.column("start_ns").to_numpy()[chosen], steps.column("end_ns").to_numpy()[chosen], times)
+    numbers = profile.table("steps").column("step").to_numpy()
+    return _in_chosen_steps(profile, np.isin(numbers, np.asarray(unmatched, dtype=np.int64)), times)
 
 
 I64 = npt.NDArray[np.int64]
