@@ -3,7 +3,8 @@ up here: categories, units, arguments and the autograd engine's ranges' sequence
 signatures the native recorder encodes, decoded as the profiler writes them (tenprof.capture.native_lines);
 the allocators' reports as profile_memory's instant events; and the GPU side of a Kineto trace merged in, on
 real GPU recordings of tests/data, one made by the native capture on an H100 (tests/data/native_mlp), one by
-tenprof's own CUPTI client with inputs asked in sampled steps on an H200 (tests/data/cupti_mlp);
+tenprof's own CUPTI client with inputs asked in sampled steps on an H200 (tests/data/cupti_mlp), and the
+same with op records in the asked steps alone (tests/data/cupti_mlp_ops);
 and the same GPU side as tenprof's own CUPTI client hands it over (tenprof.capture.cupti_client)."""
 
 from __future__ import annotations
@@ -364,6 +365,35 @@ def test_the_native_cupti_capture_of_a_gpu_run_rebuilds_with_shapes_copied_into_
     assert sum(shapes not in ("", "[]") for _, shapes, _ in later[0]) > 0.8 * len(later[0])
     kernel_ops = stored.table("kernels").column("op_id").to_pylist()
     assert min(kernel_ops) >= 0 and _on_a_line_of(stored, "small_mlp.py", kernel_ops)
+
+
+def test_ops_recorded_in_sampled_steps_alone_on_a_gpu_give_every_step_the_same_kernels_ops_and_lines(
+    tmp_path: Path,
+) -> None:
+    # Recorded on an H200 by `TENPROF_OPS=sampled tenprof run --capture native-cupti` (tests/data/README.md):
+    # the op callbacks ran in the three steps the input sampling asked in (0-2) alone; the six others'
+    # ops were copied from the asked step whose launches they repeat. Rebuilt from its raw files it gives
+    # the stored tables again, and every recorded step after the first launches the same kernels from the
+    # same ops on the same lines of the script as the asked steps did.
+    stored = _stored_equals_rebuilt(tmp_path, "cupti_mlp_ops")
+    timeline = stored.meta.timeline
+    assert timeline.input_sampling["asked"] == [0, 1, 2]
+    copy = timeline.op_copy
+    assert (copy["steps_without_ops"], copy["copied_steps"], copy["unmatched"]) == (6, 6, [])
+    assert copy["launches_changed"] == 0 and copy["ops"] > 3000
+    kernels = stored.table("kernels").to_pydict()
+    ops = stored.table("ops").to_pydict()
+    frames = stored.table("frames").to_pydict()
+    assert min(kernels["op_id"]) >= 0 and _on_a_line_of(stored, "small_mlp.py", kernels["op_id"])
+    per_step: dict[int, list[tuple[str, str, int]]] = {}
+    for name, op in sorted(zip(kernels["name"], kernels["op_id"], strict=True), key=lambda k: k[1]):
+        frame = ops["frame_id"][op]
+        line = frames["line"][frame] if frame >= 0 else -1
+        per_step.setdefault(ops["step"][op], []).append((name, ops["name"][op], line))
+    assert sorted(per_step) == [0, 1, 2, 5, 6, 7, 10, 11, 12]
+    asked, copied = per_step[1], [per_step[s] for s in (5, 6, 7, 10, 11, 12)]
+    assert len(asked) == 133 and all(launches == asked for launches in copied)
+    assert sum(line > 0 for _, _, line in asked) == len(asked)
 
 
 def test_inductors_marked_graph_call_is_a_named_range_as_the_profiler_writes_it() -> None:
