@@ -1,13 +1,18 @@
 """The on-demand listener's requests, checked field by field (capture.listener): what a request may say,
-and the one line each refusal gives; the real socket is in tests/integration/test_on_demand.py."""
+and the one line each refusal gives; a handler that raises, answered with its error; the recorder's load
+tried again; the real jobs are in tests/integration/test_on_demand.py."""
 
 from __future__ import annotations
 
 import json
+import os
+import socket
+import subprocess
+from pathlib import Path
 
 import pytest
 
-from tenprof.capture.listener import CaptureRequest, parse_request
+from tenprof.capture.listener import CaptureRequest, Listener, parse_request
 
 
 def _line(**fields: object) -> bytes:
@@ -50,3 +55,61 @@ def test_all_ranks_start_two_steps_or_half_a_second_ahead_of_the_furthest_rank()
 
     assert ahead(0.0) == 2 and ahead(3.0) == 2  # slow steps: two are enough
     assert ahead(33.3) == 17 and ahead(1000.0) == 500  # fast ones: half a second of them
+
+
+def _ask(path: Path, line: bytes) -> list[dict[str, object]]:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+        client.connect(str(path))
+        client.sendall(line + b"\n")
+        return [json.loads(answer) for answer in client.makefile("rb")]
+
+
+def test_a_handler_that_raises_is_answered_with_its_error_not_a_closed_connection() -> None:
+    # A status or a request whose handler raised used to close the connection with no answer, which the
+    # client reads as a listener that is gone: --all-ranks then left that rank out without a word.
+    def status() -> dict[str, object]:
+        raise ImportError("cannot import name 'x' from partially initialized module 'y'")
+
+    def on_request(request: CaptureRequest, reply: object) -> None:
+        raise RuntimeError("no recorder")
+
+    listener = Listener(on_request, status)
+    try:
+        (answer,) = _ask(listener.path, b'{"tenprof": "status", "version": 1}')
+        assert answer["ok"] is False and "partially initialized module" in str(answer["error"])
+        (answer,) = _ask(listener.path, _line(steps=2, output="/tmp/never"))
+        assert answer == {"ok": False, "error": "the job could not take the request: RuntimeError('no recorder')"}
+    finally:
+        listener.close()
+
+
+def test_the_recorder_is_loaded_again_after_an_import_that_met_the_jobs_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tenprof.record import on_demand
+
+    calls: list[str] = []
+
+    def flaky(name: str) -> None:
+        calls.append(name)
+        if len(calls) == 1:
+            raise ImportError("cannot import name 'x' from partially initialized module 'y'")
+
+    monkeypatch.setattr(on_demand.importlib, "import_module", flaky)
+    monkeypatch.setattr(on_demand, "LOAD_RETRY_S", 0.0)
+    on_demand._load_recorder()
+    assert calls == ["tenprof.record.inprocess"] * 2
+
+    def broken(name: str) -> None:
+        raise ImportError("gone")
+
+    monkeypatch.setattr(on_demand.importlib, "import_module", broken)
+    with pytest.raises(ImportError, match="gone"):
+        on_demand._load_recorder()
+
+
+def test_a_socket_is_alive_while_its_process_runs(tmp_path: Path) -> None:
+    from tenprof.cli.capture_command import _alive
+
+    assert _alive(tmp_path / f"{os.getpid()}.sock")
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    assert not _alive(tmp_path / f"{ended.pid}.sock") and not _alive(tmp_path / "x.sock")

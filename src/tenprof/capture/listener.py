@@ -176,8 +176,15 @@ class Listener:
         if isinstance(request, str):
             reply({"ok": False, "error": request})
             return
+        # a handler that raises is answered with its error: a connection closed with no answer reads to the
+        # client as a listener that is gone (--all-ranks would leave the rank out without a word)
         if request is None:
-            reply({"ok": True, **self._status()})
+            try:
+                status = self._status()
+            except Exception as exc:
+                reply({"ok": False, "error": f"the job could not say its status: {exc!r}"})
+                return
+            reply({"ok": True, **status})
             return
         done = threading.Event()
 
@@ -187,5 +194,8 @@ class Listener:
                 done.set()
             return sent
 
-        self._on_request(request, final)
+        try:
+            self._on_request(request, final)
+        except Exception as exc:
+            final({"ok": False, "error": f"the job could not take the request: {exc!r}"})
         done.wait()

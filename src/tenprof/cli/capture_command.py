@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import socket
 import sys
 import threading
@@ -28,6 +29,7 @@ from tenprof.cli.common import non_negative_int
 from tenprof.errors import Interrupted, TenprofError, UsageError
 
 AHEAD = 2  # --all-ranks: start at least this many steps after the furthest rank, so that none has passed it
+STATUS_RETRY_S = 0.5  # --all-ranks: the pause before asking a live job's silent listener again
 LEAD_S = 0.5  # --all-ranks: and at least this long after it, at the fastest rank's pace (requests take time to
 # reach every rank: on a loaded 2-core machine two steps of 30 ms were once too few)
 
@@ -140,6 +142,19 @@ def _status(path: Path) -> dict[str, Any] | None:
     return answer if isinstance(answer, dict) and answer.get("ok") else None
 
 
+def _alive(sock: Path) -> bool:
+    """Whether the process whose listener socket this is (`<pid>.sock`) still runs."""
+    try:
+        os.kill(int(sock.stem), 0)
+    except ValueError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
 def ahead(steps_per_s: float) -> int:
     """How many steps after the furthest rank --all-ranks starts: AHEAD, or LEAD_S at the given pace."""
     return max(AHEAD, math.ceil(steps_per_s * LEAD_S))
@@ -156,6 +171,9 @@ def _all_ranks(args: argparse.Namespace, output: Path) -> int:
     found = []
     for sock in socket_dir().glob("*.sock"):
         status = _status(sock)
+        if status is None and _alive(sock):  # asked once more: a live job's listener that did not answer
+            time.sleep(STATUS_RETRY_S)
+            status = _status(sock)
         if status is not None and status.get("job") == asked["job"]:
             found.append((status, sock, time.monotonic()))
     found.sort(key=lambda each: int(each[0]["rank"]))

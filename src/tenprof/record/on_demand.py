@@ -44,10 +44,25 @@ if TYPE_CHECKING:
 Reply = Callable[[dict[str, Any]], bool]
 
 
+LOAD_ATTEMPTS = 3
+LOAD_RETRY_S = 0.5
+
+
 def _load_recorder() -> None:
     """Import the recorder and the profile's store (pyarrow, pydantic, the capture's modules) on the calling
-    listener thread: a job never captured never loads them, and a capture's first step does not wait for them."""
-    importlib.import_module("tenprof.record.inprocess")  # it imports the store too
+    listener thread: a job never captured never loads them, and a capture's first step does not wait for them.
+    Tried again after a pause where the import fails: it runs beside the job's own imports on its main
+    thread (torch's and numpy's, lazily at a first call), and an import that meets another thread's import of
+    a module it needs can find that module half made; Python drops a failed import from sys.modules, so the
+    next attempt starts clean once the job's import has finished. The last failure is raised."""
+    for attempt in range(LOAD_ATTEMPTS):
+        try:
+            importlib.import_module("tenprof.record.inprocess")  # it imports the store too
+            return
+        except Exception:
+            if attempt == LOAD_ATTEMPTS - 1:
+                raise
+            time.sleep(LOAD_RETRY_S)
 
 
 # wakes the job's main thread to start and stop a capture by time: ignored by default and by Python, and
