@@ -189,7 +189,14 @@ class _HostFailingDataset(_FailingDataset):
 
 
 @pytest.mark.parametrize("host", [False, True])
-def test_an_out_of_memory_error_in_a_dataloader_worker_is_the_workers(tmp_path: Path, host: bool) -> None:
+def test_an_out_of_memory_error_in_a_dataloader_worker_is_the_workers(
+    tmp_path: Path, host: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # After the error the loader's shutdown waits for its worker as long as torch's MP_STATUS_CHECK_INTERVAL
+    # before it ends it (5 s by default, with or without tenprof): a fifth of a second here, in the loader and
+    # in the worker (forked, it inherits the value)
+    monkeypatch.setattr(torch.utils.data._utils, "MP_STATUS_CHECK_INTERVAL", 0.2)
+    monkeypatch.setattr(torch.utils.data._utils.worker, "MP_STATUS_CHECK_INTERVAL", 0.2)
     dataset = _HostFailingDataset() if host else _FailingDataset()
     loader = torch.utils.data.DataLoader(dataset, batch_size=2, num_workers=1)
     with pytest.raises(RuntimeError) as raised, tenprof.profile(str(tmp_path / "p"), overhead_steps=0) as p:
