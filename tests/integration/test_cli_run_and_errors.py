@@ -193,6 +193,7 @@ def test_schedule_records_only_the_active_steps(scheduled_run: Recorded) -> None
         (["run", "--schedule", "wait=x", str(EXAMPLE)], 2, "bad --schedule"),
         (["run", "--passes", "timeline,bogus", str(EXAMPLE)], 2, "unknown pass 'bogus'"),
         (["run", "--passes", "tensors,timeline,tensors", str(EXAMPLE)], 2, "pass 'tensors' given twice"),
+        (["run", "--capture", "kineto", "--ops", "sampled", str(EXAMPLE)], 2, "--ops sampled needs a native capture"),
         (["report", "/nonexistent/profile"], 3, "no such profile directory"),
         (["report", str(DATA), "--limit", "2"], 3, "not a tenprof profile"),
         (["report", str(DATA / "mlp"), "--steps", "40:"], 2, "selects none of the recorded steps"),

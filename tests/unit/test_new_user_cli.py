@@ -4,6 +4,7 @@ and what it prints agrees with itself. The tests that need a recorded profile of
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -129,3 +130,18 @@ def test_the_merged_report_of_cpu_traces_without_steps_shows_what_they_hold(
     assert "no steps were marked" in printed and "In torch ops" in printed and "Comm." not in printed
     rows = [line for line in printed.splitlines() if line.startswith("│") and "CPU" in line]
     assert len(rows) == 2 and all("0.00ms │" not in row.split("CPU", 1)[1][:40] for row in rows), rows
+
+
+def test_ops_sampled_is_handed_to_the_run_through_its_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    # --ops sets TENPROF_OPS for the script's process (and a launcher's ranks, which inherit it); "every"
+    # clears a TENPROF_OPS=sampled left in the shell, so the flag always wins
+    from tenprof.cli.run_command import OPS_VAR, _set_ops
+    from tenprof.errors import UsageError
+
+    monkeypatch.setenv(OPS_VAR, "")
+    _set_ops("sampled", "native-cupti")
+    assert os.environ[OPS_VAR] == "sampled"
+    _set_ops("every", "native")
+    assert os.environ[OPS_VAR] == ""
+    with pytest.raises(UsageError, match="--ops sampled needs a native capture"):
+        _set_ops("sampled", "kineto")

@@ -23,6 +23,10 @@ from tenprof.store.profile import load_profile
 
 CAPTURES = ("kineto", "native", "native-cupti")
 CAPTURE_VAR = "TENPROF_CAPTURE"  # the --capture default, so that a test suite can run on either capture
+# --ops sets it for the run's processes (capture.timeline reads it; the CLI does not import the capture)
+OPS_VAR = "TENPROF_OPS"
+OPS_CHOICES = ("every", "sampled")
+NATIVE_CAPTURES = ("native", "native-cupti")
 
 
 def default_capture() -> str:
@@ -88,6 +92,14 @@ class RunCommand:
             "the GPU activity from tenprof's own CUPTI client)",
         )
         parser.add_argument(
+            "--ops",
+            choices=OPS_CHOICES,
+            default=None,
+            help="native captures: record ops in every recorded step (every; the default, or what "
+            f"{OPS_VAR} names) or only in the steps sampled for their input shapes, every other step's ops "
+            "copied from a recorded step that launched the same work (sampled; experimental, GPU runs)",
+        )
+        parser.add_argument(
             "--on-demand",
             action="store_true",
             help="record nothing now: start the script with a listener only, and record its next steps when "
@@ -129,6 +141,8 @@ class RunCommand:
             raise UsageError(
                 "nothing to run: give a script (tenprof run train.py) or a module (tenprof run -m pkg.mod)"
             )
+        if args.ops is not None:
+            _set_ops(args.ops, args.capture or default_capture())
         if args.on_demand:
             return _on_demand(args)
         if args.launcher:
@@ -218,6 +232,16 @@ def _write_page(out_dir: Path) -> str:
         target.unlink(missing_ok=True)
         return f"the report page could not be made ({type(exc).__name__}: {exc}); the profile is saved"
     return f"report page written to {target}"
+
+
+def _set_ops(ops: str, capture: str) -> None:
+    """--ops for the script's process (and, through its environment, a launcher's ranks); refused with a
+    capture that records ops through torch.profiler, where every op of every recorded step is recorded."""
+    if ops == "sampled" and capture not in NATIVE_CAPTURES:
+        raise UsageError(
+            f"--ops sampled needs a native capture (--capture {' or '.join(NATIVE_CAPTURES)}), not {capture}"
+        )
+    os.environ[OPS_VAR] = "" if ops == "every" else ops
 
 
 def _on_demand(args: argparse.Namespace) -> int:
