@@ -23,6 +23,12 @@ if ! command -v chromium > /dev/null 2>&1; then
 fi
 command -v chromium > /dev/null 2>&1 && echo "scripts/test.sh: browser test in $(chromium --version 2>/dev/null)"
 $VPY -m ruff check src tests benchmarks examples
+# The native call-site recorder is built on first use into the user's cache (about 7 s of g++ here); built
+# now, as part of the set-up, where a compiler is found, rather than inside the first test that records
+if command -v "${CXX:-g++}" > /dev/null 2>&1; then
+  $VPY -c "from tenprof.capture import native_lines; native_lines.build_library()" \
+    || echo "scripts/test.sh: the native recorder did not build here; its tests will say why"
+fi
 $VPY -m mypy
 # Two workers: CI has 2 cores, and most of the time is child processes importing torch.
 $VPY -m pytest -q -rs -p no:cacheprovider -n 2 tests
