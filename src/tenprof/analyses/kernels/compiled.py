@@ -136,32 +136,60 @@ def _may_hold_compiled_code(profile: Profile) -> bool:
 def _op_tree(profile: Profile) -> _OpTree:
     """Walk the `ops` table once, parents before children, inheriting each `_OpTree` field."""
     ops = profile.table("ops")
-    names = ops.column("name").to_pylist()
-    parent = ops.column("parent_op_id").to_numpy()
-    frame = ops.column("frame_id").to_numpy()
-    user = user_frame_of(profile)
+    names = [str(name) for name in ops.column("name").to_pylist()]
+    parent = ops.column("parent_op_id").to_pylist()
+    frame = ops.column("frame_id").to_pylist()
+    user = user_frame_of(profile).tolist()
     n = len(names)
-    in_region = np.zeros(n, dtype=bool)
-    under_aten = np.zeros(n, dtype=bool)
+    # plain lists while walking (a numpy element read or write costs several times a list's), arrays at the end
+    in_region = [False] * n
+    under_aten = [False] * n
     aten_name = [""] * n
-    has_line = np.zeros(n, dtype=bool)
+    has_line = [False] * n
     frame_region = [""] * n
-    backward = np.zeros(n, dtype=bool)
-    region_op = np.full(n, -1, dtype=np.int64)
-    for i in range(n):  # ops are numbered by start time: a parent comes before its children
-        p = int(parent[i])
-        own = str(names[i])
+    backward = [False] * n
+    region_op = [-1] * n
+    # what an op's own name says, read once per distinct name (a profile repeats a few hundred names)
+    said: dict[str, tuple[str | None, bool, bool, bool]] = {}
+    for own in set(names):
         match = _REGION_ID.match(own)
-        frame_region[i] = match.group(1) if match else (frame_region[p] if p >= 0 else "")
-        backward[i] = "CompiledFunctionBackward" in own or (p >= 0 and bool(backward[p]))
-        marked = any(m in own for m in REGION_MARKS)
-        region_op[i] = region_op[p] if p >= 0 and region_op[p] >= 0 else (i if marked else -1)
-        in_region[i] = marked or (p >= 0 and in_region[p])
-        under_aten[i] = own.startswith("aten::") or (p >= 0 and under_aten[p])
-        aten_name[i] = own if own.startswith("aten::") else (aten_name[p] if p >= 0 else "")
-        f = int(frame[i])
-        has_line[i] = (f >= 0 and user[f] >= 0) or (p >= 0 and has_line[p])
-    return _OpTree(in_region, under_aten, aten_name, has_line, frame_region, backward, region_op)
+        said[own] = (
+            match.group(1) if match else None,  # the compiled region it names
+            "CompiledFunctionBackward" in own,
+            any(m in own for m in REGION_MARKS),
+            own.startswith("aten::"),
+        )
+    for i in range(n):  # ops are numbered by start time: a parent comes before its children
+        p = parent[i]
+        own = names[i]
+        region, is_backward, marked, is_aten = said[own]
+        f = frame[i]
+        line = f >= 0 and user[f] >= 0
+        if p >= 0:
+            frame_region[i] = region if region is not None else frame_region[p]
+            backward[i] = is_backward or backward[p]
+            region_op[i] = region_op[p] if region_op[p] >= 0 else (i if marked else -1)
+            in_region[i] = marked or in_region[p]
+            under_aten[i] = is_aten or under_aten[p]
+            aten_name[i] = own if is_aten else aten_name[p]
+            has_line[i] = line or has_line[p]
+        else:
+            frame_region[i] = region if region is not None else ""
+            backward[i] = is_backward
+            region_op[i] = i if marked else -1
+            in_region[i] = marked
+            under_aten[i] = is_aten
+            aten_name[i] = own if is_aten else ""
+            has_line[i] = line
+    return _OpTree(
+        np.array(in_region, dtype=bool),
+        np.array(under_aten, dtype=bool),
+        aten_name,
+        np.array(has_line, dtype=bool),
+        frame_region,
+        np.array(backward, dtype=bool),
+        np.array(region_op, dtype=np.int64),
+    )
 
 
 @dataclass(frozen=True)

@@ -94,12 +94,12 @@ class Summary:
 def user_frame_of(profile: Profile, table: str = "frames") -> np.ndarray:
     """For each frame node, the innermost node on its path (itself included) in user code, or -1."""
     f = profile.table(table)
-    parent = f.column("parent_frame_id").to_numpy()
-    is_user = f.column("is_user").to_numpy(zero_copy_only=False)
-    out = np.full(len(parent), -1, dtype=np.int64)
-    for i in range(len(parent)):  # frames are numbered parents first
-        out[i] = i if is_user[i] else (out[parent[i]] if parent[i] >= 0 else -1)
-    return out
+    parent = f.column("parent_frame_id").to_pylist()
+    is_user = f.column("is_user").to_pylist()
+    out = [-1] * len(parent)  # a list while walking: a numpy element access costs several times a list's
+    for i, (up, user) in enumerate(zip(parent, is_user, strict=True)):  # frames are numbered parents first
+        out[i] = i if user else (out[up] if up >= 0 else -1)
+    return np.array(out, dtype=np.int64)
 
 
 class OpLines:
