@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (parity38c fixture38s table38 boundary38 detach38 check38 memc38 flag38 kindsc38 attach38 tail38 inrunc38 opstest38 kinds38 stepsops38 opsfinal38 cost38 ops38 steps38 inrun38 fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (parity38g parity38c fixture38s table38 boundary38 detach38 check38 memc38 flag38 kindsc38 attach38 tail38 inrunc38 opstest38 kinds38 stepsops38 opsfinal38 cost38 ops38 steps38 inrun38 fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -631,6 +631,11 @@ while [ $# -gt 0 ]; do
     N="$OUT/parity38c.txt"
     ( cd "$REPO" && TENPROF_OPS=sampled PARITY_CAPTURES=default,native-cupti timeout 100 python3 benchmarks/native_parity.py "$WORK/parity_conv" examples/conv_block.py --steps 10 --warmup 3 ) 2>&1 | grep -v "Warning\|warn" >> "$N"
     python3 -c "import gzip,json,sys; d=json.loads(gzip.decompress(open(sys.argv[1],'rb').read())); print('op copy', d.get('op_copy'), 'input sampling', d.get('input_sampling'))" "$WORK/parity_conv/native-cupti/timeline/raw/callsites.json.gz" >> "$N" 2>&1
+    ;;
+  parity38g)  # issue 38: attribution parity of native-cupti with TENPROF_OPS=sampled against the default capture on compiled GPT-2 (bf16, default mode, 12 steps; each run compiles from an empty cache, ~1.5 min; benchmarks/native_parity.py, whose "steady" comparison leaves out the compiling steps); text in $OUT/parity38g.txt
+    N="$OUT/parity38g.txt"
+    ( cd "$REPO" && TENPROF_OPS=sampled PARITY_CAPTURES=default,native-cupti timeout 400 python3 benchmarks/native_parity.py "$WORK/parity_gpt2c" examples/compiled_train.py --model gpt2 --mode default --steps 12 --warmup 3 ) 2>&1 | grep -v "Warning\|warn" >> "$N"
+    python3 -c "import gzip,json,sys; d=json.loads(gzip.decompress(open(sys.argv[1],'rb').read())); print('op copy', d.get('op_copy'), 'input sampling', d.get('input_sampling'))" "$WORK/parity_gpt2c/native-cupti/timeline/raw/callsites.json.gz" >> "$N" 2>&1
     ;;
   fixture38s)  # issue 38: the native-cupti MLP fixture under TENPROF_OPS=sampled ($OUT/cupti_mlp_ops.tgz: op records in the asked steps alone, the other steps' ops copied by their launches); text in $OUT/fixture38s.txt
     N="$OUT/fixture38s.txt"
