@@ -194,6 +194,7 @@ def test_schedule_records_only_the_active_steps(scheduled_run: Recorded) -> None
         (["run", "--passes", "timeline,bogus", str(EXAMPLE)], 2, "unknown pass 'bogus'"),
         (["run", "--passes", "tensors,timeline,tensors", str(EXAMPLE)], 2, "pass 'tensors' given twice"),
         (["run", "--capture", "kineto", "--ops", "sampled", str(EXAMPLE)], 2, "--ops sampled needs a native capture"),
+        (["run", "--on-demand", "--capture", "native", str(EXAMPLE)], 2, "--on-demand records with the default"),
         (["report", "/nonexistent/profile"], 3, "no such profile directory"),
         (["report", str(DATA), "--limit", "2"], 3, "not a tenprof profile"),
         (["report", str(DATA / "mlp"), "--steps", "40:"], 2, "selects none of the recorded steps"),

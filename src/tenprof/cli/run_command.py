@@ -249,6 +249,9 @@ def _on_demand(args: argparse.Namespace) -> int:
     only (record.listen_main); its own exit status."""
     if args.launcher or args.passes != "timeline" or args.schedule:
         raise UsageError("--on-demand runs the script alone, with no pass, schedule or launcher of its own")
+    if args.capture not in (None, "kineto") or args.ops == "sampled":
+        # the capture a request starts is the in-process profile's (record.inprocess), torch.profiler's
+        raise UsageError("--on-demand records with the default capture (kineto): no --capture or --ops of its own")
     command = [sys.executable, "-m", "tenprof.record.listen_main", *(["-m"] if args.module else []), *args.target]
     sys.stdout.flush()
     sys.stderr.flush()
