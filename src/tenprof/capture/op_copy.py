@@ -50,6 +50,9 @@ GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
 ALLOCATOR_REPORT = "[memory]"  # native_trace.MEMORY_EVENT (that module's writer calls this one)
 NOT_COPIED_PREFIXES = (STEP_RANGE_PREFIX, "tenprof::")
 COPIED_FROM = "tenprof copied from step"
+# "sampled" turns the op callbacks off in the steps the input sampling does not ask in, whose ops this module
+# copies (read by capture.timeline; set by `tenprof run --ops`)
+OPS_VAR = "TENPROF_OPS"
 
 
 @dataclass(frozen=True)

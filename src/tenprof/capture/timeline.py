@@ -51,7 +51,7 @@ from tenprof.capture.input_sampling import InputSampling
 from tenprof.capture.log_filter import profiler_lines_kept_out
 from tenprof.capture.native_lines import USER_SCOPE, NativeCallsiteRecorder, SamplerGate
 from tenprof.capture.native_trace import trace_document, trace_minus_perf_ns, write_trace_document
-from tenprof.capture.op_copy import StepWindow, fill_trace
+from tenprof.capture.op_copy import OPS_VAR, StepWindow, fill_trace
 from tenprof.capture.overhead_plan import DEFAULT_COUNT, RECORDED, OverheadPlan
 from tenprof.capture.own_launches import OwnLaunches
 from tenprof.capture.schedule import Schedule
@@ -135,9 +135,6 @@ def _input_sampling(recorder: Any) -> InputSampling | None:
     sampling = InputSampling()
     recorder.unchanged_steps = sampling.unchanged
     return sampling
-
-
-OPS_VAR = "TENPROF_OPS"  # "sampled" (experimental): op records in sampled steps alone, the others' copied
 
 
 def _samples_ops(sampling: InputSampling | None) -> bool:

@@ -134,6 +134,16 @@ def _capture(path: Path, pid: int, request: dict[str, Any], output: Path, quiet:
 
 
 def _status(path: Path) -> dict[str, Any] | None:
+    """The listener's status answer; None where none came. A live job's listener that gave none is asked
+    once more after a pause (its first answer loads the recorder beside the job's own imports)."""
+    answer = _status_once(path)
+    if answer is None and _alive(path):
+        time.sleep(STATUS_RETRY_S)
+        answer = _status_once(path)
+    return answer
+
+
+def _status_once(path: Path) -> dict[str, Any] | None:
     try:
         answers = list(_answers(path, {"tenprof": STATUS, "version": PROTOCOL}))
     except (OSError, ValueError):  # a listener of a process that ended
@@ -171,9 +181,6 @@ def _all_ranks(args: argparse.Namespace, output: Path) -> int:
     found = []
     for sock in socket_dir().glob("*.sock"):
         status = _status(sock)
-        if status is None and _alive(sock):  # asked once more: a live job's listener that did not answer
-            time.sleep(STATUS_RETRY_S)
-            status = _status(sock)
         if status is not None and status.get("job") == asked["job"]:
             found.append((status, sock, time.monotonic()))
     found.sort(key=lambda each: int(each[0]["rank"]))

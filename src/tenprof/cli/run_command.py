@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from tenprof.capture.accesses_build import DEFAULT_EVERY, DEFAULT_FIRST
+from tenprof.capture.op_copy import OPS_VAR
 from tenprof.capture.overhead_plan import DEFAULT_COUNT as DEFAULT_OVERHEAD_STEPS
 from tenprof.capture.ranks import rank_from_env
 from tenprof.cli.common import console, non_negative_int
@@ -23,8 +24,6 @@ from tenprof.store.profile import load_profile
 
 CAPTURES = ("kineto", "native", "native-cupti")
 CAPTURE_VAR = "TENPROF_CAPTURE"  # the --capture default, so that a test suite can run on either capture
-# --ops sets it for the run's processes (capture.timeline reads it; the CLI does not import the capture)
-OPS_VAR = "TENPROF_OPS"
 OPS_CHOICES = ("every", "sampled")
 NATIVE_CAPTURES = ("native", "native-cupti")
 

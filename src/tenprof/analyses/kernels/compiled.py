@@ -141,14 +141,15 @@ def _op_tree(profile: Profile) -> _OpTree:
     frame = ops.column("frame_id").to_pylist()
     user = user_frame_of(profile).tolist()
     n = len(names)
-    # plain lists while walking (a numpy element read or write costs several times a list's), arrays at the end
-    in_region = [False] * n
-    under_aten = [False] * n
-    aten_name = [""] * n
-    has_line = [False] * n
-    frame_region = [""] * n
-    backward = [False] * n
-    region_op = [-1] * n
+    # plain lists while walking (a numpy element read or write costs several times a list's), arrays at the
+    # end; one slot more, the last, holds what an op without a parent inherits, so that index -1 reads it
+    in_region = [False] * (n + 1)
+    under_aten = [False] * (n + 1)
+    aten_name = [""] * (n + 1)
+    has_line = [False] * (n + 1)
+    frame_region = [""] * (n + 1)
+    backward = [False] * (n + 1)
+    region_op = [-1] * (n + 1)
     # what an op's own name says, read once per distinct name (a profile repeats a few hundred names)
     said: dict[str, tuple[str | None, bool, bool, bool]] = {}
     for own in set(names):
@@ -160,35 +161,25 @@ def _op_tree(profile: Profile) -> _OpTree:
             own.startswith("aten::"),
         )
     for i in range(n):  # ops are numbered by start time: a parent comes before its children
-        p = parent[i]
+        p = parent[i]  # -1 (no parent): the last slot
         own = names[i]
         region, is_backward, marked, is_aten = said[own]
         f = frame[i]
-        line = f >= 0 and user[f] >= 0
-        if p >= 0:
-            frame_region[i] = region if region is not None else frame_region[p]
-            backward[i] = is_backward or backward[p]
-            region_op[i] = region_op[p] if region_op[p] >= 0 else (i if marked else -1)
-            in_region[i] = marked or in_region[p]
-            under_aten[i] = is_aten or under_aten[p]
-            aten_name[i] = own if is_aten else aten_name[p]
-            has_line[i] = line or has_line[p]
-        else:
-            frame_region[i] = region if region is not None else ""
-            backward[i] = is_backward
-            region_op[i] = i if marked else -1
-            in_region[i] = marked
-            under_aten[i] = is_aten
-            aten_name[i] = own if is_aten else ""
-            has_line[i] = line
+        frame_region[i] = region if region is not None else frame_region[p]
+        backward[i] = is_backward or backward[p]
+        region_op[i] = region_op[p] if region_op[p] >= 0 else (i if marked else -1)
+        in_region[i] = marked or in_region[p]
+        under_aten[i] = is_aten or under_aten[p]
+        aten_name[i] = own if is_aten else aten_name[p]
+        has_line[i] = (f >= 0 and user[f] >= 0) or has_line[p]
     return _OpTree(
-        np.array(in_region, dtype=bool),
-        np.array(under_aten, dtype=bool),
-        aten_name,
-        np.array(has_line, dtype=bool),
-        frame_region,
-        np.array(backward, dtype=bool),
-        np.array(region_op, dtype=np.int64),
+        np.array(in_region[:n], dtype=bool),
+        np.array(under_aten[:n], dtype=bool),
+        aten_name[:n],
+        np.array(has_line[:n], dtype=bool),
+        frame_region[:n],
+        np.array(backward[:n], dtype=bool),
+        np.array(region_op[:n], dtype=np.int64),
     )
 
 
