@@ -45,6 +45,7 @@ PARTS_OFF = {  # what a `+name` in a capture's name turns off: tenprof run's opt
     "noshapes": (["--no-shapes"], {}),
     "nosampler": ([], {"TENPROF_HOST_SAMPLE_HZ": "0"}),
     "nogate": ([], {"TENPROF_SAMPLER_GATE": "0"}),
+    "noclocks": ([], {"TENPROF_GPU_CLOCKS": "0"}),  # the NVML thread
     # CUPTI detached in the steps run un-profiled (experimental): their baseline without CUPTI attached
     "detach": ([], {"TENPROF_CUPTI_DETACH": "1"}),
 }

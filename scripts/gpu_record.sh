@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (parity38g parity38c fixture38s table38 boundary38 detach38 check38 memc38 flag38 kindsc38 attach38 tail38 inrunc38 opstest38 kinds38 stepsops38 opsfinal38 cost38 ops38 steps38 inrun38 fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (partsc38 tests38 parity38g parity38c fixture38s table38 boundary38 detach38 check38 memc38 flag38 kindsc38 attach38 tail38 inrunc38 opstest38 kinds38 stepsops38 opsfinal38 cost38 ops38 steps38 inrun38 fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -626,6 +626,22 @@ while [ $# -gt 0 ]; do
       tail -n 2 "$WORK/logs/worker_oom$v.log" | cut -c1-300 >> "$N"
       tenprof report "$WORK/prof/worker_oom$v" --limit 3 2>&1 | grep -E "^[0-9]+\. |   (seen|fix)|^Device|^Incomplete" | head -n 12 >> "$N"
     done
+    ;;
+  tests38)  # issue 38: the timeline's GPU tests (capture; native lines: eager, compiled, CUDA graphs, threads; prebuilt launches; the script's own profiler; op copy) with TESTS38_CAPTURE as `tenprof run`'s default (native-cupti-ops: native-cupti with TENPROF_OPS=sampled, the default; kineto: today's default capture), held to 8 cores; text in $OUT/tests38-CAPTURE.txt
+    cap=${TESTS38_CAPTURE:-native-cupti-ops}
+    case $cap in
+      native-cupti-ops) capenv="TENPROF_OPS=sampled TENPROF_CAPTURE=native-cupti TENPROF_NATIVE_GPU=1" ;;
+      kineto) capenv="TENPROF_CAPTURE=kineto" ;;
+      *) echo "tests38: unknown TESTS38_CAPTURE=$cap" >&2; exit 2 ;;
+    esac
+    env $capenv taskset -c 0-7 timeout "${GPUTESTS_TIMEOUT:-330}" python3 -m pytest -q -s -m gpu -p no:cacheprovider \
+      tests/gpu/test_gpu_capture.py tests/gpu/test_gpu_native_lines.py tests/gpu/test_gpu_prebuilt_launches.py tests/gpu/test_gpu_own_profiler.py tests/gpu/test_gpu_op_copy.py > "$OUT/tests38-$cap.txt" 2>&1
+    echo "tests38 $cap exit=$?" >> "$OUT/tests38-$cap.txt"
+    ;;
+  partsc38)  # issue 38: where compiled GPT-2's recorded step costs more than its un-profiled one under the option: the whole capture against one with every part off but CUPTI and the op copy (sampler, NVML thread, memory, lines, shapes), PARTSC38_ROUNDS interleaved rounds (default 3; in_run_overhead.py), held to 8 cores; text in $OUT/partsc38.txt
+    N="$OUT/partsc38.txt"
+    ( cd "$REPO/benchmarks" && taskset -c 0-7 timeout "${PARTSC38_S:-540}" python3 in_run_overhead.py --workloads gpt2-compiled --rounds "${PARTSC38_ROUNDS:-3}" \
+        --captures "${PARTSC38_CAPTURES:-native-cupti-ops,native-cupti-ops+nosampler+noclocks+nomem+nolines+noshapes}" --json "$OUT/partsc38.json" ) >> "$N" 2>&1
     ;;
   parity38c)  # issue 38: attribution parity of native-cupti with TENPROF_OPS=sampled against the default capture on the conv block (overhead.py's conv workload, 10 steps; benchmarks/native_parity.py); text in $OUT/parity38c.txt
     N="$OUT/parity38c.txt"
