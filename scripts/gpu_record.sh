@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (partsc38 tests38 parity38g parity38c fixture38s table38 boundary38 detach38 check38 memc38 flag38 kindsc38 attach38 tail38 inrunc38 opstest38 kinds38 stepsops38 opsfinal38 cost38 ops38 steps38 inrun38 fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (flag38e partsc38 tests38 parity38g parity38c fixture38s table38 boundary38 detach38 check38 memc38 flag38 kindsc38 attach38 tail38 inrunc38 opstest38 kinds38 stepsops38 opsfinal38 cost38 ops38 steps38 inrun38 fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -637,6 +637,20 @@ while [ $# -gt 0 ]; do
     env $capenv taskset -c 0-7 timeout "${GPUTESTS_TIMEOUT:-330}" python3 -m pytest -q -s -m gpu -p no:cacheprovider \
       tests/gpu/test_gpu_capture.py tests/gpu/test_gpu_native_lines.py tests/gpu/test_gpu_prebuilt_launches.py tests/gpu/test_gpu_own_profiler.py tests/gpu/test_gpu_op_copy.py > "$OUT/tests38-$cap.txt" 2>&1
     echo "tests38 $cap exit=$?" >> "$OUT/tests38-$cap.txt"
+    ;;
+  flag38e)  # issue 38: `tenprof run --capture native-cupti --ops sampled` end to end as a user runs it (the flag, not TENPROF_OPS): the MLP and a compiled MLP, their reports' header and first findings; then `--ops sampled` with the Kineto capture, which must be refused in one line; text in $OUT/flag38e.txt
+    N="$OUT/flag38e.txt"
+    for job in "examples/small_mlp.py --steps 30" "examples/compiled_train.py --model mlp --steps 12"; do
+      name=$(basename "${job%% *}" .py)
+      echo "== tenprof run --capture native-cupti --ops sampled $job" >> "$N"
+      ( cd "$REPO" && env -u TENPROF_OPS tenprof run --quiet --capture native-cupti --ops sampled -o "$WORK/flag38e-$name" $job ) > "$WORK/flag38e-$name.log" 2>&1
+      echo "exit=$?" >> "$N"; grep -v "Warning\|warn\|detach\|^  print\|^Consider" "$WORK/flag38e-$name.log" | tail -n 4 >> "$N"
+      tenprof report "$WORK/flag38e-$name" --limit 2 2>&1 | head -n 16 >> "$N"
+      python3 -c "import json,sys; m=json.load(open(sys.argv[1]+'/meta.json')); t=m['timeline']; print('op_copy', t.get('op_copy')); print('input_sampling asked', (t.get('input_sampling') or {}).get('asked'))" "$WORK/flag38e-$name" >> "$N" 2>&1
+    done
+    echo "== --ops sampled with --capture kineto" >> "$N"
+    ( cd "$REPO" && tenprof run --capture kineto --ops sampled -o "$WORK/flag38e-refused" examples/small_mlp.py --steps 3 ) >> "$N" 2>&1
+    echo "exit=$?" >> "$N"
     ;;
   partsc38)  # issue 38: where compiled GPT-2's recorded step costs more than its un-profiled one under the option: the whole capture against one with every part off but CUPTI and the op copy (sampler, NVML thread, memory, lines, shapes), PARTSC38_ROUNDS interleaved rounds (default 3; in_run_overhead.py), held to 8 cores; text in $OUT/partsc38.txt
     N="$OUT/partsc38.txt"
