@@ -570,3 +570,75 @@ def test_idle_gaps_left_after_others_charged_theirs_is_named_by_its_largest_kind
     idle.numbers["host_not_launching_work_ns"] = 700e6
     assert _left_most(idle, {"host_not_launching_work_ns": 690_000_000}) == "mostly work launched, waiting to start"
     assert _left_most(idle, {key: int(v) for key, v in idle.numbers.items()}) == "for other reasons"
+
+
+def test_launches_sharing_only_a_name_are_not_one_shape(tmp_path: Path) -> None:
+    # A ROCm trace records no grid or block; without recorded shapes a batch norm's backward in every layer
+    # shares one key, its name (public MI300X traces, AMD-AGI/TraceLens's tests, were told it "varies across
+    # launches of one shape")
+    from tenprof.cli.main import main
+
+    times = [10.0, 20.0, 40.0, 80.0, 160.0] * 3
+    trace = tmp_path / "rocm.json"
+    events = orjson.loads(_kernels_trace("void batch_norm_backward_kernel<float>(float*)", times))
+    for e in events["traceEvents"]:
+        e["args"].pop("grid"), e["args"].pop("block")
+    trace.write_bytes(orjson.dumps(events))
+    assert main(["import", "--quiet", str(trace), "-o", str(tmp_path / "rocm")]) == 0
+    assert _one(load_profile(tmp_path / "rocm"), "variance") is None
+
+
+def _collective_trace(overlapped: bool) -> bytes:
+    """Five 4 ms steps: a 1 ms compute kernel, then a 2.5 ms NCCL all-reduce launched after it (alone on the
+    GPU), or launched with it on a second stream (under it, and shorter than the step)."""
+    events: list[dict[str, object]] = []
+    for i in range(5):
+        base = 4000.0 * i
+        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}", "pid": 1, "tid": 1,
+                       "ts": base, "dur": 3999.0})  # fmt: skip
+        for j, (name, stream, ts, dur) in enumerate(
+            [("gemm", 7, base + 20, 1000.0),
+             ("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 8,
+              base + (30 if overlapped else 1030), 900.0 if overlapped else 2500.0)]
+        ):  # fmt: skip
+            ext = 10 * i + j + 1
+            events += [
+                {"ph": "X", "cat": "cpu_op", "name": "aten::mm" if j == 0 else "c10d::allreduce_", "pid": 1, "tid": 1,
+                 "ts": base + 5 + 5 * j, "dur": 4.0, "args": {"External id": ext}},
+                {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                 "ts": base + 6 + 5 * j, "dur": 2.0, "args": {"correlation": ext, "External id": ext}},
+                {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": stream, "ts": ts, "dur": dur,
+                 "args": {"correlation": ext, "device": 0, "stream": stream, "External id": ext}},
+            ]  # fmt: skip
+    return orjson.dumps({"schemaVersion": 1, "traceEvents": events, "baseTimeNanoseconds": 0})
+
+
+def test_communication_alone_on_the_gpu_is_the_first_finding_and_overlapped_is_silent(tmp_path: Path) -> None:
+    # A DDP job's public MI300X trace (AMD-AGI/TraceLens's tests) spent 66% of its step running collectives
+    # alone, and was told of a 0.8 ms kernel variance first
+    from tenprof.cli.main import main
+
+    for overlapped in (False, True):
+        trace = tmp_path / f"c{int(overlapped)}.json"
+        trace.write_bytes(_collective_trace(overlapped))
+        assert main(["import", "--quiet", str(trace), "-o", str(tmp_path / trace.stem)]) == 0
+        found = find_all(load_profile(tmp_path / trace.stem))
+        exposed = _one(load_profile(tmp_path / trace.stem), "exposed-communication")
+        if overlapped:
+            assert exposed is None
+        else:
+            assert exposed is not None and found[0].id == "exposed-communication"
+            steps = Context(load_profile(tmp_path / trace.stem), Thresholds()).step_count
+            assert steps >= 3 and exposed.cost_ns == steps * 2_500_000  # each analysed step's all-reduce, whole
+            assert "ncclDevKernel_AllReduce" in exposed.seen[1]
+
+
+def test_ranks_waiting_for_a_slow_rank_are_told_of_their_collectives_and_the_slow_rank_is_not() -> None:
+    # A four-rank job whose rank 3 computes longer (tests/data/groups40/slowrank): the others wait in their
+    # collectives, rank 3 does not, though its first all-reduce, launched in a step left to the slow-step
+    # check (waiting for the others to start), runs on for 47 ms into the analysed steps
+    job = DATA / "groups40" / "slowrank"
+    for rank in (0, 1, 2):
+        found = find_all(load_profile(job / f"rank0000{rank}"))
+        assert found[0].id == "exposed-communication" and any("one of 4 ranks" in s for s in found[0].seen)
+    assert _one(load_profile(job / "rank00003"), "exposed-communication") is None

@@ -214,3 +214,23 @@ def test_the_errors_of_both_allocators_are_out_of_memory_errors_with_what_they_a
     assert is_out_of_memory(OutOfMemoryError(cuda)) and requested(cuda) == (128 * MIB, 3)
     assert is_out_of_memory(RuntimeError(cpu)) and requested(cpu) == (1 << 50, -1)
     assert not is_out_of_memory(RuntimeError("shapes cannot be multiplied")) and requested("x") == (-1, -1)
+
+
+def test_a_rocm_builds_gpu_memory_is_the_gpus(tmp_path: Path) -> None:
+    # PyTorch on ROCm reports its GPUs' allocations with c10's HIP device type (6); public MI300X traces
+    # (AMD-AGI/TraceLens's tests) were told their peak of GPU memory was on "cpu:0", and the memory findings,
+    # which judge CUDA devices, did not see it. The same ten steps as a CUDA trace's give the same finding.
+    from tenprof.analyses.timeline.summary import memory_peak
+
+    cuda = _kept_every_step(tmp_path, keep=True, name="cuda")
+    rocm_events = [
+        {**e, "args": {**e["args"], "Device Type": 6}} if e["name"] == "[memory]" else e
+        for e in orjson.loads((tmp_path / "cuda.json").read_bytes())["traceEvents"]
+    ]
+    rocm = _profile(tmp_path, rocm_events, "rocm")
+    assert set(rocm.strings("memory", "device_type").values) == {"cuda"}
+    peak = memory_peak(rocm)
+    assert peak is not None and peak.device == "cuda:0" and peak == memory_peak(cuda)
+    assert [f.id for f in find_all(rocm)] == [f.id for f in find_all(cuda)] and "memory-growth" in {
+        f.id for f in find_all(rocm)
+    }

@@ -248,3 +248,72 @@ def test_the_allocators_work_around_its_calls_is_its_part_in_the_steady_steps_on
         else:
             assert step.parts["allocator"] <= calls, (step.step, step.parts["allocator"], calls)
     assert step_time(load_profile(DATA / "finding_empty_cache_fixed")).mean("allocator") == 0
+
+
+def _loader_and_backward_thread_trace(steps_marked: bool) -> bytes:
+    """Six 50 ms steps of a CUDA training loop as Kineto writes it: on the main thread (tid 1) 30 ms in a
+    DataLoader's `__next__` with workers, then five forward matmuls; on autograd's thread (tid 2) twenty
+    backward nodes, each launching its kernel; then the optimizer's step on the main thread. The backward
+    thread runs more top-level ops than the main."""
+    import orjson
+
+    events: list[dict[str, object]] = []
+    ext = 0
+
+    def launched(tid: int, name: str, ts: float, dur: float, node: str = "") -> None:
+        nonlocal ext
+        ext += 1
+        if node:
+            events.append(
+                {"ph": "X", "cat": "cpu_op", "name": node, "pid": 1, "tid": tid, "ts": ts - 20, "dur": dur + 40}
+            )
+        events.extend([
+            {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur,
+             "args": {"External id": ext}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": tid, "ts": ts + 10,
+             "dur": 20.0, "args": {"correlation": ext, "External id": ext}},
+            {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": ts + 40, "dur": 200.0,
+             "args": {"correlation": ext, "device": 0, "stream": 7, "External id": ext}},
+        ])  # fmt: skip
+
+    for i in range(6):
+        base = 1000.0 + 50_000.0 * i
+        if steps_marked:
+            events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}", "pid": 1, "tid": 1,
+                           "ts": base, "dur": 49_990.0})  # fmt: skip
+        events.append({"ph": "X", "cat": "user_annotation", "pid": 1, "tid": 1, "ts": base + 5, "dur": 30_000.0,
+                       "name": "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"})  # fmt: skip
+        for k in range(5):
+            launched(1, "aten::mm", base + 30_100 + 600 * k, 300.0)
+        for k in range(20):
+            launched(
+                2, "aten::mm", base + 33_200 + 400 * k, 250.0, node="autograd::engine::evaluate_function: MmBackward0"
+            )
+        launched(1, "aten::_foreach_add_", base + 41_500, 300.0)  # the optimizer's step, once an iteration
+    return orjson.dumps({"schemaVersion": 1, "traceEvents": events, "baseTimeNanoseconds": 0})
+
+
+@pytest.mark.parametrize("steps_marked", [True, False])
+def test_the_dataloader_on_the_main_thread_is_found_beside_a_busier_backward_thread(
+    tmp_path: Path, steps_marked: bool
+) -> None:
+    # A public ResNet trace (facebookresearch/param's et_replay inputs) spent half of each step in its
+    # DataLoader; its backward thread ran more top-level ops than the main thread, was taken for it, and the
+    # loader's ranges were not read: "Python outside torch ops" and idle-gaps came first
+    from tenprof.analyses.findings import find_all
+    from tenprof.analyses.timeline.op_threads import main_op_thread
+    from tenprof.cli.main import main
+
+    trace = tmp_path / "loader.json"
+    trace.write_bytes(_loader_and_backward_thread_trace(steps_marked))
+    assert main(["import", "--quiet", str(trace), "-o", str(tmp_path / "out")]) == 0
+    profile = load_profile(tmp_path / "out")
+    assert main_op_thread(profile) == 1
+    result = step_time(profile)
+    assert len(result.steps) >= 3
+    assert _largest(result) == "data_loading" and _share(result, "data_loading") > 0.5, {
+        p: result.mean(p) for p in PARTS
+    }
+    found = find_all(profile)
+    assert found and found[0].id == "data-loading", [(f.id, f.cost_ns) for f in found[:3]]
+    assert "workers cannot keep up" in found[0].title

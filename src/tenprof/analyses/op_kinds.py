@@ -22,7 +22,22 @@ GEMM_OPS = frozenset(
 SYNC_CALLS = frozenset({"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy"})
 
 # Collective (communication) kernels: NCCL's, by the words in their names.
-COLLECTIVE_WORDS = ("nccl", "allreduce", "all_reduce", "allgather", "reducescatter", "broadcast")
+# NCCL's and RCCL's kernels, other libraries' collectives, and expert-parallel communication kernels
+# (DeepEP's dispatch and combine live in its `internode` and `intranode` namespaces)
+COLLECTIVE_WORDS = (
+    "nccl",
+    "allreduce",
+    "all_reduce",
+    "allgather",
+    "all_gather",
+    "reducescatter",
+    "reduce_scatter",
+    "alltoall",
+    "all_to_all",
+    "broadcast",
+    "::internode::",
+    "::intranode::",
+)
 
 
 def is_collective(kernel_name: str) -> bool:

@@ -750,11 +750,21 @@ class FailedAllocation:
     reserved_bytes: int
 
 
+# c10::DeviceType's numbers in a memory event's "Device Type", as PyTorch names the devices: a ROCm build
+# reports its GPUs' allocations as HIP (6), and calls those GPUs "cuda" devices like CUDA's (1)
+_DEVICE_KINDS = {0: "cpu", 1: "cuda", 6: "cuda", 12: "xpu", 13: "mps", 15: "hpu", 19: "mtia"}
+
+
+def device_kind(device_type: int) -> str:
+    """The device kind of a memory event's "Device Type" ("device7" for one PyTorch has no name for here)."""
+    return _DEVICE_KINDS.get(device_type, f"device{device_type}")
+
+
 def _failed_allocations(cols: Cols, clock: Clock) -> list[FailedAllocation]:
     """The "[OutOfMemory]" events, in trace order."""
     if not len(cols):
         return []
-    kinds = ["cuda" if t == 1 else "cpu" for t in cols.data["dtype"]]
+    kinds = [device_kind(t) for t in cols.data["dtype"]]
     devices = [f"{k}:{i}" if i >= 0 else k for k, i in zip(kinds, cols.data["device"], strict=True)]
     found = zip(
         clock.at(cols).tolist(), devices, cols.data["bytes"], cols.data["alloc"], cols.data["reserved"], strict=True
@@ -769,7 +779,7 @@ def _memory_table(cols: Cols, clock: Clock, op_nesting: ThreadNesting) -> pa.Tab
     return pa.table(
         {
             "ts_ns": m_ts,
-            "device_type": ["cuda" if t == 1 else "cpu" for t in cols.data["dtype"]],
+            "device_type": [device_kind(t) for t in cols.data["dtype"]],
             "device": cols.ints("device").astype(np.int32),
             "address": cols.ints("addr"),
             "bytes": cols.ints("bytes"),

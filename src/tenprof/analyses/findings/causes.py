@@ -18,6 +18,8 @@ The overlaps, each settled once here:
   cost is its extra dispatch on the CPU, which costs the program time only where the GPU then waits:
   in a GPU-bound loop it is hidden.
   So the costs of these findings never add up to more idle time than the steps had.
+- exposed-communication charges every instant the GPU runs collectives alone; the wasted rounds of
+  all-reduce-every-micro-step are its part with a cause of their own, and leave it the rest.
 - Any finding whose cost is zero says nothing worth acting on, and is dropped, unless it is urgent (a run
   that ran or will run out of memory costs no time, it fails) or saves something else (GPU time the host's
   work hides, memory).
@@ -96,6 +98,7 @@ def one_cause_one_finding(found: list[Finding], ctx: Context) -> list[Finding]:
         )
         if left <= 0:
             syncs.cost_ns = 0
+    _wasted_rounds_left_to_grad_sync(by_id, ctx)
     idle = by_id.get("idle-gaps")
     if idle is not None:
         charged = {key: owner for key, owner in _IDLE_OWNERS.items() if owner in by_id and key in idle.numbers}
@@ -144,6 +147,21 @@ def one_cause_one_finding(found: list[Finding], ctx: Context) -> list[Finding]:
             )
     # a GPU-time finding off the critical path stays, last, for what it would save once the host is faster
     return [f for f in found if f.urgent or f.cost_ns > 0 or any(f.numbers.get(k, 0) > 0 for k in SAVES_INSTEAD)]
+
+
+def _wasted_rounds_left_to_grad_sync(by_id: dict[str, Finding], ctx: Context) -> None:
+    """exposed-communication charges every instant the GPU runs collectives alone; the wasted all-reduce
+    rounds of gradient accumulation are a part of it with their own cause and fix, all-reduce-every-micro-step's
+    cost: the rest stays exposed-communication's, which is dropped when that falls below its threshold."""
+    exposed, wasted = by_id.get("exposed-communication"), by_id.get("all-reduce-every-micro-step")
+    if exposed is None or wasted is None:
+        return
+    exposed.cost_ns = max(0, exposed.cost_ns - wasted.cost_ns)
+    exposed.seen.append(
+        f"{duration(wasted.cost_ns)} of it are the wasted all-reduce rounds (all-reduce-every-micro-step)"
+    )
+    if exposed.cost_ns < ctx.t.exposed_communication_min_share * ctx.analysed_ns:
+        exposed.cost_ns = 0
 
 
 # the counters' findings on an op, measured by Nsight Compute: they say why it is slow, where the speed of

@@ -24,6 +24,8 @@ class Thresholds:
     busy in its own Python or waiting for batches is not helped by fewer launches."""
     data_loading_min_share: float = 0.1
     """data-loading: fires when the steps wait this share of their time for a DataLoader's batches."""
+    exposed_communication_min_share: float = 0.1
+    """exposed-communication: fires when the GPU runs collectives and nothing else this share of the steps."""
     allocator_min_share: float = 0.05
     """allocator-churn: fires when the GPU idles this share of the steps while the host is in cudaMalloc,
     cudaFree and the like."""

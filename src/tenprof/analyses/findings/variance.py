@@ -1,10 +1,12 @@
 """variance: the same kernel with the same launch shape timing differently from step to step (clocks,
 thermals, contention, data-dependent work), reported with its distribution so a lone mean is not trusted.
-"The same launch" is the kernel, its grid and block, and its op's input shapes where they were recorded; a
-collective (NCCL) launched without recorded shapes is not judged: its grid is the same whatever the size
-of the message, so its launches need not be the same work. The cost is the launches' time above the
-group's lower quartile, summed over the groups that vary: what they would save running as the faster
-quarter of the same launches do."""
+"The same launch" is the kernel, its grid and block, and its op's input shapes where they were recorded.
+Launches with neither a launch shape nor input shapes (a ROCm trace without record_shapes) share only a
+name and are not judged; nor is a collective (NCCL) launched without recorded shapes: its grid is the
+same whatever the size of the message, so its launches need not be the same work. The cost is the
+launches' time above the group's lower quartile, summed over the groups that vary: what they would save
+running as the faster quarter of the same launches do; the title names the costliest group and how many
+others there are."""
 
 from __future__ import annotations
 
@@ -56,6 +58,11 @@ def check(ctx: Context) -> list[Finding]:
             # a collective's time includes its wait for the other ranks (the ranks report and the step's
             # collective part judge that), and its grid is the same for any message size
             continue
+        if not any(key[1:7]) and not key[7]:
+            # neither a launch shape (a ROCm trace records no grid or block) nor input shapes: the launches
+            # share only the kernel's name, which one kernel keeps across problem sizes (a batch norm's
+            # backward in every layer of a ResNet), so they need not be the same work
+            continue
         d = dur[members].astype(np.float64)
         cv = float(d.std() / d.mean()) if d.mean() > 0 else 0.0
         if cv > ctx.t.variance_max_cv and d.sum() >= ctx.t.variance_min_share * total:
@@ -74,13 +81,16 @@ def check(ctx: Context) -> list[Finding]:
     return [
         Finding(
             id="variance",
-            title=f"{short} varies {100 * cv:.0f}% (coefficient of variation) across {len(d)} launches of one shape",
+            title=f"{short} varies {100 * cv:.0f}% (coefficient of variation) across {len(d)} launches of one shape"
+            + (f", and {len(noisy) - 1} more kernel shape(s)" if len(noisy) > 1 else ""),
             cost_ns=int(sum(n[0] for n in noisy)),
             seen=[
                 f"grid {key[1:4]}, block {key[4:7]}, {'same input shapes' if key[7] else 'input shapes not recorded'}: "
                 f"p10 {duration(p10)}, median {duration(p50)}, "
                 f"p90 {duration(p90)}, max {duration(d.max())}",
-                f"{len(noisy)} kernel shape(s) vary more than {100 * ctx.t.variance_max_cv:.0f}%",
+                f"{len(noisy)} kernel shape(s) vary more than {100 * ctx.t.variance_max_cv:.0f}%; the cost is their "
+                f"launches' time above each shape's lower quartile, {duration(sum(n[0] for n in noisy))} in all, "
+                f"{duration(excess)} of it this kernel's",
             ],
             where=ctx.where(ops, d.astype(np.int64)),  # the lines launching it, most kernel time first
             why="When identical launches take different times, a mean or a single measurement misleads; the cause "

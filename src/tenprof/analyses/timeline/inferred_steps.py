@@ -13,7 +13,7 @@ is a marker too, of k*N occurrences: where a key of count N falls once in each g
 groups are the iterations (without this, a loop whose only once-per-iteration call comes last would be
 read in k-th parts, its first part swelled by the first, cold, call). Each iteration starts at an
 occurrence of the marker (the first of its group); the last ends with the last call of the body after
-it. Only the thread that runs the most top-level ops is read (the main thread; autograd runs the
+it. Only the main thread's ops are read (`op_threads.main_op_thread`; autograd runs the
 backward ops elsewhere, inside the calls that launch them), and, where the GPU ran anything, only from
 the first kernel's launch on: before it lies set-up (initialising the weights, one `.to()` per parameter),
 whose loops can span more time than the work's own. Torch-free.
@@ -22,11 +22,11 @@ whose loops can span more time than the work's own. Torch-free.
 from __future__ import annotations
 
 import weakref
-from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 
+from tenprof.analyses.timeline.op_threads import main_op_thread
 from tenprof.analyses.timeline.overhead import kernel_launch_ns
 from tenprof.store.profile import Profile
 
@@ -65,7 +65,7 @@ def _infer(profile: Profile) -> InferredSteps | None:
     top = np.flatnonzero(depth == 0)
     if len(top) == 0:
         return None
-    main = Counter(thread[top].tolist()).most_common(1)[0][0]
+    main = main_op_thread(profile)
     top = top[thread[top] == main]
     launches = kernel_launch_ns(profile)
     if len(launches):  # set-up before the GPU's first work is no iteration of the loop

@@ -13,7 +13,8 @@ one part:
   group's collectives (gloo's, whose work runs on its own threads while the script waits for it outside
   any op) land here too, from the host's side: below, after `dispatch`.
 Of the instants the GPU is idle, each goes to the first of these that holds then, from the host's state:
-its ops and CUDA calls on the main thread (the one that ran the most top-level ops) and on every thread
+its ops and CUDA calls on the main thread (the one that ran the most top-level ops other than autograd's
+nodes: `op_threads`) and on every thread
 whose ops launched kernels (autograd's backward thread), its DataLoader ranges on the main thread:
 - `queued`: work was launched and has not started yet (launch latency, a stream waiting on an event or on
   another stream): the GPU's wait, not the host's;
@@ -54,6 +55,7 @@ import numpy.typing as npt
 from tenprof.analyses.op_kinds import SYNC_CALLS, is_collective
 from tenprof.analyses.timeline.allocator_slow_path import slow_path
 from tenprof.analyses.timeline.inferred_steps import infer_steps
+from tenprof.analyses.timeline.op_threads import main_op_thread
 from tenprof.analyses.timeline.overhead import (
     COLD_STEPS,
     inside,
@@ -287,7 +289,7 @@ def idle_causes(profile: Profile) -> dict[str, Intervals]:
     """Each idle part's intervals (the host's, where the part is the host's), in the order they claim the
     GPU's idle time. The host is the main thread and every thread whose ops launched GPU work (autograd's
     backward thread runs the backward ops while the main thread waits in `backward()`)."""
-    main = _main_thread(profile)
+    main = main_op_thread(profile)
     threads = _launching_threads(profile) | {main}
     api = profile.table("api_calls")
     api_host = np.isin(api.column("thread_id").to_numpy(), list(threads))
@@ -383,16 +385,6 @@ def _queued(profile: Profile) -> Intervals:
     start = k.column("start_ns").to_numpy()
     waiting = ready < start
     return ready[waiting].astype(np.int64), start[waiting].astype(np.int64)
-
-
-def _main_thread(profile: Profile) -> int:
-    """The thread that ran the most top-level ops (the script's main Python thread), -1 with no op."""
-    ops = profile.table("ops")
-    threads = ops.column("thread_id").to_numpy()[ops.column("depth").to_numpy() == 0]
-    if not len(threads):
-        return -1
-    values, counts = np.unique(threads, return_counts=True)
-    return int(values[counts.argmax()])
 
 
 def shares(result: StepTime) -> dict[str, float]:
