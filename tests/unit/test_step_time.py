@@ -317,3 +317,41 @@ def test_the_dataloader_on_the_main_thread_is_found_beside_a_busier_backward_thr
     found = find_all(profile)
     assert found and found[0].id == "data-loading", [(f.id, f.cost_ns) for f in found[:3]]
     assert "workers cannot keep up" in found[0].title
+
+
+def test_a_single_pass_is_judged_whole_not_as_its_few_repeated_calls(tmp_path: Path) -> None:
+    # One inference pass, no steps marked: four quick calls of a small helper (a view and an add, 20 us
+    # apart) at its start, then 40 distinct ops each launching a 1 ms kernel. The helper's calls repeat and
+    # were read as the loop's four iterations (80 us of the 40 ms the GPU worked), leaving the pass
+    # unjudged: four public inference traces (B200, H100, MI300X) had 0.2-2% of theirs judged
+    import orjson
+
+    from tenprof.analyses.findings.context import Context
+    from tenprof.analyses.findings.thresholds import Thresholds
+    from tenprof.cli.main import main
+
+    events: list[dict[str, object]] = []
+
+    def launching(name: str, ts: float, ext: int, kernel_us: float, gpu_ts: float) -> None:
+        events.extend([
+            {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": 8.0,
+             "args": {"External id": ext}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts + 2,
+             "dur": 4.0, "args": {"correlation": ext, "External id": ext}},
+            {"ph": "X", "cat": "kernel", "name": f"k_{name}", "pid": 0, "tid": 7, "ts": gpu_ts, "dur": kernel_us,
+             "args": {"correlation": ext, "device": 0, "stream": 7, "External id": ext}},
+        ])  # fmt: skip
+
+    for i in range(4):
+        events.append({"ph": "X", "cat": "cpu_op", "name": "aten::view", "pid": 1, "tid": 1, "ts": 1000.0 + 20 * i,
+                       "dur": 3.0})  # fmt: skip
+        launching("aten::add", 1005.0 + 20 * i, i + 1, 5.0, 1010.0 + 20 * i)
+    for j in range(40):
+        launching(f"aten::layer{j}", 1100.0 + 1000 * j, 100 + j, 900.0, 1110.0 + 1000 * j)
+    trace = tmp_path / "pass.json"
+    trace.write_bytes(orjson.dumps({"schemaVersion": 1, "traceEvents": events, "baseTimeNanoseconds": 0}))
+    assert main(["import", "--quiet", str(trace), "-o", str(tmp_path / "out")]) == 0
+    profile = load_profile(tmp_path / "out")
+    assert Context(profile, Thresholds()).inferred is None
+    result = step_time(profile)
+    assert not result.inferred and len(result.steps) == 1 and result.steps[0].wall_ns > 39_000_000
