@@ -38,7 +38,7 @@ MAX_MARKERS = 8  # marker keys tried per count, earliest first
 NEAR_SPAN = 0.9  # candidates spanning this share of the longest one's time compete on iteration count
 # A loop spans at least this share of the GPU's working period (the first kernel's launch to the last
 # kernel's end): the repeated calls of one forward pass of a single-pass inference trace (a view per layer)
-# spanned 0.2-2% of theirs on four public traces, and judged as the steps they left the rest unjudged
+# spanned 0.03% and 2% of theirs on two public traces, and judged as the steps left the rest unjudged
 MIN_SPAN_SHARE = 0.25
 
 Key = tuple[str, int]
