@@ -534,7 +534,7 @@ def test_idle_gaps_advice_follows_where_the_host_was_when_no_line_was_sampled() 
     none = blocks()
     parts = {part: none for part in idle._HOST_PARTS}
     parts |= {"allocator": blocks((0, 480)), "dispatch": blocks((480, 990)), "python": blocks((990, 1000))}
-    ctx = cast(Any, SimpleNamespace(parts=parts))
+    ctx = cast(Any, SimpleNamespace(parts=parts, graph_captures=0))
     host_gap = (1000, "host not launching work", 0, 1, 0, 1000)
     said, fix = idle._host_parts(ctx, [host_gap, (500, idle.QUEUED, 1, 2, 2000, 2500)])
     assert said == ["while the host launched nothing, it was allocating or freeing device memory 48%, in torch ops 51%"]
@@ -642,3 +642,53 @@ def test_ranks_waiting_for_a_slow_rank_are_told_of_their_collectives_and_the_slo
         found = find_all(load_profile(job / f"rank0000{rank}"))
         assert found[0].id == "exposed-communication" and any("one of 4 ranks" in s for s in found[0].seen)
     assert _one(load_profile(job / "rank00003"), "exposed-communication") is None
+
+
+def _small_kernels_trace(capturing: bool) -> bytes:
+    """Five 2 ms steps of twenty ops, each launching a 5 us kernel: launch-bound. `capturing`: each step
+    begins and ends a graph capture around them (as a server capturing its CUDA graphs at start does)."""
+    events: list[dict[str, object]] = []
+    for i in range(5):
+        base = 2000.0 * i
+        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}", "pid": 1, "tid": 1,
+                       "ts": base, "dur": 1999.0})  # fmt: skip
+        if capturing:
+            events += [
+                {"ph": "X", "cat": "cuda_runtime", "name": name, "pid": 1, "tid": 1, "ts": base + at, "dur": 3.0,
+                 "args": {"correlation": 100_000 + 2 * i + k}}
+                for k, (name, at) in enumerate((("cudaStreamBeginCapture", 2.0), ("cudaStreamEndCapture", 1990.0)))
+            ]  # fmt: skip
+        for j in range(20):
+            ts, ext = base + 10 + 95 * j, 100 * i + j + 1
+            events += [
+                {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": ts, "dur": 80.0,
+                 "args": {"External id": ext}},
+                {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts + 60,
+                 "dur": 10.0, "args": {"correlation": ext, "External id": ext}},
+                {"ph": "X", "cat": "kernel", "name": "add_kernel", "pid": 0, "tid": 7, "ts": ts + 75, "dur": 5.0,
+                 "args": {"correlation": ext, "device": 0, "stream": 7, "External id": ext}},
+            ]  # fmt: skip
+    return orjson.dumps({"schemaVersion": 1, "traceEvents": events, "baseTimeNanoseconds": 0})
+
+
+def test_steps_that_capture_cuda_graphs_are_not_told_to_use_them(tmp_path: Path) -> None:
+    # A public trace of vLLM capturing its CUDA graphs (AMD-AGI/TraceLens's tests: 25 hipStreamBeginCapture)
+    # was told to "replay the step as a CUDA graph"
+    from tenprof.analyses.findings import not_judged
+    from tenprof.analyses.findings.launch_bound import CAPTURING
+    from tenprof.cli.main import main
+
+    for capturing in (False, True):
+        trace = tmp_path / f"cap{int(capturing)}.json"
+        trace.write_bytes(_small_kernels_trace(capturing))
+        assert main(["import", "--quiet", str(trace), "-o", str(tmp_path / trace.stem)]) == 0
+        profile = load_profile(tmp_path / trace.stem)
+        first = find_all(profile)[0]
+        assert first.id in ("launch-bound", "idle-gaps"), first.id
+        notes = not_judged(profile)
+        if capturing:
+            assert CAPTURING in first.fix and "replay the step as" not in first.fix
+            assert any("capture CUDA graphs (" in n for n in notes)
+        else:
+            assert "CUDA graph" in first.fix and CAPTURING not in first.fix
+            assert not any("capture CUDA graphs" in n for n in notes)

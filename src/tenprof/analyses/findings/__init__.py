@@ -112,6 +112,12 @@ def not_judged(profile: Profile, ctx: Context | None = None) -> list[str]:
             "no steps were marked (tenprof.step() or a torch.profiler schedule): everything was judged "
             "as one step, and cold start could not be judged"
         )
+    if ctx.graph_captures:
+        notes.append(
+            f"the analysed steps capture CUDA graphs ({ctx.graph_captures} captures): the GPU idles while launches "
+            "are captured, a one-off the findings judge with the rest; record the steps that replay the graphs "
+            "apart to judge the steady state"
+        )
     ops = profile.table("ops")
     if ops.num_rows and (profile.column("ops", "frame_id") < 0).all():
         notes.append(

@@ -29,6 +29,10 @@ I64 = npt.NDArray[np.int64]
 _NO_OP = -2  # in place of a user frame: the event has no op
 
 
+# in the names of the calls that begin a graph capture: cudaStreamBeginCapture(ToGraph), hipStreamBeginCapture
+CAPTURE_BEGIN = "StreamBeginCapture"
+
+
 class Context:
     """The analysed window: the steady steps. That is the complete steps, less step 0 when it is the
     recording's first (it also holds everything before the first tenprof.step(), such as building the
@@ -184,6 +188,15 @@ class Context:
         """When each kernel was launched (its API call's start); GPU work of a busy queue runs long after,
         so kernels are assigned to the step that launched them, not the one their GPU time falls in."""
         return kernel_launch_ns(self.profile)
+
+    @cached_property
+    def graph_captures(self) -> int:
+        """How many CUDA (or HIP) graph captures began in the analysed steps. Captured launches run only when
+        the graph is replayed, so the GPU idles while they are captured: a recording of captures shows a
+        one-off set-up (a server capturing its graphs at start), not the steps the graphs will run."""
+        api = self.profile.table("api_calls")
+        begins = self.profile.strings("api_calls", "name").where(lambda n: CAPTURE_BEGIN in n)
+        return int((begins & self.in_steps(api.column("start_ns").to_numpy())).sum())
 
     @cached_property
     def kernels_in_steps(self) -> npt.NDArray[np.bool_]:

@@ -9,6 +9,7 @@ from collections import defaultdict
 import numpy as np
 
 from tenprof.analyses.findings.context import Context
+from tenprof.analyses.findings.launch_bound import CAPTURING
 from tenprof.analyses.findings.meanwhile import Meanwhile, host_meanwhile
 from tenprof.analyses.findings.model import Finding
 from tenprof.analyses.timeline.step_time import HOST_PARTS
@@ -176,7 +177,8 @@ def _host_parts(ctx: Context, gaps: list[tuple[int, str, int, int, int, int]]) -
         return [], ""
     said = [f"{_HOST_PARTS[p]} {100 * spent[p] / total:.0f}%" for p in HOST_PARTS if spent[p] >= 0.05 * total]
     main = sorted((p for p in spent if spent[p] >= _PART_FIX_SHARE * total), key=lambda p: -spent[p])[:2]
-    return ["while the host launched nothing, it was " + ", ".join(said)], " ".join(_PART_FIXES[p] for p in main)
+    fixes = [CAPTURING if p == "dispatch" and ctx.graph_captures else _PART_FIXES[p] for p in main]
+    return ["while the host launched nothing, it was " + ", ".join(said)], " ".join(fixes)
 
 
 def _fix(main_kind: str, sampled_fix: str, parts_fix: str) -> str:

@@ -134,11 +134,22 @@ def _python_outside_ops(ctx: Context, cpu_in_ops_per_step: float) -> list[str]:
     ]
 
 
+GRAPH_LAUNCHES = frozenset({"cudaGraphLaunch", "hipGraphLaunch"})  # a graph replayed (CUDA, ROCm)
+# a recording whose steps capture CUDA graphs: the launches captured run only when a graph is replayed
+CAPTURING = (
+    "The steps capture CUDA graphs: captured launches run only when the graphs are replayed, so the GPU idles "
+    "while they are captured, once. Record the steps that replay them (after the capture, e.g. the server's "
+    "requests) to judge the steady state; what is launched one kernel at a time there is what is left to capture."
+)
+
+
 def advice(ctx: Context) -> str:
     """The advice; a run that already replays CUDA graphs in its steps is not told to use them, nor one that
-    runs compiled regions to compile."""
+    captures them (`CAPTURING`), nor one that runs compiled regions to compile."""
+    if ctx.graph_captures:
+        return CAPTURING
     api = ctx.profile.table("api_calls")
-    replays = ctx.profile.strings("api_calls", "name").equals("cudaGraphLaunch") & ctx.in_steps(
+    replays = ctx.profile.strings("api_calls", "name").where(lambda n: n in GRAPH_LAUNCHES) & ctx.in_steps(
         api.column("start_ns").to_numpy()
     )
     if replays.any():
