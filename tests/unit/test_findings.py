@@ -692,3 +692,39 @@ def test_steps_that_capture_cuda_graphs_are_not_told_to_use_them(tmp_path: Path)
         else:
             assert "CUDA graph" in first.fix and CAPTURING not in first.fix
             assert not any("capture CUDA graphs" in n for n in notes)
+
+
+def _preprocessing_trace(steps: int) -> bytes:
+    """`steps` marked steps of 60 ms: 50 ms of the host's Python (no op: decoding and resizing an input)
+    before ten ops, each launching a 0.5 ms kernel."""
+    events: list[dict[str, object]] = []
+    for i in range(steps):
+        base = 60_000.0 * i
+        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}", "pid": 1, "tid": 1,
+                       "ts": base, "dur": 59_990.0})  # fmt: skip
+        for j in range(10):
+            ts, ext = base + 50_000 + 900 * j, 100 * i + j + 1
+            events += [
+                {"ph": "X", "cat": "cpu_op", "name": "aten::conv2d", "pid": 1, "tid": 1, "ts": ts, "dur": 60.0,
+                 "args": {"External id": ext}},
+                {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts + 20,
+                 "dur": 10.0, "args": {"correlation": ext, "External id": ext}},
+                {"ph": "X", "cat": "kernel", "name": "conv_kernel", "pid": 0, "tid": 7, "ts": ts + 40, "dur": 500.0,
+                 "args": {"correlation": ext, "device": 0, "stream": 7, "External id": ext}},
+            ]  # fmt: skip
+    return orjson.dumps({"schemaVersion": 1, "traceEvents": events, "baseTimeNanoseconds": 0})
+
+
+def test_a_single_steps_work_before_its_first_kernel_is_idle_gpu_time(tmp_path: Path) -> None:
+    # A public trace of one video-classification request (AMD-AGI/TraceLens's TimeSformer on an H100) spent
+    # 218 ms of its 382 ms step decoding and preprocessing before its first kernel: the step's largest part,
+    # and no finding said so, the GPU's idle time being judged from its first kernel on
+    from tenprof.cli.main import main
+
+    trace = tmp_path / "one.json"
+    trace.write_bytes(_preprocessing_trace(1))
+    assert main(["import", "--quiet", str(trace), "-o", str(tmp_path / "one")]) == 0
+    found = find_all(load_profile(tmp_path / "one"))
+    assert found and found[0].id == "idle-gaps" and found[0].cost_ns >= 45_000_000, [(f.id, f.cost_ns) for f in found]
+    assert any("from the step's start" in s for s in found[0].seen)
+    assert any("in Python outside torch ops" in s for s in found[0].seen)

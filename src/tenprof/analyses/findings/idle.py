@@ -18,6 +18,7 @@ from tenprof.core.quantities import duration
 
 SYNC_MARK = "Synchronize"
 QUEUED = "work launched, waiting to start"
+STEP_START = -2  # the op "before" a single step's leading gap: none, the step's start (-1 is a kernel without op)
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -34,6 +35,13 @@ def check(ctx: Context) -> list[Finding]:
     sync_start = api.column("start_ns").to_numpy()[is_sync][by_end]
     sync_end = api.column("end_ns").to_numpy()[is_sync][by_end]
     min_gap = int(ctx.t.idle_min_gap_us * 1000)
+    lo, hi = ctx.gpu_window
+    # One analysed step (a single pass, or one marked step): the time from its start to its first kernel is
+    # its own idle GPU time too (a request's preprocessing before the model runs), and no queued work of an
+    # earlier step can be misplaced into it. With several steps the gaps between them hold that time.
+    lead = len(ctx.step_start) == 1 and int(ctx.step_start[0]) < lo
+    if lead:
+        lo = int(ctx.step_start[0])
     worst: tuple[int, int, dict[str, int], list[tuple[int, str, int, int, int, int]]] | None = None
     for device in np.unique(k_device).tolist():
         sel = np.flatnonzero(k_device == device)
@@ -43,7 +51,10 @@ def check(ctx: Context) -> list[Finding]:
         closes = sel[np.searchsorted(k_start[sel], blocks_end, side="left") - 1]
         opens = sel[np.searchsorted(k_start[sel], blocks_start, side="left")]
         gap_lo, gap_hi = blocks_end[:-1], blocks_start[1:]
-        lo, hi = ctx.gpu_window
+        before_op, after_op = k_op[closes[:-1]], k_op[opens[1:]]
+        if lead:  # the step's start to the device's first work: after no kernel
+            gap_lo, gap_hi = np.r_[lo, gap_lo], np.r_[blocks_start[0], gap_hi]
+            before_op, after_op = np.r_[STEP_START, before_op], k_op[opens]
         in_window = np.clip(np.minimum(gap_hi, hi) - np.maximum(gap_lo, lo), 0, None)  # inside the GPU window
         # ... and inside the analysed steps: a step left out (compiling, run with the capture off) lies
         # within the window too, and its gaps are not the steady state's
@@ -65,13 +76,11 @@ def check(ctx: Context) -> list[Finding]:
             else:
                 kind = "host not launching work"
             by_kind[kind] += int(in_steps[g])
-            gaps.append(
-                (int(in_steps[g]), kind, int(k_op[closes[g]]), int(k_op[opens[g + 1]]), int(gap_lo[g]), int(gap_hi[g]))
-            )
+            gaps.append((int(in_steps[g]), kind, int(before_op[g]), int(after_op[g]), int(gap_lo[g]), int(gap_hi[g])))
         total = sum(by_kind.values())
         if worst is None or total > worst[0]:
             worst = (total, int(device), dict(by_kind), gaps)
-    window = ctx.gpu_window[1] - ctx.gpu_window[0]
+    window = hi - lo
     if worst is None or worst[0] == 0:
         return []
     recorded_total, dev, recorded_kinds, gaps = worst
@@ -89,7 +98,9 @@ def check(ctx: Context) -> list[Finding]:
     seen += parts_said
     seen += [f"{duration(v)} {kind}" for kind, v in sorted(by_kind.items(), key=lambda kv: -kv[1]) if v > 0]
     seen += [
-        f"gap of {duration(d)} ({kind}) after {ctx.line_of_op(before)}, before {ctx.line_of_op(after)}"
+        f"gap of {duration(d)} ({kind}) "
+        + ("from the step's start" if before == STEP_START else f"after {ctx.line_of_op(before)}")
+        + f", before {ctx.line_of_op(after)}"
         for d, kind, before, after, _, _ in gaps[:3]
     ]
     main_kind = max(by_kind, key=lambda kind: by_kind[kind])
