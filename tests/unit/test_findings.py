@@ -588,6 +588,21 @@ def test_launches_sharing_only_a_name_are_not_one_shape(tmp_path: Path) -> None:
     assert _one(load_profile(tmp_path / "rocm"), "variance") is None
 
 
+def _launched_kernel(
+    op: str, kernel: str, ext: int, op_at: float, launch_at: float, kernel_at: float, kernel_us: float, stream: int = 7
+) -> list[dict[str, object]]:
+    """An op on the main thread, its cudaLaunchKernel and the kernel it launched, as Kineto writes them (times
+    in us, linked by `ext` as correlation and External id)."""
+    return [
+        {"ph": "X", "cat": "cpu_op", "name": op, "pid": 1, "tid": 1, "ts": op_at,
+         "dur": max(launch_at - op_at + 10.0, 4.0), "args": {"External id": ext}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": launch_at,
+         "dur": 2.0, "args": {"correlation": ext, "External id": ext}},
+        {"ph": "X", "cat": "kernel", "name": kernel, "pid": 0, "tid": stream, "ts": kernel_at, "dur": kernel_us,
+         "args": {"correlation": ext, "device": 0, "stream": stream, "External id": ext}},
+    ]  # fmt: skip
+
+
 def _collective_trace(overlapped: bool) -> bytes:
     """Five 4 ms steps: a 1 ms compute kernel, then a 2.5 ms NCCL all-reduce launched after it (alone on the
     GPU), or launched with it on a second stream (under it, and shorter than the step)."""
@@ -601,34 +616,32 @@ def _collective_trace(overlapped: bool) -> bytes:
              ("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 8,
               base + (30 if overlapped else 1030), 900.0 if overlapped else 2500.0)]
         ):  # fmt: skip
-            ext = 10 * i + j + 1
-            events += [
-                {"ph": "X", "cat": "cpu_op", "name": "aten::mm" if j == 0 else "c10d::allreduce_", "pid": 1, "tid": 1,
-                 "ts": base + 5 + 5 * j, "dur": 4.0, "args": {"External id": ext}},
-                {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
-                 "ts": base + 6 + 5 * j, "dur": 2.0, "args": {"correlation": ext, "External id": ext}},
-                {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": stream, "ts": ts, "dur": dur,
-                 "args": {"correlation": ext, "device": 0, "stream": stream, "External id": ext}},
-            ]  # fmt: skip
+            op = "aten::mm" if j == 0 else "c10d::allreduce_"
+            events += _launched_kernel(op, name, 10 * i + j + 1, base + 5 + 5 * j, base + 6 + 5 * j, ts, dur, stream)
     return orjson.dumps({"schemaVersion": 1, "traceEvents": events, "baseTimeNanoseconds": 0})
+
+
+def _imported(tmp_path: Path, name: str, trace: bytes) -> Profile:
+    """The trace written to tmp_path and imported as a user would (`tenprof import`)."""
+    from tenprof.cli.main import main
+
+    (tmp_path / f"{name}.json").write_bytes(trace)
+    assert main(["import", "--quiet", str(tmp_path / f"{name}.json"), "-o", str(tmp_path / name)]) == 0
+    return load_profile(tmp_path / name)
 
 
 def test_communication_alone_on_the_gpu_is_the_first_finding_and_overlapped_is_silent(tmp_path: Path) -> None:
     # A DDP job's public MI300X trace (AMD-AGI/TraceLens's tests) spent 66% of its step running collectives
     # alone, and was told of a 0.8 ms kernel variance first
-    from tenprof.cli.main import main
-
     for overlapped in (False, True):
-        trace = tmp_path / f"c{int(overlapped)}.json"
-        trace.write_bytes(_collective_trace(overlapped))
-        assert main(["import", "--quiet", str(trace), "-o", str(tmp_path / trace.stem)]) == 0
-        found = find_all(load_profile(tmp_path / trace.stem))
-        exposed = _one(load_profile(tmp_path / trace.stem), "exposed-communication")
+        profile = _imported(tmp_path, f"c{int(overlapped)}", _collective_trace(overlapped))
+        found = find_all(profile)
+        exposed = _one(profile, "exposed-communication")
         if overlapped:
             assert exposed is None
         else:
             assert exposed is not None and found[0].id == "exposed-communication"
-            steps = Context(load_profile(tmp_path / trace.stem), Thresholds()).step_count
+            steps = Context(profile, Thresholds()).step_count
             assert steps >= 3 and exposed.cost_ns == steps * 2_500_000  # each analysed step's all-reduce, whole
             assert "ncclDevKernel_AllReduce" in exposed.seen[1]
 
@@ -659,15 +672,8 @@ def _small_kernels_trace(capturing: bool) -> bytes:
                 for k, (name, at) in enumerate((("cudaStreamBeginCapture", 2.0), ("cudaStreamEndCapture", 1990.0)))
             ]  # fmt: skip
         for j in range(20):
-            ts, ext = base + 10 + 95 * j, 100 * i + j + 1
-            events += [
-                {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": ts, "dur": 80.0,
-                 "args": {"External id": ext}},
-                {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts + 60,
-                 "dur": 10.0, "args": {"correlation": ext, "External id": ext}},
-                {"ph": "X", "cat": "kernel", "name": "add_kernel", "pid": 0, "tid": 7, "ts": ts + 75, "dur": 5.0,
-                 "args": {"correlation": ext, "device": 0, "stream": 7, "External id": ext}},
-            ]  # fmt: skip
+            ts = base + 10 + 95 * j
+            events += _launched_kernel("aten::add", "add_kernel", 100 * i + j + 1, ts, ts + 60, ts + 75, 5.0)
     return orjson.dumps({"schemaVersion": 1, "traceEvents": events, "baseTimeNanoseconds": 0})
 
 
@@ -676,13 +682,9 @@ def test_steps_that_capture_cuda_graphs_are_not_told_to_use_them(tmp_path: Path)
     # was told to "replay the step as a CUDA graph"
     from tenprof.analyses.findings import not_judged
     from tenprof.analyses.findings.launch_bound import CAPTURING
-    from tenprof.cli.main import main
 
     for capturing in (False, True):
-        trace = tmp_path / f"cap{int(capturing)}.json"
-        trace.write_bytes(_small_kernels_trace(capturing))
-        assert main(["import", "--quiet", str(trace), "-o", str(tmp_path / trace.stem)]) == 0
-        profile = load_profile(tmp_path / trace.stem)
+        profile = _imported(tmp_path, f"cap{int(capturing)}", _small_kernels_trace(capturing))
         first = find_all(profile)[0]
         assert first.id in ("launch-bound", "idle-gaps"), first.id
         notes = not_judged(profile)
@@ -703,15 +705,8 @@ def _preprocessing_trace(steps: int) -> bytes:
         events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}", "pid": 1, "tid": 1,
                        "ts": base, "dur": 59_990.0})  # fmt: skip
         for j in range(10):
-            ts, ext = base + 50_000 + 900 * j, 100 * i + j + 1
-            events += [
-                {"ph": "X", "cat": "cpu_op", "name": "aten::conv2d", "pid": 1, "tid": 1, "ts": ts, "dur": 60.0,
-                 "args": {"External id": ext}},
-                {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts + 20,
-                 "dur": 10.0, "args": {"correlation": ext, "External id": ext}},
-                {"ph": "X", "cat": "kernel", "name": "conv_kernel", "pid": 0, "tid": 7, "ts": ts + 40, "dur": 500.0,
-                 "args": {"correlation": ext, "device": 0, "stream": 7, "External id": ext}},
-            ]  # fmt: skip
+            ts = base + 50_000 + 900 * j
+            events += _launched_kernel("aten::conv2d", "conv_kernel", 100 * i + j + 1, ts, ts + 20, ts + 40, 500.0)
     return orjson.dumps({"schemaVersion": 1, "traceEvents": events, "baseTimeNanoseconds": 0})
 
 
@@ -719,12 +714,7 @@ def test_a_single_steps_work_before_its_first_kernel_is_idle_gpu_time(tmp_path: 
     # A public trace of one video-classification request (AMD-AGI/TraceLens's TimeSformer on an H100) spent
     # 218 ms of its 382 ms step decoding and preprocessing before its first kernel: the step's largest part,
     # and no finding said so, the GPU's idle time being judged from its first kernel on
-    from tenprof.cli.main import main
-
-    trace = tmp_path / "one.json"
-    trace.write_bytes(_preprocessing_trace(1))
-    assert main(["import", "--quiet", str(trace), "-o", str(tmp_path / "one")]) == 0
-    found = find_all(load_profile(tmp_path / "one"))
+    found = find_all(_imported(tmp_path, "one", _preprocessing_trace(1)))
     assert found and found[0].id == "idle-gaps" and found[0].cost_ns >= 45_000_000, [(f.id, f.cost_ns) for f in found]
     assert any("from the step's start" in s for s in found[0].seen)
     assert any("in Python outside torch ops" in s for s in found[0].seen)
