@@ -40,6 +40,12 @@ COLLECTIVE_WORDS = (
 )
 
 
+# CUDA (HIP) graphs: the calls that replay one, and the text in the names of those that begin a capture
+# (cudaStreamBeginCapture, cudaStreamBeginCaptureToGraph, hipStreamBeginCapture)
+GRAPH_LAUNCHES = frozenset({"cudaGraphLaunch", "hipGraphLaunch"})
+CAPTURE_BEGIN = "StreamBeginCapture"
+
+
 def is_collective(kernel_name: str) -> bool:
     name = kernel_name.lower()
     return any(w in name for w in COLLECTIVE_WORDS)

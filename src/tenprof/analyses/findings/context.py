@@ -9,6 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tenprof.analyses.findings.thresholds import Thresholds
+from tenprof.analyses.op_kinds import CAPTURE_BEGIN
 from tenprof.analyses.perf_model import PerfModel, perf_model
 from tenprof.analyses.timeline.inferred_steps import InferredSteps, infer_steps
 from tenprof.analyses.timeline.live_memory import Blocks, Holder, holders, step_numbers
@@ -27,10 +28,6 @@ from tenprof.store.profile import Profile
 
 I64 = npt.NDArray[np.int64]
 _NO_OP = -2  # in place of a user frame: the event has no op
-
-
-# in the names of the calls that begin a graph capture: cudaStreamBeginCapture(ToGraph), hipStreamBeginCapture
-CAPTURE_BEGIN = "StreamBeginCapture"
 
 
 class Context:

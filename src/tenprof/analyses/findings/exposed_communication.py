@@ -32,17 +32,16 @@ def check(ctx: Context) -> list[Finding]:
     k = ctx.profile.table("kernels")
     # the collectives the analysed steps launched: one launched before them, or in a step left to the
     # slow-step check (a first all-reduce that waits for every rank to start), may still run in them
-    chosen = np.flatnonzero(
-        ctx.profile.strings("kernels", "name").where(is_collective) & ctx.in_steps(ctx.kernel_launch_ns)
-    )
+    kernel_names = ctx.profile.strings("kernels", "name")
+    chosen = np.flatnonzero(kernel_names.where(is_collective) & ctx.kernels_in_steps)
     start = k.column("start_ns").to_numpy()[chosen].astype(np.int64)
     end = k.column("end_ns").to_numpy()[chosen].astype(np.int64)
     alone = coverage(*blocks, start, end).astype(np.int64)  # each collective's time with nothing else running
     exposed = int(alone.sum())
     if exposed < ctx.t.exposed_communication_min_share * ctx.analysed_ns:
         return []
-    names = ctx.profile.strings("kernels", "name").values
-    codes = ctx.profile.strings("kernels", "name").codes[chosen]
+    names = kernel_names.values
+    codes = kernel_names.codes[chosen]
     by_name = np.bincount(codes, weights=alone, minlength=len(names))
     top = [int(c) for c in np.argsort(-by_name, kind="stable")[:NAMES_SHOWN] if by_name[c] > 0]
     share = exposed / ctx.analysed_ns

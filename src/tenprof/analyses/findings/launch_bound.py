@@ -12,6 +12,7 @@ import numpy as np
 from tenprof.analyses.findings.context import Context, per_step
 from tenprof.analyses.findings.model import Finding
 from tenprof.analyses.kernels.compiled import REGION_MARKS
+from tenprof.analyses.op_kinds import GRAPH_LAUNCHES
 from tenprof.analyses.timeline.host import host_lines, main_thread, sampled
 from tenprof.core.intervals import coverage, uncovered
 from tenprof.core.quantities import duration
@@ -134,7 +135,6 @@ def _python_outside_ops(ctx: Context, cpu_in_ops_per_step: float) -> list[str]:
     ]
 
 
-GRAPH_LAUNCHES = frozenset({"cudaGraphLaunch", "hipGraphLaunch"})  # a graph replayed (CUDA, ROCm)
 # a recording whose steps capture CUDA graphs: the launches captured run only when a graph is replayed
 CAPTURING = (
     "The steps capture CUDA graphs: captured launches run only when the graphs are replayed, so the GPU idles "
