@@ -35,6 +35,12 @@ def render_step_time(result: StepTime, console: Console) -> None:
     if result.inferred:
         what = f"the mean of {count} of {len(result.steps)} iterations told from the loop's repeated calls"
     console.print(f"[bold]Where each step went[/bold] ({what}: {duration(int(wall))}; the parts add up to it)")
+    left_out = [s.step for s in result.steps if s.resumed and s not in result.steady]
+    if left_out:
+        console.print(
+            f"  step{'s' if len(left_out) > 1 else ''} {', '.join(map(str, left_out))}, each the first recorded "
+            "after steps run with the capture off, left out: they pay the capture's restart"
+        )
     if result.setup_ns:
         console.print(
             f"  set-up before the loop ({duration(result.setup_ns)}: imports, building the model, copying it to the "

@@ -15,10 +15,10 @@ from tenprof.analyses.timeline.inferred_steps import InferredSteps, infer_steps
 from tenprof.analyses.timeline.live_memory import Blocks, Holder, holders, step_numbers
 from tenprof.analyses.timeline.overhead import (
     Overhead,
-    capture_on,
     kernel_launch_ns,
     measure,
     recorded_steps,
+    resumed_steps,
     steps_marked,
 )
 from tenprof.analyses.timeline.step_time import Intervals, idle_causes, length, own_step_ns, part_blocks, unmarked_span
@@ -97,7 +97,7 @@ class Context:
         # GPU-activity session: CUPTI instruments the next launches again), measured at 2.6-3.7 ms on an H200
         # in steps of 0.2 ms: tenprof's cost, not the program's, so such a step is never a slow step. It stays
         # analysed: the other findings' costs were calibrated with it (docs/FINDINGS.md).
-        self._resumed = _resumed(profile, complete)
+        self._resumed = resumed_steps(profile, complete)
         if self.inferred is not None or len(self._resumed) != len(keep):  # iterations or one span: no windows
             self._resumed = np.zeros(len(keep), dtype=bool)
         self.resumed_steps = int((self._resumed & keep).sum())
@@ -340,11 +340,3 @@ def host_cost(ctx: Context, gpu_idle_ns: int, host_ns: int) -> int:
 
 def per_step(total: float, ctx: Context) -> float:
     return total / max(ctx.step_count, 1)
-
-
-def _resumed(profile: Profile, recorded: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
-    """Per recorded step (the rows `recorded` keeps): whether the step before it ran with the capture off."""
-    on = capture_on(profile)
-    before_off = np.zeros(len(on), dtype=bool)
-    before_off[1:] = ~on[:-1]
-    return before_off[recorded]

@@ -97,6 +97,15 @@ def capture_on(profile: Profile) -> npt.NDArray[np.bool_]:
     return np.asarray(column.fill_null(True).to_numpy(zero_copy_only=False), dtype=bool)
 
 
+def resumed_steps(profile: Profile, rows: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
+    """Per step of the rows `rows` keeps: whether the step before it ran with the capture off (so this one
+    paid the capture's restart)."""
+    on = capture_on(profile)
+    before_off = np.zeros(len(on), dtype=bool)
+    before_off[1:] = ~on[:-1]
+    return before_off[rows]
+
+
 def recorded_steps(profile: Profile) -> npt.NDArray[np.bool_]:
     """Per row of the steps table: complete and recorded (the steps every other analysis looks at)."""
     complete = profile.table("steps").column("complete").to_numpy(zero_copy_only=False)
