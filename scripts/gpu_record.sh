@@ -1073,12 +1073,25 @@ for name in ('filtered', 'native'):
     python3 benchmarks/corpus_record.py "$WORK/corpus" --only "${CORPUS_ONLY:-slow_collate,recompile,compile_tiny,slow_step}" --modes traces --deadline-s "${CORPUS_DEADLINE_S:-150}" >> "$S" 2>&1
     tar -C "$WORK" -czf "$OUT/stopprobe36.tgz" corpus
     ;;
+  decomp36c)  # issue 36: decomp36 with the profiles kept ($OUT/decomp36c-profiles.tgz) and each report's --json beside its text, under DECOMP_CAPTURE (default: the default capture); text in $OUT/decomp36c.txt
+    D="$OUT/decomp36c.txt"; mkdir -p "$WORK/decomp"
+    for w in "small_mlp examples/small_mlp.py --steps 40 --warmup 5" "gpt2_fp32 examples/gpt2_fp32.py --steps 12 --warmup 3" "gpt2_compiled examples/compiled_train.py --model gpt2 --mode default --steps 17 --warmup 3"; do
+      # (not `set -- $w`: that would clobber the task list this loop walks)
+      read -r name cmd <<< "$w"
+      ( cd "$REPO" && timeout 240 tenprof run --quiet ${DECOMP_CAPTURE:+--capture $DECOMP_CAPTURE} ${DECOMP_OPS:+--ops $DECOMP_OPS} -o "$WORK/decomp/$name" $cmd ) > "$WORK/logs/d_$name.log" 2>&1
+      echo "== $name ($cmd) capture=${DECOMP_CAPTURE:-default} ops=${DECOMP_OPS:-every} exit=$? $(date -u +%H:%M:%S)" >> "$D"
+      tenprof report "$WORK/decomp/$name" --limit 4 >> "$D" 2>&1
+      tenprof report "$WORK/decomp/$name" --json > "$WORK/decomp/$name.report.json" 2>> "$D"
+    done
+    # the tables alone: with the raw traces the three came to 63 MB, over what a call brings back
+    tar -C "$WORK/decomp" -czf "$OUT/decomp36c-${DECOMP_CAPTURE:-default}-profiles.tgz" --exclude='raw' . && ls -la "$OUT"/decomp36c-*profiles.tgz >> "$D"
+    ;;
   decomp36)  # issue 36: where each step went on fp32 GPT-2, compiled GPT-2 and the small MLP, as `tenprof run` reports it; text in $OUT/decomp36.txt
     D="$OUT/decomp36.txt"
     for w in "gpt2_fp32 examples/gpt2_fp32.py --steps 12 --warmup 3" "gpt2_compiled examples/compiled_train.py --model gpt2 --mode default --steps 17 --warmup 3" "small_mlp examples/small_mlp.py --steps 40 --warmup 5"; do
-      set -- $w; name=$1; shift
-      ( cd "$REPO" && timeout 240 tenprof run --quiet -o "$WORK/prof/d_$name" "$@" ) > "$WORK/logs/d_$name.log" 2>&1
-      echo "== $name ($*) exit=$?" >> "$D"
+      read -r name cmd <<< "$w"  # (not `set -- $w`: that would clobber the task list this loop walks)
+      ( cd "$REPO" && timeout 240 tenprof run --quiet -o "$WORK/prof/d_$name" $cmd ) > "$WORK/logs/d_$name.log" 2>&1
+      echo "== $name ($cmd) exit=$?" >> "$D"
       tenprof report "$WORK/prof/d_$name" --limit 3 2>&1 | sed -n '/^Findings/,/^[23]\. /p;/^Overhead/,/^Memory/p;/^Where each step went/,/^Per step/p' >> "$D"
     done
     cat "$D"
