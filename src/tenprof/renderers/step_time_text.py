@@ -36,10 +36,15 @@ def render_step_time(result: StepTime, console: Console) -> None:
         what = f"the mean of {count} of {len(result.steps)} iterations told from the loop's repeated calls"
     console.print(f"[bold]Where each step went[/bold] ({what}: {duration(int(wall))}; the parts add up to it)")
     left_out = [s.step for s in result.steps if s.resumed and s not in result.steady]
-    if left_out:
+    if len(left_out) == 1:
         console.print(
-            f"  step{'s' if len(left_out) > 1 else ''} {', '.join(map(str, left_out))}, each the first recorded "
-            "after steps run with the capture off, left out: they pay the capture's restart"
+            f"  step {left_out[0]}, the first recorded after steps run with the capture off, is left out: it pays "
+            "the capture's restart"
+        )
+    elif left_out:
+        console.print(
+            f"  steps {', '.join(map(str, left_out))}, each the first recorded after steps run with the capture off, "
+            "are left out: they pay the capture's restart"
         )
     if result.setup_ns:
         console.print(
