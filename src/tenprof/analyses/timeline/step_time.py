@@ -56,6 +56,7 @@ import numpy.typing as npt
 
 from tenprof.analyses.op_kinds import SYNC_CALLS, is_collective
 from tenprof.analyses.timeline.allocator_slow_path import slow_path
+from tenprof.analyses.timeline.critical_path import critical_path_windows
 from tenprof.analyses.timeline.inferred_steps import infer_steps
 from tenprof.analyses.timeline.op_threads import main_op_thread
 from tenprof.analyses.timeline.overhead import (
@@ -69,7 +70,7 @@ from tenprof.analyses.timeline.overhead import (
     steps_marked,
 )
 from tenprof.analyses.timeline.summary import profiled_span
-from tenprof.core.intervals import I64Array, coverage, merged, take, uncovered
+from tenprof.core.intervals import I64Array, coverage, merged, uncovered
 from tenprof.store.profile import Profile
 
 PARTS = (
@@ -201,35 +202,6 @@ def step_time(profile: Profile) -> StepTime:
         method,
         inferred is not None,
     )
-
-
-def critical_path_windows(profile: Profile, lo: I64Array, hi: I64Array, numbers: I64Array) -> tuple[I64Array, I64Array]:
-    """Each step's window [lo, hi) on the critical path: it ends at the later of the host's end of the step and
-    the end of the last kernel the step launched, and starts where the step before it (the previous step
-    number) ended so. A loop the GPU bounds runs its host ahead: between the host's step marks the GPU runs
-    earlier steps' work, and before a synchronization (tenprof's drain around the steps it times with the
-    capture off, a `.item()`, the end of the run) the host waits outside any step while the GPU finishes the
-    last ones, so host windows would leave that work out (fp32 GPT-2 under a cheap capture on an H200: 30.8 ms
-    a step against 46 ms of kernels). A step the host bounds keeps its host window. The windows never
-    overlap, so the parts still add up to the time the steps span."""
-    if len(lo) == 0:
-        return lo, hi
-    k = profile.table("kernels")
-    gpu_end = np.full(len(lo), np.iinfo(np.int64).min, dtype=np.int64)
-    if k.num_rows:
-        launched = kernel_launch_ns(profile)
-        order = np.argsort(lo, kind="stable")
-        pos = np.searchsorted(lo[order], launched, side="right") - 1
-        ok = pos >= 0
-        step = np.where(ok, order[np.clip(pos, 0, None)], -1)
-        ok &= launched < take(hi, step, 0)
-        np.maximum.at(gpu_end, step[ok], k.column("end_ns").to_numpy()[ok])
-    # (steps in time order; another stream's work may end before an earlier step's: ends never go back)
-    end = np.maximum.accumulate(np.maximum(hi, gpu_end))
-    start = lo.copy()
-    follows = np.flatnonzero(numbers[1:] == numbers[:-1] + 1) + 1
-    start[follows] = np.maximum(lo[follows], end[follows - 1])
-    return start, np.maximum(end, start)
 
 
 def _capture_share(profile: Profile) -> tuple[float, str]:

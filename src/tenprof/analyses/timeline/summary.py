@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from tenprof.analyses.kernels.arch_from_names import family, newest_arch
+from tenprof.analyses.timeline.critical_path import critical_path_windows
 from tenprof.analyses.timeline.live_memory import Holder, blocks, device_name, holders, live_at, step_numbers
 from tenprof.analyses.timeline.overhead import (
     Overhead,
@@ -226,15 +227,20 @@ class StepStats:
 
 def step_stats(profile: Profile, starts: np.ndarray, ends: np.ndarray) -> StepStats:
     """Statistics of the complete recorded steps (a step cut by the end of profiling is not complete; one
-    run with the capture off is not recorded), and how busy the GPU was inside them: the whole profiled
-    window also holds set-up such as building the model."""
+    run with the capture off is not recorded), each on the critical path (analyses.timeline.critical_path: a
+    step the GPU bounds lasts until its kernels end, not until the host that ran ahead marked the next one),
+    and how busy the GPU was inside them: the whole profiled window also holds set-up such as building the
+    model."""
     steps = profile.table("steps")
     complete = recorded_steps(profile)
-    d = steps.column("duration_ns").to_numpy()[complete]
-    if len(d) == 0:
+    if not complete.any():
         return StepStats(0, 0, 0, 0, 0, 0)
-    s_start = steps.column("start_ns").to_numpy()[complete]
-    s_end = steps.column("end_ns").to_numpy()[complete]
+    lo, hi = steps.column("start_ns").to_numpy()[complete], steps.column("end_ns").to_numpy()[complete]
+    s_start, s_end = critical_path_windows(profile, lo, hi, steps.column("step").to_numpy()[complete])
+    # the host-bound step keeps its recorded duration (tenprof's own work at the boundary taken out); a step
+    # the GPU bounds gains the time its kernels ran past the host's end of it, and loses what the step before
+    # it ran into its window
+    d = steps.column("duration_ns").to_numpy()[complete] + (s_end - hi) - (s_start - lo)
     busy = int(coverage(starts, ends, s_start, s_end).sum())
     return StepStats(len(d), int(np.median(d)), int(d.min()), int(d.max()), int(d.sum()), busy)
 
