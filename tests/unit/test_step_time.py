@@ -421,3 +421,7 @@ def test_a_step_the_gpu_bounds_ends_where_its_kernels_end() -> None:
     chosen = np.isin(np.asarray(steps["step"]), list(steady))
     host_gpu = coverage(*part_blocks(profile, lo[chosen], hi[chosen])["gpu"], lo[chosen], hi[chosen])
     assert host_gpu.mean() < 0.8 * result.mean("gpu")
+    # and the summary's median step is a step's kernels, not the host's 37 ms between its marks
+    from tenprof.analyses.timeline.summary import summarize
+
+    assert summarize(profile).step_median_ns >= 0.99 * sum(own) / len(own)
