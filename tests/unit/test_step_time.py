@@ -394,7 +394,9 @@ def test_a_step_the_gpu_bounds_ends_where_its_kernels_end() -> None:
     import numpy as np
 
     from tenprof.analyses.timeline.overhead import kernel_launch_ns
-    from tenprof.analyses.timeline.step_time import critical_path_windows
+    from tenprof.analyses.timeline.step_time import critical_path_windows, part_blocks
+    from tenprof.analyses.timeline.summary import summarize
+    from tenprof.core.intervals import coverage
 
     profile = load_profile(DATA / "overhead" / "gpt2_fp32_cupti_ops_h200")
     result = step_time(profile)
@@ -415,13 +417,8 @@ def test_a_step_the_gpu_bounds_ends_where_its_kernels_end() -> None:
     lo, hi = np.asarray(steps["start_ns"]), np.asarray(steps["end_ns"])
     starts, ends = critical_path_windows(profile, lo, hi, np.asarray(steps["step"]))
     assert (starts[1:] >= ends[:-1]).all() and (ends >= hi).all()
-    from tenprof.analyses.timeline.step_time import part_blocks
-    from tenprof.core.intervals import coverage
-
     chosen = np.isin(np.asarray(steps["step"]), list(steady))
     host_gpu = coverage(*part_blocks(profile, lo[chosen], hi[chosen])["gpu"], lo[chosen], hi[chosen])
     assert host_gpu.mean() < 0.8 * result.mean("gpu")
     # and the summary's median step is a step's kernels, not the host's 37 ms between its marks
-    from tenprof.analyses.timeline.summary import summarize
-
     assert summarize(profile).step_median_ns >= 0.99 * sum(own) / len(own)

@@ -11,8 +11,19 @@ from __future__ import annotations
 import numpy as np
 
 from tenprof.analyses.timeline.overhead import kernel_launch_ns
-from tenprof.core.intervals import I64Array, take
+from tenprof.core.intervals import I64Array
 from tenprof.store.profile import Profile
+
+
+def launching_step(lo: I64Array, hi: I64Array, launched: I64Array) -> I64Array:
+    """For each launch time, the index of the step window [lo, hi) it falls in, -1 outside every one (the
+    windows need not be sorted; they do not overlap)."""
+    if len(lo) == 0:
+        return np.full(len(launched), -1, dtype=np.int64)
+    order = np.argsort(lo, kind="stable")
+    pos = np.clip(np.searchsorted(lo[order], launched, side="right") - 1, 0, None)
+    inside = (launched >= lo[order][pos]) & (launched < hi[order][pos])
+    return np.where(inside, order[pos], -1)
 
 
 def critical_path_windows(profile: Profile, lo: I64Array, hi: I64Array, numbers: I64Array) -> tuple[I64Array, I64Array]:
@@ -27,12 +38,8 @@ def critical_path_windows(profile: Profile, lo: I64Array, hi: I64Array, numbers:
     k = profile.table("kernels")
     gpu_end = np.full(len(lo), np.iinfo(np.int64).min, dtype=np.int64)
     if k.num_rows:
-        launched = kernel_launch_ns(profile)
-        order = np.argsort(lo, kind="stable")
-        pos = np.searchsorted(lo[order], launched, side="right") - 1
-        ok = pos >= 0
-        step = np.where(ok, order[np.clip(pos, 0, None)], -1)
-        ok &= launched < take(hi, step, 0)
+        step = launching_step(lo, hi, kernel_launch_ns(profile))
+        ok = step >= 0
         np.maximum.at(gpu_end, step[ok], k.column("end_ns").to_numpy()[ok])
     # (steps in time order; another stream's work may end before an earlier step's: ends never go back)
     end = np.maximum.accumulate(np.maximum(hi, gpu_end))

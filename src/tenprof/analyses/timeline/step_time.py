@@ -56,7 +56,7 @@ import numpy.typing as npt
 
 from tenprof.analyses.op_kinds import SYNC_CALLS, is_collective
 from tenprof.analyses.timeline.allocator_slow_path import slow_path
-from tenprof.analyses.timeline.critical_path import critical_path_windows
+from tenprof.analyses.timeline.critical_path import critical_path_windows, launching_step
 from tenprof.analyses.timeline.inferred_steps import infer_steps
 from tenprof.analyses.timeline.op_threads import main_op_thread
 from tenprof.analyses.timeline.overhead import (
@@ -261,10 +261,7 @@ def own_step_ns(profile: Profile, lo: I64Array, hi: I64Array) -> I64Array:
     lo, hi = np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64)
     k = profile.table("kernels")
     start, end = k.column("start_ns").to_numpy(), k.column("end_ns").to_numpy()
-    launched = kernel_launch_ns(profile)
-    order = np.argsort(lo, kind="stable")
-    pos = np.searchsorted(lo[order], launched, side="right") - 1
-    step = np.where((pos >= 0) & (launched < hi[order][np.clip(pos, 0, None)]), order[np.clip(pos, 0, None)], -1)
+    step = launching_step(lo, hi, kernel_launch_ns(profile))
     mine = step >= 0
     # each kernel clipped to the step that launched it: what of a step's window its own kernels cover
     own_lo, own_hi = np.maximum(start[mine], lo[step[mine]]), np.minimum(end[mine], hi[step[mine]])
