@@ -397,6 +397,8 @@ def machine_info() -> dict[str, Any]:
         "host": socket.gethostname(),
         "cpu": _cpu_model(),
         "cpu_count": os.cpu_count(),
+        # the cores this benchmark and its runs may use (a `taskset` around it pins every run alike)
+        "cpu_affinity": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
     }
     if shutil.which("nvidia-smi"):
         done = subprocess.run(

@@ -1,0 +1,67 @@
+"""benchmarks/timed_ratio.py: the un-profiled step against the plain loop over processes, with its interval."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("timed_ratio", ROOT / "benchmarks" / "timed_ratio.py")
+assert _spec is not None and _spec.loader is not None
+timed_ratio = importlib.util.module_from_spec(_spec)
+sys.modules["timed_ratio"] = timed_ratio  # its dataclass looks its module up there
+_spec.loader.exec_module(timed_ratio)
+
+
+def test_the_same_steps_are_within_and_a_clear_excess_is_outside():
+    plain = [3.0, 3.1, 2.9, 3.05, 2.95, 3.0]
+    same = timed_ratio.timed_ratio(plain, list(plain))
+    assert same.ratio == pytest.approx(1.0)
+    assert same.low <= 1.0 <= same.high
+    assert same.verdict == "within"
+    slower = timed_ratio.timed_ratio(plain, [1.3 * v for v in plain])
+    assert slower.ratio == pytest.approx(1.3)
+    assert slower.low > 1.1
+    assert slower.verdict == "outside"
+
+
+def test_a_wide_spread_is_not_told_apart_and_the_interval_is_repeatable():
+    plain = [2.9, 4.1, 3.3, 3.9]
+    timed = [3.2, 4.4, 3.0, 4.0]
+    first = timed_ratio.timed_ratio(plain, timed)
+    assert first.low < 1.0 < 1.1 < first.high
+    assert first.verdict == "not told apart"
+    assert timed_ratio.timed_ratio(plain, timed) == first  # a fixed seed: the same files, the same interval
+    with pytest.raises(ValueError):
+        timed_ratio.timed_ratio([3.0], timed)
+
+
+def test_runs_are_pooled_per_card_and_workload_and_failed_runs_left_out():
+    def doc(card: str, plain_loop: float | None) -> dict:
+        return {
+            "machine": {"card": card},
+            "runs": [
+                {"workload": "mlp", "config": "plain", "loop_s": plain_loop, "steps": 200},
+                {"workload": "mlp", "config": "tenprof-timed", "loop_s": 2.0, "steps": 200, "timed_step_s": 0.004},
+                {"workload": "mlp", "config": "tenprof-timed", "loop_s": None, "steps": 200, "timed_step_s": None},
+            ],
+        }
+
+    pooled = timed_ratio.processes([doc("H200", 0.7), doc("H200", 0.8), doc("H100", None)])
+    assert pooled[("H200", "mlp")] == ([3.5, 4.0], [4.0, 4.0])
+    assert pooled[("H100", "mlp")] == ([], [4.0])
+
+
+def test_the_committed_pinned_runs_give_the_documented_ratio():
+    """docs/BENCHMARKS.md's pooled MLP figure comes from these two calls' results."""
+    results = ROOT / "benchmarks" / "results"
+    documents = [json.loads((results / f"2026-12-01-h200-pinned36-mlp-{s}.json").read_text()) for s in "ab"]
+    plain, timed = timed_ratio.processes(documents)[("NVIDIA H200", "mlp")]
+    assert (len(plain), len(timed)) == (25, 25)
+    r = timed_ratio.timed_ratio(plain, timed)
+    assert (round(r.ratio, 3), round(r.low, 3), round(r.high, 3)) == (1.095, 1.01, 1.14)
+    assert r.verdict == "not told apart"
