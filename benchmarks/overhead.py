@@ -8,6 +8,7 @@ Workloads (each script prints `loop_s=` for its timed loop after warm-up):
     gpt2-fp32      examples/gpt2_fp32.py, GPT-2 small fp32 eager train, batch 8x256, 10 steps
     gpt2-compiled  examples/compiled_train.py --model gpt2 --mode default, bf16 autocast, 8x256, 37 steps
     mlp            examples/small_mlp.py, 16 layers 64x256, 50 steps
+    mlp-compiled   examples/compiled_train.py --model mlp, torch.compile default mode, 37 steps (no transformers)
     conv           examples/conv_block.py, 32x64x112x112, 10 steps
     gpt2           examples/gpt2_train.py, bf16 autocast eager (docs/BENCHMARKS.md's first tables)
     matmul         examples/matmul_add.py, 4096^2 bf16
@@ -106,7 +107,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tenprof.capture.overhead_plan import OverheadPlan  # the plan of tenprof run's timed steps (no torch)
+from tenprof.capture.overhead_plan import OverheadPlan, settling_steps  # tenprof run's timed steps (no torch)
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -137,6 +138,12 @@ WORKLOADS: dict[str, Workload] = {
         "GPT-2 small train, bf16 autocast + torch.compile (default mode), batch 8x256 (37 steps)",
         ("examples/compiled_train.py", "--model", "gpt2", "--mode", "default", "--steps", "37", "--warmup", "3"),
         ("transformers",),
+    ),
+    "mlp-compiled": Workload(
+        # a compiled loop without transformers: the CPU can show what the timed steps of a compiled model
+        # do, where compiled GPT-2 cannot run
+        "MLP blocks + torch.compile (default mode), examples/compiled_train.py --model mlp (37 steps)",
+        ("examples/compiled_train.py", "--model", "mlp", "--mode", "default", "--steps", "37", "--warmup", "3"),
     ),
     "mlp": Workload(
         "16-layer MLP 64x256, fwd+bwd+SGD (200 steps: at 50 the 0.17 s loop varied 20% run to run)",
@@ -289,6 +296,7 @@ ESTIMATE_S: dict[str, dict[str, float]] = {
         "tenprof-tensors": 10,
         "tenprof-timed": 16,
     },
+    "mlp-compiled": {"plain": 15, "tenprof-timed": 30},  # guessed
     "conv": {"plain": 4, "tenprof": 10, "tenprof-nolines": 10, "tenprof-light": 10, "tenprof-tensors": 9},
     "matmul": {"plain": 4, "tenprof": 9, "tenprof-nolines": 9, "tenprof-light": 10, "tenprof-tensors": 9},
 }
@@ -635,7 +643,7 @@ def run_once(
 def _same_steps_s(marks: list[int]) -> float | None:
     """The median of the plain run's steps whose numbers tenprof-timed times un-profiled (its plan)."""
     durations = [(b - a) / 1e9 for a, b in itertools.pairwise(marks)]
-    plan = OverheadPlan(count=TIMED_STEPS)
+    plan = OverheadPlan.for_run(TIMED_STEPS, None, settling_steps())  # TENPROF_SETTLING_STEPS as the runs see it
     timed = [d for n, d in enumerate(durations) if plan.is_off(n) and not plan.is_settling(n)]
     return statistics.median(timed) if timed else None
 

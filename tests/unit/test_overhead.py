@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tenprof.analyses.timeline.overhead import measure
-from tenprof.capture.overhead_plan import OverheadPlan
+from tenprof.capture.overhead_plan import SETTLING_VAR, OverheadPlan, settling_steps
 from tenprof.capture.schedule import Schedule
 from tenprof.store.profile import load_profile
 from tests.conftest import DATA
@@ -23,6 +23,18 @@ def test_plan_takes_every_fifth_step_from_the_fourth_up_to_the_count() -> None:
     assert not any(OverheadPlan(count=0).is_off(s) for s in range(20))
     after_window = OverheadPlan.for_run(2, Schedule(wait=1, warmup=1, active=2))
     assert [s for s in range(12) if after_window.is_off(s)] == [5, 6]
+
+
+def test_more_settling_steps_keep_three_recorded_steps_between_stretches(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(SETTLING_VAR, raising=False)
+    assert OverheadPlan.for_run(3, None, settling_steps()) == OverheadPlan(count=3)  # unset: as before
+    monkeypatch.setenv(SETTLING_VAR, "2")
+    plan = OverheadPlan.for_run(3, None, settling_steps())
+    assert [s for s in range(22) if plan.is_off(s)] == [3, 4, 5, 9, 10, 11, 15, 16, 17]
+    assert [s for s in range(22) if plan.is_off(s) and not plan.is_settling(s)] == [5, 11, 17]  # odd and even
+    for junk in ("0", "two", "-1", "1.5"):  # not a whole number of steps: the default
+        monkeypatch.setenv(SETTLING_VAR, junk)
+        assert settling_steps() == 1
 
 
 def test_imported_traces_are_estimated_from_what_their_capture_recorded(tmp_path: Path) -> None:

@@ -13,7 +13,8 @@ the steps after it ran at 0.96x (benchmarks/toggle_probe.py, 2026-11-27). Steps 
 they are cold (step 0 builds and compiles, the next ones may still tune), and spreading the measured
 steps between recorded ones keeps drift out of the comparison; an odd spacing makes them fall on odd
 and even steps alike, so a program whose steps alternate (every other step waiting for a DataLoader
-whose two workers deliver together) is not timed on one kind only.
+whose two workers deliver together) is not timed on one kind only. TENPROF_SETTLING_STEPS=N (experimental)
+settles each stop with N steps instead of one, the stretches N + 1 steps long, three recorded between them.
 With `--schedule`, torch records only the active window; the measured steps are then the ones after
 it, from the second (the first one pays for writing the trace): there only tenprof's recorder pauses.
 This module does not import torch.
@@ -21,12 +22,19 @@ This module does not import torch.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from tenprof.capture.schedule import Schedule
 
 DEFAULT_COUNT = 3
 SETTLING = 1  # steps run un-profiled, untimed, before each timed one
+# TENPROF_SETTLING_STEPS: more of them (experimental, issue 36). A compiled model's steps come back to their
+# plain speed over a few steps after a stop, not one: on the 2-core development machine (CPU, 2026-12-01) a
+# compiled MLP's timed steps ran at 1.33-1.52x the same process's plain steps with one settling step,
+# 1.02-1.15x with two, 0.97-1.05x with four; an eager MLP's were at the plain speed with one.
+SETTLING_VAR = "TENPROF_SETTLING_STEPS"
+RECORDED_BETWEEN = 3  # recorded steps between two un-profiled stretches
 # a step's mark in the call-site log's step bounds (tenprof.importers.callsites.SETTLING_MARK is the last)
 RECORDED, TIMED, SETTLING_STEP = 0, 1, 2
 
@@ -35,13 +43,14 @@ RECORDED, TIMED, SETTLING_STEP = 0, 1, 2
 class OverheadPlan:
     count: int = DEFAULT_COUNT
     first: int = 3
-    every: int = 5
+    every: int = SETTLING + 1 + RECORDED_BETWEEN
     after: int = -1  # with a schedule: the first measured step, the rest follow it
+    settling: int = SETTLING
 
     @staticmethod
-    def for_run(count: int, schedule: Schedule | None) -> OverheadPlan:
+    def for_run(count: int, schedule: Schedule | None, settling: int = SETTLING) -> OverheadPlan:
         if schedule is None:
-            return OverheadPlan(count=count)
+            return OverheadPlan(count=count, every=settling + 1 + RECORDED_BETWEEN, settling=settling)
         return OverheadPlan(count=count, after=schedule.wait + schedule.warmup + schedule.active + 1)
 
     def is_off(self, step: int) -> bool:
@@ -51,17 +60,25 @@ class OverheadPlan:
         if self.after >= 0:
             return self.after <= step < self.after + self.count
         offset = step - self.first
-        return offset >= 0 and offset % self.every < SETTLING + 1 and offset // self.every < self.count
+        return offset >= 0 and offset % self.every < self.settling + 1 and offset // self.every < self.count
 
     def is_settling(self, step: int) -> bool:
-        """Whether step `step` runs un-profiled but is not timed: the first after the profiler stopped."""
+        """Whether step `step` runs un-profiled but is not timed: the first (`settling`) after the profiler stopped."""
         if self.count <= 0 or self.after >= 0:
             return False
         offset = step - self.first
-        return offset >= 0 and offset % self.every < SETTLING and offset // self.every < self.count
+        return offset >= 0 and offset % self.every < self.settling and offset // self.every < self.count
 
     def state(self, step: int) -> int:
         """How step `step` runs, as the call-site log's step marks say it: RECORDED, TIMED or SETTLING."""
         if self.is_settling(step):
             return SETTLING_STEP
         return TIMED if self.is_off(step) else RECORDED
+
+
+def settling_steps() -> int:
+    """How many un-profiled steps settle each stop before the timed one: TENPROF_SETTLING_STEPS where it is a
+    whole number of at least 1 (as tenprof's other experimental switches, anything else means the default),
+    else SETTLING."""
+    text = os.environ.get(SETTLING_VAR, "").strip()
+    return int(text) if text.isdigit() and int(text) >= 1 else SETTLING

@@ -1,0 +1,78 @@
+"""How many steps a loop needs after a torch.profiler stop to run at its plain speed again. One process.
+
+    python benchmarks/stop_recovery.py [--eager] [--settle 1] [--sleep-s 0] [--rounds 12] [--no-export]
+
+tenprof times its un-profiled steps right after stopping the profiler, with `--settle` untimed steps
+between (TENPROF_SETTLING_STEPS). This measures what that leaves in the timed step, with torch.profiler
+alone (CPU activity, and CUDA where there is a GPU): an MLP's training step (compiled, or eager with
+`--eager`) timed plain, then `--rounds` times: the profiler started, three steps recorded, stopped, its
+trace exported (unless `--no-export`), `--sleep-s` of sleep, `--settle` steps, one step timed; then plain
+again. Prints the timed steps' median against the plain steps'.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+
+import torch
+from compiled_under_capture import timed, training_step
+from torch.profiler import ProfilerActivity, profile
+
+
+def eager_step(device: str) -> Callable[[], None]:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*[m for _ in range(8) for m in (torch.nn.Linear(32, 32), torch.nn.ReLU())]).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+    x = torch.randn(4, 32, device=device)
+
+    def step() -> None:
+        optimizer.zero_grad(set_to_none=True)
+        model(x).sum().backward()
+        optimizer.step()
+
+    return step
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--eager", action="store_true")
+    parser.add_argument("--settle", type=int, default=1)
+    parser.add_argument("--sleep-s", type=float, default=0.0)
+    parser.add_argument("--rounds", type=int, default=12)
+    parser.add_argument("--no-export", action="store_true")
+    args = parser.parse_args()
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    step = eager_step(device) if args.eager else training_step(8, 32, 4, device)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    timed(step, 5, device)
+    plain = timed(step, 100, device)
+    after: list[int] = []
+    with tempfile.TemporaryDirectory() as out:
+        for r in range(args.rounds):
+            prof = profile(activities=activities)
+            prof.start()
+            for _ in range(3):
+                step()
+            prof.stop()
+            if not args.no_export:
+                prof.export_chrome_trace(f"{out}/trace{r}.json")
+            del prof
+            time.sleep(args.sleep_s)
+            timed(step, args.settle, device)
+            after += timed(step, 1, device)
+    plain += timed(step, 100, device)
+    p, a = statistics.median(plain) / 1e3, statistics.median(after) / 1e3
+    card = torch.cuda.get_device_name(0) if device == "cuda" else "CPU"
+    kind = "eager" if args.eager else "compiled"
+    print(
+        f"{card}, {kind}, settle {args.settle}, sleep {args.sleep_s} s, export {not args.no_export}: plain {p:.0f} us, "
+        f"timed after the stop {a:.0f} us ({len(after)} steps): {a / p:.2f}x"
+    )
+
+
+if __name__ == "__main__":
+    main()
