@@ -1,13 +1,16 @@
 """How many steps a loop needs after a torch.profiler stop to run at its plain speed again. One process.
 
     python benchmarks/stop_recovery.py [--eager] [--settle 1] [--sleep-s 0] [--rounds 12] [--no-export]
+                                       [--no-profiler [--spin-s 0.2]]
 
 tenprof times its un-profiled steps right after stopping the profiler, with `--settle` untimed steps
 between (TENPROF_SETTLING_STEPS). This measures what that leaves in the timed step, with torch.profiler
 alone (CPU activity, and CUDA where there is a GPU): an MLP's training step (compiled, or eager with
 `--eager`) timed plain, then `--rounds` times: the profiler started, three steps recorded, stopped, its
 trace exported (unless `--no-export`), `--sleep-s` of sleep, `--settle` steps, one step timed; then plain
-again. Prints the timed steps' median against the plain steps'.
+again. Prints the timed steps' median against the plain steps'. `--no-profiler` leaves the profiler out: the
+loop only stops for `--sleep-s` of sleep or `--spin-s` of a busy Python loop, then settles and times the same
+way (is it the profiler, or any break in the loop?).
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ def main() -> None:
     parser.add_argument("--sleep-s", type=float, default=0.0)
     parser.add_argument("--rounds", type=int, default=12)
     parser.add_argument("--no-export", action="store_true")
+    parser.add_argument("--no-profiler", action="store_true", help="only a break in the loop: sleep or spin")
+    parser.add_argument("--spin-s", type=float, default=0.0, help="with --no-profiler: a busy Python loop")
     args = parser.parse_args()
     device = "cuda" if torch.cuda.is_available() else "cpu"
     step = eager_step(device) if args.eager else training_step(8, 32, 4, device)
@@ -53,6 +58,14 @@ def main() -> None:
     after: list[int] = []
     with tempfile.TemporaryDirectory() as out:
         for r in range(args.rounds):
+            if args.no_profiler:
+                spin_until = time.perf_counter() + args.spin_s
+                while time.perf_counter() < spin_until:
+                    pass
+                time.sleep(args.sleep_s)
+                timed(step, args.settle, device)
+                after += timed(step, 1, device)
+                continue
             prof = profile(activities=activities)
             prof.start()
             for _ in range(3):
@@ -68,8 +81,9 @@ def main() -> None:
     p, a = statistics.median(plain) / 1e3, statistics.median(after) / 1e3
     card = torch.cuda.get_device_name(0) if device == "cuda" else "CPU"
     kind = "eager" if args.eager else "compiled"
+    stop = f"no profiler, spin {args.spin_s} s" if args.no_profiler else f"export {not args.no_export}"
     print(
-        f"{card}, {kind}, settle {args.settle}, sleep {args.sleep_s} s, export {not args.no_export}: plain {p:.0f} us, "
+        f"{card}, {kind}, settle {args.settle}, sleep {args.sleep_s} s, {stop}: plain {p:.0f} us, "
         f"timed after the stop {a:.0f} us ({len(after)} steps): {a / p:.2f}x"
     )
 
