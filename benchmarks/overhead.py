@@ -107,7 +107,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tenprof.capture.overhead_plan import OverheadPlan, settling_steps  # tenprof run's timed steps (no torch)
+# tenprof run's plan of its timed steps (no torch)
+from tenprof.capture.overhead_plan import OverheadPlan, settling_steps, timed_run
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -643,7 +644,8 @@ def run_once(
 def _same_steps_s(marks: list[int]) -> float | None:
     """The median of the plain run's steps whose numbers tenprof-timed times un-profiled (its plan)."""
     durations = [(b - a) / 1e9 for a, b in itertools.pairwise(marks)]
-    plan = OverheadPlan.for_run(TIMED_STEPS, None, settling_steps())  # TENPROF_SETTLING_STEPS as the runs see it
+    # TENPROF_SETTLING_STEPS and TENPROF_TIMED_RUN as the runs see them
+    plan = OverheadPlan.for_run(TIMED_STEPS, None, settling_steps(), timed_run())
     timed = [d for n, d in enumerate(durations) if plan.is_off(n) and not plan.is_settling(n)]
     return statistics.median(timed) if timed else None
 

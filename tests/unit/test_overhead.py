@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 
 from tenprof.analyses.timeline.overhead import measure
-from tenprof.capture.overhead_plan import SETTLING_VAR, OverheadPlan, settling_steps
+from tenprof.capture.overhead_plan import (
+    RECORDED,
+    SETTLING_STEP,
+    SETTLING_VAR,
+    TIMED,
+    OverheadPlan,
+    settling_steps,
+)
 from tenprof.capture.schedule import Schedule
 from tenprof.store.profile import load_profile
 from tests.conftest import DATA
@@ -35,6 +42,15 @@ def test_more_settling_steps_keep_three_recorded_steps_between_stretches(monkeyp
     for junk in ("0", "two", "-1", "1.5"):  # not a whole number of steps: the default
         monkeypatch.setenv(SETTLING_VAR, junk)
         assert settling_steps() == 1
+
+
+def test_steps_timed_in_a_row_after_the_settling_ones_and_the_last_stretch_times_what_is_left() -> None:
+    plan = OverheadPlan.for_run(7, None, settling=3, timed_run=3)
+    off = [s for s in range(40) if plan.is_off(s)]
+    timed = [s for s in off if not plan.is_settling(s)]
+    assert timed == [6, 7, 8, 15, 16, 17, 24]  # 7 in all: three, three, then one
+    assert off == [3, 4, 5, 6, 7, 8, 12, 13, 14, 15, 16, 17, 21, 22, 23, 24]
+    assert [plan.state(s) for s in (2, 3, 6, 9)] == [RECORDED, SETTLING_STEP, TIMED, RECORDED]
 
 
 def test_imported_traces_are_estimated_from_what_their_capture_recorded(tmp_path: Path) -> None:

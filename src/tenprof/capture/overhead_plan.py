@@ -13,8 +13,11 @@ the steps after it ran at 0.96x (benchmarks/toggle_probe.py, 2026-11-27). Steps 
 they are cold (step 0 builds and compiles, the next ones may still tune), and spreading the measured
 steps between recorded ones keeps drift out of the comparison; an odd spacing makes them fall on odd
 and even steps alike, so a program whose steps alternate (every other step waiting for a DataLoader
-whose two workers deliver together) is not timed on one kind only. TENPROF_SETTLING_STEPS=N (experimental)
-settles each stop with N steps instead of one, the stretches N + 1 steps long, three recorded between them.
+whose two workers deliver together) is not timed on one kind only. Experimental, issue 36: TENPROF_SETTLING_STEPS=S
+settles each stop with S steps instead of one, and TENPROF_TIMED_RUN=T times T steps in a row after them
+instead of one (stretches of S + T steps, three recorded between them; the last stretch times what is left
+of `count`): a break in the loop leaves its next few steps slow, so one settling step leaves the timed
+one slow too (docs/BENCHMARKS.md, "over many processes, pinned").
 With `--schedule`, torch records only the active window; the measured steps are then the ones after
 it, from the second (the first one pays for writing the trace): there only tenprof's recorder pauses.
 This module does not import torch.
@@ -34,6 +37,7 @@ SETTLING = 1  # steps run un-profiled, untimed, before each timed one
 # compiled MLP's timed steps ran at 1.33-1.52x the same process's plain steps with one settling step,
 # 1.02-1.15x with two, 0.97-1.05x with four; an eager MLP's were at the plain speed with one.
 SETTLING_VAR = "TENPROF_SETTLING_STEPS"
+TIMED_RUN_VAR = "TENPROF_TIMED_RUN"  # steps timed in a row after the settling ones (experimental)
 RECORDED_BETWEEN = 3  # recorded steps between two un-profiled stretches
 # a step's mark in the call-site log's step bounds (tenprof.importers.callsites.SETTLING_MARK is the last)
 RECORDED, TIMED, SETTLING_STEP = 0, 1, 2
@@ -46,12 +50,23 @@ class OverheadPlan:
     every: int = SETTLING + 1 + RECORDED_BETWEEN
     after: int = -1  # with a schedule: the first measured step, the rest follow it
     settling: int = SETTLING
+    timed_run: int = 1  # steps timed in a row in each stretch
 
     @staticmethod
-    def for_run(count: int, schedule: Schedule | None, settling: int = SETTLING) -> OverheadPlan:
+    def for_run(count: int, schedule: Schedule | None, settling: int = SETTLING, timed_run: int = 1) -> OverheadPlan:
         if schedule is None:
-            return OverheadPlan(count=count, every=settling + 1 + RECORDED_BETWEEN, settling=settling)
+            every = settling + timed_run + RECORDED_BETWEEN
+            return OverheadPlan(count=count, every=every, settling=settling, timed_run=timed_run)
         return OverheadPlan(count=count, after=schedule.wait + schedule.warmup + schedule.active + 1)
+
+    def _stretch(self, step: int) -> tuple[int, int]:
+        """(how far `step` is into its stretch, how many steps that stretch times), (-1, 0) before the
+        first stretch or after the last."""
+        offset = step - self.first
+        if offset < 0:
+            return -1, 0
+        timed = min(self.timed_run, self.count - (offset // self.every) * self.timed_run)
+        return (offset % self.every, timed) if timed > 0 else (-1, 0)
 
     def is_off(self, step: int) -> bool:
         """Whether step number `step` (0 for the code before the first tenprof.step()) runs un-profiled."""
@@ -59,15 +74,15 @@ class OverheadPlan:
             return False
         if self.after >= 0:
             return self.after <= step < self.after + self.count
-        offset = step - self.first
-        return offset >= 0 and offset % self.every < self.settling + 1 and offset // self.every < self.count
+        within, timed = self._stretch(step)
+        return 0 <= within < self.settling + timed
 
     def is_settling(self, step: int) -> bool:
         """Whether step `step` runs un-profiled but is not timed: the first (`settling`) after the profiler stopped."""
         if self.count <= 0 or self.after >= 0:
             return False
-        offset = step - self.first
-        return offset >= 0 and offset % self.every < self.settling and offset // self.every < self.count
+        within, timed = self._stretch(step)
+        return timed > 0 and 0 <= within < self.settling
 
     def state(self, step: int) -> int:
         """How step `step` runs, as the call-site log's step marks say it: RECORDED, TIMED or SETTLING."""
@@ -77,8 +92,18 @@ class OverheadPlan:
 
 
 def settling_steps() -> int:
-    """How many un-profiled steps settle each stop before the timed one: TENPROF_SETTLING_STEPS where it is a
-    whole number of at least 1 (as tenprof's other experimental switches, anything else means the default),
-    else SETTLING."""
-    text = os.environ.get(SETTLING_VAR, "").strip()
-    return int(text) if text.isdigit() and int(text) >= 1 else SETTLING
+    """How many un-profiled steps settle each stop before the timed ones: TENPROF_SETTLING_STEPS where it is
+    a whole number of at least 1 (as tenprof's other experimental switches, anything else means the
+    default), else SETTLING."""
+    return _whole(SETTLING_VAR, SETTLING)
+
+
+def timed_run() -> int:
+    """How many steps each stretch times in a row: TENPROF_TIMED_RUN where it is a whole number of at least
+    1, else 1."""
+    return _whole(TIMED_RUN_VAR, 1)
+
+
+def _whole(name: str, default: int) -> int:
+    text = os.environ.get(name, "").strip()
+    return int(text) if text.isdigit() and int(text) >= 1 else default
