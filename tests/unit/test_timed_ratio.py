@@ -17,7 +17,7 @@ sys.modules["timed_ratio"] = timed_ratio  # its dataclass looks its module up th
 _spec.loader.exec_module(timed_ratio)
 
 
-def test_the_same_steps_are_within_and_a_clear_excess_is_outside():
+def test_the_same_steps_are_within_and_a_clear_excess_is_outside() -> None:
     plain = [3.0, 3.1, 2.9, 3.05, 2.95, 3.0]
     same = timed_ratio.timed_ratio(plain, list(plain))
     assert same.ratio == pytest.approx(1.0)
@@ -29,7 +29,7 @@ def test_the_same_steps_are_within_and_a_clear_excess_is_outside():
     assert slower.verdict == "outside"
 
 
-def test_a_wide_spread_is_not_told_apart_and_the_interval_is_repeatable():
+def test_a_wide_spread_is_not_told_apart_and_the_interval_is_repeatable() -> None:
     plain = [2.9, 4.1, 3.3, 3.9]
     timed = [3.2, 4.4, 3.0, 4.0]
     first = timed_ratio.timed_ratio(plain, timed)
@@ -40,7 +40,7 @@ def test_a_wide_spread_is_not_told_apart_and_the_interval_is_repeatable():
         timed_ratio.timed_ratio([3.0], timed)
 
 
-def test_runs_are_pooled_per_card_and_workload_and_failed_runs_left_out():
+def test_runs_are_pooled_per_card_and_workload_and_failed_runs_left_out() -> None:
     def doc(card: str, plain_loop: float | None) -> dict:
         return {
             "machine": {"card": card},
@@ -56,7 +56,7 @@ def test_runs_are_pooled_per_card_and_workload_and_failed_runs_left_out():
     assert pooled[("H100", "mlp")] == ([], [4.0])
 
 
-def test_the_committed_pinned_runs_give_the_documented_ratio():
+def test_the_committed_pinned_runs_give_the_documented_ratio() -> None:
     """docs/BENCHMARKS.md's pooled MLP figure comes from these two calls' results."""
     results = ROOT / "benchmarks" / "results"
     documents = [json.loads((results / f"2026-12-01-h200-pinned36-mlp-{s}.json").read_text()) for s in "ab"]

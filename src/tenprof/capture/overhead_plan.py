@@ -32,10 +32,11 @@ from tenprof.capture.schedule import Schedule
 
 DEFAULT_COUNT = 3
 SETTLING = 1  # steps run un-profiled, untimed, before each timed one
-# TENPROF_SETTLING_STEPS: more of them (experimental, issue 36). A compiled model's steps come back to their
-# plain speed over a few steps after a stop, not one: on the 2-core development machine (CPU, 2026-12-01) a
-# compiled MLP's timed steps ran at 1.33-1.52x the same process's plain steps with one settling step,
-# 1.02-1.15x with two, 0.97-1.05x with four; an eager MLP's were at the plain speed with one.
+# TENPROF_SETTLING_STEPS: more of them (experimental, issue 36). A loop's steps come back to their plain speed
+# over a few steps after a break (the stop and the export, or any other), not one: on the 2-core development
+# machine (CPU, 2026-12-01) a compiled MLP's timed steps ran at 1.33-1.52x the same process's plain steps with
+# one settling step, 1.02-1.15x with two, 0.97-1.05x with four; the eager 16-layer MLP's (3.5 ms steps) were at
+# the plain speed with one.
 SETTLING_VAR = "TENPROF_SETTLING_STEPS"
 TIMED_RUN_VAR = "TENPROF_TIMED_RUN"  # steps timed in a row after the settling ones (experimental)
 RECORDED_BETWEEN = 3  # recorded steps between two un-profiled stretches
