@@ -62,6 +62,9 @@ Configurations:
                      run's loop time per step in the same repeat (issue 36: within 10%), and against the
                      plain run's own steps of the same numbers (its tenprof.step() calls marked:
                      benchmarks/step_marks.py), which drift and warm-up hit alike
+    tenprof-timed-s3t3 the same with three settling steps after each stop and three timed in a row
+                     (TENPROF_SETTLING_STEPS=3 TENPROF_TIMED_RUN=3, experimental), against the plain runs'
+                     steps of its own plan's numbers
     torch            torch.profiler(CPU+CUDA)                                  benchmarks/torch_profiler_run.py
     torch-stack      torch.profiler(CPU+CUDA, with_stack, record_shapes, profile_memory)
     torch-cuda       torch.profiler(CUDA): GPU activity alone, what the native capture leaves to the profiler
@@ -108,7 +111,7 @@ from pathlib import Path
 from typing import Any
 
 # tenprof run's plan of its timed steps (no torch)
-from tenprof.capture.overhead_plan import OverheadPlan, settling_steps, timed_run
+from tenprof.capture.overhead_plan import SETTLING_VAR, TIMED_RUN_VAR, OverheadPlan, settling_steps, timed_run
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -201,6 +204,10 @@ CONFIGS: dict[str, Config] = {
     "tenprof-light": Config("tenprof run --no-lines --no-shapes --no-memory", ("tenprof",)),
     "tenprof-tensors": Config("tenprof run --passes tensors", ("tenprof",)),
     "tenprof-timed": Config("tenprof run --overhead-steps 7 (its own un-profiled steps)", ("tenprof",)),
+    "tenprof-timed-s3t3": Config(
+        "tenprof run --overhead-steps 7, three settling steps and three timed in a row (its own un-profiled steps)",
+        ("tenprof",),
+    ),
     "tenprof-on-demand": Config("tenprof run --on-demand: the listener alone, nothing recorded", ("tenprof",)),
     "torch": Config("torch.profiler (CPU+CUDA)"),
     "torch-stack": Config("torch.profiler + with_stack, record_shapes, profile_memory"),
@@ -248,6 +255,7 @@ _EAGER_GPT2: dict[str, float] = {
     "tenprof-light": 21,
     "tenprof-tensors": 18,
     "tenprof-timed": 26,
+    "tenprof-timed-s3t3": 26,
     "torch": 21,
     "torch-cuda": 20,
     "torch-stack": 83,  # torch's Python-stack post-processing of the whole script, at exit
@@ -265,6 +273,7 @@ ESTIMATE_S: dict[str, dict[str, float]] = {
         "tenprof-light": 45,
         "tenprof-tensors": 40,
         "tenprof-timed": 52,
+        "tenprof-timed-s3t3": 52,
         "torch": 35,
         "torch-stack": 200,  # the Python tracer also records Dynamo and Inductor compiling
         "torch-et": 40,
@@ -296,8 +305,9 @@ ESTIMATE_S: dict[str, dict[str, float]] = {
         "tenprof-light": 12,
         "tenprof-tensors": 10,
         "tenprof-timed": 16,
+        "tenprof-timed-s3t3": 16,
     },
-    "mlp-compiled": {"plain": 15, "tenprof-timed": 30},  # guessed
+    "mlp-compiled": {"plain": 15, "tenprof-timed": 30, "tenprof-timed-s3t3": 30},  # guessed
     "conv": {"plain": 4, "tenprof": 10, "tenprof-nolines": 10, "tenprof-light": 10, "tenprof-tensors": 9},
     "matmul": {"plain": 4, "tenprof": 9, "tenprof-nolines": 9, "tenprof-light": 10, "tenprof-tensors": 9},
 }
@@ -318,6 +328,11 @@ def cold_s(workload: str, configs: list[str]) -> float:
 
 RUN_TIMEOUT_S = 480
 TIMED_STEPS = 7  # tenprof-timed: steps timed with the capture off (4, 9, ..., 34 where the run has them)
+# the configurations that time their own un-profiled steps, and the environment their plan is read from
+TIMED_CONFIGS: dict[str, dict[str, str]] = {
+    "tenprof-timed": {},
+    "tenprof-timed-s3t3": {SETTLING_VAR: "3", TIMED_RUN_VAR: "3"},
+}
 
 
 def estimate(workload: str, config: str) -> float:
@@ -511,8 +526,9 @@ def command(
             "tenprof-light": ["--no-lines", "--no-shapes", "--no-memory"],
             "tenprof-tensors": ["--passes", "tensors"],
             "tenprof-timed": ["--overhead-steps", str(TIMED_STEPS)],
+            "tenprof-timed-s3t3": ["--overhead-steps", str(TIMED_STEPS)],
         }[config]
-        if config == "tenprof-timed":  # this one times its steps un-profiled: not every step is recorded
+        if config in TIMED_CONFIGS:  # these time their steps un-profiled: not every step is recorded
             tenprof_options = tuple(o for o in tenprof_options if o != "--overhead-steps" and o != "0")
         # --force replaces only a tenprof profile; the directory is new for every run anyway
         recorder = {
@@ -532,6 +548,7 @@ def command(
             "tenprof-cupti-every": ["env", "TENPROF_INPUTS=every"],
             "tenprof-cupti-ungated": ["env", "TENPROF_SAMPLER_GATE=0"],
             "tenprof-cupti-ops": ["env", "TENPROF_OPS=sampled"],
+            "tenprof-timed-s3t3": ["env", *(f"{k}={v}" for k, v in TIMED_CONFIGS["tenprof-timed-s3t3"].items())],
         }.get(config, [])
         return [
             *recorder,
@@ -580,6 +597,8 @@ class Run:
     recorded_step_s: float | None = None
     # plain, when tenprof-timed runs too: the median of its own steps of the numbers tenprof times
     plain_same_steps_s: float | None = None
+    # plain, when a timed configuration runs: each of its steps (s), for the step numbers of every timed plan
+    plain_step_durations_s: list[float] | None = None
 
 
 def _stop(proc: subprocess.Popen[str]) -> tuple[str, str]:
@@ -623,10 +642,12 @@ def run_once(
             out, err = _stop(proc)
             run.error = f"timed out after {timeout_s:.0f} s"
         run.wall_s = time.perf_counter() - started
-        if run.config == "tenprof-timed" and proc.returncode == 0:
+        if run.config in TIMED_CONFIGS and proc.returncode == 0:
             _read_timed_steps(run, profile_dir)
         if marked and (scratch / "marks.json").exists():
-            run.plain_same_steps_s = _same_steps_s(json.loads((scratch / "marks.json").read_text()))
+            marks = json.loads((scratch / "marks.json").read_text())
+            run.plain_step_durations_s = [(b - a) / 1e9 for a, b in itertools.pairwise(marks)]
+            run.plain_same_steps_s = _same_steps_s(run.plain_step_durations_s, "tenprof-timed")
     run.rc = proc.returncode
     steps = re.findall(r"loop_s=\S+ steps=(\d+)", out or "")
     run.steps = int(steps[-1]) if steps else None
@@ -641,13 +662,21 @@ def run_once(
     return run
 
 
-def _same_steps_s(marks: list[int]) -> float | None:
-    """The median of the plain run's steps whose numbers tenprof-timed times un-profiled (its plan)."""
-    durations = [(b - a) / 1e9 for a, b in itertools.pairwise(marks)]
-    # TENPROF_SETTLING_STEPS and TENPROF_TIMED_RUN as the runs see them
-    plan = OverheadPlan.for_run(TIMED_STEPS, None, settling_steps(), timed_run())
+def _same_steps_s(durations: list[float], config: str) -> float | None:
+    """The median of the plain run's steps whose numbers the timed configuration times un-profiled (its plan:
+    TENPROF_SETTLING_STEPS and TENPROF_TIMED_RUN as its runs see them)."""
+    plan = _timed_plan(config)
     timed = [d for n, d in enumerate(durations) if plan.is_off(n) and not plan.is_settling(n)]
     return statistics.median(timed) if timed else None
+
+
+def _timed_plan(config: str) -> OverheadPlan:
+    """The plan a timed configuration's runs follow: its own settings, else this process's environment (which
+    its runs inherit)."""
+    env = TIMED_CONFIGS[config]
+    settling = int(env[SETTLING_VAR]) if SETTLING_VAR in env else settling_steps()
+    in_a_row = int(env[TIMED_RUN_VAR]) if TIMED_RUN_VAR in env else timed_run()
+    return OverheadPlan.for_run(TIMED_STEPS, None, settling, in_a_row)
 
 
 def recorded_overhead(profile_dir: Path) -> dict[str, float | None]:
@@ -747,17 +776,22 @@ def summarize(plan: Plan, runs: list[Run]) -> dict[str, dict[str, dict[str, Any]
                 "wall_s_median": _median(walls),
                 "errors": [r.error.splitlines()[0] for r in done if r.error],
             }
-            if config == "tenprof-timed":
+            if config in TIMED_CONFIGS:
                 plain_runs = [r for r in mine if r.config == "plain"]
-                summary[workload][config].update(_timed(done, plain_step, plain_runs))
+                summary[workload][config].update(_timed(done, plain_step, plain_runs, config))
     return summary
 
 
-def _timed(done: list[Run], plain_step: dict[int, float], plain_runs: list[Run]) -> dict[str, Any]:
-    """tenprof-timed: the run's un-profiled step against the plain run's step of the same repeat."""
+def _timed(done: list[Run], plain_step: dict[int, float], plain_runs: list[Run], config: str) -> dict[str, Any]:
+    """A timed configuration: the run's un-profiled step against the plain run's step of the same repeat, and
+    against the plain run's steps of the numbers its plan times."""
     timed = [r.timed_step_s for r in done if r.timed_step_s is not None]
     recorded = [r.recorded_step_s for r in done if r.recorded_step_s is not None]
-    same = {r.repeat: r.plain_same_steps_s for r in plain_runs if r.plain_same_steps_s}
+    same = {
+        r.repeat: _same_steps_s(r.plain_step_durations_s, config) if r.plain_step_durations_s else r.plain_same_steps_s
+        for r in plain_runs
+    }
+    same = {repeat: value for repeat, value in same.items() if value}
     return {
         "plain_same_steps_s_median": _median(list(same.values())),
         "timed_over_plain_same_steps": [
@@ -775,8 +809,8 @@ def _timed(done: list[Run], plain_step: dict[int, float], plain_runs: list[Run])
 def timed_markdown(plan: Plan, summary: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
     """The table of the runs' own un-profiled steps against the plain loop's, where tenprof-timed ran."""
     rows = []
-    for workload in plan.workloads:
-        entry = summary[workload].get("tenprof-timed") or {}
+    for workload, config in ((w, c) for w in plan.workloads for c in TIMED_CONFIGS):
+        entry = summary[workload].get(config) or {}
         if not entry.get("timed_step_s_median"):
             continue
         each = [r for r in entry["timed_over_plain_step"] if r is not None]
@@ -784,7 +818,7 @@ def timed_markdown(plan: Plan, summary: dict[str, dict[str, dict[str, Any]]]) ->
         keys = ("plain_step_s_median", "plain_same_steps_s_median", "timed_step_s_median", "recorded_step_s_median")
         plain, same, timed, recorded = (entry.get(k) for k in keys)
         rows.append(
-            f"| {workload} | {_ms(plain)} | {_ms(same)} | {_ms(timed)} | {_ms(recorded)} | "
+            f"| {workload} ({config}) | {_ms(plain)} | {_ms(same)} | {_ms(timed)} | {_ms(recorded)} | "
             f"{', '.join(f'{r:.2f}' for r in each) or '-'} | {', '.join(f'{r:.2f}' for r in same_each) or '-'} |"
         )
     if not rows:
@@ -973,7 +1007,7 @@ def main() -> None:
             document["not_started"] = [[r.repeat, r.workload, r.config] for r in runs[index:]]
             break
         cold.discard(key)
-        mark_steps = "tenprof-timed" in plan.configs
+        mark_steps = any(c in TIMED_CONFIGS for c in plan.configs)
         run_once(run, workloads[run.workload], args.run_timeout_s, keep, tenprof_options, mark_steps)
         spent_est += expected
         done.append(run)

@@ -64,18 +64,26 @@ def timed_ratio(plain_ms: list[float], timed_ms: list[float]) -> TimedRatio:
     )
 
 
-def processes(documents: list[dict]) -> dict[tuple[str, str], tuple[list[float], list[float]]]:
-    """(card, workload) -> (each plain process's step, each tenprof-timed run's un-profiled step), in ms."""
-    pooled: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
+def processes(documents: list[dict]) -> dict[tuple[str, str, str], tuple[list[float], list[float]]]:
+    """(card, workload, timed configuration) -> (each plain process's step, each of that configuration's runs'
+    un-profiled step), in ms; the timed configurations (tenprof-timed, tenprof-timed-s3t3, ...) each set
+    against the same plain processes."""
+    plain: dict[tuple[str, str], list[float]] = {}
+    timed: dict[tuple[str, str, str], list[float]] = {}
     for document in documents:
         card = str(document.get("machine", {}).get("card") or "no GPU")
         for run in document.get("runs", []):
-            plain, timed = pooled.setdefault((card, run["workload"]), ([], []))
+            key = (card, run["workload"])
             if run["config"] == "plain" and run.get("loop_s") and run.get("steps"):
-                plain.append(1e3 * run["loop_s"] / run["steps"])
-            elif run["config"] == "tenprof-timed" and run.get("timed_step_s"):
-                timed.append(1e3 * run["timed_step_s"])
-    return pooled
+                plain.setdefault(key, []).append(1e3 * run["loop_s"] / run["steps"])
+            elif run["config"].startswith("tenprof-timed"):
+                mine = timed.setdefault((*key, run["config"]), [])
+                if run.get("timed_step_s"):
+                    mine.append(1e3 * run["timed_step_s"])
+    return {
+        (card, workload, config): (plain.get((card, workload), []), steps)
+        for (card, workload, config), steps in timed.items()
+    }
 
 
 def main() -> None:
@@ -88,7 +96,9 @@ def main() -> None:
         "90% interval | within 10%? |"
     )
     print("|---|---|---|---|---|---|---|")
-    for (card, workload), (plain, timed) in sorted(processes(documents).items()):
+    for (card, workload, config), (plain, timed) in sorted(processes(documents).items()):
+        if config != "tenprof-timed":
+            workload = f"{workload} ({config})"
         each = f"{len(plain)}: {', '.join(f'{v:.2f}' for v in plain)}"
         mine = f"{len(timed)}: {', '.join(f'{v:.2f}' for v in timed)}"
         if len(plain) < 2 or len(timed) < 2:

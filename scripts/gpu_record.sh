@@ -991,16 +991,12 @@ for name in ('filtered', 'native'):
   parts38)  # issue 38: what each part of tenprof's capture costs, every step recorded, beside torch.profiler and Proton (PARTS_WORKLOADS, PARTS_REPEATS, PARTS_DEADLINE_MIN); text in $OUT/parts38.txt
     python3 benchmarks/overhead.py --workloads "${PARTS_WORKLOADS:-gpt2-fp32}" --configs plain,torch,proton,tenprof,tenprof-nosampler,tenprof-noclocks,tenprof-nothreads,tenprof-bare --repeats "${PARTS_REPEATS:-3}" --deadline-min "${PARTS_DEADLINE_MIN:-8.5}" --json "$OUT/" > "$OUT/parts38.txt" 2>&1
     ;;
-  settle36gpu)  # issue 36: the run's un-profiled steps with one settling step (today's plan) and with three settling and three timed in a row (TENPROF_SETTLING_STEPS=3 TENPROF_TIMED_RUN=3), each half plain and tenprof interleaved, pinned (PIN_CPUS); TIMED_WORKLOADS (default gpt2-compiled), TIMED_REPEATS (4), TIMED_DEADLINE_MIN (4 a half); then benchmarks/stop_recovery.py (settle 1 and 4); text in $OUT/settle36gpu.txt
+  settle36gpu)  # issue 36: the run's un-profiled steps with one settling step (today's plan, tenprof-timed) and with three settling and three timed in a row (tenprof-timed-s3t3), plain and both interleaved in one benchmark, pinned (PIN_CPUS); TIMED_WORKLOADS (default gpt2-compiled), TIMED_REPEATS (4), TIMED_DEADLINE_MIN (7); then benchmarks/stop_recovery.py (settle 1 and 4); text in $OUT/settle36gpu.txt
     G="$OUT/settle36gpu.txt"
-    for v in s1t1 s3t3; do
-      if [ $v = s3t3 ]; then export TENPROF_SETTLING_STEPS=3 TENPROF_TIMED_RUN=3; else unset TENPROF_SETTLING_STEPS TENPROF_TIMED_RUN; fi
-      ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" python3 benchmarks/overhead.py --workloads "${TIMED_WORKLOADS:-gpt2-compiled}" --configs plain,tenprof-timed --repeats "${TIMED_REPEATS:-4}" --deadline-min "${TIMED_DEADLINE_MIN:-4}" --json "$OUT/settle36gpu-$v.json" ) >> "$G" 2>&1
-      echo "== $v" >> "$G"; python3 benchmarks/timed_ratio.py "$OUT/settle36gpu-$v.json" >> "$G" 2>&1
-    done
-    unset TENPROF_SETTLING_STEPS TENPROF_TIMED_RUN
+    ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" python3 benchmarks/overhead.py --workloads "${TIMED_WORKLOADS:-gpt2-compiled}" --configs plain,tenprof-timed,tenprof-timed-s3t3 --repeats "${TIMED_REPEATS:-4}" --deadline-min "${TIMED_DEADLINE_MIN:-7}" --json "$OUT/settle36gpu.json" ) >> "$G" 2>&1
+    python3 benchmarks/timed_ratio.py "$OUT/settle36gpu.json" >> "$G" 2>&1
     for a in "--settle 1" "--settle 4" "--settle 1 --eager" "--settle 1 --no-profiler --sleep-s 0.2"; do ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" python3 benchmarks/stop_recovery.py $a ) 2>&1 | tail -n 1 >> "$G"; done
-    grep -E "^== |^\| |x$" "$G"
+    grep -E "^\| |x$" "$G"
     ;;
   under36)  # issue 36: is a model compiled while tenprof records slower afterwards than one compiled un-profiled? one process, both timed alternately (benchmarks/compiled_under_capture.py), twice; text in $OUT/under36.txt
     for r in 1 2; do ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" python3 benchmarks/compiled_under_capture.py ) 2>&1 | grep -v "Warning" | tail -n 2 >> "$OUT/under36.txt"; done

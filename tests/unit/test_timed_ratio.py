@@ -52,15 +52,20 @@ def test_runs_are_pooled_per_card_and_workload_and_failed_runs_left_out() -> Non
         }
 
     pooled = timed_ratio.processes([doc("H200", 0.7), doc("H200", 0.8), doc("H100", None)])
-    assert pooled[("H200", "mlp")] == ([3.5, 4.0], [4.0, 4.0])
-    assert pooled[("H100", "mlp")] == ([], [4.0])
+    assert pooled[("H200", "mlp", "tenprof-timed")] == ([3.5, 4.0], [4.0, 4.0])
+    assert pooled[("H100", "mlp", "tenprof-timed")] == ([], [4.0])
+    other = doc("H200", 0.7)
+    other["runs"].append({"workload": "mlp", "config": "tenprof-timed-s3t3", "loop_s": 2.0, "timed_step_s": 0.0036})
+    both = timed_ratio.processes([other])  # each timed configuration against the same plain processes
+    assert both[("H200", "mlp", "tenprof-timed")] == ([3.5], [4.0])
+    assert both[("H200", "mlp", "tenprof-timed-s3t3")] == ([3.5], [3.6])
 
 
 def test_the_committed_pinned_runs_give_the_documented_ratio() -> None:
     """docs/BENCHMARKS.md's pooled MLP figure comes from these two calls' results."""
     results = ROOT / "benchmarks" / "results"
     documents = [json.loads((results / f"2026-12-01-h200-pinned36-mlp-{s}.json").read_text()) for s in "ab"]
-    plain, timed = timed_ratio.processes(documents)[("NVIDIA H200", "mlp")]
+    plain, timed = timed_ratio.processes(documents)[("NVIDIA H200", "mlp", "tenprof-timed")]
     assert (len(plain), len(timed)) == (25, 25)
     r = timed_ratio.timed_ratio(plain, timed)
     assert (round(r.ratio, 3), round(r.low, 3), round(r.high, 3)) == (1.095, 1.01, 1.14)
