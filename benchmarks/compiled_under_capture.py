@@ -23,19 +23,19 @@ import torch
 import tenprof
 
 
-def training_step(layers: int, width: int, batch: int, device: str) -> Callable[[], None]:
+def training_step(layers: int, width: int, batch: int, device: str, compiled: bool = True) -> Callable[[], None]:
     torch.manual_seed(0)
     blocks: list[torch.nn.Module] = []
     for _ in range(layers):
         blocks += [torch.nn.Linear(width, width), torch.nn.ReLU()]
     model = torch.nn.Sequential(*blocks).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
-    compiled = torch.compile(model)
+    forward = torch.compile(model) if compiled else model
     x = torch.randn(batch, width, device=device)
 
     def step() -> None:
         optimizer.zero_grad(set_to_none=True)
-        compiled(x).sum().backward()
+        forward(x).sum().backward()
         optimizer.step()
 
     return step

@@ -111,7 +111,7 @@ from pathlib import Path
 from typing import Any
 
 # tenprof run's plan of its timed steps (no torch)
-from tenprof.capture.overhead_plan import SETTLING_VAR, TIMED_RUN_VAR, OverheadPlan, settling_steps, timed_run
+from tenprof.capture.overhead_plan import SETTLING_VAR, TIMED_RUN_VAR, OverheadPlan
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -673,10 +673,8 @@ def _same_steps_s(durations: list[float], config: str) -> float | None:
 def _timed_plan(config: str) -> OverheadPlan:
     """The plan a timed configuration's runs follow: its own settings, else this process's environment (which
     its runs inherit)."""
-    env = TIMED_CONFIGS[config]
-    settling = int(env[SETTLING_VAR]) if SETTLING_VAR in env else settling_steps()
-    in_a_row = int(env[TIMED_RUN_VAR]) if TIMED_RUN_VAR in env else timed_run()
-    return OverheadPlan.for_run(TIMED_STEPS, None, settling, in_a_row)
+    env = {k: int(v) for k, v in TIMED_CONFIGS[config].items()}
+    return OverheadPlan.for_run(TIMED_STEPS, None, env.get(SETTLING_VAR), env.get(TIMED_RUN_VAR))
 
 
 def recorded_overhead(profile_dir: Path) -> dict[str, float | None]:

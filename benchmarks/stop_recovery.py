@@ -19,25 +19,10 @@ import argparse
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
 
 import torch
 from compiled_under_capture import timed, training_step
 from torch.profiler import ProfilerActivity, profile
-
-
-def eager_step(device: str) -> Callable[[], None]:
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(*[m for _ in range(8) for m in (torch.nn.Linear(32, 32), torch.nn.ReLU())]).to(device)
-    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
-    x = torch.randn(4, 32, device=device)
-
-    def step() -> None:
-        optimizer.zero_grad(set_to_none=True)
-        model(x).sum().backward()
-        optimizer.step()
-
-    return step
 
 
 def main() -> None:
@@ -51,7 +36,7 @@ def main() -> None:
     parser.add_argument("--spin-s", type=float, default=0.0, help="with --no-profiler: a busy Python loop")
     args = parser.parse_args()
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    step = eager_step(device) if args.eager else training_step(8, 32, 4, device)
+    step = training_step(8, 32, 4, device, compiled=not args.eager)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
     timed(step, 5, device)
     plain = timed(step, 100, device)

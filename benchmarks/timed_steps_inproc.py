@@ -24,12 +24,12 @@ from overhead import recorded_overhead
 from toggle_probe import gpt2_step, mlp_step, timed
 
 import tenprof
-from tenprof.capture.overhead_plan import OverheadPlan, settling_steps, timed_run
+from tenprof.capture.overhead_plan import OverheadPlan
 
 
 def steps_for(timed_count: int) -> int:
     """The fewest steps a recording needs for tenprof's plan to time `timed_count` of them, and two more."""
-    plan = OverheadPlan.for_run(timed_count, None, settling_steps(), timed_run())
+    plan = OverheadPlan.for_run(timed_count, None)  # as the environment sets it
     n, seen = 0, 0
     while seen < timed_count:
         if plan.is_off(n) and not plan.is_settling(n):

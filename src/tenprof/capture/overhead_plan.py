@@ -54,10 +54,17 @@ class OverheadPlan:
     timed_run: int = 1  # steps timed in a row in each stretch
 
     @staticmethod
-    def for_run(count: int, schedule: Schedule | None, settling: int = SETTLING, timed_run: int = 1) -> OverheadPlan:
+    def for_run(
+        count: int, schedule: Schedule | None, settling: int | None = None, timed_run: int | None = None
+    ) -> OverheadPlan:
+        """The run's plan; `settling` and `timed_run` left None are read from the environment:
+        TENPROF_SETTLING_STEPS (`settling_steps`) and TENPROF_TIMED_RUN (steps timed in a row; 1 unless it is a
+        whole number of at least 1)."""
         if schedule is None:
-            every = settling + timed_run + RECORDED_BETWEEN
-            return OverheadPlan(count=count, every=every, settling=settling, timed_run=timed_run)
+            settling = settling_steps() if settling is None else settling
+            in_a_row = _whole(TIMED_RUN_VAR, 1) if timed_run is None else timed_run
+            every = settling + in_a_row + RECORDED_BETWEEN
+            return OverheadPlan(count=count, every=every, settling=settling, timed_run=in_a_row)
         return OverheadPlan(count=count, after=schedule.wait + schedule.warmup + schedule.active + 1)
 
     def _stretch(self, step: int) -> tuple[int, int]:
@@ -97,12 +104,6 @@ def settling_steps() -> int:
     a whole number of at least 1 (as tenprof's other experimental switches, anything else means the
     default), else SETTLING."""
     return _whole(SETTLING_VAR, SETTLING)
-
-
-def timed_run() -> int:
-    """How many steps each stretch times in a row: TENPROF_TIMED_RUN where it is a whole number of at least
-    1, else 1."""
-    return _whole(TIMED_RUN_VAR, 1)
 
 
 def _whole(name: str, default: int) -> int:

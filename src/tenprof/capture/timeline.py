@@ -52,7 +52,7 @@ from tenprof.capture.log_filter import profiler_lines_kept_out
 from tenprof.capture.native_lines import USER_SCOPE, NativeCallsiteRecorder, SamplerGate
 from tenprof.capture.native_trace import trace_document, trace_minus_perf_ns, write_trace_document
 from tenprof.capture.op_copy import OPS_VAR, StepWindow, fill_trace
-from tenprof.capture.overhead_plan import DEFAULT_COUNT, RECORDED, OverheadPlan, settling_steps, timed_run
+from tenprof.capture.overhead_plan import DEFAULT_COUNT, RECORDED, OverheadPlan
 from tenprof.capture.own_launches import OwnLaunches
 from tenprof.capture.schedule import Schedule
 from tenprof.capture.session_thread import SessionThread
@@ -208,7 +208,7 @@ class TimelineSession:
         self._device_totals_us: dict[str, float] = {}  # torch's own totals over every part, for --verify
         self._sync_count = 0
         self._prof: Any = None  # the torch.profiler session, None while stopped for steps run un-profiled
-        self._plan = OverheadPlan.for_run(options.overhead_steps, options.schedule, settling_steps(), timed_run())
+        self._plan = OverheadPlan.for_run(options.overhead_steps, options.schedule)
         self._capture_on = True
         # the session stops for the steps timed un-profiled, GPU activity and all (see `_set_capture`)
         self._gpu_activity = torch.cuda.is_available() and options.schedule is None
