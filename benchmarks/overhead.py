@@ -63,8 +63,11 @@ Configurations:
                      plain run's own steps of the same numbers (its tenprof.step() calls marked:
                      benchmarks/step_marks.py), which drift and warm-up hit alike
     tenprof-timed-s3t3 the same with three settling steps after each stop and three timed in a row
-                     (TENPROF_SETTLING_STEPS=3 TENPROF_TIMED_RUN=3, experimental), against the plain runs'
-                     steps of its own plan's numbers
+                     (TENPROF_SETTLING_STEPS=3 TENPROF_TIMED_RUN=3; tenprof's default since 2026-12-01),
+                     against the plain runs' steps of its own plan's numbers
+    tenprof-timed-s1t1 the same with one settling step and one timed (TENPROF_SETTLING_STEPS=1
+                     TENPROF_TIMED_RUN=1: the default's shape until 2026-12-01, whose results name it
+                     tenprof-timed; it timed steps 4, 9, ..., 34)
     torch            torch.profiler(CPU+CUDA)                                  benchmarks/torch_profiler_run.py
     torch-stack      torch.profiler(CPU+CUDA, with_stack, record_shapes, profile_memory)
     torch-cuda       torch.profiler(CUDA): GPU activity alone, what the native capture leaves to the profiler
@@ -208,6 +211,9 @@ CONFIGS: dict[str, Config] = {
         "tenprof run --overhead-steps 7, three settling steps and three timed in a row (its own un-profiled steps)",
         ("tenprof",),
     ),
+    "tenprof-timed-s1t1": Config(
+        "tenprof run --overhead-steps 7, one settling step and one timed (its own un-profiled steps)", ("tenprof",)
+    ),
     "tenprof-on-demand": Config("tenprof run --on-demand: the listener alone, nothing recorded", ("tenprof",)),
     "torch": Config("torch.profiler (CPU+CUDA)"),
     "torch-stack": Config("torch.profiler + with_stack, record_shapes, profile_memory"),
@@ -256,6 +262,7 @@ _EAGER_GPT2: dict[str, float] = {
     "tenprof-tensors": 18,
     "tenprof-timed": 26,
     "tenprof-timed-s3t3": 26,
+    "tenprof-timed-s1t1": 26,
     "torch": 21,
     "torch-cuda": 20,
     "torch-stack": 83,  # torch's Python-stack post-processing of the whole script, at exit
@@ -274,6 +281,7 @@ ESTIMATE_S: dict[str, dict[str, float]] = {
         "tenprof-tensors": 40,
         "tenprof-timed": 52,
         "tenprof-timed-s3t3": 52,
+        "tenprof-timed-s1t1": 52,
         "torch": 35,
         "torch-stack": 200,  # the Python tracer also records Dynamo and Inductor compiling
         "torch-et": 40,
@@ -306,8 +314,9 @@ ESTIMATE_S: dict[str, dict[str, float]] = {
         "tenprof-tensors": 10,
         "tenprof-timed": 16,
         "tenprof-timed-s3t3": 16,
+        "tenprof-timed-s1t1": 16,
     },
-    "mlp-compiled": {"plain": 15, "tenprof-timed": 30, "tenprof-timed-s3t3": 30},  # guessed
+    "mlp-compiled": {"plain": 15, "tenprof-timed": 30, "tenprof-timed-s3t3": 30, "tenprof-timed-s1t1": 30},  # guessed
     "conv": {"plain": 4, "tenprof": 10, "tenprof-nolines": 10, "tenprof-light": 10, "tenprof-tensors": 9},
     "matmul": {"plain": 4, "tenprof": 9, "tenprof-nolines": 9, "tenprof-light": 10, "tenprof-tensors": 9},
 }
@@ -327,11 +336,12 @@ def cold_s(workload: str, configs: list[str]) -> float:
 
 
 RUN_TIMEOUT_S = 480
-TIMED_STEPS = 7  # tenprof-timed: steps timed with the capture off (4, 9, ..., 34 where the run has them)
+TIMED_STEPS = 7  # tenprof-timed: steps timed with the capture off (9-11, 18-20, 27 where the run has them)
 # the configurations that time their own un-profiled steps, and the environment their plan is read from
 TIMED_CONFIGS: dict[str, dict[str, str]] = {
     "tenprof-timed": {},
     "tenprof-timed-s3t3": {SETTLING_VAR: "3", TIMED_RUN_VAR: "3"},
+    "tenprof-timed-s1t1": {SETTLING_VAR: "1", TIMED_RUN_VAR: "1"},
 }
 
 
@@ -527,6 +537,7 @@ def command(
             "tenprof-tensors": ["--passes", "tensors"],
             "tenprof-timed": ["--overhead-steps", str(TIMED_STEPS)],
             "tenprof-timed-s3t3": ["--overhead-steps", str(TIMED_STEPS)],
+            "tenprof-timed-s1t1": ["--overhead-steps", str(TIMED_STEPS)],
         }[config]
         if config in TIMED_CONFIGS:  # these time their steps un-profiled: not every step is recorded
             tenprof_options = tuple(o for o in tenprof_options if o != "--overhead-steps" and o != "0")
@@ -548,7 +559,11 @@ def command(
             "tenprof-cupti-every": ["env", "TENPROF_INPUTS=every"],
             "tenprof-cupti-ungated": ["env", "TENPROF_SAMPLER_GATE=0"],
             "tenprof-cupti-ops": ["env", "TENPROF_OPS=sampled"],
-            "tenprof-timed-s3t3": ["env", *(f"{k}={v}" for k, v in TIMED_CONFIGS["tenprof-timed-s3t3"].items())],
+            **{
+                c: ["env", *(f"{k}={v}" for k, v in TIMED_CONFIGS[c].items())]
+                for c in TIMED_CONFIGS
+                if c != "tenprof-timed"
+            },
         }.get(config, [])
         return [
             *recorder,
@@ -595,6 +610,7 @@ class Run:
     # recorded step, from its report
     timed_step_s: float | None = None
     recorded_step_s: float | None = None
+    plan: str = ""  # a timed configuration's plan, as plan_label() names it (results before 2026-12-02: none)
     # plain, when tenprof-timed runs too: the median of its own steps of the numbers tenprof times
     plain_same_steps_s: float | None = None
     # plain, when a timed configuration runs: each of its steps (s), for the step numbers of every timed plan
@@ -703,6 +719,12 @@ def _read_timed_steps(run: Run, profile_dir: Path) -> None:
         run.error = str(exc)
         return
     run.timed_step_s, run.recorded_step_s = measured["unprofiled_s"], measured["recorded_s"]
+    run.plan = plan_label(_timed_plan(run.config))
+
+
+def plan_label(plan: OverheadPlan) -> str:
+    """How a timed run's un-profiled steps were planned, in results and by benchmarks/timed_ratio.py."""
+    return f"{plan.settling} settling, {plan.timed_run} timed"
 
 
 # --- plan, results, table -------------------------------------------------------------------------------

@@ -3,12 +3,12 @@
     python benchmarks/timed_ratio.py RESULTS.json [RESULTS.json ...]
 
 Reads the results of `benchmarks/overhead.py --configs plain,tenprof-timed` (one or several calls, pooled
-per workload and card) and prints, per workload: how many processes of each kind, the plain loop's step
-in each (its spread between processes is the yardstick's own noise), the runs' un-profiled steps, the
-ratio of the two medians and its 90% interval (a bootstrap over processes: each side's runs resampled
-with replacement, a fixed seed, so the same files give the same interval), and the verdict against issue
-36's goal (within 10% of the plain loop): "within" when the whole interval lies in 0.90-1.10, "outside"
-when it lies wholly beyond, else "not told apart" (more processes are needed).
+per card, workload and plan of the un-profiled steps) and prints, per workload and plan: how many processes
+of each kind, the plain loop's step in each (its spread between processes is the yardstick's own noise), the
+runs' un-profiled steps, the ratio of the two medians and its 90% interval (a bootstrap over processes: each
+side's runs resampled with replacement, a fixed seed, so the same files give the same interval), and the
+verdict against issue 36's goal (within 10% of the plain loop): "within" when the whole interval lies in
+0.90-1.10, "outside" when it lies wholly beyond, else "not told apart" (more processes are needed).
 
 A process is the unit: the steps of one process share its placement and its machine's mood, so they are
 not independent samples of the loop's speed. Figures of two cards are never pooled.
@@ -64,9 +64,14 @@ def timed_ratio(plain_ms: list[float], timed_ms: list[float]) -> TimedRatio:
     )
 
 
+# The plan of a timed run whose results do not name it (overhead.py before 2026-12-02), by its configuration:
+# tenprof-timed then had one settling step and one timed (tenprof's default until 2026-12-01).
+PLAN_OF_CONFIG = {"tenprof-timed": "1 settling, 1 timed", "tenprof-timed-s3t3": "3 settling, 3 timed"}
+
+
 def processes(documents: list[dict]) -> dict[tuple[str, str, str], tuple[list[float], list[float]]]:
-    """(card, workload, timed configuration) -> (each plain process's step, each of that configuration's runs'
-    un-profiled step), in ms; the timed configurations (tenprof-timed, tenprof-timed-s3t3, ...) each set
+    """(card, workload, plan) -> (each plain process's step, each timed run's un-profiled step under that
+    plan), in ms; the plans (as overhead.py's plan_label names them: "3 settling, 3 timed", ...) each set
     against the same plain processes."""
     plain: dict[tuple[str, str], list[float]] = {}
     timed: dict[tuple[str, str, str], list[float]] = {}
@@ -77,7 +82,8 @@ def processes(documents: list[dict]) -> dict[tuple[str, str, str], tuple[list[fl
             if run["config"] == "plain" and run.get("loop_s") and run.get("steps"):
                 plain.setdefault(key, []).append(1e3 * run["loop_s"] / run["steps"])
             elif run["config"].startswith("tenprof-timed"):
-                mine = timed.setdefault((*key, run["config"]), [])
+                plan = run.get("plan") or PLAN_OF_CONFIG.get(run["config"], run["config"])
+                mine = timed.setdefault((*key, plan), [])
                 if run.get("timed_step_s"):
                     mine.append(1e3 * run["timed_step_s"])
     return {
@@ -92,13 +98,12 @@ def main() -> None:
     args = parser.parse_args()
     documents = [json.loads(path.read_text()) for path in args.results]
     print(
-        "| card | workload | plain processes: step (ms) | tenprof runs: un-profiled step (ms) | ratio of medians | "
-        "90% interval | within 10%? |"
+        "| card | workload | plan | plain processes: step (ms) | tenprof runs: un-profiled step (ms) | "
+        "ratio of medians | 90% interval | within 10%? |"
     )
-    print("|---|---|---|---|---|---|---|")
-    for (card, workload, config), (plain, timed) in sorted(processes(documents).items()):
-        if config != "tenprof-timed":
-            workload = f"{workload} ({config})"
+    print("|---|---|---|---|---|---|---|---|")
+    for (card, workload, plan), (plain, timed) in sorted(processes(documents).items()):
+        workload = f"{workload} | {plan}"
         each = f"{len(plain)}: {', '.join(f'{v:.2f}' for v in plain)}"
         mine = f"{len(timed)}: {', '.join(f'{v:.2f}' for v in timed)}"
         if len(plain) < 2 or len(timed) < 2:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (settle36gpu under36 pinned36 flag38e partsc38 tests38 parity38g parity38c fixture38s table38 boundary38 detach38 check38 memc38 flag38 kindsc38 attach38 tail38 inrunc38 opstest38 kinds38 stepsops38 opsfinal38 cost38 ops38 steps38 inrun38 fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (plan36 settle36gpu under36 pinned36 flag38e partsc38 tests38 parity38g parity38c fixture38s table38 boundary38 detach38 check38 memc38 flag38 kindsc38 attach38 tail38 inrunc38 opstest38 kinds38 stepsops38 opsfinal38 cost38 ops38 steps38 inrun38 fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -991,11 +991,21 @@ for name in ('filtered', 'native'):
   parts38)  # issue 38: what each part of tenprof's capture costs, every step recorded, beside torch.profiler and Proton (PARTS_WORKLOADS, PARTS_REPEATS, PARTS_DEADLINE_MIN); text in $OUT/parts38.txt
     python3 benchmarks/overhead.py --workloads "${PARTS_WORKLOADS:-gpt2-fp32}" --configs plain,torch,proton,tenprof,tenprof-nosampler,tenprof-noclocks,tenprof-nothreads,tenprof-bare --repeats "${PARTS_REPEATS:-3}" --deadline-min "${PARTS_DEADLINE_MIN:-8.5}" --json "$OUT/" > "$OUT/parts38.txt" 2>&1
     ;;
-  settle36gpu)  # issue 36: the run's un-profiled steps with one settling step (today's plan, tenprof-timed) and with three settling and three timed in a row (tenprof-timed-s3t3), plain and both interleaved in one benchmark, pinned (PIN_CPUS); TIMED_WORKLOADS (default gpt2-compiled), TIMED_REPEATS (4), TIMED_DEADLINE_MIN (7); then benchmarks/stop_recovery.py (settle 1 and 4); text in $OUT/settle36gpu.txt
+  plan36)  # issue 36: the default plan of three settling steps and three timed (steps 6-11 un-profiled, 9-11 timed) end to end: a 40-step MLP's steps and its report's overhead line, then the GPU tests whose runs take the default plan (capture, diff, user metrics, memory); text in $OUT/plan36.txt
+    P="$OUT/plan36.txt"
+    ( cd "$REPO" && tenprof run --quiet -o "$WORK/prof/mlp40" examples/small_mlp.py --steps 40 --warmup 0 ) >> "$P" 2>&1
+    steps_of "$WORK/prof/mlp40" | awk 'NR == 1 || $2 == 0' >> "$P"
+    tenprof report "$WORK/prof/mlp40" 2>&1 | grep -E -A2 "Overhead|From [0-9]+ steps" >> "$P"
+    timeout "${GPUTESTS_TIMEOUT:-400}" python3 -m pytest -q -m gpu -p no:cacheprovider -rf tests/gpu/test_gpu_capture.py tests/gpu/test_gpu_diff.py \
+      tests/gpu/test_user_metrics_gpu.py tests/gpu/test_gpu_memory.py >> "$P" 2>&1
+    echo "pytest rc=$?" >> "$P"
+    tail -n 30 "$P"
+    ;;
+  settle36gpu)  # issue 36: the run's un-profiled steps with one settling step and one timed (tenprof-timed-s1t1, the plan until 2026-12-01) and with three settling and three timed in a row (tenprof-timed, the default since; its results before name it tenprof-timed-s3t3), plain and both interleaved in one benchmark, pinned (PIN_CPUS); TIMED_WORKLOADS (default gpt2-compiled), TIMED_REPEATS (4), TIMED_DEADLINE_MIN (7); then benchmarks/stop_recovery.py (settle 1 and 4; RECOVERY=0 leaves it out); text in $OUT/settle36gpu.txt
     G="$OUT/settle36gpu.txt"
-    ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" python3 benchmarks/overhead.py --workloads "${TIMED_WORKLOADS:-gpt2-compiled}" --configs plain,tenprof-timed,tenprof-timed-s3t3 --repeats "${TIMED_REPEATS:-4}" --deadline-min "${TIMED_DEADLINE_MIN:-7}" --json "$OUT/settle36gpu.json" ) >> "$G" 2>&1
+    ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" python3 benchmarks/overhead.py --workloads "${TIMED_WORKLOADS:-gpt2-compiled}" --configs plain,tenprof-timed-s1t1,tenprof-timed --repeats "${TIMED_REPEATS:-4}" --deadline-min "${TIMED_DEADLINE_MIN:-7}" --json "$OUT/settle36gpu.json" ) >> "$G" 2>&1
     python3 benchmarks/timed_ratio.py "$OUT/settle36gpu.json" >> "$G" 2>&1
-    for a in "--settle 1" "--settle 4" "--settle 1 --eager" "--settle 1 --no-profiler --sleep-s 0.2"; do ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" python3 benchmarks/stop_recovery.py $a ) 2>&1 | tail -n 1 >> "$G"; done
+    [ "${RECOVERY:-1}" = 0 ] || for a in "--settle 1" "--settle 4" "--settle 1 --eager" "--settle 1 --no-profiler --sleep-s 0.2"; do ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" python3 benchmarks/stop_recovery.py $a ) 2>&1 | tail -n 1 >> "$G"; done
     grep -E "^\| |x$" "$G"
     ;;
   under36)  # issue 36: is a model compiled while tenprof records slower afterwards than one compiled un-profiled? one process, both timed alternately (benchmarks/compiled_under_capture.py), twice; text in $OUT/under36.txt

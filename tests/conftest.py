@@ -181,7 +181,7 @@ CPU_STEPS_SCRIPT = """\
 import sys, time, torch, tenprof
 x = torch.ones(64, 64)
 flags = []
-for step in range(11):
+for step in range(15):
     if step == 0:
         time.sleep(0.3)  # start-up in the first step: a pool, a cache, a file opened
     for _ in range(20):
@@ -194,8 +194,8 @@ open(sys.argv[1], "w").write("".join(map(str, flags)))
 
 @pytest.fixture(scope="session")
 def cpu_steps_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One `tenprof run` on the CPU of a loop of eleven marked steps whose first sleeps (steps 3-4 and 8-9
-    run with the capture off, 4 and 9 timed), shared by every test that needs such a run: its folder holds the script
+    """One `tenprof run` on the CPU of a loop of fifteen marked steps whose first sleeps (steps 6-11 run with
+    the capture off, 9-11 timed), shared by every test that needs such a run: its folder holds the script
     (`loop.py`), the profile (`prof`) and the profiler flag the script saw in each step (`flags.txt`)."""
     from tenprof.cli.main import main
 

@@ -37,7 +37,7 @@ SCRIPT = textwrap.dedent(
             return torch.ones(4)
 
     if __name__ == "__main__":
-        for _ in range(11):
+        for _ in range(15):
             b = load_batch()
             for _ in range(5):
                 x = torch.tanh(x @ b)
@@ -65,9 +65,9 @@ def test_a_sleep_in_the_input_pipeline_is_sampled_at_its_line(sampled_run: tuple
     slept = json.loads((out.parent / "slept.json").read_text())
     profile = load_profile(out)
     steps = profile.table("steps").to_pydict()
-    on = [i for i, c in enumerate(steps["capture_on"]) if c and steps["step"][i] < 11]
+    on = [i for i, c in enumerate(steps["capture_on"]) if c and steps["step"][i] < 15]
     off = [i for i, c in enumerate(steps["capture_on"]) if not c]
-    assert off  # steps 3-4 and 8-9 run un-profiled
+    assert off  # steps 6-11 run un-profiled
     lo = np.array([steps["start_ns"][i] for i in on], dtype=np.int64)
     hi = np.array([steps["end_ns"][i] for i in on], dtype=np.int64)
     found = host_lines(profile, lo, hi, main_thread(profile))
@@ -100,7 +100,7 @@ def test_waiting_for_dataloader_workers_names_the_workers_lines(sampled_run: tup
     script, out = sampled_run
     profile = load_profile(out)
     steps = profile.table("steps").to_pydict()
-    after = np.array([steps["start_ns"][steps["step"].index(9)]])  # the loader runs after the 9th step()
+    after = np.array([steps["start_ns"][steps["step"].index(12)]])  # the loader runs after the 15th step()
     end = np.array([np.iinfo(np.int64).max])
     found = host_lines(profile, after, end, main_thread(profile))
     loop = next(i + 1 for i, t in enumerate(SCRIPT.splitlines()) if "for batch in" in t)
@@ -128,7 +128,7 @@ def test_a_ranks_line_times_count_the_hosts_time_outside_torch_ops(sampled_run: 
     script, out = sampled_run
     profile = load_profile(out)
     steps = profile.table("steps").to_pydict()
-    on = [i for i, c in enumerate(steps["capture_on"]) if c and steps["step"][i] < 11]
+    on = [i for i, c in enumerate(steps["capture_on"]) if c and steps["step"][i] < 15]
     windows = ([steps["start_ns"][i] for i in on], [steps["end_ns"][i] for i in on])
     sleep_line = next(i + 1 for i, t in enumerate(SCRIPT.splitlines()) if "time.sleep" in t)
     per_step = line_times(profile, windows)[(f"{script}:{sleep_line}", OUTSIDE_OPS)]

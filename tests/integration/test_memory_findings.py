@@ -110,7 +110,7 @@ def test_outputs_stored_with_their_graph_read_as_the_graph_and_grow_as_they_do(t
     for fixed in (False, True):
         predictions = []
         with tenprof.profile(str(tmp_path / str(fixed))) as p:
-            for _ in range(12):
+            for _ in range(16):
                 with torch.no_grad() if fixed else _nothing():
                     predictions.append(model(batch))  # the predictions
                 p.step()

@@ -69,7 +69,8 @@ def test_the_native_capture_records_the_ops_and_lines_the_default_one_does(
     assert native.table("steps").select(steps).to_pylist() == default.table("steps").select(steps).to_pylist()
     # torch's profiler flag is up in the recorded steps and down in those run un-profiled, under both
     # captures (code that records more under a profiler, compiled code above all, records alike)
-    assert (native_steps_run / "flags.txt").read_text() == (cpu_steps_run / "flags.txt").read_text() == "11100111001"
+    flags = (native_steps_run / "flags.txt").read_text()
+    assert flags == (cpu_steps_run / "flags.txt").read_text() == "111111000000111"
     status = json.loads((native_steps_run / "prof" / "timeline" / "raw" / "child_status.json").read_text())
     assert status["trace_written"]
     # most steps' input shapes were copied from sampled ones (and are the default capture's, above), and the
@@ -119,7 +120,7 @@ def test_the_native_capture_records_the_memory_the_default_one_does(
     assert samples[("aten::mm", 64 * 64 * 4, 1, 0)] == samples[("aten::tanh", 64 * 64 * 4, 1, 0)] == 20
 
     # The CPU allocator's total counts the allocations made while memory is profiled, so after the first
-    # window run un-profiled (steps 3-4) each capture's totals depend on when its reporting paused; before
+    # window run un-profiled (steps 6-11) each capture's totals depend on when its reporting paused; before
     # it, the same.
     def before_off(profile: Profile) -> Counter[tuple[str, int, int, int]]:
         return Counter({k: v for k, v in _memory_by_op(profile, totals=True).items() if 0 <= k[2] < 3})
@@ -199,12 +200,12 @@ def test_the_native_capture_on_a_gpu_marks_every_step_and_keeps_its_session_off_
     session = TimelineSession(tmp_path, TimelineOptions(capture="native", sample_interval_ns=0))
     session.start()
     flags = []
-    for _ in range(6):  # steps 3-4 run un-profiled
+    for _ in range(14):  # steps 6-11 run un-profiled
         torch.ones(3).add_(1)
         flags.append(torch.autograd.profiler._is_profiler_enabled)
         session.step()
     session.stop()
-    assert flags == [True, True, True, False, False, True] and not torch.autograd.profiler._is_profiler_enabled
+    assert flags == [True] * 6 + [False] * 6 + [True] * 2 and not torch.autograd.profiler._is_profiler_enabled
     main, own = threading.current_thread().name, "tenprof-gpu-session_0"
     window = [("prepare", main), ("start", own), ("stop", own), ("export", main)]
     assert _GpuActivitySession.calls == window * 2
@@ -212,10 +213,10 @@ def test_the_native_capture_on_a_gpu_marks_every_step_and_keeps_its_session_off_
     assert recorder is not None
     names = recorder.ops["names"]
     marked = [names[n] for n in recorder.ops["name_id"] if names[n].startswith("ProfilerStep#")]
-    assert marked == [f"ProfilerStep#{k}" for k in (0, 1, 2, 5, 6)]
+    assert marked == [f"ProfilerStep#{k}" for k in (0, 1, 2, 3, 4, 5, 12, 13, 14)]
     memory = recorder.ops["memory"]
     assert set(memory["thread_id"]) == {threading.get_native_id()}
-    assert memory["bytes"].count(12) == 4  # torch.ones(3) of each recorded step (0-2, 5), none of 3-4
+    assert memory["bytes"].count(12) == 8  # torch.ones(3) of each recorded step (0-5, 12-13), none of 6-11
 
 
 class _FakeCuptiClient:
@@ -286,7 +287,7 @@ def test_native_cupti_turns_its_client_on_in_each_recorded_window_and_writes_wha
     options = TimelineOptions(capture="native-cupti", sample_interval_ns=0, verify=True)
     session = TimelineSession(tmp_path, options)
     session.start()
-    for _ in range(6):  # steps 3-4 run un-profiled: the client is off in them
+    for _ in range(14):  # steps 6-11 run un-profiled: the client is off in them
         torch.ones(3).add_(1)
         session.step()
     session.stop()
@@ -309,7 +310,7 @@ def test_native_cupti_turns_its_client_on_in_each_recorded_window_and_writes_wha
     (tmp_path / "detached").mkdir()
     session = TimelineSession(tmp_path / "detached", options)
     session.start()
-    for _ in range(6):
+    for _ in range(14):
         torch.ones(3).add_(1)
         session.step()
     session.stop()
@@ -502,7 +503,7 @@ def test_ops_recorded_in_sampled_steps_are_copied_into_the_others_by_their_launc
     assert copy["launches_changed"] == 0  # the client's launch digest seen, every step's its kind's
     events = json.loads((tmp_path / trace_part_name(0)).read_bytes())["traceEvents"]
     steps = sorted(int(e["name"].split("#")[1]) for e in events if e["name"].startswith("ProfilerStep#"))
-    off = {3, 4, 8, 9, 13, 14} if overhead_steps else set()  # run un-profiled: no range, no launch recorded
+    off = set(range(6, 12)) if overhead_steps else set()  # run un-profiled: no range, no launch recorded
     assert steps == sorted(set(range(31)) - off)  # the 30 steps and the tail
     ops = [e for e in events if e.get("cat") == "cpu_op"]
     calls = [e for e in events if e.get("cat") == "cuda_runtime"]

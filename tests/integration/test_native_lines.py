@@ -41,7 +41,7 @@ def forward(inp):
     return (h * 2 + 1).square().mean()
 
 
-for _ in range(6):
+for _ in range(15):
     loss = forward(x)
     loss.backward()
     optimizer.step()
@@ -263,7 +263,7 @@ def test_a_trace_made_from_the_native_records_imports_as_the_profilers_does(nati
     steps_mine = mine.column("step").to_numpy()[on_script_thread]
     both = steps_mine >= 0
     assert (steps_mine[both] == steps_theirs[both]).all() and set(steps_mine[both]) >= {1, 2}
-    assert set(steps_theirs[~both]) <= {0, 5}
+    assert set(steps_theirs[~both]) <= {0, 12}  # each session's first step
 
 
 def test_native_recorder_records_nothing_while_paused(native_cache: Path) -> None:

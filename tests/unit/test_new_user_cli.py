@@ -90,7 +90,7 @@ def test_a_cpu_run_reads_as_one(cpu_steps_run: Path, tmp_path: Path, capsys: pyt
     assert main(["report", str(cpu_run)]) == 0
     printed = capsys.readouterr().out
     assert not [line for line in printed.splitlines() if line.endswith(" ")]  # no padding to 160 columns
-    assert "From 2 steps run with the capture off" in printed
+    assert "From 3 steps run with the capture off" in printed
     assert "allocated on cpu (" in printed and "cpu:-1" not in printed  # the CPU has no device index
     assert main(["view", str(cpu_run), "-m", "gpu_time"]) == 2
     assert "no GPU work" in _one_error_line(capsys)

@@ -8,12 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tenprof.analyses.timeline.overhead import measure
+from tenprof.analyses.timeline.overhead import STEPS_TO_TIME_ONE, measure
 from tenprof.capture.overhead_plan import (
     RECORDED,
     SETTLING_STEP,
     SETTLING_VAR,
     TIMED,
+    TIMED_RUN_VAR,
     OverheadPlan,
     settling_steps,
 )
@@ -22,35 +23,42 @@ from tenprof.store.profile import load_profile
 from tests.conftest import DATA
 
 
-def test_plan_takes_every_fifth_step_from_the_fourth_up_to_the_count() -> None:
-    plan = OverheadPlan(count=3)
-    # each timed step after one that settles the profiler's stop; odd and even steps alike
-    assert [s for s in range(20) if plan.is_off(s)] == [3, 4, 8, 9, 13, 14]
-    assert [s for s in range(20) if plan.is_off(s) and not plan.is_settling(s)] == [4, 9, 14]
+def test_plan_records_six_steps_then_settles_three_and_times_three_in_a_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(SETTLING_VAR, raising=False)
+    monkeypatch.delenv(TIMED_RUN_VAR, raising=False)
+    plan = OverheadPlan.for_run(3, None)
+    assert plan == OverheadPlan(count=3)
+    # three cold steps and three steady ones recorded, then one stretch: odd and even steps timed alike
+    assert [s for s in range(20) if plan.is_off(s)] == [6, 7, 8, 9, 10, 11]
+    assert [s for s in range(20) if plan.is_off(s) and not plan.is_settling(s)] == [9, 10, 11]
+    assert [plan.state(s) for s in (5, 6, 9, 12)] == [RECORDED, SETTLING_STEP, TIMED, RECORDED]
     assert not any(OverheadPlan(count=0).is_off(s) for s in range(20))
+    assert plan.steps_to_time_one == STEPS_TO_TIME_ONE == 10  # what the report tells a shorter run to run
     after_window = OverheadPlan.for_run(2, Schedule(wait=1, warmup=1, active=2))
     assert [s for s in range(12) if after_window.is_off(s)] == [5, 6]
 
 
-def test_more_settling_steps_keep_three_recorded_steps_between_stretches(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(SETTLING_VAR, raising=False)
-    assert OverheadPlan.for_run(3, None, settling_steps()) == OverheadPlan(count=3)  # unset: as before
-    monkeypatch.setenv(SETTLING_VAR, "2")
-    plan = OverheadPlan.for_run(3, None, settling_steps())
-    assert [s for s in range(22) if plan.is_off(s)] == [3, 4, 5, 9, 10, 11, 15, 16, 17]
-    assert [s for s in range(22) if plan.is_off(s) and not plan.is_settling(s)] == [5, 11, 17]  # odd and even
-    for junk in ("0", "two", "-1", "1.5"):  # not a whole number of steps: the default
-        monkeypatch.setenv(SETTLING_VAR, junk)
-        assert settling_steps() == 1
-
-
-def test_steps_timed_in_a_row_after_the_settling_ones_and_the_last_stretch_times_what_is_left() -> None:
+def test_more_stretches_keep_three_recorded_steps_between_and_the_last_times_what_is_left() -> None:
     plan = OverheadPlan.for_run(7, None, settling=3, timed_run=3)
     off = [s for s in range(40) if plan.is_off(s)]
     timed = [s for s in off if not plan.is_settling(s)]
-    assert timed == [6, 7, 8, 15, 16, 17, 24]  # 7 in all: three, three, then one
-    assert off == [3, 4, 5, 6, 7, 8, 12, 13, 14, 15, 16, 17, 21, 22, 23, 24]
-    assert [plan.state(s) for s in (2, 3, 6, 9)] == [RECORDED, SETTLING_STEP, TIMED, RECORDED]
+    assert timed == [9, 10, 11, 18, 19, 20, 27]  # 7 in all: three, three, then one
+    assert off == [*range(6, 12), *range(15, 21), 24, 25, 26, 27]
+
+
+def test_the_environment_sets_the_settling_and_timed_steps_of_each_stretch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(SETTLING_VAR, "1")
+    monkeypatch.setenv(TIMED_RUN_VAR, "1")
+    plan = OverheadPlan.for_run(3, None)  # one settling step and one timed: the plan until 2026-12-01
+    assert [s for s in range(22) if plan.is_off(s)] == [6, 7, 11, 12, 16, 17]
+    assert [s for s in range(22) if plan.is_off(s) and not plan.is_settling(s)] == [7, 12, 17]
+    monkeypatch.setenv(SETTLING_VAR, "2")
+    assert [s for s in range(22) if OverheadPlan.for_run(2, None).is_off(s)] == [6, 7, 8, 12, 13, 14]
+    for junk in ("0", "two", "-1", "1.5"):  # not a whole number of steps: the default
+        monkeypatch.setenv(SETTLING_VAR, junk)
+        assert settling_steps() == 3
+    monkeypatch.setenv(TIMED_RUN_VAR, "x")
+    assert OverheadPlan.for_run(3, None).timed_run == 3
 
 
 def test_imported_traces_are_estimated_from_what_their_capture_recorded(tmp_path: Path) -> None:

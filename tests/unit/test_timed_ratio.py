@@ -52,21 +52,37 @@ def test_runs_are_pooled_per_card_and_workload_and_failed_runs_left_out() -> Non
         }
 
     pooled = timed_ratio.processes([doc("H200", 0.7), doc("H200", 0.8), doc("H100", None)])
-    assert pooled[("H200", "mlp", "tenprof-timed")] == ([3.5, 4.0], [4.0, 4.0])
-    assert pooled[("H100", "mlp", "tenprof-timed")] == ([], [4.0])
+    assert pooled[("H200", "mlp", "1 settling, 1 timed")] == ([3.5, 4.0], [4.0, 4.0])
+    assert pooled[("H100", "mlp", "1 settling, 1 timed")] == ([], [4.0])
     other = doc("H200", 0.7)
     other["runs"].append({"workload": "mlp", "config": "tenprof-timed-s3t3", "loop_s": 2.0, "timed_step_s": 0.0036})
     both = timed_ratio.processes([other])  # each timed configuration against the same plain processes
-    assert both[("H200", "mlp", "tenprof-timed")] == ([3.5], [4.0])
-    assert both[("H200", "mlp", "tenprof-timed-s3t3")] == ([3.5], [3.6])
+    assert both[("H200", "mlp", "1 settling, 1 timed")] == ([3.5], [4.0])
+    assert both[("H200", "mlp", "3 settling, 3 timed")] == ([3.5], [3.6])
+    # results that name their plan are pooled by it, whatever the configuration was called then
+    other["runs"].append(
+        {"workload": "mlp", "config": "tenprof-timed", "plan": "3 settling, 3 timed", "timed_step_s": 0.0038}
+    )
+    assert timed_ratio.processes([other])[("H200", "mlp", "3 settling, 3 timed")] == ([3.5], [3.6, 3.8])
 
 
 def test_the_committed_pinned_runs_give_the_documented_ratio() -> None:
     """docs/BENCHMARKS.md's pooled MLP figure comes from these two calls' results."""
     results = ROOT / "benchmarks" / "results"
     documents = [json.loads((results / f"2026-12-01-h200-pinned36-mlp-{s}.json").read_text()) for s in "ab"]
-    plain, timed = timed_ratio.processes(documents)[("NVIDIA H200", "mlp", "tenprof-timed")]
+    plain, timed = timed_ratio.processes(documents)[("NVIDIA H200", "mlp", "1 settling, 1 timed")]
     assert (len(plain), len(timed)) == (25, 25)
     r = timed_ratio.timed_ratio(plain, timed)
     assert (round(r.ratio, 3), round(r.low, 3), round(r.high, 3)) == (1.095, 1.01, 1.14)
     assert r.verdict == "not told apart"
+
+
+def test_the_committed_settling_runs_give_the_documented_ratios() -> None:
+    """docs/BENCHMARKS.md's compiled GPT-2 figures for the two plans come from this call's results."""
+    document = json.loads((ROOT / "benchmarks" / "results" / "2026-12-01-h200-settle36gpu-b.json").read_text())
+    pooled = timed_ratio.processes([document])
+    got = {}
+    for plan in ("1 settling, 1 timed", "3 settling, 3 timed"):
+        r = timed_ratio.timed_ratio(*pooled[("NVIDIA H200", "gpt2-compiled", plan)])
+        got[plan] = (round(r.ratio, 3), round(r.low, 3), round(r.high, 3))
+    assert got == {"1 settling, 1 timed": (1.214, 1.097, 1.345), "3 settling, 3 timed": (1.017, 0.907, 1.194)}

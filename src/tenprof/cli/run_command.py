@@ -78,8 +78,8 @@ class RunCommand:
             type=non_negative_int,
             default=DEFAULT_OVERHEAD_STEPS,
             help=f"steps run with the capture off to time the program un-profiled (default {DEFAULT_OVERHEAD_STEPS}; "
-            "0: none): the 5th step and every 5th after it, each after an untimed one that settles the profiler's "
-            "stop, or with --schedule the steps after its window",
+            "0: none): from the 10th step, three in a row after three untimed ones that settle the profiler's stop "
+            "(steps 6-11; more in such stretches every 9 steps), or with --schedule the steps after its window",
         )
         parser.add_argument(
             "--capture",

@@ -198,6 +198,11 @@ def _steady(profile: Profile, rows: npt.NDArray[np.bool_]) -> npt.NDArray[np.boo
     return warm if warm.any() else rows
 
 
+# the steps a run needs before tenprof run's default plan times one with the capture off (capture.overhead_plan,
+# OverheadPlan().steps_to_time_one; this layer does not import the capture's, a test holds the two equal)
+STEPS_TO_TIME_ONE = 10
+
+
 def measure(profile: Profile) -> Overhead:
     steps = profile.table("steps")
     if steps.num_rows == 0:
@@ -299,7 +304,7 @@ def _estimate(profile: Profile, rows: npt.NDArray[np.bool_], busy: float | None)
     steps = profile.table("steps")
     durations = steps.column("duration_ns").to_numpy()[rows]
     why = (
-        "no step ran with the capture off (run with tenprof run and at least 4 steps to measure it)"
+        f"no step ran with the capture off (run with tenprof run and at least {STEPS_TO_TIME_ONE} steps to measure it)"
         if profile.meta.source != "import"
         else "an imported trace has no un-profiled steps"
     )
