@@ -2,12 +2,14 @@
 
 On the GPU machine (H200, 2026-12-01) a `pytest -m gpu` of four files printed "17 passed" and then did not exit
 until its timeout killed it. A thread that is not a daemon, or a child process, left by a capture outlives the
-tests and holds the interpreter at its exit; this names them (with the stack each thread stands in) so that
-the next run says which.
+tests and holds the interpreter at its exit; this names them (with the stack each thread stands in), and where
+the process is still there a minute after the session's end (stuck in an exit handler, say) every thread's
+stack is written to stderr, so that the next run says which. Only when GPU tests ran.
 """
 
 from __future__ import annotations
 
+import faulthandler
 import sys
 import threading
 import traceback
@@ -15,9 +17,15 @@ from pathlib import Path
 
 import pytest
 
+STUCK_AFTER_S = 60  # the session's end to a dump of every thread's stack, should the process still be there
+
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     import multiprocessing
+
+    if not any(item.get_closest_marker("gpu") for item in session.items):
+        return
+    faulthandler.dump_traceback_later(STUCK_AFTER_S, exit=False)  # cancelled by nothing: the process exits first
 
     frames = sys._current_frames()
     left = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
