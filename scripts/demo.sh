@@ -11,7 +11,7 @@ if ! .venv/bin/python -c "import torch" 2>/dev/null; then
   .venv/bin/python -m pip install -q "torch==2.13.0"
 fi
 .venv/bin/python -m pip install -q -e .
-.venv/bin/tenprof run --force --html --passes all -o tenprof-out examples/matmul_add.py --size 256 --steps 5 --warmup 2
+.venv/bin/tenprof run --force --html --passes all -o tenprof-out examples/matmul_add.py --size 256 --steps 20 --warmup 2
 .venv/bin/tenprof view tenprof-out --depth 8 --threshold 1
 head -n 20 tenprof-out/forest.txt
 .venv/bin/tenprof export --force tenprof-out --format perfetto -o tenprof-out/trace.json
