@@ -78,6 +78,24 @@ def test_imported_traces_are_estimated_from_what_their_capture_recorded(tmp_path
     assert o.unprofiled_step_ns < o.profiled_step_ns
 
 
+def test_a_cost_model_that_charges_the_whole_step_estimates_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the model's costs per op are a lower bound of the profiler's cost on an H100's host; where they add up to
+    # the whole recorded step they do not fit the run, and no un-profiled step is made up from them
+    from tenprof.analyses.timeline import overhead
+
+    profile = load_profile(DATA / "mlp")
+    fitting = measure(profile)
+    assert fitting.method == "estimated" and fitting.unprofiled_step_ns
+    assert fitting.profiled_step_ns is not None
+    ops_per_step = float(fitting.note.split("estimated from ")[1].split(" ops")[0])
+    # a base cost at which the ops' charge reaches the recorded step (what else was recorded adds to it)
+    whole = fitting.profiled_step_ns / ops_per_step
+    monkeypatch.setitem(overhead.COST_PER_OP_NS, "base", whole)
+    o = measure(profile)
+    assert o.method == "not measured" and o.unprofiled_step_ns is None and not o.known
+    assert "does not fit this run" in o.note and o.profiled_step_ns == fitting.profiled_step_ns
+
+
 def test_old_recordings_are_estimated_and_labelled_as_such() -> None:
     o = measure(load_profile(DATA / "mlp"))
     assert o.method == "estimated" and "estimated from" in o.note
