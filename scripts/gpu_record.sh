@@ -1001,11 +1001,11 @@ for name in ('filtered', 'native'):
     echo "pytest rc=$?" >> "$P"
     tail -n 30 "$P"
     ;;
-  settle36gpu)  # issue 36: the run's un-profiled steps with one settling step and one timed (tenprof-timed-s1t1, the plan until 2026-12-01) and with three settling and three timed in a row (tenprof-timed, the default since; its results before name it tenprof-timed-s3t3), plain and both interleaved in one benchmark, pinned (PIN_CPUS); TIMED_WORKLOADS (default gpt2-compiled), TIMED_REPEATS (4), TIMED_DEADLINE_MIN (7); then benchmarks/stop_recovery.py (settle 1 and 4; RECOVERY=0 leaves it out); text in $OUT/settle36gpu.txt
+  settle36gpu)  # issue 36: the run's un-profiled steps with one settling step and one timed (tenprof-timed-s1t1, the plan until 2026-12-01) and with three settling and three timed in a row (tenprof-timed, the default since; its results before name it tenprof-timed-s3t3), plain and both interleaved in one benchmark, pinned (PIN_CPUS); TIMED_WORKLOADS (default gpt2-compiled), TIMED_REPEATS (4), TIMED_DEADLINE_MIN (7); then benchmarks/stop_recovery.py (settle 1 and 4, CUPTI torn down at each stop as tenprof does, and kept; RECOVERY=0 leaves it out); text in $OUT/settle36gpu.txt
     G="$OUT/settle36gpu.txt"
     ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" python3 benchmarks/overhead.py --workloads "${TIMED_WORKLOADS:-gpt2-compiled}" --configs plain,tenprof-timed-s1t1,tenprof-timed --repeats "${TIMED_REPEATS:-4}" --deadline-min "${TIMED_DEADLINE_MIN:-7}" --json "$OUT/settle36gpu.json" ) >> "$G" 2>&1
     python3 benchmarks/timed_ratio.py "$OUT/settle36gpu.json" >> "$G" 2>&1
-    [ "${RECOVERY:-1}" = 0 ] || for a in "--settle 1" "--settle 4" "--settle 1 --eager" "--settle 1 --no-profiler --sleep-s 0.2"; do ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" python3 benchmarks/stop_recovery.py $a ) 2>&1 | tail -n 1 >> "$G"; done
+    [ "${RECOVERY:-1}" = 0 ] || for a in "--settle 1" "--settle 4" "--settle 4 --keep-cupti" "--settle 1 --eager" "--settle 1 --no-profiler --sleep-s 0.2"; do ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" python3 benchmarks/stop_recovery.py $a ) 2>&1 | tail -n 1 >> "$G"; done
     grep -E "^\| |x$" "$G"
     ;;
   under36)  # issue 36: is a model compiled while tenprof records slower afterwards than one compiled un-profiled? one process, both timed alternately (benchmarks/compiled_under_capture.py), twice; text in $OUT/under36.txt
