@@ -251,6 +251,22 @@ def test_the_overhead_verdict_follows_the_one_significance_rule() -> None:
     assert cold[0] == "too few steps" and "first 3" in cold[1]
 
 
+def test_a_long_runs_sampled_rank_test_is_worked_out_once_for_the_same_steps() -> None:
+    # a report measures the overhead four times (summary, step decomposition, findings, MFU); a long run's
+    # test samples 20,000 splits, so the same steps must not pay for it again, and the answer is the same
+    from tenprof.analyses.compare import significance
+
+    rng = np.random.default_rng(1)
+    off, recorded = rng.normal(10, 1, 20), rng.normal(11, 1, 200)
+    significance._rank_sum_test.cache_clear()
+    first = significance.rank_sum_test(off, recorded, "less")
+    again = significance.rank_sum_test(list(off), recorded.copy(), "less")  # equal values, other objects
+    assert not first.exact and again == first and first.beyond_noise
+    assert significance._rank_sum_test.cache_info().hits == 1
+    other = significance.rank_sum_test(recorded, off, "less")  # not the same question
+    assert not other.beyond_noise and significance._rank_sum_test.cache_info().misses == 2
+
+
 def test_the_overhead_line_shows_the_timed_step_unclamped_and_says_when_nothing_is_measurable() -> None:
     from tenprof.analyses.timeline.overhead import Overhead
     from tenprof.renderers.text import overhead_line
