@@ -610,7 +610,7 @@ class Run:
     # recorded step, from its report
     timed_step_s: float | None = None
     recorded_step_s: float | None = None
-    plan: str = ""  # a timed configuration's plan, as plan_label() names it (results before 2026-12-02: none)
+    plan: str = ""  # a timed configuration's plan, as OverheadPlan.label names it (results before 2026-12-02: none)
     # plain, when tenprof-timed runs too: the median of its own steps of the numbers tenprof times
     plain_same_steps_s: float | None = None
     # plain, when a timed configuration runs: each of its steps (s), for the step numbers of every timed plan
@@ -719,12 +719,7 @@ def _read_timed_steps(run: Run, profile_dir: Path) -> None:
         run.error = str(exc)
         return
     run.timed_step_s, run.recorded_step_s = measured["unprofiled_s"], measured["recorded_s"]
-    run.plan = plan_label(_timed_plan(run.config))
-
-
-def plan_label(plan: OverheadPlan) -> str:
-    """How a timed run's un-profiled steps were planned, in results and by benchmarks/timed_ratio.py."""
-    return f"{plan.settling} settling, {plan.timed_run} timed"
+    run.plan = _timed_plan(run.config).label
 
 
 # --- plan, results, table -------------------------------------------------------------------------------

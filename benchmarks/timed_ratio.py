@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tenprof.capture.overhead_plan import OverheadPlan  # no torch
+
 GOAL = 0.10  # issue 36: the un-profiled step within 10% of the plain loop's
 RESAMPLES = 4000
 SEED = 36
@@ -66,12 +68,15 @@ def timed_ratio(plain_ms: list[float], timed_ms: list[float]) -> TimedRatio:
 
 # The plan of a timed run whose results do not name it (overhead.py before 2026-12-02), by its configuration:
 # tenprof-timed then had one settling step and one timed (tenprof's default until 2026-12-01).
-PLAN_OF_CONFIG = {"tenprof-timed": "1 settling, 1 timed", "tenprof-timed-s3t3": "3 settling, 3 timed"}
+PLAN_OF_CONFIG = {
+    "tenprof-timed": OverheadPlan(settling=1, timed_run=1).label,
+    "tenprof-timed-s3t3": OverheadPlan(settling=3, timed_run=3).label,
+}
 
 
 def processes(documents: list[dict]) -> dict[tuple[str, str, str], tuple[list[float], list[float]]]:
     """(card, workload, plan) -> (each plain process's step, each timed run's un-profiled step under that
-    plan), in ms; the plans (as overhead.py's plan_label names them: "3 settling, 3 timed", ...) each set
+    plan), in ms; the plans (as OverheadPlan.label names them: "3 settling, 3 timed", ...) each set
     against the same plain processes."""
     plain: dict[tuple[str, str], list[float]] = {}
     timed: dict[tuple[str, str, str], list[float]] = {}

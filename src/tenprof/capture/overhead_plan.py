@@ -70,6 +70,11 @@ class OverheadPlan:
         return OverheadPlan(count=count, after=schedule.wait + schedule.warmup + schedule.active + 1)
 
     @property
+    def label(self) -> str:
+        """How each stretch is planned, '3 settling, 3 timed' (the benchmarks' results are named by it)."""
+        return f"{self.settling} settling, {self.timed_run} timed"
+
+    @property
     def steps_to_time_one(self) -> int:
         """How many steps a run needs for its first timed step (without a schedule)."""
         return self.first + self.settling + 1
