@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (plan36 settle36gpu under36 pinned36 flag38e partsc38 tests38 parity38g parity38c fixture38s table38 boundary38 detach38 check38 memc38 flag38 kindsc38 attach38 tail38 inrunc38 opstest38 kinds38 stepsops38 opsfinal38 cost38 ops38 steps38 inrun38 fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (exit36 plan36 settle36gpu under36 pinned36 flag38e partsc38 tests38 parity38g parity38c fixture38s table38 boundary38 detach38 check38 memc38 flag38 kindsc38 attach38 tail38 inrunc38 opstest38 kinds38 stepsops38 opsfinal38 cost38 ops38 steps38 inrun38 fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -990,6 +990,26 @@ for name in ('filtered', 'native'):
     ;;
   parts38)  # issue 38: what each part of tenprof's capture costs, every step recorded, beside torch.profiler and Proton (PARTS_WORKLOADS, PARTS_REPEATS, PARTS_DEADLINE_MIN); text in $OUT/parts38.txt
     python3 benchmarks/overhead.py --workloads "${PARTS_WORKLOADS:-gpt2-fp32}" --configs plain,torch,proton,tenprof,tenprof-nosampler,tenprof-noclocks,tenprof-nothreads,tenprof-bare --repeats "${PARTS_REPEATS:-3}" --deadline-min "${PARTS_DEADLINE_MIN:-8.5}" --json "$OUT/" > "$OUT/parts38.txt" 2>&1
+    ;;
+  exit36)  # issue 36: which GPU test file leaves its pytest process unable to exit, and where it stands: each file alone; 25 s after "passed" a process still there has its threads' names, kernel wait channels and (cuda-gdb) stacks written; text in $OUT/exit36.txt
+    X="$OUT/exit36.txt"
+    for f in ${EXIT_FILES:-tests/gpu/test_gpu_capture.py tests/gpu/test_gpu_diff.py tests/gpu/test_user_metrics_gpu.py tests/gpu/test_gpu_memory.py}; do
+      log="$WORK/logs/$(basename "$f").log"
+      python3 -m pytest -q -m gpu -p no:cacheprovider -rf "$f" > "$log" 2>&1 &
+      pid=$!
+      for _ in $(seq 1 200); do grep -qE "passed|failed|error" "$log" && break; kill -0 $pid 2>/dev/null || break; sleep 1; done
+      sleep 25
+      echo "== $f: $(grep -E 'passed|failed' "$log" | tail -n 1)" >> "$X"
+      if kill -0 $pid 2>/dev/null; then
+        echo "still running 25 s after its last line; threads:" >> "$X"
+        for t in /proc/$pid/task/*; do echo "  $(basename "$t") $(cat "$t/comm") wchan=$(cat "$t/wchan" 2>/dev/null) $(head -c 300 "$t/stack" 2>/dev/null | tr '\n' ' ')"; done >> "$X"
+        timeout 90 /usr/local/cuda/bin/cuda-gdb -p $pid -batch -ex "info threads" -ex "thread apply all bt 25" >> "$X" 2>&1
+        kill -9 $pid
+      else
+        wait $pid; echo "exited rc=$?" >> "$X"
+      fi
+    done
+    cat "$X" | cut -c1-400 | tail -n 150
     ;;
   plan36)  # issue 36: the default plan of three settling steps and three timed (steps 6-11 un-profiled, 9-11 timed) end to end: a 40-step MLP's steps and its report's overhead line, then the GPU tests whose runs take the default plan (capture, diff, user metrics, memory); text in $OUT/plan36.txt
     P="$OUT/plan36.txt"

@@ -5,6 +5,10 @@ until its timeout killed it. A thread that is not a daemon, or a child process, 
 tests and holds the interpreter at its exit; this names them (with the stack each thread stands in), and where
 the process is still there a minute after the session's end (stuck in an exit handler, say) every thread's
 stack is written to stderr, so that the next run says which. Only when GPU tests ran.
+
+That hang was in C, after the interpreter had finalized (so neither of these saw it: Kineto's CUPTI
+teardown thread, see tenprof.capture.kineto_teardown); `bash scripts/gpu_record.sh exit36` finds such a
+process from outside and takes its native stacks.
 """
 
 from __future__ import annotations

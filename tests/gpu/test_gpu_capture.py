@@ -68,3 +68,34 @@ def test_in_process_profile_on_cuda(tmp_path: Path) -> None:
     assert profile.table("kernels").num_rows >= 9
     assert attribution(profile).user_line_percent >= 99.0
     assert profile.table("steps").num_rows == 4
+
+
+EXITS_AFTER_PROFILE = """
+import sys, gzip, json, torch, tenprof
+with tenprof.profile(sys.argv[1]) as p:
+    for _ in range(3):
+        x = torch.randn(256, 256, device="cuda")
+        (x @ x).sum()
+        p.step()
+print("profiled", flush=True)
+"""
+
+
+def test_a_script_ending_right_after_an_in_process_profile_exits(tmp_path: Path) -> None:
+    """Kineto's CUPTI teardown waits for a CUDA call after the stop; none follows here, and before
+    tenprof.capture.kineto_teardown the process never exited (H200, 2026-12-02)."""
+    import gzip
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "p"
+    done = subprocess.run(
+        [sys.executable, "-c", EXITS_AFTER_PROFILE, str(out)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "profiled" in done.stdout
+    sidecars = list(out.rglob("callsites.json.gz"))
+    assert sidecars, "no sidecar written"
+    wait = json.loads(gzip.decompress(sidecars[0].read_bytes()))["cupti_teardown_wait"]
+    assert wait["threads"] >= 1 and wait["left"] == 0, wait

@@ -42,7 +42,7 @@ import orjson
 import torch
 from torch.autograd.profiler import record_function
 
-from tenprof.capture import cupti_api_filter, profiler_guard, runtime, worker_sampler
+from tenprof.capture import cupti_api_filter, kineto_teardown, profiler_guard, runtime, worker_sampler
 from tenprof.capture.callsites import CallsiteLog
 from tenprof.capture.cupti_client import CuptiClient, CuptiClientUnavailable, gpu_trace
 from tenprof.capture.gpu_clocks import GpuClockSampler
@@ -215,6 +215,8 @@ class TimelineSession:
         # the copy finds a step's ops by its CUDA launches: a run without them keeps every step's ops
         self._ops_sampled = self._gpu_activity and _samples_ops(self._sampling)
         self._set_teardown = False
+        self._teardown_threads: set[int] = set()  # Kineto's CUPTI teardowns the session's stops started
+        self._teardown_wait: dict[str, float] = {}  # how the last of them was seen through, for the sidecar
         if self._gpu_activity and self._plan.count > 0:
             # Kineto leaves CUPTI attached after a session stops unless told to tear it down, and an
             # attached CUPTI slows every CUDA call after it: the steps timed after a stop ran at 1.17-1.33x
@@ -285,6 +287,15 @@ class TimelineSession:
         if self._prof is not None:
             self._sync()
             self._stop_session()
+        if self._teardown_threads:  # before the script goes on, or exits (kineto_teardown says why)
+            began = time.perf_counter_ns()
+            waited_for = len(self._teardown_threads)
+            left = kineto_teardown.see_through(self._teardown_threads, torch.cuda.synchronize)
+            self._teardown_wait = {
+                "threads": waited_for,
+                "left": len(left),
+                "ms": (time.perf_counter_ns() - began) / 1e6,
+            }
         self._close_cupti()
         if self._session_thread is not None:
             self._session_thread.close()
@@ -393,6 +404,8 @@ class TimelineSession:
             data["clock_pairs"] = self.clock_pairs
         if self.api_filter_log:
             data["cupti_api_filter"] = self.api_filter_log
+        if self._teardown_wait:
+            data["cupti_teardown_wait"] = self._teardown_wait
         return data
 
     def _collect_worker_samples(self) -> None:
@@ -605,14 +618,17 @@ class TimelineSession:
                 self._cupti.collect()
             self._prof = None
             return
+        prof = self._prof
         with self._profiler_lines_kept_out():
             if self._native:
-                self._gpu_session_thread().call(self._prof.stop)
+                started = kineto_teardown.threads_started_by(lambda: self._gpu_session_thread().call(prof.stop))
                 if self._api_filter is not None:
                     self._api_filter.restore()
                     self._api_filter = None
             else:
-                self._prof.stop()
+                started = kineto_teardown.threads_started_by(prof.stop)
+        if os.environ.get("TEARDOWN_CUPTI") == "1":  # the stop left CUPTI's teardown waiting for a CUDA call
+            self._teardown_threads |= started
         if self._native:  # its GPU activity, merged into the trace at the end (_write_native_trace)
             self._prof.export_chrome_trace(str(self.raw_dir / f"{GPU_PART_PREFIX}{self._gpu_parts}.json.gz"))
             self._gpu_parts += 1
