@@ -1227,7 +1227,7 @@ for name in ('filtered', 'native'):
     cp "$WORK/corpus/timings.jsonl" "$OUT/ddp36-timings.jsonl"
     tar -C "$WORK" -czf "$OUT/ddp36-traces.tgz" corpus/traces
     ;;
-  corpus36)  # issue 36: every corpus pair timed un-profiled and recorded with plain torch.profiler (CORPUS_ONLY, CORPUS_MODES, CORPUS_DEADLINE_S)
+  corpus36)  # issue 36: every corpus pair timed un-profiled and recorded with plain torch.profiler (CORPUS_ONLY, CORPUS_MODES, CORPUS_DEADLINE_S); CORPUS_MODES=run records them with tenprof run (at least 12 steps, so the default plan times three)
     python3 benchmarks/corpus_record.py "$WORK/corpus" --only "${CORPUS_ONLY:-}" --modes "${CORPUS_MODES:-time,traces}" --deadline-s "${CORPUS_DEADLINE_S:-400}" 2>&1 | tee -a "$OUT/corpus36.txt"
     tar -C "$WORK" -czf "$OUT/corpus36-$(date +%s).tgz" corpus  # one file: a call brings back only so many
     ;;
