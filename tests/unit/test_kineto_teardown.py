@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -65,3 +66,22 @@ def test_threads_already_gone_are_not_waited_for() -> None:
     calls: list[int] = []
     assert kineto_teardown.see_through({gone}, lambda: calls.append(1), deadline_s=5.0) == set()
     assert calls == []
+
+
+def test_a_run_without_cuda_never_pokes_even_with_the_teardown_asked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TEARDOWN_CUPTI=1 set by a user on a machine without CUDA: no device synchronize (it would raise)."""
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("the case of a machine without CUDA")
+    import tenprof
+
+    monkeypatch.setenv("TEARDOWN_CUPTI", "1")
+    # as if the stop had started a thread that is still there (this one is, for the whole test)
+    monkeypatch.setattr(kineto_teardown, "threads_started_by", lambda stop: (stop(), {threading.get_native_id()})[1])
+    with tenprof.profile(str(tmp_path / "p")) as p:
+        for _ in range(2):
+            (torch.randn(8, 8) @ torch.randn(8, 8)).sum()
+            p.step()
+    assert p.profile.table("steps").num_rows >= 2

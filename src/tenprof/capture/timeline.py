@@ -627,7 +627,8 @@ class TimelineSession:
                     self._api_filter = None
             else:
                 started = kineto_teardown.threads_started_by(prof.stop)
-        if os.environ.get("TEARDOWN_CUPTI") == "1":  # the stop left CUPTI's teardown waiting for a CUDA call
+        if os.environ.get("TEARDOWN_CUPTI") == "1" and torch.cuda.is_available():
+            # the stop left CUPTI's teardown waiting for a CUDA call (`kineto_teardown`)
             self._teardown_threads |= started
         if self._native:  # its GPU activity, merged into the trace at the end (_write_native_trace)
             self._prof.export_chrome_trace(str(self.raw_dir / f"{GPU_PART_PREFIX}{self._gpu_parts}.json.gz"))
