@@ -34,8 +34,5 @@ $VPY -m mypy
 # the launcher and the script's child) would compile tenprof's sources again: compiled once here, which
 # Python still reads (13 s less CPU over the suite on 2 cores, 2026-12-01). __pycache__ is git-ignored.
 $VPY -m compileall -q src tests examples > /dev/null
-# Two workers: CI has 2 cores, and most of the time is child processes importing torch. Work stealing: a
-# worker that runs out takes tests queued on the other, so the suite does not end on one worker's tail of
-# slow integration tests (this 2-core machine, 2026-12-02, back to back: 87.6, 94.0, 95.7 s against
-# 102.3, 103.6 s with xdist's default distribution).
-$VPY -m pytest -q -rs -p no:cacheprovider -n 2 --dist worksteal tests
+# Two workers: CI has 2 cores, and most of the time is child processes importing torch.
+$VPY -m pytest -q -rs -p no:cacheprovider -n 2 tests
