@@ -75,13 +75,15 @@ def test_a_run_without_cuda_never_pokes_even_with_the_teardown_asked_for(
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
         pytest.skip("the case of a machine without CUDA")
-    import tenprof
+    from tenprof.capture.timeline import TimelineOptions, TimelineSession
 
     monkeypatch.setenv("TEARDOWN_CUPTI", "1")
     # as if the stop had started a thread that is still there (this one is, for the whole test)
     monkeypatch.setattr(kineto_teardown, "threads_started_by", lambda stop: (stop(), {threading.get_native_id()})[1])
-    with tenprof.profile(str(tmp_path / "p")) as p:
-        for _ in range(2):
-            (torch.randn(8, 8) @ torch.randn(8, 8)).sum()
-            p.step()
-    assert p.profile.table("steps").num_rows >= 2
+    session = TimelineSession(tmp_path, TimelineOptions(lines=False, sample_interval_ns=0))
+    session.start()
+    for _ in range(2):
+        (torch.randn(8, 8) @ torch.randn(8, 8)).sum()
+        session.step()
+    session.stop()
+    assert session.trace_written
