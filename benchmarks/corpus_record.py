@@ -9,9 +9,9 @@ Writes OUT_DIR/timings.jsonl (one line per script run: pair, twin, step_ms, the 
 OUT_DIR/traces/<pair>[_fixed][_stack].json.gz, each trace recorded in a process of its own (a pair with
 `nproc` runs that many processes under torch's launcher, and its trace is rank 0's), and
 OUT_DIR/prof/<recording> for mode `run` (the pair's `recording` and `twin` names; at least RUN_STEPS steps,
-so the run times some steps un-profiled under tenprof's default plan). Runs one
-process at a time (timings on a shared GPU would mean nothing); stops starting runs once --deadline-s
-has passed, so a call of limited length returns what it finished.
+so the run times some steps un-profiled under tenprof's default plan; with `--verify`, as tests/data's
+recordings were made). Runs one process at a time (timings on a shared GPU would mean nothing); stops
+starting runs once --deadline-s has passed, so a call of limited length returns what it finished.
 """
 
 from __future__ import annotations
@@ -69,7 +69,8 @@ def _one(args: argparse.Namespace, pair: dict, fixed: bool, mode: str, card: str
         if fixed and recording in _twins_of_others(pair):  # made with the pair it belongs to
             return
         launcher = ["-l", " ".join(python)] if nproc > 1 else []
-        command = ["tenprof", "run", "--quiet", *launcher, "-o", str((args.out / "prof" / recording).resolve())]
+        out = str((args.out / "prof" / recording).resolve())
+        command = ["tenprof", "run", "--quiet", "--verify", *launcher, "-o", out]
         _run([*command, *_with_steps(script, RUN_STEPS)], env, args.timeout_s, f"{recording:28s} {mode:6s}")
         return
     if mode == "time":
