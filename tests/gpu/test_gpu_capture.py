@@ -71,7 +71,7 @@ def test_in_process_profile_on_cuda(tmp_path: Path) -> None:
 
 
 EXITS_AFTER_PROFILE = """
-import sys, gzip, json, torch, tenprof
+import sys, torch, tenprof
 with tenprof.profile(sys.argv[1]) as p:
     for _ in range(3):
         x = torch.randn(256, 256, device="cuda")
