@@ -22,9 +22,9 @@ from types import TracebackType
 from typing import Any
 
 from tenprof.capture.out_of_memory import post_mortem
+from tenprof.core.passes import Pass  # not store.schema: that imports pyarrow, which the capture never needs
 from tenprof.core.rawfiles import SAVING_FILE, STATUS_FILE
 from tenprof.sourcefiles import raised_at
-from tenprof.store.schema import Pass
 
 EXIT_CAPTURE_FAILED = 5
 _RUNPY = runpy._run_code.__code__.co_filename  # type: ignore[attr-defined]  # '<frozen runpy>' since 3.11

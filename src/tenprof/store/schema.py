@@ -8,9 +8,10 @@ Bump SCHEMA_VERSION whenever a column changes meaning or is removed.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 
 import pyarrow as pa
+
+from tenprof.core.passes import Pass as Pass  # re-exported: where the rest of tenprof takes it from
 
 SCHEMA_VERSION = 1  # still unreleased; the steps table gained `complete` before any release
 # Added since without a bump, as neither changes a meaning: ops.is_autotuning (computed when an older file
@@ -501,16 +502,6 @@ TABLES: dict[str, pa.Schema] = {
     "compiled_kernels": COMPILED_KERNELS,
     "compiled_extern_calls": COMPILED_EXTERN_CALLS,
 }
-
-
-class Pass(StrEnum):
-    """The passes a profile can hold, each a folder of the profile directory (their tables below)."""
-
-    TIMELINE = "timeline"
-    TENSORS = "tensors"
-    COUNTERS = "counters"
-    STALLS = "stalls"
-    ACCESSES = "accesses"
 
 
 # Which pass writes which table; the loader uses it to say what is missing and why.
