@@ -2,7 +2,7 @@
 
 Imports run one way: cli -> report -> renderers -> analyses -> store and cli -> record -> capture, record ->
 importers -> store, with tenprof.core (and the top-level errors and sourcefiles) neutral below them all:
-capture (the code inside the script's process) imports no importer. Every import counts:
+capture (the code inside the script's process) imports no importer and no store. Every import counts:
 top-level, inside functions and under TYPE_CHECKING, since a lazy import is still a dependency. The
 modules are parsed, not imported, so this stays fast and sees imports that never run here.
 """
@@ -31,7 +31,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "importers": {"core", "store", "importers"},
     "analyses": {"core", "store", "analyses"},
     "renderers": {"core", "store", "analyses", "renderers"},
-    "capture": {"core", "store", "capture"},
+    "capture": {"core", "capture"},  # the script's process writes raw files, never a table (no pyarrow there)
     "report": {"core", "store", "analyses", "renderers", "report"},
     "record": {"core", "store", "importers", "capture", "record"},
     "cli": {"core", "store", "importers", "analyses", "renderers", "report", "capture", "record", "cli"},
