@@ -260,9 +260,7 @@ _EAGER_GPT2: dict[str, float] = {
     "tenprof-nolines": 22,
     "tenprof-light": 21,
     "tenprof-tensors": 18,
-    "tenprof-timed": 26,
-    "tenprof-timed-s3t3": 26,
-    "tenprof-timed-s1t1": 26,
+    "tenprof-timed": 26,  # and every other timed configuration (TIMED_CONFIGS)
     "torch": 21,
     "torch-cuda": 20,
     "torch-stack": 83,  # torch's Python-stack post-processing of the whole script, at exit
@@ -280,8 +278,6 @@ ESTIMATE_S: dict[str, dict[str, float]] = {
         "tenprof-light": 45,
         "tenprof-tensors": 40,
         "tenprof-timed": 52,
-        "tenprof-timed-s3t3": 52,
-        "tenprof-timed-s1t1": 52,
         "torch": 35,
         "torch-stack": 200,  # the Python tracer also records Dynamo and Inductor compiling
         "torch-et": 40,
@@ -313,10 +309,8 @@ ESTIMATE_S: dict[str, dict[str, float]] = {
         "tenprof-light": 12,
         "tenprof-tensors": 10,
         "tenprof-timed": 16,
-        "tenprof-timed-s3t3": 16,
-        "tenprof-timed-s1t1": 16,
     },
-    "mlp-compiled": {"plain": 15, "tenprof-timed": 30, "tenprof-timed-s3t3": 30, "tenprof-timed-s1t1": 30},  # guessed
+    "mlp-compiled": {"plain": 15, "tenprof-timed": 30},  # guessed
     "conv": {"plain": 4, "tenprof": 10, "tenprof-nolines": 10, "tenprof-light": 10, "tenprof-tensors": 9},
     "matmul": {"plain": 4, "tenprof": 9, "tenprof-nolines": 9, "tenprof-light": 10, "tenprof-tensors": 9},
 }
@@ -347,6 +341,7 @@ TIMED_CONFIGS: dict[str, dict[str, str]] = {
 
 def estimate(workload: str, config: str) -> float:
     table = ESTIMATE_S.get(workload, {})
+    config = "tenprof-timed" if config in TIMED_CONFIGS else config  # the plans take the same time
     return float(table.get(config, ESTIMATE_DEFAULT_S.get(workload, 2 * table.get("plain", 10))))
 
 
@@ -535,9 +530,7 @@ def command(
             "tenprof-nolines": ["--no-lines"],
             "tenprof-light": ["--no-lines", "--no-shapes", "--no-memory"],
             "tenprof-tensors": ["--passes", "tensors"],
-            "tenprof-timed": ["--overhead-steps", str(TIMED_STEPS)],
-            "tenprof-timed-s3t3": ["--overhead-steps", str(TIMED_STEPS)],
-            "tenprof-timed-s1t1": ["--overhead-steps", str(TIMED_STEPS)],
+            **{c: ["--overhead-steps", str(TIMED_STEPS)] for c in TIMED_CONFIGS},
         }[config]
         if config in TIMED_CONFIGS:  # these time their steps un-profiled: not every step is recorded
             tenprof_options = tuple(o for o in tenprof_options if o != "--overhead-steps" and o != "0")
