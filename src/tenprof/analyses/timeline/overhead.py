@@ -16,9 +16,12 @@ steps table; see `tenprof.capture.overhead_plan`), so each profile says, measure
   the rest in those steps (`meta.timeline.timed_steps_gpu` False, tenprof's runs now), else their own
   recorded kernels' busy time over U (older runs, which kept it on).
 Where no step ran with the capture off (no steps, too few, `--overhead-steps 0`, or an imported trace),
-the overhead is estimated from a per-op cost model of the capture that recorded the trace
-(what it recorded is visible in it: shapes, memory, Python stacks) and labelled as an estimate; without
-steps it is not measured, and the report says how to get it. A number not measured is None, never 0.
+the overhead is estimated and labelled so: for a trace torch.profiler recorded, from its ops and launches
+at the host's pace the trace itself shows (`profiler_cost`: an estimate that errs either way by up to a
+quarter); else (tenprof's captures with Python lines, traces with too few ops called from C++) from a
+fixed per-op cost model of the capture that recorded it (what it recorded is visible in it: shapes,
+memory, Python stacks, tenprof's lines), a lower bound of the profiler's cost. Without steps it is not
+measured, and the report says how to get it. A number not measured is None, never 0.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tenprof.analyses.compare.significance import can_tell, rank_sum_test
+from tenprof.analyses.timeline import profiler_cost
 from tenprof.core.intervals import merged, take
 from tenprof.store.profile import Profile
 
@@ -316,17 +320,38 @@ def _estimate(profile: Profile, rows: npt.NDArray[np.bool_], busy: float | None)
     numbers = steps.column("step").to_numpy()[rows]
     ops_per_step = float(np.isin(op_steps, numbers).sum()) / len(numbers)
     recorded = _what_was_recorded(profile)
-    cost = ops_per_step * (COST_PER_OP_NS["base"] + sum(COST_PER_OP_NS[k] for k in recorded))
     what = ", ".join(["ops", *recorded])
+    # tenprof's Python lines add a callback of its own to every op, whose cost sits in the gap the reading
+    # takes and which its multipliers, fitted on plain torch.profiler traces, do not know: such a capture
+    # (whose runs time their steps un-profiled wherever they have ten) keeps the per-op model
+    gap = None if "lines" in recorded else profiler_cost.back_to_back_gap_ns(profile, numbers)
+    if gap is not None:
+        api = profile.table("api_calls")
+        lo, hi = steps.column("start_ns").to_numpy()[rows], steps.column("end_ns").to_numpy()[rows]
+        in_steps = inside(lo, hi, api.column("start_ns").to_numpy()) if api.num_rows else np.zeros(0, dtype=bool)
+        launches = float((profiler_cost.launches(profile) & in_steps).sum()) / len(numbers) if api.num_rows else 0.0
+        cost = profiler_cost.host_cost_ns(gap, ops_per_step, launches)
+        bound = ""  # an estimate, not a bound (profiler_cost)
+        how = (
+            f"{ops_per_step:.0f} ops and {launches:.0f} launches per step recorded by this capture ({what}), each at "
+            f"this host's pace at the profiler's callbacks (two ops called back to back from C++ {gap / 1e3:.2f} us "
+            "apart, median)"
+        )
+    else:
+        cost = ops_per_step * (COST_PER_OP_NS["base"] + sum(COST_PER_OP_NS[k] for k in recorded))
+        how = (
+            f"{ops_per_step:.0f} ops per step at the smallest cost per op measured for this capture ({what}) on an H100"
+        )
+        bound = ": at least this much of each step is the profiler's"
     if cost >= p:
-        # A lower bound of the profiler's cost as large as the whole step contradicts itself: the ops also
-        # work. The costs per op are an H100 host's; another host, or ops cheaper to record, pays less (a
-        # CPU-only loop of 120 small ops a step on the 2-core development machine, 2026-12-01: 326 us a step
-        # recorded against 211 us un-profiled, 1.0 us an op where the model charges 5.9), so here it does not fit.
+        # A profiler's cost as large as the whole step contradicts itself: the ops also work. The fixed model's
+        # costs per op are an H100 host's; another host, or ops cheaper to record, pays less (a CPU-only loop
+        # of 120 small ops a step on the 2-core development machine, 2026-12-01: 326 us a step recorded
+        # against 211 us un-profiled, 1.0 us an op where the model charges 5.9), so here it does not fit.
         return Overhead(
             "not measured",
-            f"{why}; not estimated: the cost per op measured for this capture ({what}) on an H100's host charges "
-            f"{ops_per_step:.0f} ops per step {_ms(cost)}, the whole {_ms(p)} step, so it does not fit this run",
+            f"{why}; not estimated: {how} charges {_ms(cost)} a step, the whole {_ms(p)} step, so it does not fit "
+            "this run",
             p,
             None,
             0,
@@ -339,8 +364,7 @@ def _estimate(profile: Profile, rows: npt.NDArray[np.bool_], busy: float | None)
     share = (busy or 0.0) / u if profile.has_gpu and u else None
     return Overhead(
         "estimated",
-        f"{why}; estimated from {ops_per_step:.0f} ops per step at the smallest cost per op measured for this "
-        f"capture ({what}) on an H100: at least this much of each step is the profiler's",
+        f"{why}; estimated from {how}{bound}",
         p,
         u,
         0,
