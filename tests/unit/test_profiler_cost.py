@@ -76,3 +76,23 @@ def test_tenprofs_own_capture_with_lines_keeps_the_fixed_model() -> None:
     # its call-site callback sits in every gap, which the multipliers fitted on plain traces do not know
     o = measure(load_profile(DATA / "mlp"))
     assert o.method == "estimated" and "smallest cost per op" in o.note and "lines" in o.note
+
+
+def test_a_trace_with_shapes_or_stacks_keeps_the_fixed_model(tmp_path: Path) -> None:
+    # shapes add to every op's entry inside the gap, stacks the Python tracer's cost outside it
+    o = measure(_imported(tmp_path, "corpus_traces", "empty_cache_stack"))
+    assert o.method == "estimated" and "smallest cost per op" in o.note and "(ops, shapes, stack)" in o.note
+
+
+def test_a_reading_that_would_charge_the_whole_step_gives_way_to_the_fixed_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tenprof.analyses.timeline import profiler_cost
+
+    profile = _imported(tmp_path, "corpus_traces", "empty_cache")
+    read = measure(profile)
+    monkeypatch.setattr(profiler_cost, "GAPS_PER_OP", 100.0)  # 1446 ops at 100 gaps each: far past the step
+    o = measure(profile)
+    assert o.method == "estimated" and "more than the step" in o.note and "smallest cost per op" in o.note
+    assert o.unprofiled_step_ns is not None and read.unprofiled_step_ns is not None
+    assert o.unprofiled_step_ns > read.unprofiled_step_ns  # the fixed model's lower bound charges less

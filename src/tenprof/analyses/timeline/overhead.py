@@ -16,11 +16,11 @@ steps table; see `tenprof.capture.overhead_plan`), so each profile says, measure
   the rest in those steps (`meta.timeline.timed_steps_gpu` False, tenprof's runs now), else their own
   recorded kernels' busy time over U (older runs, which kept it on).
 Where no step ran with the capture off (no steps, too few, `--overhead-steps 0`, or an imported trace),
-the overhead is estimated and labelled so: for a trace torch.profiler recorded, from its ops and launches
-at the host's pace the trace itself shows (`profiler_cost`: an estimate that errs either way by up to a
-quarter); else (tenprof's captures with Python lines, traces with too few ops called from C++) from a
-fixed per-op cost model of the capture that recorded it (what it recorded is visible in it: shapes,
-memory, Python stacks, tenprof's lines), a lower bound of the profiler's cost. Without steps it is not
+the overhead is estimated and labelled so: for a trace torch.profiler recorded with ops alone, from its
+ops and launches at the host's pace the trace itself shows (`profiler_cost`: an estimate that errs either
+way); else (shapes or Python stacks recorded, tenprof's captures with Python lines, traces with too few
+ops called from C++) from a fixed per-op cost model of the capture that recorded it (what it recorded is
+visible in it: shapes, memory, Python stacks, tenprof's lines), a lower bound of the profiler's cost. Without steps it is not
 measured, and the report says how to get it. A number not measured is None, never 0.
 """
 
@@ -321,26 +321,36 @@ def _estimate(profile: Profile, rows: npt.NDArray[np.bool_], busy: float | None)
     ops_per_step = float(np.isin(op_steps, numbers).sum()) / len(numbers)
     recorded = _what_was_recorded(profile)
     what = ", ".join(["ops", *recorded])
-    # tenprof's Python lines add a callback of its own to every op, whose cost sits in the gap the reading
-    # takes and which its multipliers, fitted on plain torch.profiler traces, do not know: such a capture
-    # (whose runs time their steps un-profiled wherever they have ten) keeps the per-op model
-    gap = None if "lines" in recorded else profiler_cost.back_to_back_gap_ns(profile, numbers)
+    # The trace's own reading holds where the profiler recorded ops alone (and memory, which costs per
+    # allocation, not per op): input shapes and tenprof's Python lines add work to every op's entry, inside
+    # the gap the reading takes, which its multipliers would count three times over; Python stacks add the
+    # tracer's cost per Python call, which no gap holds (profiler_cost). Those keep the fixed model, as does a
+    # trace whose reading would charge the whole step.
+    plain = not {"shapes", "stack", "lines"} & set(recorded)
+    gap = profiler_cost.back_to_back_gap_ns(profile, numbers) if plain else None
+    cost, bound, how = 0.0, "", ""
     if gap is not None:
         api = profile.table("api_calls")
         lo, hi = steps.column("start_ns").to_numpy()[rows], steps.column("end_ns").to_numpy()[rows]
         in_steps = inside(lo, hi, api.column("start_ns").to_numpy()) if api.num_rows else np.zeros(0, dtype=bool)
         launches = float((profiler_cost.launches(profile) & in_steps).sum()) / len(numbers) if api.num_rows else 0.0
         cost = profiler_cost.host_cost_ns(gap, ops_per_step, launches)
-        bound = ""  # an estimate, not a bound (profiler_cost)
         how = (
             f"{ops_per_step:.0f} ops and {launches:.0f} launches per step recorded by this capture ({what}), each at "
             f"this host's pace at the profiler's callbacks (two ops called back to back from C++ {gap / 1e3:.2f} us "
             "apart, median)"
+        )  # an estimate, not a bound (profiler_cost)
+    if gap is None or cost >= p:
+        unfit = (
+            f" (the trace's own reading, two ops called back to back from C++ {gap / 1e3:.2f} us apart, charges "
+            f"{_ms(cost)}, more than the step)"
+            if gap is not None
+            else ""
         )
-    else:
         cost = ops_per_step * (COST_PER_OP_NS["base"] + sum(COST_PER_OP_NS[k] for k in recorded))
         how = (
-            f"{ops_per_step:.0f} ops per step at the smallest cost per op measured for this capture ({what}) on an H100"
+            f"{ops_per_step:.0f} ops per step at the smallest cost per op measured for this capture ({what}) on an "
+            f"H100{unfit}"
         )
         bound = ": at least this much of each step is the profiler's"
     if cost >= p:

@@ -13,11 +13,11 @@ whose CUPTI callback and activity record cost more again (`host_cost_ns`).
 The two multipliers were fitted on two host-bound plain traces of the corpus (foreach_off and empty_cache:
 H100, torch 2.11, 2026-11-27; their un-profiled steps the medians of one and eight timings). The estimated
 un-profiled step against the plain loop's (docs/FINDINGS.md, "The profiler's cost, read from the trace"):
-the H100's other host-bound plain traces 1.01 and 1.02 (empty_cache's twin, launch_graph), their
-`with_stack` traces 0.75 to 1.20; on an H200's host, whose callbacks ran up to 1.9 times faster (1.06 to 1.93), the
-plain traces 0.78 to 1.11 and the `with_stack` ones 0.68 to 1.13. An estimate, not a bound: it errs either
-way, by up to a third where Python stacks were recorded (their cost is Python's, which no gap between two
-C++ ops shows).
+the H100's other host-bound plain traces 1.01 and 1.02 (empty_cache's twin, launch_graph); on an H200's
+host, whose callbacks ran up to 1.9 times faster (the gap 1.06 to 1.93 times smaller), 0.78 to 1.11. An
+estimate, not a bound: it errs either way. It holds for traces of ops alone: recorded input shapes add
+work to every op's entry inside the gap (counted three times over here), and Python stacks the tracer's
+cost per Python call, outside any gap, so the caller keeps its fixed model for those.
 
 `back_to_back_gap_ns` is None where the trace has fewer than MIN_GAPS such pairs (compiled code, loops of
 top-level ops alone): the caller then keeps its fixed per-op model.
