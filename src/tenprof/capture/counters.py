@@ -35,6 +35,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from tenprof.capture import runtime
 from tenprof.capture.compiling import is_compiling
+from tenprof.capture.dispatch_mode import outside_dynamo
 from tenprof.capture.own_launches import OwnLaunchPatches, kernel_name
 from tenprof.core.kernel_names import USER_KERNEL_PREFIX
 from tenprof.core.ncu_names import COMPILED_RANGE_PREFIX, KEEP_RANGE, OP_RANGE_PREFIX, SCOPE_RANGE_PREFIX
@@ -63,6 +64,11 @@ class CountersRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
     def ignore_compile_internals(cls) -> bool:
         return True
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False  # the hook is kept out of Dynamo by outside_dynamo, which loads Dynamo only if the script did
+
+    @outside_dynamo
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         if is_compiling():

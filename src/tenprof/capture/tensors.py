@@ -45,6 +45,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from tenprof.capture import runtime
 from tenprof.capture.accesses_hook import AccessHook, AccessHookError
 from tenprof.capture.compiling import is_compiling
+from tenprof.capture.dispatch_mode import outside_dynamo
 from tenprof.capture.frames import new_interner
 from tenprof.capture.own_launch_uses import OwnLaunchUses
 from tenprof.capture.schedule import Schedule
@@ -230,6 +231,11 @@ class TensorRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
         return tid
 
     # -- the hook
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False  # the hook is kept out of Dynamo by outside_dynamo, which loads Dynamo only if the script did
+
+    @outside_dynamo
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         if kwargs is None:
             kwargs = {}
