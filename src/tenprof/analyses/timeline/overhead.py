@@ -20,8 +20,9 @@ the overhead is estimated and labelled so: for a trace torch.profiler recorded w
 ops and launches at the host's pace the trace itself shows (`profiler_cost`: an estimate that errs either
 way); else (shapes or Python stacks recorded, tenprof's captures with Python lines, traces with too few
 ops called from C++) from a fixed per-op cost model of the capture that recorded it (what it recorded is
-visible in it: shapes, memory, Python stacks, tenprof's lines), a lower bound of the profiler's cost. Without steps it is not
-measured, and the report says how to get it. A number not measured is None, never 0.
+visible in it: shapes, memory, Python stacks, tenprof's lines), a lower bound of the profiler's cost.
+Without steps it is not measured, and the report says how to get it. A number not measured is None, never
+0.
 """
 
 from __future__ import annotations
