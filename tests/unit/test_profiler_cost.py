@@ -31,10 +31,17 @@ PLAIN_MS = {
 }
 
 
+_IMPORTED: dict[tuple[str, str], Profile] = {}
+
+
 def _imported(tmp_path: Path, folder: str, name: str) -> Profile:
-    out = tmp_path / f"{folder}-{name}"
-    import_trace(DATA / folder / f"{name}.json.gz", out, force=False)
-    return load_profile(out)
+    """The trace imported as a user would, once per test process (the tests only read it)."""
+    key = (folder, name)
+    if key not in _IMPORTED:
+        out = tmp_path / f"{folder}-{name}"
+        import_trace(DATA / folder / f"{name}.json.gz", out, force=False)
+        _IMPORTED[key] = load_profile(out)
+    return _IMPORTED[key]
 
 
 @pytest.mark.parametrize(("folder", "name"), sorted(PLAIN_MS), ids=lambda v: str(v))
