@@ -18,8 +18,19 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TypedDict
 
 TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+class ThreadSample(TypedDict):
+    t: float
+    pid: int
+    tid: int
+    cmd: str
+    thread: str
+    user_s: float
+    sys_s: float
 
 
 def descendants(root: int) -> list[int]:
@@ -41,9 +52,9 @@ def descendants(root: int) -> list[int]:
     return found
 
 
-def sample(pid: int) -> list[dict[str, object]]:
-    """Each thread of `pid`: its name and CPU seconds so far."""
-    rows: list[dict[str, object]] = []
+def sample(pid: int, now: float) -> list[ThreadSample]:
+    """Each thread of `pid` at `now`: its name and CPU seconds so far."""
+    rows: list[ThreadSample] = []
     try:
         command = (Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))[:120]
         tids = [int(t.name) for t in Path(f"/proc/{pid}/task").iterdir()]
@@ -58,6 +69,7 @@ def sample(pid: int) -> list[dict[str, object]]:
         fields = stat.rsplit(")", 1)[1].split()
         rows.append(
             {
+                "t": now,
                 "pid": pid,
                 "tid": tid,
                 "cmd": command,
@@ -80,22 +92,20 @@ def main() -> int:
         parser.error("no command")
     began = time.monotonic()
     proc = subprocess.Popen(command)
-    last: dict[tuple[int, int], dict[str, object]] = {}
+    last: dict[tuple[int, int], ThreadSample] = {}
     with args.out.open("w") as out:
         while proc.poll() is None:
             now = round(time.monotonic() - began, 3)
             for pid in descendants(proc.pid):
-                for row in sample(pid):
-                    row["t"] = now
-                    last[(int(str(row["pid"])), int(str(row["tid"])))] = row
+                for row in sample(pid, now):
+                    last[(row["pid"], row["tid"])] = row
                     out.write(json.dumps(row) + "\n")
             time.sleep(args.every_s)
-    total = sorted(last.values(), key=lambda r: -(float(str(r["user_s"])) + float(str(r["sys_s"]))))
+    total = sorted(last.values(), key=lambda r: -(r["user_s"] + r["sys_s"]))
     print(f"exit {proc.returncode}, {time.monotonic() - began:.1f} s; threads by CPU seconds (user+sys):")
     for row in total[:25]:
-        cpu = float(str(row["user_s"])) + float(str(row["sys_s"]))
-        who = f"pid {row['pid']:>7} tid {row['tid']:>7}  {row['thread']!s:16s}"
-        print(f"  {cpu:7.2f}  {who}  {str(row['cmd'])[:60]}")
+        who = f"pid {row['pid']:>7} tid {row['tid']:>7}  {row['thread']:16s}"
+        print(f"  {row['user_s'] + row['sys_s']:7.2f}  {who}  {row['cmd'][:60]}")
     return int(proc.returncode)
 
 

@@ -331,10 +331,8 @@ def _estimate(profile: Profile, rows: npt.NDArray[np.bool_], busy: float | None)
     gap = profiler_cost.back_to_back_gap_ns(profile, numbers) if plain else None
     cost, bound, how = 0.0, "", ""
     if gap is not None:
-        api = profile.table("api_calls")
-        lo, hi = steps.column("start_ns").to_numpy()[rows], steps.column("end_ns").to_numpy()[rows]
-        in_steps = inside(lo, hi, api.column("start_ns").to_numpy()) if api.num_rows else np.zeros(0, dtype=bool)
-        launches = float((profiler_cost.launches(profile) & in_steps).sum()) / len(numbers) if api.num_rows else 0.0
+        in_steps = _in_chosen_steps(profile, rows, profile.column("api_calls", "start_ns"))
+        launches = float((profiler_cost.launches(profile) & in_steps).sum()) / len(numbers)
         cost = profiler_cost.host_cost_ns(gap, ops_per_step, launches)
         how = (
             f"{ops_per_step:.0f} ops and {launches:.0f} launches per step recorded by this capture ({what}), each at "

@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from tenprof.core.intervals import take
 from tenprof.store.profile import Profile
 
 # multiples of the back-to-back gap each recorded op and each launch of GPU work costs the host (fitted as
@@ -48,13 +49,8 @@ def back_to_back_gap_ns(profile: Profile, step_numbers: npt.NDArray[np.int64]) -
         return None
     in_steps = np.isin(ops.column("step").to_numpy(zero_copy_only=False), step_numbers)
     aten = profile.strings("ops", "name").where(lambda name: name.startswith(ATEN))
-    op_ids = ops.column("op_id").to_numpy()
     parents = np.asarray(ops.column("parent_op_id").fill_null(-1).to_numpy(), dtype=np.int64)
-    # a parent that is an aten op: its row, found by id
-    order = np.argsort(op_ids)
-    at = np.clip(np.searchsorted(op_ids, parents, sorter=order), 0, len(op_ids) - 1)
-    parent_row = order[at]
-    parent_is_aten = (parents >= 0) & (op_ids[parent_row] == parents) & aten[parent_row]
+    parent_is_aten = take(aten, parents, False)  # an op's id is its row
     chosen = np.flatnonzero(in_steps & aten & parent_is_aten)
     if len(chosen) < 2:
         return None
