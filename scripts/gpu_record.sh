@@ -1032,7 +1032,7 @@ for name in ('filtered', 'native'):
     for r in 1 2; do ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" python3 benchmarks/compiled_under_capture.py ) 2>&1 | grep -v "Warning" | tail -n 2 >> "$OUT/under36.txt"; done
     cat "$OUT/under36.txt"
     ;;
-  slowmode36)  # issue 36: why some tenprof runs of compiled GPT-2 are slower as a whole (recorded and timed steps alike): SLOW_RUNS rounds (default 5) of a plain run and a tenprof run, each pinned to PIN_CPUS (default 2-5), the machine's processes listed before each, every thread's CPU time of both runs sampled (benchmarks/thread_cpu.py); text in $OUT/slowmode36.txt
+  slowmode36)  # issue 36: why some tenprof runs of compiled GPT-2 are slower as a whole (recorded and timed steps alike): SLOW_RUNS rounds (default 5) of a plain run and a tenprof run, each pinned to PIN_CPUS (default 2-5), the machine's processes listed before each, every thread's CPU time of both runs sampled (benchmarks/thread_cpu.py), and the CUPTI teardowns still waiting at each session's start; text in $OUT/slowmode36.txt
     S="$OUT/slowmode36.txt"
     C=(examples/compiled_train.py --model gpt2 --mode default --steps 37 --warmup 3)
     for r in $(seq 1 "${SLOW_RUNS:-5}"); do
@@ -1041,6 +1041,7 @@ for name in ('filtered', 'native'):
       ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" python3 benchmarks/thread_cpu.py "$OUT/slowmode36-r$r.jsonl" -- tenprof run --quiet --overhead-steps 7 -o "$WORK/prof/slow$r" "${C[@]}" ) 2>&1 | tail -n 30 | sed "s|^|r$r tenprof |" >> "$S"
       steps_of "$WORK/prof/slow$r" | sed "s|^|r$r steps |" >> "$S"
       passes "$WORK/prof/slow$r" | sed "s|^|r$r passes |" >> "$S"
+      python3 -c "import gzip,json,sys; d=json.load(gzip.open(sys.argv[1])); print('teardowns pending [step, waiting, started]:', d.get('cupti_teardowns_pending'), 'end:', d.get('cupti_teardown_wait'))" "$WORK/prof/slow$r/timeline/raw/callsites.json.gz" | sed "s|^|r$r |" >> "$S"
       rm -rf "$WORK/prof/slow$r"
     done
     gzip -f "$OUT"/slowmode36-r*.jsonl

@@ -87,3 +87,15 @@ def test_a_run_without_cuda_never_pokes_even_with_the_teardown_asked_for(
         session.step()
     session.stop()
     assert session.trace_written
+
+
+def test_a_teardown_still_waiting_is_told_from_one_that_ended() -> None:
+    released = threading.Event()
+    waiter = _waiter(released, [])
+    started = kineto_teardown.threads_started_by(waiter.start)
+    assert kineto_teardown.still_running(started) == {waiter.native_id}
+    released.set()
+    waiter.join()
+    # the OS thread outlives join() a moment: waited for as the capture's end waits
+    assert kineto_teardown.see_through(started, lambda: None, deadline_s=10.0) == set()
+    assert kineto_teardown.still_running(started) == set()

@@ -11,8 +11,9 @@ last test was an in-process `tenprof.profile()` passed its tests and never exite
 
 So a stop notes the native threads the session's stop started (`threads_started_by`), and the capture's
 end makes harmless runtime calls (the caller's `poke`, a device synchronize) until those threads are gone
-(`see_through`). The thread subscribes before it waits, and a call made before it subscribed is not
-seen, hence calls until it ends rather than one. Native threads are read from /proc/self/task; where that
+(`see_through`); each session's start notes those still waiting (`still_running`). The thread subscribes
+before it waits, and a call made before it subscribed is not seen, hence calls until it ends rather than
+one. Native threads are read from /proc/self/task; where that
 cannot be read (not Linux) nothing is waited for.
 """
 
@@ -42,6 +43,12 @@ def threads_started_by(stop: Callable[[], object]) -> set[int]:
     before = native_threads()
     stop()
     return native_threads() - before
+
+
+def still_running(threads: set[int]) -> set[int]:
+    """Those of `threads` that still run: a teardown still there at the next session's start had no runtime
+    call finalize CUPTI in the steps between, which then ran with CUPTI attached."""
+    return set(threads) & native_threads()
 
 
 def see_through(threads: set[int], poke: Callable[[], None], deadline_s: float = DEADLINE_S) -> set[int]:

@@ -217,6 +217,8 @@ class TimelineSession:
         self._set_teardown = False
         self._teardown_threads: set[int] = set()  # Kineto's CUPTI teardowns the session's stops started
         self._teardown_wait: dict[str, float] = {}  # how the last of them was seen through, for the sidecar
+        # per session start (and the run's end): [step, teardowns still waiting, teardowns started so far]
+        self._teardowns_pending: list[list[int]] = []
         if self._gpu_activity and self._plan.count > 0:
             # Kineto leaves CUPTI attached after a session stops unless told to tear it down, and an
             # attached CUPTI slows every CUDA call after it: the steps timed after a stop ran at 1.17-1.33x
@@ -288,6 +290,7 @@ class TimelineSession:
             self._sync()
             self._stop_session()
         if self._teardown_threads:  # before the script goes on, or exits (kineto_teardown says why)
+            self._note_pending_teardowns()
             began = time.perf_counter_ns()
             waited_for = len(self._teardown_threads)
             left = kineto_teardown.see_through(self._teardown_threads, torch.cuda.synchronize)
@@ -406,6 +409,8 @@ class TimelineSession:
             data["cupti_api_filter"] = self.api_filter_log
         if self._teardown_wait:
             data["cupti_teardown_wait"] = self._teardown_wait
+        if self._teardowns_pending:
+            data["cupti_teardowns_pending"] = self._teardowns_pending
         return data
 
     def _collect_worker_samples(self) -> None:
@@ -563,6 +568,8 @@ class TimelineSession:
     def _start_session(self, step_number: int) -> None:
         """A torch.profiler session whose first step is ProfilerStep#`step_number`; for the native capture
         one that records GPU activity alone (its ranges and ops are the native recorder's)."""
+        if self._teardown_threads:
+            self._note_pending_teardowns()
         if self._native and self._own_cupti:
             assert self._cupti is not None
             self._cupti.enable(True)
@@ -636,6 +643,12 @@ class TimelineSession:
             if self.options.verify:  # the profiler's own totals of its GPU-only records, as of a full session
                 self._add_device_totals(self._prof)
         self._prof = None
+
+    def _note_pending_teardowns(self) -> None:
+        """How many of the stops' CUPTI teardowns still wait for a runtime call (kineto_teardown.still_running):
+        one still there at a session's start means the steps run un-profiled before it had CUPTI attached."""
+        waiting = kineto_teardown.still_running(self._teardown_threads)
+        self._teardowns_pending.append([self.log.step_calls, len(waiting), len(self._teardown_threads)])
 
     def _close_cupti(self) -> None:
         """tenprof's CUPTI client off for good, its last records kept: CUPTI is free for another profiler."""
