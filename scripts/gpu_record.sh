@@ -1032,13 +1032,15 @@ for name in ('filtered', 'native'):
     for r in 1 2; do ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" python3 benchmarks/compiled_under_capture.py ) 2>&1 | grep -v "Warning" | tail -n 2 >> "$OUT/under36.txt"; done
     cat "$OUT/under36.txt"
     ;;
-  slowmode36)  # issue 36: why some tenprof runs of compiled GPT-2 are slower as a whole (recorded and timed steps alike): SLOW_RUNS rounds (default 5) of a plain run and a tenprof run, each pinned to PIN_CPUS (default 2-5), the machine's processes listed before each, every thread's CPU time of both runs sampled (benchmarks/thread_cpu.py), and the CUPTI teardowns still waiting at each session's start; text in $OUT/slowmode36.txt
+  slowmode36)  # issue 36: why some tenprof runs of compiled GPT-2 are slower as a whole (recorded and timed steps alike): SLOW_RUNS rounds (default 5) of a plain run and a tenprof run, each pinned to PIN_CPUS (default 2-5), the machine's processes listed before each, every thread's CPU time of both runs sampled (benchmarks/thread_cpu.py), and the CUPTI teardowns still waiting at each session's start; SLOW_AB=1: even rounds' tenprof runs see each stop's teardown through at the stop (TENPROF_TEARDOWN_AT_STOP=1); text in $OUT/slowmode36.txt
     S="$OUT/slowmode36.txt"
     C=(examples/compiled_train.py --model gpt2 --mode default --steps 37 --warmup 3)
     for r in $(seq 1 "${SLOW_RUNS:-5}"); do
       { echo "== round $r $(date -u +%H:%M:%S)"; ps -eo pid,ppid,stat,etime,pcpu,rss,comm --sort=-pcpu | head -n 15; free -m | head -2; df -h /tmp | tail -1; nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active --format=csv,noheader; nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader; } >> "$S" 2>&1
       ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" python3 benchmarks/thread_cpu.py "$OUT/slowmode36-r$r-plain.jsonl" -- python3 "${C[@]}" ) 2>&1 | grep -E "loop_s=|^exit| pid " | head -n 14 | sed "s|^|r$r plain |" >> "$S"
-      ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" python3 benchmarks/thread_cpu.py "$OUT/slowmode36-r$r.jsonl" -- tenprof run --quiet --overhead-steps 7 -o "$WORK/prof/slow$r" "${C[@]}" ) 2>&1 | tail -n 30 | sed "s|^|r$r tenprof |" >> "$S"
+      ab=""; [ "${SLOW_AB:-0}" = 1 ] && [ $((r % 2)) = 0 ] && ab="TENPROF_TEARDOWN_AT_STOP=1"
+      echo "r$r tenprof with: ${ab:-the default}" >> "$S"
+      ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" env $ab python3 benchmarks/thread_cpu.py "$OUT/slowmode36-r$r.jsonl" -- tenprof run --quiet --overhead-steps 7 -o "$WORK/prof/slow$r" "${C[@]}" ) 2>&1 | tail -n 30 | sed "s|^|r$r tenprof |" >> "$S"
       steps_of "$WORK/prof/slow$r" | sed "s|^|r$r steps |" >> "$S"
       passes "$WORK/prof/slow$r" | sed "s|^|r$r passes |" >> "$S"
       python3 -c "import gzip,json,sys; d=json.load(gzip.open(sys.argv[1])); print('teardowns pending [step, waiting, started]:', d.get('cupti_teardowns_pending'), 'end:', d.get('cupti_teardown_wait'))" "$WORK/prof/slow$r/timeline/raw/callsites.json.gz" | sed "s|^|r$r |" >> "$S"

@@ -111,6 +111,11 @@ def _sample_interval_ns(default: int) -> int:
 # again for the next recorded ones, as the Kineto capture tears CUPTI down at its stops: attached with nothing
 # enabled, CUPTI slowed an H100's MLP steps 1.17-1.37x there (docs/BENCHMARKS.md, "CUPTI torn down").
 CUPTI_DETACH_VAR = "TENPROF_CUPTI_DETACH"
+# Experimental (issue 36): each stop sees its CUPTI teardown through inside the step boundary, rather than
+# leaving it to the next runtime call of the un-profiled steps; a teardown still waiting after
+# TEARDOWN_AT_STOP_S is left to the run's end as before
+TEARDOWN_AT_STOP_VAR = "TENPROF_TEARDOWN_AT_STOP"
+TEARDOWN_AT_STOP_S = 0.2
 SAMPLER_GATE_VAR = "TENPROF_SAMPLER_GATE"  # 1: the host sampler skips rounds while the script runs ops; 0: not
 
 
@@ -636,6 +641,8 @@ class TimelineSession:
                 started = kineto_teardown.threads_started_by(prof.stop)
         if os.environ.get("TEARDOWN_CUPTI") == "1" and torch.cuda.is_available():
             # the stop left CUPTI's teardown waiting for a CUDA call (`kineto_teardown`)
+            if os.environ.get(TEARDOWN_AT_STOP_VAR) == "1":
+                started = kineto_teardown.see_through(started, torch.cuda.synchronize, TEARDOWN_AT_STOP_S)
             self._teardown_threads |= started
         if self._native:  # its GPU activity, merged into the trace at the end (_write_native_trace)
             self._prof.export_chrome_trace(str(self.raw_dir / f"{GPU_PART_PREFIX}{self._gpu_parts}.json.gz"))
