@@ -99,3 +99,24 @@ def test_a_script_ending_right_after_an_in_process_profile_exits(tmp_path: Path)
     assert sidecars, "no sidecar written"
     wait = json.loads(gzip.decompress(sidecars[0].read_bytes()))["cupti_teardown_wait"]
     assert wait["threads"] >= 1 and wait["left"] == 0, wait
+
+
+def test_teardowns_seen_through_at_each_stop_leave_none_waiting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TENPROF_TEARDOWN_AT_STOP=1 (experimental): every stop's CUPTI teardown has ended by the next session's
+    start, so the steps run un-profiled between them had CUPTI detached (the sidecar's
+    cupti_teardowns_pending: [step, still waiting, started so far] at each start and at the end)."""
+    import gzip
+    import json
+
+    if default_capture() == "native-cupti":
+        pytest.skip("tenprof's own CUPTI client starts no Kineto teardown")
+    monkeypatch.setenv("TENPROF_TEARDOWN_AT_STOP", "1")
+    out = tmp_path / "prof"
+    example = ROOT / "examples" / "small_mlp.py"
+    assert main(["run", "--quiet", "-o", str(out), str(example), "--steps", "24", "--warmup", "2"]) == 0
+    sidecar = json.loads(gzip.decompress((out / "timeline" / "raw" / "callsites.json.gz").read_bytes()))
+    pending = sidecar["cupti_teardowns_pending"]
+    assert len(pending) >= 2 and pending[-1][2] >= 2, pending  # at least two stops seen
+    assert all(waiting == 0 for _, waiting, _ in pending), pending

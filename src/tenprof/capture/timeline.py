@@ -224,6 +224,7 @@ class TimelineSession:
         self._teardown_wait: dict[str, float] = {}  # how the last of them was seen through, for the sidecar
         # per session start (and the run's end): [step, teardowns still waiting, teardowns started so far]
         self._teardowns_pending: list[list[int]] = []
+        self._teardowns_started = 0
         if self._gpu_activity and self._plan.count > 0:
             # Kineto leaves CUPTI attached after a session stops unless told to tear it down, and an
             # attached CUPTI slows every CUDA call after it: the steps timed after a stop ran at 1.17-1.33x
@@ -294,8 +295,9 @@ class TimelineSession:
         if self._prof is not None:
             self._sync()
             self._stop_session()
-        if self._teardown_threads:  # before the script goes on, or exits (kineto_teardown says why)
+        if self._teardowns_started:
             self._note_pending_teardowns()
+        if self._teardown_threads:  # before the script goes on, or exits (kineto_teardown says why)
             began = time.perf_counter_ns()
             waited_for = len(self._teardown_threads)
             left = kineto_teardown.see_through(self._teardown_threads, torch.cuda.synchronize)
@@ -573,7 +575,7 @@ class TimelineSession:
     def _start_session(self, step_number: int) -> None:
         """A torch.profiler session whose first step is ProfilerStep#`step_number`; for the native capture
         one that records GPU activity alone (its ranges and ops are the native recorder's)."""
-        if self._teardown_threads:
+        if self._teardowns_started:
             self._note_pending_teardowns()
         if self._native and self._own_cupti:
             assert self._cupti is not None
@@ -641,6 +643,7 @@ class TimelineSession:
                 started = kineto_teardown.threads_started_by(prof.stop)
         if os.environ.get("TEARDOWN_CUPTI") == "1" and torch.cuda.is_available():
             # the stop left CUPTI's teardown waiting for a CUDA call (`kineto_teardown`)
+            self._teardowns_started += len(started)
             if os.environ.get(TEARDOWN_AT_STOP_VAR) == "1":
                 started = kineto_teardown.see_through(started, torch.cuda.synchronize, TEARDOWN_AT_STOP_S)
             self._teardown_threads |= started
@@ -655,7 +658,7 @@ class TimelineSession:
         """How many of the stops' CUPTI teardowns still wait for a runtime call (kineto_teardown.still_running):
         one still there at a session's start means the steps run un-profiled before it had CUPTI attached."""
         waiting = kineto_teardown.still_running(self._teardown_threads)
-        self._teardowns_pending.append([self.log.step_calls, len(waiting), len(self._teardown_threads)])
+        self._teardowns_pending.append([self.log.step_calls, len(waiting), self._teardowns_started])
 
     def _close_cupti(self) -> None:
         """tenprof's CUPTI client off for good, its last records kept: CUPTI is free for another profiler."""
