@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 import sys
 import textwrap
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tenprof.analyses.findings import Finding, find_all
 from tenprof.importers.timeline_import import import_trace
+from tenprof.store.profile import Profile, load_profile
 from tests.conftest import DATA
 
 MATMUL64_TRACE = DATA / "matmul64" / "timeline" / "raw" / "kineto_trace.json.gz"
@@ -40,6 +43,35 @@ def imported_profile(path: Path) -> Path:
     """A profile made at `path` by importing the matmul64 recording's trace (no capture)."""
     import_trace(MATMUL64_TRACE, path, force=False)
     return path
+
+
+_RECORDINGS: dict[Path, Profile] = {}
+
+
+def recording(path: Path) -> Profile:
+    """The profile of a recording kept in tests/data (`path` lies inside it), loaded once per test process:
+    the tests that read one recording share its Profile, so its tables are read once, and so are its
+    `findings_of`. Tests must only read it (one that changes a profile copies the folder first)."""
+    resolved = path.resolve()
+    if DATA.resolve() not in resolved.parents:
+        raise ValueError(f"{path} is not a recording in {DATA}: load it with load_profile")
+    if resolved not in _RECORDINGS:
+        _RECORDINGS[resolved] = load_profile(path)
+    return _RECORDINGS[resolved]
+
+
+_FINDINGS: weakref.WeakKeyDictionary[Profile, tuple[Finding, ...]] = weakref.WeakKeyDictionary()
+
+
+def findings_of(profile: Profile) -> list[Finding]:
+    """`find_all(profile)` with the default thresholds, worked out once per Profile object: a report is a
+    pure function of its profile, and the tests that read the findings of one shared profile (`recording`,
+    the `rebuilt` fixture, a shared capture) would otherwise each judge it again (find_all is the costliest
+    analysis). A new list each call; the findings themselves must only be read. A test that patches
+    what find_all reads calls find_all itself."""
+    if profile not in _FINDINGS:
+        _FINDINGS[profile] = tuple(find_all(profile))
+    return list(_FINDINGS[profile])
 
 
 def snapshot(path: Path) -> dict[str, bytes]:

@@ -19,8 +19,8 @@ import pytest
 from tenprof.analyses.timeline.calltree import Node
 from tenprof.cli.main import main
 from tenprof.report.html_page import _tree, page_data, render_page
-from tenprof.store.profile import load_profile
 from tests.conftest import DATA
+from tests.helpers import recording
 
 # Its tests share the browser and GPT-2's page: one test worker starts and makes them and runs them all
 pytestmark = pytest.mark.xdist_group("html_page")
@@ -138,7 +138,7 @@ def test_the_memory_chart_marks_the_peak_the_text_report_gives(monkeypatch: pyte
     # (what the text report prints), counts from the same start, and draws each bucket's highest value
     # when it was reached: few points, so the MLP's 1,497 events are bucketed
     monkeypatch.setattr(html_page, "MEMORY_POINTS", 50)
-    profile = load_profile(DATA / "mlp")
+    profile = recording(DATA / "mlp")
     peak = memory_peak(profile)
     assert peak is not None
     chart = html_page._memory_timeline(profile, dataclasses.asdict(peak))
@@ -149,7 +149,7 @@ def test_the_memory_chart_marks_the_peak_the_text_report_gives(monkeypatch: pyte
 
 
 def test_text_that_looks_like_markup_cannot_end_the_data_early() -> None:
-    data = page_data(load_profile(DATA / "finding_fp32_gemm"))
+    data = page_data(recording(DATA / "finding_fp32_gemm"))
     data["title"] = "<!--<script></script><script>alert(1)</script>"
     page = render_page(data)
     assert _embedded(page)["title"] == data["title"]
@@ -290,7 +290,7 @@ def test_the_gpt2_page_at_800_px_its_numbers_and_its_memory_peak(browser: Any, g
             assert re.fullmatch(r"-?[\d.]+ (ns|us|ms|s)", value), (key, value)
     assert dict((k, v) for k, _, v in rows)["bytes"].endswith("GiB")
     # the memory peak: the text report's number, marked where the line reaches it
-    peak = memory_peak(load_profile(DATA / "gpt2"))
+    peak = memory_peak(recording(DATA / "gpt2"))
     assert peak is not None
     marker = page.locator("#memory circle.peak")
     assert int(marker.get_attribute("data-t-ns")) == peak.at_ns

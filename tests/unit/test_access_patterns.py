@@ -25,11 +25,12 @@ import pytest
 from tenprof.analyses.tensors.access_patterns import AccessPattern, LoadPatterns, load_patterns, stalled_load_patterns
 from tenprof.analyses.tensors.tensor_advice import advice
 from tenprof.analyses.tensors.tensor_forest import Forest
-from tenprof.analyses.tensors.tensor_stall_cost import tensor_stall_cost
+from tenprof.analyses.tensors.tensor_stall_cost import TensorCost, tensor_stall_cost
 from tenprof.importers.accesses_import import build_accesses_pass
 from tenprof.renderers.stall_cost_files import cost_csv, short_pattern
 from tenprof.store.profile import Profile, load_profile
 from tests.conftest import DATA, rebuild_pass
+from tests.helpers import recording
 
 # Its tests share module fixtures that take seconds to make: one test worker makes them and runs them all
 pytestmark = pytest.mark.xdist_group("access_patterns")
@@ -56,6 +57,12 @@ def patterns(profile: Profile) -> LoadPatterns:
     return load_patterns(profile)
 
 
+@pytest.fixture(scope="module")
+def costs(profile: Profile) -> list[TensorCost]:
+    """The profile's tensor stall cost, worked out once for the tests that read it."""
+    return tensor_stall_cost(profile)
+
+
 def _read(patterns: LoadPatterns, forest: Forest, made_at: str, by: str, at: str) -> AccessPattern:
     """The read of the tensor made at `made_at` (its base, or a view of it) by op `by` at line `at`."""
     found = _reads(patterns, forest, made_at, by, at)
@@ -76,7 +83,7 @@ def _reads(patterns: LoadPatterns, forest: Forest, made_at: str, by: str, at: st
 
 
 def test_b_is_read_a_row_apart_because_the_add_walks_the_transposed_view(
-    profile: Profile, patterns: LoadPatterns
+    profile: Profile, patterns: LoadPatterns, costs: list[TensorCost]
 ) -> None:
     forest = Forest(profile)
     add = _line("b read across rows")
@@ -87,7 +94,7 @@ def test_b_is_read_a_row_apart_because_the_add_walks_the_transposed_view(
     assert forest.columns["view_op"][view.tensor_id] == "aten::t"
     assert view.kind == "coalesced" and view.sectors_per_request == pytest.approx(4.0)
     # the advice names the view whose order the add walks, and the saving from the sector ratio
-    cost = next(c for c in tensor_stall_cost(profile) if c.tensor_id == b.tensor_id)
+    cost = next(c for c in costs if c.tensor_id == b.tensor_id)
     said = advice(cost, forest, patterns)
     assert f"walks T{view.tensor_id}'s order" in said and "16.0KiB" in said and "along dim 0" in said
     assert "about 12% of the sectors" in said  # 4 of 32
@@ -106,7 +113,9 @@ def test_the_contiguous_control_reads_both_operands_coalesced(profile: Profile, 
         assert read.sectors_per_request == pytest.approx(16.0) and read.ideal_per_request == pytest.approx(16.0)
 
 
-def test_random_indices_gather_and_sorted_ones_read_neighbouring_rows(profile: Profile, patterns: LoadPatterns) -> None:
+def test_random_indices_gather_and_sorted_ones_read_neighbouring_rows(
+    profile: Profile, patterns: LoadPatterns, costs: list[TensorCost]
+) -> None:
     forest = Forest(profile)
     table = _line("table = torch.randn")
     random = _read(patterns, forest, table, "aten::embedding", _line("random gather"))
@@ -115,7 +124,7 @@ def test_random_indices_gather_and_sorted_ones_read_neighbouring_rows(profile: P
     ordered = _read(patterns, forest, table, "aten::embedding", _line("sorted: neighbouring rows"))
     assert ordered.kind == "coalesced" and ordered.ascending_share > 0.99
     assert ordered.sectors_per_request == pytest.approx(1 + 31 * 4 / 32, rel=0.05)
-    cost = next(c for c in tensor_stall_cost(profile) if c.tensor_id == random.tensor_id)
+    cost = next(c for c in costs if c.tensor_id == random.tensor_id)
     assert "4.0 useful bytes per 32-byte sector" in advice(cost, forest, patterns)
 
 
@@ -144,9 +153,9 @@ def test_the_stalls_section_says_which_load_is_uncoalesced(profile: Profile) -> 
     assert add and all(short_pattern(p).startswith("strided 16.0KiB") for p in add)
 
 
-def test_the_csv_has_the_pattern_columns(profile: Profile, patterns: LoadPatterns) -> None:
+def test_the_csv_has_the_pattern_columns(profile: Profile, patterns: LoadPatterns, costs: list[TensorCost]) -> None:
     forest = Forest(profile)
-    rows = list(csv.DictReader(io.StringIO(cost_csv(tensor_stall_cost(profile), forest, patterns))))
+    rows = list(csv.DictReader(io.StringIO(cost_csv(costs, forest, patterns))))
     b = next(r for r in rows if r["line"].endswith(_line("b = torch.randn")) and not r["view_of"])
     assert (b["pattern"], b["stride_bytes"], b["stride_elements"], b["stride_dim"]) == ("strided", "16384", "4096", "0")
     assert (b["sectors_per_request"], b["ideal_sectors_per_request"]) == ("32.00", "4.00")
@@ -155,7 +164,7 @@ def test_the_csv_has_the_pattern_columns(profile: Profile, patterns: LoadPattern
 def test_a_user_triton_gather_reads_its_table_at_random(patterns: LoadPatterns) -> None:
     # tests/data/tensor_cost/user_kernels (re-recorded with the lanes compared): the Triton gather's loads of
     # the 256 MB table, through a random index, are a gather; its loads of x and of the index are coalesced
-    profile = load_profile(DATA / "tensor_cost" / "user_kernels")
+    profile = recording(DATA / "tensor_cost" / "user_kernels")
     forest = Forest(profile)
     found = load_patterns(profile)
     gather = {
@@ -168,7 +177,7 @@ def test_a_view_read_coalesced_is_not_told_its_loads_are_strided() -> None:
     # tests/data/tensor_cost/user_kernels' `a.t() + b`: the add walks a.t()'s order, so the view is read
     # coalesced (4 sectors per request, the ideal) and b strided. The view's row said so and then advised
     # "the kernel's loads are strided; call .contiguous()": advice must agree with the measurement beside it.
-    profile = load_profile(DATA / "tensor_cost" / "user_kernels")
+    profile = recording(DATA / "tensor_cost" / "user_kernels")
     forest, found = Forest(profile), load_patterns(profile)
     views = [c for c in tensor_stall_cost(profile) if c.tensor_id >= 0 and forest.columns["view_op"][c.tensor_id]]
     view = next(c for c in views if forest.columns["view_op"][c.tensor_id] == "aten::t")
@@ -181,5 +190,5 @@ def test_a_view_read_coalesced_is_not_told_its_loads_are_strided() -> None:
 
 
 def test_recordings_made_before_the_lanes_were_compared_have_no_pattern() -> None:
-    old = load_profile(DATA / "tensor_cost" / "transposed")
+    old = recording(DATA / "tensor_cost" / "transposed")
     assert not load_patterns(old).recorded and load_patterns(old).patterns == []

@@ -14,6 +14,7 @@ import pytest
 from tenprof.analyses.compare.collectives import RankCollectives, align_and_compare, rank_collectives
 from tenprof.importers.timeline_import import import_trace
 from tests.conftest import DATA
+from tests.helpers import recording
 
 
 @pytest.fixture(scope="module")
@@ -99,9 +100,8 @@ def test_without_collectives_nothing_is_shifted() -> None:
 
 
 def test_an_older_recording_gives_its_collective_kernels_as_one_group() -> None:
-    from tenprof.store.profile import load_profile
 
-    found = rank_collectives(load_profile(DATA / "ranks" / "balanced" / "rank00000"), 0)
+    found = rank_collectives(recording(DATA / "ranks" / "balanced" / "rank00000"), 0)
     assert set(found.group) == {"?"} and found.seq.tolist() == list(range(len(found.seq))) and len(found.seq) > 8
 
 
@@ -193,9 +193,8 @@ def test_a_real_four_gpu_2d_job_and_its_copies_with_planted_clocks_give_the_same
     # tests/data/groups40: examples/parallel_2d.py on four H200s of one host (TP pairs tp0 {0,1}, tp1 {2,3};
     # DP groups dp0 {0,2}, dp1 {1,3}); the copies put each rank on a host of its own, its clock off by a
     # planted shift, which the collectives' ends must find again (within 50 us) with the same arrivals
-    from tenprof.store.profile import load_profile
 
-    ranks = [rank_collectives(load_profile(DATA / "groups40" / case / f"rank0000{r}"), r) for r in range(4)]
+    ranks = [rank_collectives(recording(DATA / "groups40" / case / f"rank0000{r}"), r) for r in range(4)]
     real = align_and_compare(ranks)
     assert not real.applied and max(abs(s) for s in real.estimated.values()) < 50_000  # one host
     planted = {0: 0, 1: 350_000, 2: -1_200_000, 3: 2_700_000}

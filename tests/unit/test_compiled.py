@@ -17,6 +17,7 @@ from tenprof.store.compiled_code import read_compiled_code
 from tenprof.store.profile import Profile, load_profile
 from tenprof.store.writer import PassWriter
 from tests.conftest import DATA
+from tests.helpers import findings_of, recording
 
 WRAPPER = """
 async_compile = AsyncCompile()
@@ -114,10 +115,9 @@ def test_cuda_graph_replays_get_the_op_they_ran_under_when_captured(tmp_path: Pa
 
 
 def test_compile_finding_does_not_advise_cuda_graphs_to_a_run_that_replays_them() -> None:
-    from tenprof.analyses.findings import find_all
 
-    profile = load_profile(DATA / "compiled" / "gpt2_reduce_overhead")
-    finding = next(f for f in find_all(profile) if f.id == "torch-compile")
+    profile = recording(DATA / "compiled" / "gpt2_reduce_overhead")
+    finding = next(f for f in findings_of(profile) if f.id == "torch-compile")
     assert finding.numbers["replays_cuda_graphs"] == 1.0
     assert "already replay CUDA graphs" in finding.fix and "mode='reduce-overhead'" not in finding.fix
 
@@ -133,15 +133,14 @@ def test_generated_code_can_be_exported_from_the_profile(tmp_path: Path) -> None
 
 
 def test_compile_time_against_the_steady_step() -> None:
-    from tenprof.analyses.findings import find_all
 
-    profile = load_profile(DATA / "compiled" / "gpt2_reduce_overhead")
-    finding = next(f for f in find_all(profile) if f.id == "torch-compile-time")
+    profile = recording(DATA / "compiled" / "gpt2_reduce_overhead")
+    finding = next(f for f in findings_of(profile) if f.id == "torch-compile-time")
     compile_ns = profile.sql("select sum(duration_ns) from ops where name = 'entire_frame_compile'").column(0)[0]
     assert finding.numbers["compile_ns"] == pytest.approx(float(compile_ns.as_py()))
     assert finding.numbers["steps_worth"] > 100 and finding.once
-    mlp = load_profile(DATA / "compiled" / "mlp_default")
-    assert any(f.id == "torch-compile-time" for f in find_all(mlp)) == (
+    mlp = recording(DATA / "compiled" / "mlp_default")
+    assert any(f.id == "torch-compile-time" for f in findings_of(mlp)) == (
         mlp.sql("select sum(duration_ns) from ops where name = 'entire_frame_compile'").column(0)[0].as_py() > 0
     )
 
@@ -186,7 +185,7 @@ def test_damaged_kept_code_degrades_the_report_and_fails_the_export_clearly(
 
 def test_compiled_time_says_what_inductor_generated_and_what_is_a_library_call() -> None:
     # GPT-2's compiled regions call cuBLAS for their GEMMs: those are not generated code.
-    report = compiled_report(load_profile(DATA / "compiled" / "gpt2_default"))
+    report = compiled_report(recording(DATA / "compiled" / "gpt2_default"))
     assert report is not None and 0 < report.generated_ns < report.compiled_ns
     library = {r.kernel for r in report.rows if r.source in ("timeline (aten op)", "capture", "wrapper GEMM calls")}
     assert any("gemm" in k.lower() or "nvjet" in k.lower() for k in library)
@@ -197,11 +196,11 @@ def test_launch_bound_does_not_advise_cuda_graphs_to_a_run_that_replays_them() -
     # The advice launch-bound gives (its `fix`) for each recording: on the one that replays CUDA graphs
     # (mode="reduce-overhead") launch-bound itself does not fire any more (torch-compile's dispatch takes the
     # GPU's idle time first), so the advice is asked of the check directly.
-    from tenprof.analyses.findings import find_all, launch_bound
+    from tenprof.analyses.findings import launch_bound
     from tenprof.analyses.findings.context import Context
     from tenprof.analyses.findings.thresholds import Thresholds
 
-    replaying = launch_bound.advice(Context(load_profile(DATA / "compiled" / "gpt2_reduce_overhead"), Thresholds()))
+    replaying = launch_bound.advice(Context(recording(DATA / "compiled" / "gpt2_reduce_overhead"), Thresholds()))
     assert "already replay CUDA graphs" in replaying and "reduce-overhead" not in replaying
-    eager = next(f for f in find_all(load_profile(DATA / "compiled" / "gpt2_default")) if f.id == "launch-bound")
+    eager = next(f for f in findings_of(recording(DATA / "compiled" / "gpt2_default")) if f.id == "launch-bound")
     assert "mode='reduce-overhead'" in eager.fix

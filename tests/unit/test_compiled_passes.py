@@ -13,13 +13,14 @@ from tenprof.analyses.kernels.compiled import compiled_report
 from tenprof.analyses.kernels.stalls import kernel_stalls, stall_rollup
 from tenprof.store.profile import Profile, load_profile
 from tests.conftest import DATA
+from tests.helpers import recording
 
 COMPILED = DATA / "compiled"
 
 
 @pytest.fixture(scope="module")
 def stalls() -> Profile:
-    return load_profile(COMPILED / "mlp_stalls")
+    return recording(COMPILED / "mlp_stalls")
 
 
 def test_every_generated_kernel_is_sampled_under_the_name_the_timeline_knows(stalls: Profile) -> None:
@@ -123,7 +124,7 @@ def test_the_import_report_says_what_it_could_not_attribute(imported: Profile) -
 
 
 def test_max_autotune_templates_and_cuda_graph_gemms() -> None:
-    profile = load_profile(COMPILED / "mlp_max_autotune")
+    profile = recording(COMPILED / "mlp_max_autotune")
     report = compiled_report(profile)
     assert report is not None and report.ops_share >= 0.95 and report.lines_share >= 0.95
     templates = [r for r in report.rows if r.kernel.startswith("triton_tem_")]
@@ -136,7 +137,7 @@ def test_max_autotune_templates_and_cuda_graph_gemms() -> None:
 
 
 def test_gpt2_default_mode_is_attributed() -> None:
-    report = compiled_report(load_profile(COMPILED / "gpt2_default"))
+    report = compiled_report(recording(COMPILED / "gpt2_default"))
     assert report is not None and report.compiled_ns >= 0.5 * report.kernel_ns
     assert report.all_with_ops_ns >= 0.95 * report.kernel_ns and report.all_with_lines_ns >= 0.95 * report.kernel_ns
     triton = [r for r in report.rows if r.kernel.startswith("triton_")]
@@ -172,7 +173,7 @@ def test_each_kernel_names_its_compiled_region_and_the_line_that_called_it() -> 
     source = (DATA.parents[1] / "examples" / "compiled_train.py").read_text().splitlines()
     call = next(i for i, text in enumerate(source, 1) if "compiled(batch)" in text)
     for name in ("mlp_default", "gpt2_reduce_overhead"):
-        report = compiled_report(load_profile(COMPILED / name))
+        report = compiled_report(recording(COMPILED / name))
         assert report is not None
         triton = [r for r in report.rows if r.kernel.startswith("triton_")]
         regions = {r.region for r in triton}
@@ -224,7 +225,7 @@ def test_json_report_carries_the_compiled_counters_and_stalls_sections(stalls: P
     )
     assert any(o["op"].startswith("compiled: aten::gelu") for o in data["counters"]["operators"])
     assert any(r["op"].startswith("compiled: aten::gelu") for r in data["stalls"]["by_op_and_line"])
-    eager = load_profile(DATA / "mlp")
+    eager = recording(DATA / "mlp")
     plain = orjson.loads(report_json(eager))
     assert plain["compiled"] is None and plain["counters"] is None and plain["stalls"] is None
 

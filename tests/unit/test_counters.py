@@ -20,6 +20,7 @@ from tenprof.importers.counters_import import build_counters_pass
 from tenprof.store.profile import Profile, load_profile
 from tenprof.store.writer import PassWriter
 from tests.conftest import DATA
+from tests.helpers import findings_of, recording
 
 CASES = ("matmul", "mlp")
 
@@ -119,7 +120,7 @@ STORED_VERDICTS = ("counters/matmul", "counters/mlp", "stalls/mlp", "stalls/impo
 
 @pytest.mark.parametrize("case", STORED_VERDICTS)
 def test_judged_verdicts_equal_the_ones_old_imports_stored(case: str) -> None:
-    profile = load_profile(DATA / case)  # read as recorded, not imported again
+    profile = recording(DATA / case)  # read as recorded, not imported again
     path = DATA / case / "counters" / "kernel_metrics.parquet"
     stored = pq.read_table(path, columns=["replay_id", "verdict", "occupancy_limiter"]).to_pylist()
     assert stored and "verdict" not in profile.table("kernel_metrics").schema.names  # the old column is not read
@@ -156,7 +157,7 @@ def test_a_new_import_stores_no_verdict(recorded: dict[str, Profile]) -> None:
 
 
 def test_changed_limits_change_the_verdicts_without_importing_again() -> None:
-    profile = load_profile(DATA / "counters" / "mlp")
+    profile = recording(DATA / "counters" / "mlp")
     before = judged_replays(profile)
     launch_bound = {rid for rid, row in before.items() if row["verdict"] == "launch-bound"}
     assert launch_bound and len(launch_bound) < len(before)
@@ -219,16 +220,15 @@ def test_roofline_verdicts() -> None:
 
 
 def test_hardware_findings(recorded: dict[str, Profile]) -> None:
-    from tenprof.analyses.findings import find_all
 
-    found = find_all(recorded["mlp"])
+    found = findings_of(recorded["mlp"])
     # fp32 GEMMs of the MLP run on the FMA pipes (sm80_xmma_gemm_f32f32): each op named, with the line
     gemms = [f for f in found if f.id == "gemm-without-tensor-cores"]
     assert {f.title.split()[0] for f in gemms} == {"aten::mm", "aten::addmm"}
     assert all(f.where == ["examples/small_mlp.py:36"] and f.numbers["tensor_pipe_pct"] < 5 for f in gemms)
     # tiny launch-bound kernels are not blamed on registers
     assert "register-limited" not in {f.id for f in found}
-    matmul = {f.id for f in find_all(recorded["matmul"])}
+    matmul = {f.id for f in findings_of(recorded["matmul"])}
     assert "gemm-without-tensor-cores" not in matmul  # bf16 GEMM on tensor cores (nvjet)
 
 
@@ -280,11 +280,10 @@ def test_a_metric_the_report_did_not_measure_raises_no_finding() -> None:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from tenprof.analyses.findings import find_all
     from tenprof.store.profile import with_tables
 
-    profile = load_profile(DATA / "counters" / "mlp")
-    ids = [f.id for f in find_all(profile)]
+    profile = recording(DATA / "counters" / "mlp")
+    ids = [f.id for f in findings_of(profile)]
     assert ids.count("gemm-without-tensor-cores") == 2
     metrics = profile.table("kernel_metrics")
     for column in ("tensor_pipe_pct", "dram_throughput_pct", "sm_throughput_pct"):
@@ -292,6 +291,6 @@ def test_a_metric_the_report_did_not_measure_raises_no_finding() -> None:
         metrics = metrics.set_column(metrics.schema.get_field_index(column), column, nan)
     assert pc.all(pc.is_nan(metrics.column("tensor_pipe_pct"))).as_py()
     blind = with_tables(profile, {"kernel_metrics": metrics})
-    found = find_all(blind)
+    found = findings_of(blind)
     assert not {"gemm-without-tensor-cores", "memory-bound-slow"} & {f.id for f in found}
     assert not any("SM 0%" in s or "DRAM 0%" in s for f in found for s in f.seen)

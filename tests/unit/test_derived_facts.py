@@ -19,9 +19,10 @@ from tenprof.importers.timeline_builder import BuildReport
 from tenprof.importers.timeline_import import import_trace
 from tenprof.record.pass_builders import finish_timeline
 from tenprof.store.meta import META_FILE, Meta, TimelineInfo, read_meta, write_meta
-from tenprof.store.profile import Profile, load_profile
+from tenprof.store.profile import Profile
 from tenprof.store.schema import Pass
 from tenprof.store.writer import PassWriter
+from tests.helpers import recording
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 # recordings of torch.compile runs whose autotuning benchmarks show in the trace
@@ -43,13 +44,13 @@ def test_is_autotuning_is_stored_when_built_and_computed_for_older_recordings(
     assert stored.dtype == bool and stored.any() and not stored.all()
     assert (stored == _recomputed(fresh)).all()
     # the recording as made: its ops file predates the column, which the loader computes, to the same answer
-    old = load_profile(DATA / case)
+    old = recording(DATA / case)
     assert "is_autotuning" not in pq.read_schema(DATA / case / "timeline" / "ops.parquet").names
     assert (old.column("ops", "is_autotuning") == stored).all()
 
 
 def test_a_step_selection_of_an_older_recording_keeps_each_ops_answer() -> None:
-    profile = load_profile(DATA / "finding_compile_tiny")
+    profile = recording(DATA / "finding_compile_tiny")
     selected = select_steps(profile, "0")  # the step that compiled, and autotuned
     kept = profile.column("ops", "step") == 0
     assert selected.column("ops", "is_autotuning").any() and not kept.all()

@@ -19,16 +19,16 @@ import pytest
 from tenprof.analyses.compare.diff import _paired_variants, _same_op, _step_change, diff, read_side
 from tenprof.analyses.compare.line_keys import LineKeys
 from tenprof.cli.main import main
-from tenprof.store.profile import load_profile
 from tenprof.store.schema import TABLES
 from tests.conftest import DATA
+from tests.helpers import recording
 
 EXAMPLES = DATA.parent.parent / "examples" / "findings"
 
 
 def _pair(name: str):  # type: ignore[no-untyped-def]
-    before = read_side(load_profile(DATA / name), name)
-    after = read_side(load_profile(DATA / f"{name}_fixed"), f"{name}_fixed")
+    before = read_side(recording(DATA / name), name)
+    after = read_side(recording(DATA / f"{name}_fixed"), f"{name}_fixed")
     return diff(before, after)
 
 
@@ -101,8 +101,8 @@ def test_eager_and_compiled_runs_of_one_model_meet_at_the_models_lines() -> None
     source = (DATA.parent.parent / "examples" / "compiled_train.py").read_text().splitlines()
     up = next(i + 1 for i, t in enumerate(source) if "gelu(self.up(x))" in t)
     down = next(i + 1 for i, t in enumerate(source) if "self.norm(x + 0.5 * self.down(h))" in t)
-    before = read_side(load_profile(DATA / "diff" / "mlp_eager"), "eager")
-    after = read_side(load_profile(DATA / "diff" / "mlp_compiled"), "compiled")
+    before = read_side(recording(DATA / "diff" / "mlp_eager"), "eager")
+    after = read_side(recording(DATA / "diff" / "mlp_compiled"), "compiled")
     rows = {c.what: c for c in diff(before, after).lines}
     up_row, down_row = rows[f"examples/compiled_train.py:{up}"], rows[f"examples/compiled_train.py:{down}"]
     assert up_row.before_ns > 0 and down_row.before_ns > 0  # eager: the ops at their own lines
@@ -128,8 +128,8 @@ def test_two_gpus_are_named_and_the_lines_still_meet(capsys: pytest.CaptureFixtu
     assert main(["diff", str(DATA / "compiled" / "mlp_default"), str(DATA / "diff" / "mlp_compiled")]) == 0
     out = capsys.readouterr().out
     assert "NVIDIA H200" in out and "NVIDIA H100 80GB HBM3" in out and "two different GPUs" in out
-    before = read_side(load_profile(DATA / "compiled" / "mlp_default"), "h200")
-    after = read_side(load_profile(DATA / "diff" / "mlp_compiled"), "h100")
+    before = read_side(recording(DATA / "compiled" / "mlp_default"), "h200")
+    after = read_side(recording(DATA / "diff" / "mlp_compiled"), "h100")
     optimizer = next(c for c in diff(before, after).lines if c.what.endswith("compiled_train.py:68"))
     assert optimizer.before_count == optimizer.after_count and optimizer.after_ns > optimizer.before_ns
 
@@ -190,7 +190,7 @@ def test_an_op_and_its_out_variant_are_one_row_whatever_the_names_hold() -> None
     # op names may hold spaces (record_function names); the shapes are compared, not a split string
     assert _same_op(("my op", "[[2, 3], [3, 4]]"), ("my op", "[[2, 3], [3, 4], [2, 4]]"))
     assert not _same_op(("my op", "[[2, 3], [3, 4]]"), ("my op", "[[2, 3], [3, 5], [2, 4]]"))
-    side = read_side(load_profile(DATA / "finding_fp32_gemm"), "any")
+    side = read_side(recording(DATA / "finding_fp32_gemm"), "any")
     before = dataclasses.replace(
         side,
         ops={"aten::mm [[8,8],[8,8]]": (5.0, 1.0)},

@@ -9,16 +9,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tenprof.analyses.findings import Finding, find_all
+from tenprof.analyses.findings import Finding
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.thresholds import Thresholds
 from tenprof.cli.main import main
 from tenprof.store.profile import Profile, load_profile
 from tests.conftest import DATA
+from tests.helpers import findings_of
 
 
 def _found(profile: Profile) -> dict[str, Finding]:
-    return {f.id: f for f in find_all(profile)}
+    return {f.id: f for f in findings_of(profile)}
 
 
 def _kernel_ns(profile: Profile, wanted: str, unwanted: str = "") -> tuple[int, int]:

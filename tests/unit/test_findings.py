@@ -20,6 +20,7 @@ from tenprof.cli.main import main
 from tenprof.renderers.text import SEEN_SHOWN, render_findings
 from tenprof.store.profile import Profile, load_profile
 from tests.conftest import DATA
+from tests.helpers import findings_of, recording
 
 PAIRS = [
     ("launch-bound", "finding_launch_bound"),
@@ -45,7 +46,7 @@ MiB = 1 << 20
 
 
 def _one(profile: Profile, finding_id: str) -> Finding | None:
-    found = [f for f in find_all(profile) if f.id == finding_id]
+    found = [f for f in findings_of(profile) if f.id == finding_id]
     assert len(found) <= 1
     return found[0] if found else None
 
@@ -53,7 +54,7 @@ def _one(profile: Profile, finding_id: str) -> Finding | None:
 @pytest.mark.parametrize("finding_id, case", PAIRS)
 def test_fires_on_the_trigger_and_not_on_the_fix(rebuilt: dict[str, Profile], finding_id: str, case: str) -> None:
     bad = _one(rebuilt[case], finding_id)
-    assert bad is not None, [f.id for f in find_all(rebuilt[case])]
+    assert bad is not None, [f.id for f in findings_of(rebuilt[case])]
     assert bad.cost_ns >= 0 and bad.seen and bad.why and bad.fix
     assert _one(rebuilt[case + "_fixed"], finding_id) is None
 
@@ -238,7 +239,7 @@ def test_not_judged_on_an_imported_trace_without_stacks(tmp_path: Path) -> None:
     assert main(["import", str(trace), "-o", str(tmp_path / "imported"), "--quiet"]) == 0
     notes = not_judged(load_profile(tmp_path / "imported"))
     assert any("no Python call paths" in n for n in notes)
-    assert find_all(load_profile(tmp_path / "imported"))  # findings still judged from the events
+    assert findings_of(load_profile(tmp_path / "imported"))  # findings still judged from the events
 
 
 def test_clean_gpt2_only_has_explained_findings(rebuilt: dict[str, Profile]) -> None:
@@ -247,7 +248,7 @@ def test_clean_gpt2_only_has_explained_findings(rebuilt: dict[str, Profile]) -> 
     the same cause per device), autocast re-casting fp32 weights to bf16 each step (hidden copies), the
     output layer's GEMMs slowed by the vocabulary of 50257 (not a multiple of 8: far below their speed of
     light); no syncs or pageable copies inside the steps, and no kernel of one shape varying."""
-    ids = {f.id for f in find_all(rebuilt["gpt2"])}
+    ids = {f.id for f in findings_of(rebuilt["gpt2"])}
     assert ids <= {"cold-start", "launch-bound", "idle-gaps", "hidden-copies", "far-below-speed-of-light"}
     assert "sync-in-loop" not in ids and "pageable-transfer" not in ids
     copies = _one(rebuilt["gpt2"], "hidden-copies")
@@ -267,7 +268,7 @@ def test_thresholds_are_overridable(rebuilt: dict[str, Profile], capsys: pytest.
 
 def test_terminal_layout_and_json(rebuilt: dict[str, Profile], capsys: pytest.CaptureFixture[str]) -> None:
     for case in ("gpt2", "finding_hidden_copies", "finding_launch_bound"):
-        findings = find_all(rebuilt[case])
+        findings = findings_of(rebuilt[case])
         # costs paid every step first, most costly first; one-off start-up costs after them
         keys = [(f.once, -f.cost_ns) for f in findings]
         assert keys == sorted(keys)
@@ -310,7 +311,7 @@ def test_a_graph_break_in_a_gpu_bound_loop_costs_nothing_and_is_not_reported(reb
     # the check sees the break's dispatch and costs it at the GPU's idle time, none here
     assert raw.numbers["dispatch_ns"] > 0 and raw.where and raw.where[0].endswith("graph_break.py:14")
     assert raw.cost_ns == min(raw.numbers["dispatch_ns"], idle_budget_ns(ctx)) == 0
-    assert "graph-break" not in {f.id for f in find_all(profile)}
+    assert "graph-break" not in {f.id for f in findings_of(profile)}
 
 
 def test_a_blocking_pageable_copy_is_one_finding(rebuilt: dict[str, Profile]) -> None:
@@ -320,7 +321,7 @@ def test_a_blocking_pageable_copy_is_one_finding(rebuilt: dict[str, Profile]) ->
     from tenprof.analyses.findings.thresholds import Thresholds
 
     profile = rebuilt["finding_pageable_copy"]
-    found = find_all(profile)
+    found = findings_of(profile)
     ids = [f.id for f in found if not f.once]
     assert "pageable-transfer" in ids and "sync-in-loop" not in ids and "idle-gaps" not in ids
     ctx = Context(profile, Thresholds())
@@ -419,9 +420,9 @@ def test_a_one_off_stall_in_a_later_step_is_one_finding(rebuilt: dict[str, Profi
     assert abs(f.cost_ns - saved) <= 0.1 * saved
     ctx = Context(profile, Thresholds())
     assert 5 not in ctx.step_numbers.tolist() and ctx.step_count >= 5
-    assert {x.id for x in find_all(profile)} == {"slow-step", "cold-start"}
+    assert {x.id for x in findings_of(profile)} == {"slow-step", "cold-start"}
     assert any("slow-step check" in note for note in not_judged(profile))
-    assert {x.id for x in find_all(rebuilt["finding_slow_step_fixed"])} == {"cold-start"}
+    assert {x.id for x in findings_of(rebuilt["finding_slow_step_fixed"])} == {"cold-start"}
 
 
 def test_gpu_time_findings_say_when_the_host_bounds_the_step(rebuilt: dict[str, Profile]) -> None:
@@ -429,7 +430,7 @@ def test_gpu_time_findings_say_when_the_host_bounds_the_step(rebuilt: dict[str, 
     # their GPU time is real, but saving it shortens no step until the host is faster. The GEMM finding
     # says so, costs what it saves beyond the GPU's idle time while the host works (nothing here), keeps
     # the GPU time it would save, and ranks below.
-    found = find_all(rebuilt["finding_launch_bound"])
+    found = findings_of(rebuilt["finding_launch_bound"])
     ids = [f.id for f in found]
     assert ids.index("launch-bound") < ids.index("gemm-without-tensor-cores")
     gemm_bound = found[ids.index("gemm-without-tensor-cores")]
@@ -470,7 +471,7 @@ def test_tensor_core_advice_is_for_the_recorded_card(tmp_path: Path) -> None:
 
     from tenprof.store.meta import read_meta, write_meta
 
-    h100 = _one(load_profile(DATA / "finding_fp32_gemm"), "gemm-without-tensor-cores")
+    h100 = _one(recording(DATA / "finding_fp32_gemm"), "gemm-without-tensor-cores")
     assert h100 is not None and "TF32" in h100.fix
     volta = tmp_path / "volta"
     shutil.copytree(DATA / "finding_fp32_gemm", volta)
@@ -515,7 +516,7 @@ def test_variance_claims_one_shape_only_where_shapes_say_so(tmp_path: Path) -> N
     # with shapes recorded too: rank 0 of a two-rank job whose all-reduce waits 21 ms a step for rank 1's slow
     # loader (tests/data/ranks/slow_loader) was told its all-reduce "varies 68%"; that is the wait, judged
     # by the ranks report, not the kernel's variance
-    rank0 = _one(load_profile(DATA / "ranks" / "slow_loader" / "rank00000"), "variance")
+    rank0 = _one(recording(DATA / "ranks" / "slow_loader" / "rank00000"), "variance")
     assert rank0 is None or "nccl" not in rank0.title.lower()
 
 
@@ -635,7 +636,7 @@ def test_communication_alone_on_the_gpu_is_the_first_finding_and_overlapped_is_s
     # alone, and was told of a 0.8 ms kernel variance first
     for overlapped in (False, True):
         profile = _imported(tmp_path, f"c{int(overlapped)}", _collective_trace(overlapped))
-        found = find_all(profile)
+        found = findings_of(profile)
         exposed = _one(profile, "exposed-communication")
         if overlapped:
             assert exposed is None
@@ -652,9 +653,9 @@ def test_ranks_waiting_for_a_slow_rank_are_told_of_their_collectives_and_the_slo
     # check (waiting for the others to start), runs on for 47 ms into the analysed steps
     job = DATA / "groups40" / "slowrank"
     for rank in (0, 1, 2):
-        found = find_all(load_profile(job / f"rank0000{rank}"))
+        found = findings_of(recording(job / f"rank0000{rank}"))
         assert found[0].id == "exposed-communication" and any("one of 4 ranks" in s for s in found[0].seen)
-    assert _one(load_profile(job / "rank00003"), "exposed-communication") is None
+    assert _one(recording(job / "rank00003"), "exposed-communication") is None
 
 
 def _small_kernels_trace(capturing: bool) -> bytes:
@@ -685,7 +686,7 @@ def test_steps_that_capture_cuda_graphs_are_not_told_to_use_them(tmp_path: Path)
 
     for capturing in (False, True):
         profile = _imported(tmp_path, f"cap{int(capturing)}", _small_kernels_trace(capturing))
-        first = find_all(profile)[0]
+        first = findings_of(profile)[0]
         assert first.id in ("launch-bound", "idle-gaps"), first.id
         notes = not_judged(profile)
         if capturing:
@@ -714,7 +715,7 @@ def test_a_single_steps_work_before_its_first_kernel_is_idle_gpu_time(tmp_path: 
     # A public trace of one video-classification request (AMD-AGI/TraceLens's TimeSformer on an H100) spent
     # 218 ms of its 382 ms step decoding and preprocessing before its first kernel: the step's largest part,
     # and no finding said so, the GPU's idle time being judged from its first kernel on
-    found = find_all(_imported(tmp_path, "one", _preprocessing_trace(1)))
+    found = findings_of(_imported(tmp_path, "one", _preprocessing_trace(1)))
     assert found and found[0].id == "idle-gaps" and found[0].cost_ns >= 45_000_000, [(f.id, f.cost_ns) for f in found]
     assert any("from the step's start" in s for s in found[0].seen)
     assert any("in Python outside torch ops" in s for s in found[0].seen)

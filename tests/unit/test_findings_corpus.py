@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import pytest
 
-from tenprof.analyses.findings import find_all
 from tenprof.analyses.findings.causes import GPU_TIME_FINDINGS, IDLE_CHARGERS, idle_budget_ns
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.thresholds import Thresholds
@@ -22,6 +21,7 @@ from tenprof.cli.main import main
 from tenprof.renderers.finding_text import rendered
 from tenprof.store.profile import Profile, load_profile
 from tests.conftest import DATA
+from tests.helpers import findings_of, recording
 
 MEMORY_FINDINGS = ("out-of-memory", "memory-growth", "memory-fragmentation")
 
@@ -44,7 +44,7 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Profile]:
 
 
 def _check_properties(profile: Profile) -> None:
-    found = find_all(profile)
+    found = findings_of(profile)
     ctx = Context(profile, Thresholds())
     # every finding costs time, but one that saves GPU time in a step the host bounds (kept, last, for what it
     # would save once the host is faster) and the memory findings (urgent, or what they would free)
@@ -74,7 +74,7 @@ def _check_properties(profile: Profile) -> None:
 
 @pytest.mark.parametrize("case", RECORDINGS)
 def test_findings_hold_on_every_recording(case: str) -> None:
-    _check_properties(load_profile(DATA / case))
+    _check_properties(recording(DATA / case))
 
 
 @pytest.mark.xdist_group("findings_corpus_imported")
@@ -85,16 +85,16 @@ def test_findings_hold_on_imported_torch_profiler_traces(imported: dict[str, Pro
 
 
 def test_fp32_gemms_named_from_kernel_names_on_gpt2() -> None:
-    ids = {f.id: f for f in find_all(load_profile(DATA / "overhead" / "gpt2_fp32"))}
+    ids = {f.id: f for f in findings_of(recording(DATA / "overhead" / "gpt2_fp32"))}
     f = ids["gemm-without-tensor-cores"]
     assert f.numbers["share_of_gpu"] > 0.5 and "TF32" in f.fix and f.where
-    assert "gemm-without-tensor-cores" not in {x.id for x in find_all(load_profile(DATA / "gpt2"))}  # bf16
+    assert "gemm-without-tensor-cores" not in {x.id for x in findings_of(recording(DATA / "gpt2"))}  # bf16
 
 
 def test_fp32_gemm_cost_is_what_tf32_saved(rebuilt: dict[str, Profile]) -> None:
     # The trigger and its fix differ only in TF32: the check's cost is what TF32 would save (the GEMMs'
     # time less 1/7.5 of it); the fix took that much less GPU time per step, within 10%.
-    bad = next(f for f in find_all(rebuilt["finding_fp32_gemm"]) if f.id == "gemm-without-tensor-cores")
+    bad = next(f for f in findings_of(rebuilt["finding_fp32_gemm"]) if f.id == "gemm-without-tensor-cores")
     per_step = {}
     for case in ("finding_fp32_gemm", "finding_fp32_gemm_fixed"):
         ctx = Context(rebuilt[case], Thresholds())
@@ -110,12 +110,12 @@ def test_fp32_gemm_cost_is_what_tf32_saved(rebuilt: dict[str, Profile]) -> None:
 def test_the_final_synchronize_of_a_recording_is_not_a_sync_in_the_loop(imported: dict[str, Profile]) -> None:
     # A torch.profiler trace of fp32_gemm.py without steps: its only synchronize is the one after the loop.
     for name in ("fp32_gemm", "fp32_gemm_stack"):
-        assert "sync-in-loop" not in {f.id for f in find_all(imported[name])}, name
+        assert "sync-in-loop" not in {f.id for f in findings_of(imported[name])}, name
 
 
 def test_nested_compiled_regions_are_counted_once() -> None:
     # GPT-2 compiled with graph breaks: regions run inside regions; only the outermost are summed.
-    f = next(x for x in find_all(load_profile(DATA / "compiled" / "gpt2_default")) if x.id == "torch-compile")
+    f = next(x for x in findings_of(recording(DATA / "compiled" / "gpt2_default")) if x.id == "torch-compile")
     assert f.numbers["recorded_region_cpu_ns"] < 75e6  # 2 steps; the nested sum was 136.5 ms
 
 
@@ -132,7 +132,7 @@ def test_steps_are_inferred_where_none_were_marked(imported: dict[str, Profile])
         ctx = Context(profile, Thresholds())
         assert ctx.inferred is not None and len(ctx.inferred.starts) == 6
         assert ctx.inferred.marker.startswith("aten::conv2d")
-        ids = [f.id for f in find_all(profile)]
+        ids = [f.id for f in findings_of(profile)]
         assert "idle-gaps" not in ids and "sync-in-loop" not in ids
         assert ids[-1] == "cold-start"  # judged on the first iteration, as the one-off it is
         assert any("iterations of the loop were inferred" in n for n in not_judged(profile))
@@ -157,7 +157,7 @@ def test_a_one_off_stall_is_one_off_without_marked_steps(imported: dict[str, Pro
     # relu_), so each matmul and relu_ reads as an iteration; the one holding torch.fft's first call is
     # far slower than the rest and is reported as such, not as a per-step cost.
     profile = imported["slow_step"]
-    found = {f.id: f for f in find_all(profile)}
+    found = {f.id: f for f in findings_of(profile)}
     assert "slow-step" in found and not {"idle-gaps", "launch-bound", "sync-in-loop"} & set(found)
     assert any("aten::_fft_r2c" in s or "aten::abs" in s or "aten::mean" in s for s in found["slow-step"].seen)
     assert found["slow-step"].cost_ns > 10e6

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tenprof.analyses.findings import find_all
 from tenprof.analyses.timeline.step_time import step_time
 from tenprof.cli.main import main
 from tenprof.store.profile import load_profile
 from tests.conftest import DATA
+from tests.helpers import findings_of
 
 TRACE = DATA / "generate" / "gpt2_generate_torch_profiler.json.gz"
 
@@ -20,9 +20,9 @@ TRACE = DATA / "generate" / "gpt2_generate_torch_profiler.json.gz"
 def test_generate_traced_by_torch_profiler_reads_per_token(tmp_path: Path) -> None:
     assert main(["import", "--quiet", str(TRACE), "-o", str(tmp_path / "p")]) == 0
     profile = load_profile(tmp_path / "p")
-    found = [f for f in find_all(profile) if not f.once]
+    found = [f for f in findings_of(profile) if not f.once]
     assert [f.id for f in found[:2]] == ["launch-bound", "sync-in-loop"]
-    assert "pageable-transfer" not in {f.id for f in find_all(profile)}
+    assert "pageable-transfer" not in {f.id for f in findings_of(profile)}
     steps = step_time(profile)
     # 48 tokens: the prefill and 47 decode steps, give or take the loop's first and last partial iterations
     assert not steps.marked and steps.inferred and 45 <= len(steps.steps) <= 50

@@ -10,13 +10,13 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tenprof.analyses.findings import find_all
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.grad_sync import check
 from tenprof.analyses.findings.thresholds import Thresholds
 from tenprof.cli.main import main
 from tenprof.store.profile import Profile, load_profile
 from tests.conftest import DATA
+from tests.helpers import findings_of, recording
 
 
 def test_three_of_four_rounds_are_wasted_and_the_cost_is_their_exposed_collective_time(
@@ -40,8 +40,8 @@ def test_three_of_four_rounds_are_wasted_and_the_cost_is_their_exposed_collectiv
     "case", ["finding_ddp_no_sync_fixed", "ranks/balanced/rank00000", "ranks/slowed/rank00001", "gpt2"]
 )
 def test_silent_with_no_sync_and_without_accumulation(rebuilt: dict[str, Profile], case: str) -> None:
-    profile = rebuilt[case] if "/" not in case else load_profile(DATA / case)
-    assert "all-reduce-every-micro-step" not in {f.id for f in find_all(profile)}
+    profile = rebuilt[case] if "/" not in case else recording(DATA / case)
+    assert "all-reduce-every-micro-step" not in {f.id for f in findings_of(profile)}
 
 
 def test_fires_on_a_plain_torch_profiler_trace_without_marked_steps(tmp_path: Path) -> None:
@@ -53,6 +53,6 @@ def test_fires_on_a_plain_torch_profiler_trace_without_marked_steps(tmp_path: Pa
     trace["traceEvents"] = kept
     (tmp_path / "trace.json").write_bytes(orjson.dumps(trace))
     assert main(["import", "--quiet", str(tmp_path / "trace.json"), "-o", str(tmp_path / "prof")]) == 0
-    found = find_all(load_profile(tmp_path / "prof"))
+    found = findings_of(load_profile(tmp_path / "prof"))
     assert found[0].id == "all-reduce-every-micro-step"
     assert found[0].numbers["micro_steps_per_optimizer_step"] == 4

@@ -10,17 +10,16 @@ import numpy as np
 import pytest
 
 from tenprof.analyses.timeline.host import host_lines, main_thread
-from tenprof.store.profile import load_profile
+from tests.helpers import findings_of, recording
 
 
 def test_idle_gaps_say_what_the_host_was_doing() -> None:
     # host_gaps.py on an H100 with the sampler (tests/data/finding_host_gaps_sampled): each step sleeps
     # 5 ms in prepare_batch() between two matmuls, and the GPU waits. The finding names that line, and
     # the sampled time per step is within 10% of the planted 5 ms. Its fix (no sleep) raises nothing.
-    from tenprof.analyses.findings import find_all
     from tests.conftest import DATA
 
-    found = {f.id: f for f in find_all(load_profile(DATA / "finding_host_gaps_sampled"))}
+    found = {f.id: f for f in findings_of(recording(DATA / "finding_host_gaps_sampled"))}
     idle = found["idle-gaps"]
     script = DATA.parent.parent / "examples" / "findings" / "host_gaps.py"
     line = next(i + 1 for i, t in enumerate(script.read_text().splitlines()) if "time.sleep" in t)
@@ -35,8 +34,8 @@ def test_idle_gaps_say_what_the_host_was_doing() -> None:
 
     per_step = next(v for kind, v in quantities(next(s for s in idle.seen if "meanwhile" in s)) if kind == "duration")
     assert abs(per_step - 5e6) <= 0.1 * 5e6, per_step
-    assert Context(load_profile(DATA / "finding_host_gaps_sampled"), Thresholds()).step_count == 8
-    assert "idle-gaps" not in {f.id for f in find_all(load_profile(DATA / "finding_host_gaps_sampled_fixed"))}
+    assert Context(recording(DATA / "finding_host_gaps_sampled"), Thresholds()).step_count == 8
+    assert "idle-gaps" not in {f.id for f in findings_of(recording(DATA / "finding_host_gaps_sampled_fixed"))}
 
 
 def test_the_perfetto_trace_has_a_track_of_the_sampled_lines() -> None:
@@ -50,7 +49,7 @@ def test_the_perfetto_trace_has_a_track_of_the_sampled_lines() -> None:
     from tests.conftest import DATA
 
     buffer = io.BytesIO()
-    write_perfetto(load_profile(DATA / "finding_host_gaps_sampled"), buffer)
+    write_perfetto(recording(DATA / "finding_host_gaps_sampled"), buffer)
     data = orjson.loads(buffer.getvalue())
     events = data["traceEvents"] if isinstance(data, dict) else data
     names = [e for e in events if e.get("ph") == "M" and "sampled: Python lines" in str(e.get("args", {}))]
@@ -74,13 +73,12 @@ def test_a_slow_collate_is_named_with_its_time() -> None:
     # the script's process and its collate function spins 8 ms per batch; the GPU waits. The first finding
     # is data-loading (num_workers=0) at the collate's loop, and the sampled time there per step is within
     # 10% of 8 ms.
-    from tenprof.analyses.findings import find_all
     from tenprof.analyses.findings.context import Context
     from tenprof.analyses.findings.thresholds import Thresholds
     from tests.conftest import DATA
 
-    profile = load_profile(DATA / "finding_slow_collate")
-    first = find_all(profile)[0]
+    profile = recording(DATA / "finding_slow_collate")
+    first = findings_of(profile)[0]
     example = "examples/findings/slow_loader.py"
     line = f"{example}:{_line_of(example, 'the planted slow collate')}"
     assert first.id == "data-loading" and first.where[0] == line
@@ -91,7 +89,7 @@ def test_a_slow_collate_is_named_with_its_time() -> None:
     assert abs(at[line].ns / ctx.step_count - 8e6) <= 0.1 * 8e6, at[line].ns / ctx.step_count
     # the control (no delay, the loading done ahead in two workers) raises neither
     assert {"idle-gaps", "data-loading"}.isdisjoint(
-        f.id for f in find_all(load_profile(DATA / "finding_slow_loader_fixed"))
+        f.id for f in findings_of(recording(DATA / "finding_slow_loader_fixed"))
     )
 
 
@@ -100,13 +98,12 @@ def test_slow_dataloader_workers_are_named_with_their_time() -> None:
     # (tests/data/finding_slow_workers): the main thread waits at next(batches) for the workers, and the
     # finding's first line is the sleep in __getitem__, sampled in the workers. Over the steps (the
     # workers are never paused), their time at the sleep per batch consumed is within 10% of 8 x 4 ms.
-    from tenprof.analyses.findings import find_all
     from tenprof.analyses.timeline.host import WORKERS, worker_processes
     from tenprof.renderers.finding_text import rendered
     from tests.conftest import DATA
 
-    profile = load_profile(DATA / "finding_slow_workers")
-    first = rendered(find_all(profile)[0])
+    profile = recording(DATA / "finding_slow_workers")
+    first = rendered(findings_of(profile)[0])
     example = "examples/findings/slow_loader.py"
     sleep = f"{example}:{_line_of(example, 'the planted slow read')}"
     wait = f"{example}:{_line_of(example, 'next(batches)')}"
@@ -132,13 +129,12 @@ def test_an_explicit_synchronize_is_placed_at_its_sampled_line() -> None:
     # examples/findings/sync_explicit.py: torch.cuda.synchronize() runs no torch op, so without samples
     # its line is a guess ("outside torch ops, after" the last op); with them (an H100 recording made with
     # the sampler) it is the synchronize's own line.
-    from tenprof.analyses.findings import find_all
     from tests.conftest import DATA
 
     line = _line_of("examples/findings/sync_explicit.py", "        torch.cuda.synchronize()")
-    found = {f.id: f for f in find_all(load_profile(DATA / "finding_sync_explicit_sampled"))}
+    found = {f.id: f for f in findings_of(recording(DATA / "finding_sync_explicit_sampled"))}
     assert found["sync-in-loop"].where == [f"examples/findings/sync_explicit.py:{line}"]
-    unsampled = {f.id: f for f in find_all(load_profile(DATA / "finding_sync_explicit"))}
+    unsampled = {f.id: f for f in findings_of(recording(DATA / "finding_sync_explicit"))}
     assert unsampled["sync-in-loop"].where[0].startswith("outside torch ops, after ")
 
 
@@ -150,7 +146,7 @@ def test_the_call_tree_has_the_python_outside_torch_ops() -> None:
 
     example = "examples/findings/slow_loader.py"
     collate = _line_of(example, "the planted slow collate")
-    tree = build_tree(load_profile(DATA / "finding_slow_collate"))
+    tree = build_tree(recording(DATA / "finding_slow_collate"))
     leaves = [
         (parent, child)
         for parent in tree.walk()
@@ -159,7 +155,7 @@ def test_the_call_tree_has_the_python_outside_torch_ops() -> None:
     ]
     at_collate = sum(c.self_cpu_ns for p, c in leaves if p.file == example and p.line == collate)
     assert at_collate > 12 * 6e6  # 8 ms a step over 16 steps, less the steps run un-profiled
-    workers = build_tree(load_profile(DATA / "finding_slow_workers"))
+    workers = build_tree(recording(DATA / "finding_slow_workers"))
     assert any(n.kind == "frame" and n.name == WORKERS for n in workers.children.values())
 
 
@@ -173,7 +169,7 @@ def test_launch_bound_names_the_python_outside_torch_ops() -> None:
     from tenprof.core.quantities import format_quantities
     from tests.conftest import DATA
 
-    ctx = Context(load_profile(DATA / "finding_slow_collate"), Thresholds())
+    ctx = Context(recording(DATA / "finding_slow_collate"), Thresholds())
     example = "examples/findings/slow_loader.py"
     line = f"{example}:{_line_of(example, 'the planted slow collate')}"
     said = _python_outside_ops(ctx, cpu_in_ops_per_step=1e6)

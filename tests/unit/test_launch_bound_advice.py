@@ -4,13 +4,13 @@ told to compile, but to replay that code as CUDA graphs. Stored recordings of te
 
 from __future__ import annotations
 
-from tenprof.analyses.findings import Finding, find_all
-from tenprof.store.profile import load_profile
+from tenprof.analyses.findings import Finding
 from tests.conftest import DATA
+from tests.helpers import findings_of, recording
 
 
 def _launch_bound(case: str) -> Finding:
-    found = {f.id: f for f in find_all(load_profile(DATA / case))}
+    found = {f.id: f for f in findings_of(recording(DATA / case))}
     assert "launch-bound" in found, sorted(found)
     return found["launch-bound"]
 

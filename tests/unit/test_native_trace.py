@@ -44,6 +44,7 @@ from tenprof.capture.native_trace import (
 from tenprof.importers.timeline_import import build_pass
 from tenprof.store.profile import Profile, load_profile
 from tests.conftest import DATA, rebuild_pass
+from tests.helpers import recording
 
 USER_SCOPE = 7
 NAMES = ["ProfilerStep#1", "aten::mm", "autograd::engine::evaluate_function: MmBackward0", "MmBackward0", "aten::t"]
@@ -174,7 +175,7 @@ def test_a_gpu_only_trace_merged_with_op_records_attributes_kernels_as_the_full_
     kept = copy / "timeline" / "raw"
     (kept / "kineto_trace.json.gz").write_bytes(gzip.compress(orjson.dumps(merged)))
     rebuild_pass(copy, "timeline", lambda w, r: build_pass(w, r / "kineto_trace.json.gz", r / "callsites.json.gz"))
-    full, split = load_profile(DATA / case), load_profile(copy)
+    full, split = recording(DATA / case), load_profile(copy)
     assert split.table("kernels").num_rows == full.table("kernels").num_rows > 0
     assert _kernel_ops(split) == _kernel_ops(full)
 
@@ -293,7 +294,7 @@ def _stored_equals_rebuilt(tmp_path: Path, case: str) -> Profile:
     copy = tmp_path / case
     shutil.copytree(DATA / case, copy)
     rebuild_pass(copy, "timeline", lambda w, r: build_pass(w, r / "kineto_trace.json.gz", r / "callsites.json.gz"))
-    stored, rebuilt = load_profile(DATA / case), load_profile(copy)
+    stored, rebuilt = recording(DATA / case), load_profile(copy)
     for table in ("ops", "kernels", "memory", "steps"):
         assert rebuilt.table(table).equals(stored.table(table)), table
     return stored

@@ -21,6 +21,7 @@ from tenprof.capture.overhead_plan import (
 from tenprof.capture.schedule import Schedule
 from tenprof.store.profile import load_profile
 from tests.conftest import DATA
+from tests.helpers import findings_of, recording
 
 
 def test_plan_records_six_steps_then_settles_three_and_times_three_in_a_row(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -97,11 +98,11 @@ def test_a_cost_model_that_charges_the_whole_step_estimates_nothing(monkeypatch:
 
 
 def test_old_recordings_are_estimated_and_labelled_as_such() -> None:
-    o = measure(load_profile(DATA / "mlp"))
+    o = measure(recording(DATA / "mlp"))
     assert o.method == "estimated" and "estimated from" in o.note
     assert o.unprofiled_step_ns is not None and o.profiled_step_ns is not None
     assert o.unprofiled_step_ns < o.profiled_step_ns  # tiny ops: the capture's cost is a real part of the step
-    gpu_bound = measure(load_profile(DATA / "matmul4096_warm"))
+    gpu_bound = measure(recording(DATA / "matmul4096_warm"))
     assert gpu_bound.unprofiled_gpu_busy_share is not None and gpu_bound.unprofiled_gpu_busy_share > 0.95
     assert np.isclose(gpu_bound.ratio or 0, 1.0, atol=0.05)  # GPU-bound: the profiler's CPU cost hides
 
@@ -110,15 +111,14 @@ OVERHEAD = DATA / "overhead"  # made on an H100 by `bash scripts/gpu_check.sh ho
 
 
 def _finding_ids(case: str) -> list[str]:
-    from tenprof.analyses.findings import find_all
 
-    return [f.id for f in find_all(load_profile(OVERHEAD / case))]
+    return [f.id for f in findings_of(recording(OVERHEAD / case))]
 
 
 def test_gpu_bound_gpt2_is_not_called_launch_bound_nor_idle() -> None:
     """fp32 GPT-2 training: recorded, the profiler doubles the step and the GPU looks idle half the time;
     un-profiled (the steps run with the capture off) the GPU is busy throughout."""
-    o = measure(load_profile(OVERHEAD / "gpt2_fp32"))
+    o = measure(recording(OVERHEAD / "gpt2_fp32"))
     assert o.method == "measured" and o.measured_steps == 3
     assert o.ratio is not None and o.ratio > 1.5  # the default capture's cost on this workload, today
     assert o.unprofiled_gpu_busy_share is not None and o.unprofiled_gpu_busy_share > 0.95
@@ -127,12 +127,11 @@ def test_gpu_bound_gpt2_is_not_called_launch_bound_nor_idle() -> None:
 
 
 def test_small_mlp_is_launch_bound_even_un_profiled_and_costs_what_it_would_un_profiled() -> None:
-    from tenprof.analyses.findings import find_all
 
-    profile = load_profile(OVERHEAD / "mlp")
+    profile = recording(OVERHEAD / "mlp")
     o = measure(profile)
     assert o.method == "measured" and o.unprofiled_gpu_busy_share is not None and o.unprofiled_gpu_busy_share < 0.2
-    (bound,) = [f for f in find_all(profile) if f.id == "launch-bound"]
+    (bound,) = [f for f in findings_of(profile) if f.id == "launch-bound"]
     assert o.unprofiled_step_ns is not None and o.profiled_step_ns is not None
     assert bound.numbers["gpu_busy_share"] == pytest.approx(o.unprofiled_gpu_busy_share)
     steps = bound.cost_ns / ((1 - o.unprofiled_gpu_busy_share) * o.unprofiled_step_ns)
@@ -148,7 +147,7 @@ def test_where_the_gpu_activity_went_off_too_the_busy_share_comes_from_the_recor
     from tenprof.analyses.timeline.overhead import capture_on, in_unrecorded_steps, kernel_launch_ns
     from tenprof.store.profile import with_tables
 
-    profile = load_profile(OVERHEAD / "gpt2_fp32")
+    profile = recording(OVERHEAD / "gpt2_fp32")
     kept = measure(profile)
     kernels = profile.table("kernels").filter(~in_unrecorded_steps(profile, kernel_launch_ns(profile)))
     assert kernels.num_rows < profile.table("kernels").num_rows and (~capture_on(profile)).sum() == 3
@@ -171,7 +170,7 @@ def test_a_run_that_turned_everything_off_in_its_timed_steps_measures_the_plain_
     from tenprof.analyses.timeline.overhead import capture_on, in_unrecorded_steps, kernel_launch_ns
     from tenprof.analyses.timeline.temporal import temporal_breakdown
 
-    profile = load_profile(OVERHEAD / "mlp_all_off")
+    profile = recording(OVERHEAD / "mlp_all_off")
     assert profile.meta.timeline.timed_steps_gpu is False
     off = profile.table("steps").column("step").to_numpy()[~capture_on(profile)].tolist()
     assert off == [3, 8, 13]
@@ -186,7 +185,7 @@ def test_a_run_that_turned_everything_off_in_its_timed_steps_measures_the_plain_
 
 
 def test_gpu_bound_conv_costs_nothing_to_profile() -> None:
-    o = measure(load_profile(OVERHEAD / "conv"))
+    o = measure(recording(OVERHEAD / "conv"))
     assert o.method == "measured" and o.ratio is not None and o.ratio < 1.1
     assert _finding_ids("conv") == ["layout-conversions", "cold-start"]  # nothing about the host
 
@@ -214,7 +213,7 @@ def test_a_run_that_stopped_the_profiler_for_its_timed_steps_is_joined_from_its_
     from tenprof.analyses.timeline.step_time import step_time
     from tests.conftest import rebuild
 
-    stored = load_profile(OVERHEAD / "mlp_stopped")
+    stored = recording(OVERHEAD / "mlp_stopped")
     assert len(list((OVERHEAD / "mlp_stopped" / "timeline" / "raw").glob("kineto_trace*.json.gz"))) == 4
     rebuilt = rebuild("overhead/mlp_stopped", tmp_path)
     for table in ("steps", "ops", "kernels", "api_calls"):
@@ -282,6 +281,6 @@ def test_the_overhead_line_shows_the_timed_step_unclamped_and_says_when_nothing_
 
 
 def test_a_recorded_gpu_run_that_the_profiler_slows_is_measured_as_overhead() -> None:
-    o = measure(load_profile(OVERHEAD / "gpt2_fp32"))
+    o = measure(recording(OVERHEAD / "gpt2_fp32"))
     assert o.verdict == "overhead" and o.p_value is not None and o.p_value < 0.05
     assert o.timed_unprofiled_step_ns == o.unprofiled_step_ns  # faster than recorded: nothing capped

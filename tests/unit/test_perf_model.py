@@ -15,6 +15,7 @@ from tenprof.analyses.perf_model import perf_model
 from tenprof.analyses.perf_model.gpu_peaks import peaks_for
 from tenprof.store.profile import Profile, load_profile
 from tests.conftest import DATA
+from tests.helpers import findings_of, recording
 
 # GPT-2 small (transformers.GPT2Config(): 12 layers, width 768, vocabulary 50257, 1024 positions), the
 # output layer tied to the token embedding: 124,439,808 parameters. examples/gpt2_train.py: batch 8 x 256.
@@ -32,7 +33,7 @@ def _gpt2_step_flops() -> float:
 
 @pytest.fixture(scope="module")
 def gpt2() -> Profile:
-    return load_profile(DATA / "gpt2")
+    return recording(DATA / "gpt2")
 
 
 def test_gpt2_flops_per_step_match_six_n_t_plus_attention(gpt2: Profile) -> None:
@@ -52,7 +53,7 @@ def test_gpt2_bf16_recorded_with_tokens_clocks_and_values() -> None:
     """The H100 recording made with this version's capture (tests/data/gpt2_bf16): the tokens each step
     held (tenprof.step(tokens=...)), NVML's clock samples and the ops' recorded values; FLOPs per step
     within 1% of the estimate (the issue asks 10%), judged against the H100's measured peaks."""
-    profile = load_profile(DATA / "gpt2_bf16")
+    profile = recording(DATA / "gpt2_bf16")
     model = perf_model(profile)
     assert model is not None and model.peaks.startswith("H100 SXM: measured bf16")
     assert model.mfu_peak_tflops == pytest.approx(989.4)  # MFU: the datasheet's dense peak; SOL: the measured
@@ -116,7 +117,7 @@ def test_rates_and_speed_of_light_are_consistent(gpt2: Profile) -> None:
 
 
 def test_odd_vocabulary_gemms_are_far_below_their_speed_of_light(gpt2: Profile) -> None:
-    found = [f for f in find_all(gpt2) if f.id == "far-below-speed-of-light"]
+    found = [f for f in findings_of(gpt2) if f.id == "far-below-speed-of-light"]
     assert len(found) == 1, [f.title for f in found]
     f = found[0]
     assert "aten::mm" in f.title and f.numbers["sol_percent"] < 40
@@ -128,8 +129,8 @@ def test_odd_vocabulary_gemms_are_far_below_their_speed_of_light(gpt2: Profile) 
 
 @pytest.mark.parametrize("case", ["finding_fp32_gemm", "finding_fp32_gemm_fixed", "mlp", "matmul64_warm"])
 def test_speed_of_light_is_silent_on_clean_controls(case: str) -> None:
-    profile = load_profile(DATA / case)
-    assert not [f.title for f in find_all(profile) if f.id == "far-below-speed-of-light"]
+    profile = recording(DATA / case)
+    assert not [f.title for f in findings_of(profile) if f.id == "far-below-speed-of-light"]
 
 
 def test_a_card_without_peaks_gets_rates_but_no_efficiency(gpt2: Profile) -> None:

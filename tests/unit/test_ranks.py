@@ -7,26 +7,33 @@ from __future__ import annotations
 import io
 import math
 import shutil
+from functools import cache
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 
-from tenprof.analyses.compare.ranks import ranks_report
-from tenprof.analyses.findings import find_all
+from tenprof.analyses.compare.ranks import RanksReport, ranks_report
 from tenprof.capture.ranks import rank_from_env
 from tenprof.cli.launch import rank_command
 from tenprof.cli.main import main
 from tenprof.renderers.ranks_text import render_ranks
 from tenprof.report.ranks import kernels_across_ranks
 from tenprof.store.directory import rank_dirs
-from tenprof.store.profile import load_profile
 from tests.conftest import DATA
+from tests.helpers import findings_of, recording
 
 ROOT = DATA.parents[1]
 
 
 RANKS = DATA / "ranks"
+
+
+@cache
+def _report_of(name: str) -> RanksReport:
+    """The merged report of the recording tests/data/ranks/`name`, made once per test process for the tests
+    that read it (they only read it)."""
+    return ranks_report(RANKS / name)
 
 
 @pytest.mark.parametrize(
@@ -61,7 +68,7 @@ def test_launcher_command_keeps_options_and_the_scripts_own_arguments() -> None:
 
 
 def test_balanced_ddp_overlaps_its_allreduce_and_names_no_straggler() -> None:
-    report = ranks_report(RANKS / "balanced")
+    report = _report_of("balanced")
     assert [r.rank for r in report.ranks] == [0, 1] and report.hosts == ["vm"] and len(report.devices) == 2
     assert not report.stragglers
     for r in report.ranks:
@@ -76,7 +83,7 @@ def test_balanced_ddp_overlaps_its_allreduce_and_names_no_straggler() -> None:
 
 
 def test_slowed_rank_is_named_with_the_line_where_it_falls_behind() -> None:
-    report = ranks_report(RANKS / "slowed")
+    report = _report_of("slowed")
     (straggler,) = report.stragglers
     planted = next(
         i
@@ -96,7 +103,7 @@ def test_a_slow_input_pipeline_is_named_at_its_line() -> None:
     # torch op beside it took the blame.
     from tenprof.analyses.compare.ranks import OUTSIDE_OPS
 
-    report = ranks_report(RANKS / "slow_loader")
+    report = _report_of("slow_loader")
     (straggler,) = report.stragglers
     sleep = next(
         i
@@ -154,7 +161,7 @@ def _moved(source: Path, target: Path, rank: int, shift_ns: int, host: str | Non
 def test_ranks_on_two_hosts_are_aligned_on_their_collectives(tmp_path: Path) -> None:
     """The balanced recording with rank 1 moved to another host whose clock runs 5 ms ahead: the shift
     found from the ends of the collectives undoes it, within the issue's 50 us."""
-    plain = {r.rank: r for r in ranks_report(RANKS / "balanced").ranks}
+    plain = {r.rank: r for r in _report_of("balanced").ranks}
     report = ranks_report(_moved(RANKS / "balanced", tmp_path / "two_hosts", 1, 5_000_000, host="other"))
     assert report.hosts == ["other", "vm"] and "2 hosts" in report.clock_method
     shifts = {r.rank: r.clock_shift_ns for r in report.ranks}
@@ -169,7 +176,7 @@ def test_a_planted_shift_on_one_host_is_found_and_the_straggler_still_arrives_la
     """The slowed recording (rank 1 sleeps in each step) with rank 1's clock moved: the clocks of one host
     that disagree by more than 50 us are aligned too, and rank 1 still arrives last at every collective,
     the others waiting for it as long as without the shift."""
-    plain = ranks_report(RANKS / "slowed")
+    plain = _report_of("slowed")
     report = ranks_report(_moved(RANKS / "slowed", tmp_path / "moved", 1, shift_ns))
     assert report.hosts == ["vm"] and "one host, but a shift" in report.clock_method
     assert {r.rank: r.clock_shift_ns for r in report.ranks}[1] == pytest.approx(-shift_ns, abs=50_000)
@@ -209,10 +216,10 @@ def test_each_ranks_step_is_split_into_parts_and_the_waiting_rank_waits_in_colle
     # rank 0, done with its compute, waits in the all-reduce for it (the GPU in collectives only).
     from tenprof.analyses.timeline.step_time import step_time
 
-    report = ranks_report(RANKS / "slow_loader")
+    report = _report_of("slow_loader")
     by_rank = {r.rank: r for r in report.ranks}
     for r in report.ranks:
-        steps = step_time(load_profile(RANKS / "slow_loader" / f"rank{r.rank:05d}"))
+        steps = step_time(recording(RANKS / "slow_loader" / f"rank{r.rank:05d}"))
         assert sum(r.parts.values()) == pytest.approx(steps.mean_wall_ns)
     assert by_rank[0].parts["collective"] > 10 * by_rank[1].parts["collective"]
     assert by_rank[1].parts["python"] > 20 * by_rank[0].parts["python"]
@@ -224,10 +231,10 @@ def test_each_ranks_step_is_split_into_parts_and_the_waiting_rank_waits_in_colle
 def test_the_merged_report_gives_the_first_ranks_and_the_stragglers_first_findings() -> None:
     # two H100 ranks of DDP, rank 1's loader slowed (the straggler): their findings paid every step, in
     # each rank's own order; a balanced job's other ranks are not judged (a `--rank N` away)
-    report = ranks_report(RANKS / "slow_loader")
+    report = _report_of("slow_loader")
     assert [s.rank for s in report.stragglers] == [1]
     for summary, directory in zip(report.ranks, rank_dirs(RANKS / "slow_loader"), strict=True):
-        own = [f for f in find_all(load_profile(directory)) if not f.once][:3]
+        own = [f for f in findings_of(recording(directory)) if not f.once][:3]
         assert [f.id for f in summary.findings] == [f.id for f in own] and own
         assert all(f.cost_per_step_ns > 0 for f in summary.findings)
     assert "sync-in-loop" in {f.id for f in report.ranks[1].findings}
@@ -237,5 +244,5 @@ def test_the_merged_report_gives_the_first_ranks_and_the_stragglers_first_findin
     text = buffer.getvalue()
     assert "First findings of the first rank, the ranks cut short and the stragglers" in text
     assert "host-device synchronizations per step" in text and "⟦" not in text  # quantities written out
-    balanced = ranks_report(RANKS / "balanced")
+    balanced = _report_of("balanced")
     assert balanced.ranks[0].findings and not balanced.ranks[1].findings

@@ -22,8 +22,9 @@ from tenprof.report.sections import (
     report_json,
     section_values,
 )
-from tenprof.store.profile import Profile, load_profile
+from tenprof.store.profile import Profile
 from tests.conftest import DATA
+from tests.helpers import recording
 
 # Its tests share module fixtures that take seconds to make: one test worker makes them and runs them all
 pytestmark = pytest.mark.xdist_group("report_sections")
@@ -43,7 +44,7 @@ def _text(render: object, *args: object, **more: object) -> str:
 
 @pytest.fixture(scope="module")
 def profiles() -> dict[str, Profile]:
-    return {name: load_profile(DATA / name) for name in PROFILES}
+    return {name: recording(DATA / name) for name in PROFILES}
 
 
 @pytest.fixture(scope="module")

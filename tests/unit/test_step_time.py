@@ -11,11 +11,12 @@ import pytest
 from tenprof.analyses.timeline.step_time import PARTS, StepTime, step_time
 from tenprof.store.profile import Profile, load_profile
 from tests.conftest import CASES, DATA
+from tests.helpers import recording
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_the_parts_add_up_to_each_step(case: str) -> None:
-    result = step_time(load_profile(DATA / case))
+    result = step_time(recording(DATA / case))
     assert result.steps, "every recording has steps or a profiled span"
     for step in result.steps:
         assert set(step.parts) == set(PARTS)
@@ -43,20 +44,20 @@ def _share(result: StepTime, part: str) -> float:
     ],
 )
 def test_a_planted_cause_is_the_largest_part_and_its_twin_has_none(planted: str, fixed: str, part: str) -> None:
-    before = step_time(load_profile(DATA / planted))
+    before = step_time(recording(DATA / planted))
     assert _largest(before) == part and _share(before, part) > 0.5, {p: before.mean(p) for p in PARTS}
-    after = step_time(load_profile(DATA / fixed))
+    after = step_time(recording(DATA / fixed))
     assert _share(after, part) < 0.1, {p: after.mean(p) for p in PARTS}
 
 
 def test_a_gpu_bound_step_is_the_gpus() -> None:
-    result = step_time(load_profile(DATA / "matmul4096_warm"))
+    result = step_time(recording(DATA / "matmul4096_warm"))
     assert _largest(result) == "gpu" and _share(result, "gpu") > 0.8
 
 
 def test_a_launch_bound_step_is_the_hosts() -> None:
     # small kernels: the GPU runs a fraction of each step; the host is in ops and between them
-    result = step_time(load_profile(DATA / "finding_launch_bound"))
+    result = step_time(recording(DATA / "finding_launch_bound"))
     host = _share(result, "dispatch") + _share(result, "python") + _share(result, "capture")
     assert _share(result, "gpu") < 0.1 and host > 0.8
 
@@ -65,7 +66,7 @@ def test_workers_too_slow_for_the_loop_show_in_every_other_step() -> None:
     # two DataLoader workers sleeping 4 ms per item, 8 items a batch: each makes a batch in 32 ms, and the
     # loop takes one every 3 ms, so every other step waits about 30 ms for them. The mean step keeps both
     # kinds of step (a median step would be one of the short ones and show no data loading)
-    result = step_time(load_profile(DATA / "finding_slow_workers"))
+    result = step_time(recording(DATA / "finding_slow_workers"))
     waiting = [s for s in result.steady if s.parts["data_loading"] > 0.5 * s.wall_ns]
     assert 3 <= len(waiting) < len(result.steady)
     assert _largest(result) == "data_loading" and _share(result, "data_loading") > 0.5
@@ -92,7 +93,7 @@ def test_a_run_without_steps_is_read_per_iteration_else_as_one_span(tmp_path: Pa
     assert (starts >= inferred.starts).all() and (ends >= inferred.ends).all() and (starts[1:] >= ends[:-1]).all()
     assert all(sum(s.parts.values()) == s.wall_ns for s in result.steps)
     # a tenprof run that never called tenprof.step() (one incomplete step 0) and has no loop: one span
-    single = step_time(load_profile(DATA / "stalls" / "planted"))
+    single = step_time(recording(DATA / "stalls" / "planted"))
     assert not single.marked and not single.inferred and [s.step for s in single.steps] == [-1]
 
 
@@ -101,7 +102,7 @@ def test_the_profilers_own_work_is_taken_out_of_the_hosts_parts() -> None:
     # recorded, the host's parts are half of each step; measured un-profiled, the step is the GPU's.
     from tenprof.analyses.timeline.overhead import measure
 
-    profile = load_profile(DATA / "overhead" / "gpt2_fp32")
+    profile = recording(DATA / "overhead" / "gpt2_fp32")
     result = step_time(profile)
     overhead = measure(profile)
     assert overhead.method == "measured" and result.capture_method == "measured"
@@ -240,7 +241,7 @@ def test_the_allocators_work_around_its_calls_is_its_part_in_the_steady_steps_on
     from tenprof.analyses.timeline.step_time import ALLOCATOR_CALLS
     from tenprof.core.intervals import coverage
 
-    profile = load_profile(DATA / "finding_empty_cache")
+    profile = recording(DATA / "finding_empty_cache")
     result = step_time(profile)
     api = profile.table("api_calls")
     chosen = profile.strings("api_calls", "name").where(lambda n: n in ALLOCATOR_CALLS)
@@ -254,7 +255,7 @@ def test_the_allocators_work_around_its_calls_is_its_part_in_the_steady_steps_on
             assert step.parts["allocator"] > 1.1 * calls, (step.step, step.parts["allocator"], calls)
         else:
             assert step.parts["allocator"] <= calls, (step.step, step.parts["allocator"], calls)
-    assert step_time(load_profile(DATA / "finding_empty_cache_fixed")).mean("allocator") == 0
+    assert step_time(recording(DATA / "finding_empty_cache_fixed")).mean("allocator") == 0
 
 
 def _loader_and_backward_thread_trace(steps_marked: bool) -> bytes:
@@ -372,7 +373,7 @@ def test_the_mean_step_leaves_out_the_steps_that_paid_the_captures_restart(case:
     # out is the un-profiled step as timed (with them in, 14-15% above it)
     from tenprof.analyses.timeline.overhead import measure
 
-    profile = load_profile(DATA / case)
+    profile = recording(DATA / case)
     result = step_time(profile)
     resumed = [s.step for s in result.steps if s.resumed]
     on = profile.table("steps").to_pydict()
@@ -398,7 +399,7 @@ def test_a_step_the_gpu_bounds_ends_where_its_kernels_end() -> None:
     from tenprof.analyses.timeline.summary import summarize
     from tenprof.core.intervals import coverage
 
-    profile = load_profile(DATA / "overhead" / "gpt2_fp32_cupti_ops_h200")
+    profile = recording(DATA / "overhead" / "gpt2_fp32_cupti_ops_h200")
     result = step_time(profile)
     steady = {s.step for s in result.steady}
     steps = profile.table("steps").to_pydict()

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections import defaultdict
 
 from tenprof.analyses.kernels.stalls import stall_rollup
-from tenprof.store.profile import load_profile
 from tests.conftest import DATA
+from tests.helpers import recording
 
 GATHER_OP = "(user kernel) gather_kernel"
 EXAMPLE = DATA.parent.parent / "examples" / "user_kernels.py"
@@ -21,7 +21,7 @@ def _line(text: str) -> int:
 
 
 def test_the_gather_is_blamed_on_its_scalar_load_at_the_gather_line() -> None:
-    profile = load_profile(DATA / "stalls" / "user_kernels")
+    profile = recording(DATA / "stalls" / "user_kernels")
     kernel = next(k for k in profile.table("stall_kernels").to_pylist() if k["op"] == GATHER_OP)
     assert kernel["name"] == "gather_kernel" and not kernel["scope"]
     sass = {r["pc"]: r for r in profile.table("sass").to_pylist() if r["replay_id"] == kernel["replay_id"]}
@@ -41,7 +41,7 @@ def test_the_gather_is_blamed_on_its_scalar_load_at_the_gather_line() -> None:
 
 
 def test_the_user_kernels_metrics_reach_their_launch_line() -> None:
-    profile = load_profile(DATA / "stalls" / "user_kernels")
+    profile = recording(DATA / "stalls" / "user_kernels")
     rows = {r.op: r for r in stall_rollup(profile)}
     launch = _line("the user's Triton kernel")
     assert rows[GATHER_OP].line == f"examples/user_kernels.py:{launch}"
@@ -68,7 +68,7 @@ def test_the_tensor_stall_cost_charges_the_gathered_table() -> None:
     from tenprof.analyses.tensors.tensor_forest import Forest
     from tenprof.analyses.tensors.tensor_stall_cost import tensor_stall_cost
 
-    profile = load_profile(DATA / "tensor_cost" / "user_kernels")
+    profile = recording(DATA / "tensor_cost" / "user_kernels")
     forest = Forest(profile)
     gather = [c for c in tensor_stall_cost(profile) if c.tensor_id >= 0 and "gather_kernel" in c.kernels]
     table, x, index = (
