@@ -8,6 +8,7 @@ import gzip
 import subprocess
 import sys
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from tenprof.errors import TraceFormatError
 from tenprof.importers import parallel_collect
 from tenprof.importers.formats import event_chunks
 from tenprof.importers.formats.kineto_reader import TraceStream
-from tests.conftest import DATA
+from tests.conftest import DATA, shared_recording
 from tests.parallel_read import columns
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,6 +40,55 @@ def _in_processes(*jobs: tuple[Path, int]) -> list[dict[str, Any]]:
     )
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     return orjson.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+# The traces below are read with worker processes at these block sizes, each in the test that says why
+TRICKY_BLOCKS = (64, 200, 1 << 12, 1 << 20)
+CUT_STRING_BLOCKS = range(16, 330, 23)
+
+
+@dataclass(frozen=True)
+class ReadInProcesses:
+    """The traces the tests read with worker processes, written once per test session (shared by the
+    pytest-xdist workers, as a capture is), and what the workers read of each (trace, block size):
+    `read[(path, block)]`. One fresh process reads them all, where one per test started seven (its start,
+    which imports the reader, is most of what reading a small trace costs). Tests must only read them."""
+
+    tricky: Path
+    cut_string: Path
+    indented: Path
+    zstd: Path | None  # None where zstandard is not installed
+    read: dict[tuple[Path, int], dict[str, Any]]
+
+
+def _write_read_in_processes(folder: Path) -> None:
+    """The traces, then what the workers read of them (read.json: each job and its reading)."""
+    (folder / "tricky.json").write_bytes(_tricky_trace())
+    (folder / "t.json").write_bytes(_cut_string_trace())
+    conv = orjson.loads(gzip.decompress(CONV.read_bytes()))
+    (folder / "indented.json").write_bytes(orjson.dumps(conv, option=orjson.OPT_INDENT_2))  # `Input Dims` over lines
+    jobs = [(trace, 1 << 16) for trace in (GPT2, COMPILED, WITH_STACK)] + [(folder / "indented.json", 1 << 12)]
+    jobs += [(folder / "tricky.json", block) for block in TRICKY_BLOCKS]
+    jobs += [(folder / "t.json", block) for block in CUT_STRING_BLOCKS]
+    try:
+        import zstandard
+    except ImportError:
+        pass
+    else:
+        (folder / "conv.json.zst").write_bytes(zstandard.ZstdCompressor().compress(gzip.decompress(CONV.read_bytes())))
+        jobs.append((folder / "conv.json.zst", 1 << 12))
+    read = zip(jobs, _in_processes(*jobs), strict=True)
+    (folder / "read.json").write_bytes(orjson.dumps([[str(path), block, r] for (path, block), r in read]))
+
+
+@pytest.fixture(scope="module")
+def in_processes(tmp_path_factory: pytest.TempPathFactory) -> ReadInProcesses:
+    folder = shared_recording(tmp_path_factory, "read_in_processes", _write_read_in_processes)
+    read = {(Path(path), block): r for path, block, r in orjson.loads((folder / "read.json").read_bytes())}
+    zstd = folder / "conv.json.zst"
+    return ReadInProcesses(
+        folder / "tricky.json", folder / "t.json", folder / "indented.json", zstd if zstd.exists() else None, read
+    )
 
 
 def _as_json(found: dict[str, Any]) -> Any:
@@ -67,13 +117,14 @@ def _whole(path: Path) -> dict[str, Any]:
     return _columns(TraceStream(path, block_bytes=1 << 30).collect(1))
 
 
+@pytest.mark.xdist_group("read_in_processes")
 @pytest.mark.parametrize("trace", [GPT2, COMPILED, WITH_STACK], ids=["gpt2", "compiled", "with_stack"])
-def test_small_runs_and_processes_give_the_columns_of_one_run(trace: Path) -> None:
+def test_small_runs_and_processes_give_the_columns_of_one_run(trace: Path, in_processes: ReadInProcesses) -> None:
     whole = _whole(trace)
     assert whole["events"] > 1000 and whole["ops.name"]
     stream = TraceStream(trace, block_bytes=1 << 15)
     assert _columns(stream.collect(1)) == whole
-    (parallel,) = _in_processes((trace, 1 << 16))
+    parallel = in_processes.read[(trace, 1 << 16)]
     assert parallel["columns"] == _as_json(whole) and parallel["gave_up"] == [False]
     assert parallel["base_time_ns"] == stream.header.base_time_ns > 0
     if trace is COMPILED:
@@ -82,15 +133,16 @@ def test_small_runs_and_processes_give_the_columns_of_one_run(trace: Path) -> No
         assert whole["python.name"]
 
 
-def test_compact_and_indented_layouts_give_the_same_columns(tmp_path: Path) -> None:
+@pytest.mark.xdist_group("read_in_processes")
+def test_compact_and_indented_layouts_give_the_same_columns(tmp_path: Path, in_processes: ReadInProcesses) -> None:
     trace = orjson.loads(gzip.decompress(CONV.read_bytes()))
-    compact, indented = tmp_path / "compact.json", tmp_path / "indented.json"
+    compact, indented = tmp_path / "compact.json", in_processes.indented
     compact.write_bytes(orjson.dumps(trace))  # one line: runs cut at `},{`
-    indented.write_bytes(orjson.dumps(trace, option=orjson.OPT_INDENT_2))  # `Input Dims` spread over lines
+    assert indented.read_bytes() == orjson.dumps(trace, option=orjson.OPT_INDENT_2)  # `Input Dims` over lines
     whole = _whole(CONV)
     assert whole["ops.shapes"] and any(shape != "" for shape in whole["ops.shapes"])
     assert _columns(TraceStream(compact, block_bytes=1 << 12).collect(1)) == whole
-    (parallel,) = _in_processes((indented, 1 << 12))
+    parallel = in_processes.read[(indented, 1 << 12)]
     assert parallel["columns"] == _as_json(whole)
 
 
@@ -115,15 +167,15 @@ def _tricky_trace() -> bytes:
     )
 
 
-def test_cuts_inside_an_event_are_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = tmp_path / "tricky.json"
-    path.write_bytes(_tricky_trace())
+@pytest.mark.xdist_group("read_in_processes")
+def test_cuts_inside_an_event_are_caught(in_processes: ReadInProcesses, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = in_processes.tricky
     expected = orjson.loads(path.read_bytes())
     names = [e["name"] for e in expected["traceEvents"]]
     exact_scans: list[int] = []
     scan = event_chunks._scan
     monkeypatch.setattr(event_chunks, "_scan", lambda buf: exact_scans.append(1) or scan(buf))
-    blocks = (64, 200, 1 << 12, 1 << 20)
+    blocks = TRICKY_BLOCKS
     for block in blocks:
         stream = TraceStream(path, block_bytes=block)
         columns = _columns(stream.collect(1))
@@ -135,7 +187,7 @@ def test_cuts_inside_an_event_are_caught(tmp_path: Path, monkeypatch: pytest.Mon
     assert len(exact_scans) > 8
     # ... and by a worker in several, which gives the trace back to the one-process reader (the whole file
     # in one block is only cut at its end, by the exact scan: nothing to give up)
-    read = _in_processes(*((path, block) for block in blocks))
+    read = [in_processes.read[(path, block)] for block in blocks]
     assert [r["columns"]["ops.name"] for r in read] == [names] * 4
     assert [r["gave_up"] for r in read] == [[True], [True], [True], [False]]
     assert all(r["other"]["traceName"] == "t},\n{.json" for r in read)
@@ -165,26 +217,32 @@ def test_a_corrupt_or_unreadable_zstd_trace_is_refused_in_one_line(tmp_path: Pat
         TraceStream(path).collect(1)
 
 
-def test_a_zstd_trace_gives_the_columns_of_its_json(tmp_path: Path) -> None:
-    zstandard = pytest.importorskip("zstandard", reason="zstandard (a dev extra) reads .zst traces")
-    path = tmp_path / "conv.json.zst"
-    path.write_bytes(zstandard.ZstdCompressor().compress(gzip.decompress(CONV.read_bytes())))
-    (parallel,) = _in_processes((path, 1 << 12))
+@pytest.mark.xdist_group("read_in_processes")
+def test_a_zstd_trace_gives_the_columns_of_its_json(in_processes: ReadInProcesses) -> None:
+    pytest.importorskip("zstandard", reason="zstandard (a dev extra) reads .zst traces")
+    assert in_processes.zstd is not None  # written with it
+    parallel = in_processes.read[(in_processes.zstd, 1 << 12)]
     assert parallel["columns"] == _as_json(_whole(CONV))
 
 
-def test_a_cut_guessed_inside_a_string_is_read_right(tmp_path: Path) -> None:
-    # one event per line, the last one's name holding `},{`: a cut guessed there leaves the next run
-    # starting inside a string; the workers' reading gives up and the one-process reader decides
+def _cut_string_trace() -> bytes:
+    """One event per line, the last one's name holding `},{`."""
     event = b'{"ph":"X","cat":"cpu_op","name":"e","pid":1,"tid":1,"ts":1,"dur":1,"args":{"External id":1}}'
     last = b'{"ph":"X","cat":"user_annotation","name":"a},{b","pid":1,"tid":1,"ts":2,"dur":1}'
-    path = tmp_path / "t.json"
-    path.write_bytes(b'{"schemaVersion":1,"traceEvents":[\n' + b",\n".join([event] * 3 + [last]) + b"\n]}")
-    blocks = range(16, 330, 23)
+    return b'{"schemaVersion":1,"traceEvents":[\n' + b",\n".join([event] * 3 + [last]) + b"\n]}"
+
+
+@pytest.mark.xdist_group("read_in_processes")
+def test_a_cut_guessed_inside_a_string_is_read_right(in_processes: ReadInProcesses) -> None:
+    # one event per line, the last one's name holding `},{`: a cut guessed there leaves the next run
+    # starting inside a string; the workers' reading gives up and the one-process reader decides
+    path = in_processes.cut_string
+    blocks = CUT_STRING_BLOCKS
     for block in blocks:
         columns = _columns(TraceStream(path, block_bytes=block).collect(1))
         assert columns["ops.name"] == ["e"] * 3 and columns["annotations.name"] == ["a},{b"], block
-    for block, read in zip(blocks, _in_processes(*((path, b) for b in blocks)), strict=True):
+    for block in blocks:
+        read = in_processes.read[(path, block)]
         assert read["columns"]["ops.name"] == ["e"] * 3, block
         assert read["columns"]["annotations.name"] == ["a},{b"], block
 
