@@ -13,8 +13,8 @@ So a stop notes the native threads the session's stop started (`threads_started_
 end makes harmless runtime calls (the caller's `poke`, a device synchronize) until those threads are gone
 (`see_through`); each session's start notes those still waiting (`still_running`). The thread subscribes
 before it waits, and a call made before it subscribed is not seen, hence calls until it ends rather than
-one. Native threads are read from /proc/self/task; where that
-cannot be read (not Linux) nothing is waited for.
+one. Native threads are read from /proc/self/task; where that cannot be read (not Linux) nothing is
+waited for.
 """
 
 from __future__ import annotations
