@@ -53,7 +53,7 @@ def still_running(threads: set[int]) -> set[int]:
 
 def see_through(threads: set[int], poke: Callable[[], None], deadline_s: float = DEADLINE_S) -> set[int]:
     """poke() until none of `threads` runs any more, or `deadline_s` has passed; the threads left."""
-    left = set(threads) & native_threads()
+    left = still_running(threads)
     give_up = time.monotonic() + deadline_s
     while left and time.monotonic() < give_up:
         poke()
