@@ -5,7 +5,9 @@ the same step numbers (benchmarks/overhead.py, config plain, when tenprof-timed 
     python benchmarks/step_marks.py MARKS.json SCRIPT [ARGS...]
 
 MARKS.json: the perf-clock nanoseconds at the script's start and at each `tenprof.step()` call, so step n (0
-for the code before the first call) lasted marks[n + 1] - marks[n], as tenprof numbers steps.
+for the code before the first call) lasted marks[n + 1] - marks[n], as tenprof numbers steps. Beside it,
+MARKS.clocks.json: the marking thread's CPU time at each call and Python's garbage collections, as a
+`tenprof run` keeps them (capture/step_clocks.py; benchmarks/step_clocks.py sets the two side by side).
 """
 
 from __future__ import annotations
@@ -19,19 +21,29 @@ from pathlib import Path
 from typing import Any
 
 import tenprof
+from tenprof.capture.step_clocks import StepClocks
 
 marks = [time.perf_counter_ns()]
+clocks = StepClocks()
 
 
 def _mark(*args: Any, **kwargs: Any) -> None:
     marks.append(time.perf_counter_ns())
+    clocks.ended()  # nothing of a profiler's at a plain boundary: it resumes at once
+
+
+def clocks_path(marks_path: Path) -> Path:
+    """Where the thread CPU times and collections of a marks file are kept."""
+    return marks_path.with_name(marks_path.stem + ".clocks.json")
 
 
 def main() -> None:
     out = Path(sys.argv[1])
     sys.argv = sys.argv[2:]  # as the script sees them: its path, then its arguments
     tenprof.step = _mark  # the scripts call tenprof.step() by attribute, each step
+    clocks.start()
     atexit.register(lambda: out.write_text(json.dumps(marks)))
+    atexit.register(lambda: clocks_path(out).write_text(json.dumps(clocks.columns())))
     runpy.run_path(sys.argv[0], run_name="__main__")
 
 

@@ -56,6 +56,7 @@ from tenprof.capture.overhead_plan import DEFAULT_COUNT, RECORDED, OverheadPlan
 from tenprof.capture.own_launches import OwnLaunches
 from tenprof.capture.schedule import Schedule
 from tenprof.capture.session_thread import SessionThread
+from tenprof.capture.step_clocks import StepClocks
 from tenprof.core.rawfiles import (
     CALLSITES_FILE,
     CHECKS_FILE,
@@ -237,6 +238,9 @@ class TimelineSession:
         # one per tenprof.step(): the tokens the step it ended held, -1 when not given
         self.step_tokens: list[int] = []
         self._tokens = -1
+        # the main thread's CPU time per step and the GC's collections (capture/step_clocks.py: a diagnostic
+        # of the steps timed un-profiled against a plain run's)
+        self.step_clocks = StepClocks()
         self.gpu_clocks: GpuClockSampler | None = None
         self.stepped_aside = ""  # the script's line that started its own profiler, where it did
 
@@ -269,6 +273,7 @@ class TimelineSession:
         if torch.cuda.is_available() and os.environ.get("TENPROF_GPU_CLOCKS", "1") != "0":
             self.gpu_clocks = GpuClockSampler()
             self.gpu_clocks.start()
+        self.step_clocks.start()
         self.log.started_ns = time.perf_counter_ns()
         # last: a start that failed leaves no catch behind it (tenprof's own sessions are prepared in own())
         profiler_guard.install(self._step_aside)
@@ -276,6 +281,7 @@ class TimelineSession:
     def stop(self) -> None:
         profiler_guard.uninstall()
         self.log.stopped_ns = time.perf_counter_ns()
+        self.step_clocks.stop()
         if self._native and self._capture_on:
             self._close_step()
             self._sync()
@@ -325,6 +331,7 @@ class TimelineSession:
         if self.stepped_aside:  # the script's own profiler records now (`_step_aside`)
             return
         ended = time.perf_counter_ns()
+        self.step_clocks.ended()
         sampler = self.log.sampler
         if sampler is not None:  # tenprof's own work at the boundary is not the script's
             sampler.at_boundary = True
@@ -342,6 +349,7 @@ class TimelineSession:
             sampler.at_boundary = False
         # The clock reads bracket tenprof's own work at the boundary (syncs, toggling), which is left out
         # of both steps' times.
+        self.step_clocks.resumed()
         self.log.step_bounds.append([ended, time.perf_counter_ns(), state])
         self.step_tokens.append(self._tokens)
         self._tokens = -1
@@ -418,6 +426,7 @@ class TimelineSession:
             data["cupti_teardown_wait"] = self._teardown_wait
         if self._teardowns_pending:
             data["cupti_teardowns_pending"] = self._teardowns_pending
+        data["step_clocks"] = self.step_clocks.columns()
         return data
 
     def _collect_worker_samples(self) -> None:

@@ -1,0 +1,111 @@
+"""A tenprof run's steps timed with the capture off beside a plain run's same steps: wall time, the main
+thread's CPU time and Python's garbage collections in each (capture/step_clocks.py says why).
+
+    python benchmarks/step_clocks.py PROFILE_DIR MARKS.json [--json OUT.json]
+
+PROFILE_DIR: a `tenprof run` profile (its timeline/raw/callsites.json.gz keeps the step bounds and the
+`step_clocks` key); MARKS.json: `benchmarks/step_marks.py`'s marks of a plain run of the same command, with
+MARKS.clocks.json beside it. Prints one row per timed step number and the medians; a step's CPU share near
+its wall time is a thread at work, well below it a thread that waited (for the interpreter's lock, the GPU,
+the kernel). No torch: it reads files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import statistics
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+TIMED = 1  # a step bound's state: the step that begins there is timed (capture.overhead_plan)
+
+
+@dataclass(frozen=True)
+class StepReading:
+    step: int
+    wall_ms: float
+    cpu_ms: float
+    gc_ms: float  # collections inside the step
+    full_collections: int  # of them, generation 2
+
+
+def readings(
+    windows: list[tuple[int, int]], cpu: list[tuple[int, int]], collections: list[list[int]], first: int
+) -> list[StepReading]:
+    """Steps `first`, `first` + 1, ...: each one's reading from its window on the perf clock and the thread's
+    CPU time at the boundary that began it and at the one that ended it."""
+    out = []
+    for n, ((start, end), (cpu_start, cpu_end)) in enumerate(zip(windows, cpu, strict=True), start=first):
+        inside = [(max(a, start), min(b, end), g) for a, b, g in collections if b > start and a < end]
+        out.append(
+            StepReading(
+                n,
+                (end - start) / 1e6,
+                (cpu_end - cpu_start) / 1e6,
+                sum(b - a for a, b, _ in inside) / 1e6,
+                sum(1 for _, _, g in inside if g == 2),
+            )
+        )
+    return out
+
+
+def profile_steps(profile_dir: Path) -> tuple[list[StepReading], set[int]]:
+    """The run's steps (from the second on) and which of them were timed with the capture off."""
+    sidecar: dict[str, Any] = json.loads(gzip.decompress((profile_dir / "timeline/raw/callsites.json.gz").read_bytes()))
+    bounds, clocks = sidecar["step_bounds"], sidecar.get("step_clocks")
+    if not clocks:
+        raise SystemExit(f"{profile_dir}: no step_clocks in its sidecar (recorded by a tenprof before them)")
+    if clocks.get("collections_dropped"):
+        print(f"note: {clocks['collections_dropped']} collections past the cap were not kept: GC times undercount")
+    cpu_at = clocks["thread_cpu_ns"]
+    # step n (n >= 1) runs from the boundary that began it (its resume) to the one that ended it (its end)
+    windows = [(bounds[n - 1][1], bounds[n][0]) for n in range(1, len(bounds))]
+    cpu = [(cpu_at[n - 1][1], cpu_at[n][0]) for n in range(1, len(bounds))]
+    timed = {n for n in range(1, len(bounds)) if bounds[n - 1][2] == TIMED}
+    return readings(windows, cpu, clocks["collections"], first=1), timed
+
+
+def plain_steps(marks_path: Path) -> list[StepReading]:
+    """The plain run's steps from the second on (marks[n] opens step n; step 0 is the script before the loop)."""
+    marks: list[int] = json.loads(marks_path.read_text())
+    clocks = json.loads(marks_path.with_name(marks_path.stem + ".clocks.json").read_text())
+    cpu_at = [pair[0] for pair in clocks["thread_cpu_ns"]]  # a plain boundary resumes at once
+    windows = [(marks[n], marks[n + 1]) for n in range(1, len(marks) - 1)]
+    cpu = [(cpu_at[n - 1], cpu_at[n]) for n in range(1, len(marks) - 1)]
+    return readings(windows, cpu, clocks["collections"], first=1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("profile", type=Path)
+    parser.add_argument("marks", type=Path)
+    parser.add_argument("--json", type=Path, help="also write the rows here")
+    args = parser.parse_args()
+    run, timed = profile_steps(args.profile)
+    plain = {s.step: s for s in plain_steps(args.marks)}
+    print("| step | tenprof wall | CPU | GC (full) | plain wall | CPU | GC (full) |")
+    print("|---|---|---|---|---|---|---|")
+    pairs = [(s, plain.get(s.step)) for s in run if s.step in timed]
+    for s, p in pairs:
+        other = f"{p.wall_ms:.2f} | {p.cpu_ms:.2f} | {p.gc_ms:.2f} ({p.full_collections})" if p else "- | - | -"
+        print(f"| {s.step} | {s.wall_ms:.2f} | {s.cpu_ms:.2f} | {s.gc_ms:.2f} ({s.full_collections}) | {other} |")
+    both = [(s, p) for s, p in pairs if p is not None]
+    if both:
+        med = statistics.median
+        print(
+            f"medians: tenprof wall {med(s.wall_ms for s, _ in both):.2f} CPU {med(s.cpu_ms for s, _ in both):.2f} "
+            f"GC {sum(s.gc_ms for s, _ in both):.2f} in all; plain wall {med(p.wall_ms for _, p in both):.2f} "
+            f"CPU {med(p.cpu_ms for _, p in both):.2f} GC {sum(p.gc_ms for _, p in both):.2f} in all; plain's "
+            f"every step from the fourth: wall {med(p.wall_ms for p in plain.values() if p.step > 3):.2f} "
+            f"CPU {med(p.cpu_ms for p in plain.values() if p.step > 3):.2f}"
+        )
+    if args.json:
+        rows = [{"tenprof": asdict(s), "plain": asdict(p) if p else None} for s, p in pairs]
+        args.json.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""Per step, the script's main-thread CPU time and Python's garbage collections: a diagnostic of the steps a
+run times with its capture off, set beside a plain run's same steps (benchmarks/step_clocks.py).
+
+Compiled GPT-2's un-profiled steps read 1.16x (H200) and 1.20x (H100) its plain loop over many processes
+(docs/BENCHMARKS.md) for a reason not found. Two readings tell the kinds of cause apart: the main thread's
+CPU time over a step (more of it: more work on the thread, a slower code path or a colder cache; the same
+with a longer step: waiting, for the interpreter's lock, the GPU or the kernel) and the collections Python's
+garbage collector ran in it (a heap grown by the recording makes each full collection longer).
+
+At each step boundary, on the thread that calls `tenprof.step()`, `ended()` reads that thread's CPU time
+right after the boundary's first perf-clock read and `resumed()` right before its last (tenprof's own work
+at the boundary lies between the two, as between its two clock reads); `gc.callbacks` notes each
+collection's perf-clock start and end and its generation.
+Both cost well under a microsecond a call and run in recorded and un-recorded steps alike; the plain
+side (benchmarks/step_marks.py) installs the same. The sidecar key `step_clocks` keeps `columns()`.
+No torch here.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from typing import Any
+
+# A long run collects often (a training loop: a few young collections a step); past this many the rest are
+# counted, not kept, so that the sidecar stays small (about 3 MB of JSON at the cap)
+MAX_COLLECTIONS = 100_000
+
+
+class StepClocks:
+    """The thread CPU time at each step mark and the collections between `start()` and `stop()`."""
+
+    def __init__(self) -> None:
+        self.thread_cpu_ns: list[list[int]] = []  # per boundary: the thread's CPU time as it began and ended
+        self.collections: list[list[int]] = []  # [perf-clock start, end, generation] per collection
+        self.collections_dropped = 0  # past MAX_COLLECTIONS
+        self._open: tuple[int, int] | None = None  # the collection under way: (start, generation)
+        self._installed = False
+
+    def start(self) -> None:
+        if not self._installed:
+            gc.callbacks.append(self._on_collection)
+            self._installed = True
+
+    def stop(self) -> None:
+        if self._installed:
+            gc.callbacks.remove(self._on_collection)
+            self._installed = False
+
+    def ended(self) -> None:
+        now = time.thread_time_ns()
+        self.thread_cpu_ns.append([now, now])
+
+    def resumed(self) -> None:
+        if self.thread_cpu_ns:
+            self.thread_cpu_ns[-1][1] = time.thread_time_ns()
+
+    def columns(self) -> dict[str, Any]:
+        return {
+            "thread_cpu_ns": self.thread_cpu_ns,
+            "collections": self.collections,
+            "collections_dropped": self.collections_dropped,
+        }
+
+    def _on_collection(self, phase: str, info: dict[str, Any]) -> None:
+        now = time.perf_counter_ns()
+        if phase == "start":
+            self._open = (now, int(info.get("generation", -1)))
+        elif self._open is not None:
+            began, generation = self._open
+            self._open = None
+            if len(self.collections) < MAX_COLLECTIONS:
+                self.collections.append([began, now, generation])
+            else:
+                self.collections_dropped += 1

@@ -1,0 +1,89 @@
+"""The main thread's CPU time per step and the GC's collections (capture/step_clocks.py), kept in a run's
+sidecar and read beside a plain run's by benchmarks/step_clocks.py."""
+
+from __future__ import annotations
+
+import gc
+import gzip
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from tenprof.capture.step_clocks import StepClocks
+
+ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("step_clocks_benchmark", ROOT / "benchmarks" / "step_clocks.py")
+assert _spec is not None and _spec.loader is not None
+step_clocks = importlib.util.module_from_spec(_spec)
+sys.modules["step_clocks_benchmark"] = step_clocks  # its dataclass looks its module up there
+_spec.loader.exec_module(step_clocks)
+plain_steps, profile_steps, readings = step_clocks.plain_steps, step_clocks.profile_steps, step_clocks.readings
+
+
+def test_the_clocks_note_each_boundary_and_each_collection_until_stopped() -> None:
+    clocks = StepClocks()
+    clocks.start()
+    try:
+        clocks.ended()
+        sum(i * i for i in range(20_000))  # some CPU work on this thread between the two reads
+        clocks.resumed()
+        gc.collect()  # a full collection
+    finally:
+        clocks.stop()
+    assert clocks._on_collection not in gc.callbacks
+    [[at_end, at_resume]] = clocks.columns()["thread_cpu_ns"]
+    assert at_resume > at_end
+    full = [c for c in clocks.columns()["collections"] if c[2] == 2]
+    assert full and all(end >= start for start, end, _ in full)
+    gc.collect()  # after the stop: not noted
+    assert len([c for c in clocks.collections if c[2] == 2]) == len(full)
+
+
+def test_collections_past_the_cap_are_counted_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("tenprof.capture.step_clocks.MAX_COLLECTIONS", 2)
+    clocks = StepClocks()
+    clocks.start()
+    try:
+        for _ in range(3):
+            gc.collect()
+    finally:
+        clocks.stop()
+    assert len(clocks.collections) == 2 and clocks.columns()["collections_dropped"] >= 1
+
+
+def test_a_collection_counts_in_the_steps_it_overlaps_by_its_part_in_each() -> None:
+    # steps 1 and 2 on the perf clock, a full collection across their boundary
+    steps = readings(
+        [(0, 10_000_000), (12_000_000, 20_000_000)],
+        [(0, 9_000_000), (9_500_000, 15_000_000)],
+        [[8_000_000, 14_000_000, 2]],
+        first=1,
+    )
+    assert [(s.step, s.wall_ms, s.cpu_ms) for s in steps] == [(1, 10.0, 9.0), (2, 8.0, 5.5)]
+    assert [(s.gc_ms, s.full_collections) for s in steps] == [(2.0, 1), (2.0, 1)]
+
+
+def test_a_plain_runs_marks_read_as_its_steps(tmp_path: Path) -> None:
+    marks = tmp_path / "marks.json"
+    marks.write_text(json.dumps([0, 100_000_000, 103_000_000, 107_000_000]))  # the script's start, three calls
+    clocks = {"thread_cpu_ns": [[50, 50], [2_000_050, 2_000_050], [5_000_050, 5_000_050]], "collections": []}
+    (tmp_path / "marks.clocks.json").write_text(json.dumps(clocks))
+    steps = plain_steps(marks)
+    assert [(s.step, s.wall_ms, s.cpu_ms) for s in steps] == [(1, 3.0, 2.0), (2, 4.0, 3.0)]
+
+
+@pytest.mark.xdist_group("cpu_steps_run")
+def test_a_runs_sidecar_keeps_a_reading_per_step_and_the_timed_steps_are_told(cpu_steps_run: Path) -> None:
+    profile = cpu_steps_run / "prof"
+    sidecar = json.loads(gzip.decompress((profile / "timeline" / "raw" / "callsites.json.gz").read_bytes()))
+    cpu = sidecar["step_clocks"]["thread_cpu_ns"]
+    assert len(cpu) == len(sidecar["step_bounds"]) == 15
+    flat = [t for pair in cpu for t in pair]
+    assert flat == sorted(flat)  # one thread's CPU time only grows
+    steps, timed = profile_steps(profile)
+    assert timed == {9, 10, 11}  # the default plan on fifteen steps (capture.overhead_plan)
+    assert [s.step for s in steps] == list(range(1, 15))
+    assert all(s.wall_ms > 0 and s.cpu_ms >= 0 for s in steps)
