@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import textwrap
@@ -10,11 +11,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 from tenprof.analyses.findings import Finding, find_all
 from tenprof.importers.timeline_import import import_trace
 from tenprof.store.profile import Profile, load_profile
 from tests.conftest import DATA
+
+ROOT = Path(__file__).resolve().parents[1]
 
 MATMUL64_TRACE = DATA / "matmul64" / "timeline" / "raw" / "kineto_trace.json.gz"
 
@@ -157,3 +161,14 @@ def _written_to(path: Path, fd: int, name: str) -> Iterator[None]:
         setattr(sys, name, previous)
         os.dup2(saved, fd)
         os.close(saved)
+
+
+def benchmark_module(name: str) -> ModuleType:
+    """A script of benchmarks/ imported as module `name` (the folder is no package): registered in
+    sys.modules first, where its dataclasses look their module up."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -5,21 +5,15 @@ from __future__ import annotations
 
 import gc
 import gzip
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 from tenprof.capture.step_clocks import StepClocks
+from tests.helpers import benchmark_module
 
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("step_clocks_benchmark", ROOT / "benchmarks" / "step_clocks.py")
-assert _spec is not None and _spec.loader is not None
-step_clocks = importlib.util.module_from_spec(_spec)
-sys.modules["step_clocks_benchmark"] = step_clocks  # its dataclass looks its module up there
-_spec.loader.exec_module(step_clocks)
+step_clocks = benchmark_module("step_clocks")
 plain_steps, profile_steps, readings = step_clocks.plain_steps, step_clocks.profile_steps, step_clocks.readings
 
 

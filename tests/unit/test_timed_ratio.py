@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("timed_ratio", ROOT / "benchmarks" / "timed_ratio.py")
-assert _spec is not None and _spec.loader is not None
-timed_ratio = importlib.util.module_from_spec(_spec)
-sys.modules["timed_ratio"] = timed_ratio  # its dataclass looks its module up there
-_spec.loader.exec_module(timed_ratio)
+from tests.helpers import ROOT, benchmark_module
+
+timed_ratio = benchmark_module("timed_ratio")
 
 
 def test_the_same_steps_are_within_and_a_clear_excess_is_outside() -> None:
