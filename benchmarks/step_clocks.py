@@ -20,6 +20,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from tenprof.core.rawfiles import CALLSITES_FILE
+
 TIMED = 1  # a step bound's state: the step that begins there is timed (capture.overhead_plan)
 
 
@@ -52,9 +54,16 @@ def readings(
     return out
 
 
+def clocks_path(marks_path: Path) -> Path:
+    """Where benchmarks/step_marks.py keeps a marks file's thread CPU times and collections."""
+    return marks_path.with_name(marks_path.stem + ".clocks.json")
+
+
 def profile_steps(profile_dir: Path) -> tuple[list[StepReading], set[int]]:
     """The run's steps (from the second on) and which of them were timed with the capture off."""
-    sidecar: dict[str, Any] = json.loads(gzip.decompress((profile_dir / "timeline/raw/callsites.json.gz").read_bytes()))
+    sidecar: dict[str, Any] = json.loads(
+        gzip.decompress((profile_dir / "timeline" / "raw" / CALLSITES_FILE).read_bytes())
+    )
     bounds, clocks = sidecar["step_bounds"], sidecar.get("step_clocks")
     if not clocks:
         raise SystemExit(f"{profile_dir}: no step_clocks in its sidecar (recorded by a tenprof before them)")
@@ -71,7 +80,7 @@ def profile_steps(profile_dir: Path) -> tuple[list[StepReading], set[int]]:
 def plain_steps(marks_path: Path) -> list[StepReading]:
     """The plain run's steps from the second on (marks[n] opens step n; step 0 is the script before the loop)."""
     marks: list[int] = json.loads(marks_path.read_text())
-    clocks = json.loads(marks_path.with_name(marks_path.stem + ".clocks.json").read_text())
+    clocks = json.loads(clocks_path(marks_path).read_text())
     cpu_at = [pair[0] for pair in clocks["thread_cpu_ns"]]  # a plain boundary resumes at once
     windows = [(marks[n], marks[n + 1]) for n in range(1, len(marks) - 1)]
     cpu = [(cpu_at[n - 1], cpu_at[n]) for n in range(1, len(marks) - 1)]

@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from step_clocks import clocks_path  # benchmarks/, this script's folder, is first on the path
+
 import tenprof
 from tenprof.capture.step_clocks import StepClocks
 
@@ -30,11 +32,6 @@ clocks = StepClocks()
 def _mark(*args: Any, **kwargs: Any) -> None:
     marks.append(time.perf_counter_ns())
     clocks.ended()  # nothing of a profiler's at a plain boundary: it resumes at once
-
-
-def clocks_path(marks_path: Path) -> Path:
-    """Where the thread CPU times and collections of a marks file are kept."""
-    return marks_path.with_name(marks_path.stem + ".clocks.json")
 
 
 def main() -> None:
