@@ -32,23 +32,30 @@ class StepReading:
     cpu_ms: float
     gc_ms: float  # collections inside the step
     full_collections: int  # of them, generation 2
+    others_cpu_ms: float | None = None  # the process's other threads' CPU time in the step (None: not kept)
 
 
 def readings(
-    windows: list[tuple[int, int]], cpu: list[tuple[int, int]], collections: list[list[int]], first: int
+    windows: list[tuple[int, int]],
+    cpu: list[tuple[int, int]],
+    collections: list[list[int]],
+    first: int,
+    process: list[tuple[int, int]] | None = None,
 ) -> list[StepReading]:
     """Steps `first`, `first` + 1, ...: each one's reading from its window on the perf clock and the thread's
-    CPU time at the boundary that began it and at the one that ended it."""
+    CPU time (and, where kept, the process's) at the boundary that began it and at the one that ended it."""
     out = []
-    for n, ((start, end), (cpu_start, cpu_end)) in enumerate(zip(windows, cpu, strict=True), start=first):
+    for k, ((start, end), (cpu_start, cpu_end)) in enumerate(zip(windows, cpu, strict=True)):
         inside = [(max(a, start), min(b, end), g) for a, b, g in collections if b > start and a < end]
+        thread_ms = (cpu_end - cpu_start) / 1e6
         out.append(
             StepReading(
-                n,
+                first + k,
                 (end - start) / 1e6,
-                (cpu_end - cpu_start) / 1e6,
+                thread_ms,
                 sum(b - a for a, b, _ in inside) / 1e6,
                 sum(1 for _, _, g in inside if g == 2),
+                (process[k][1] - process[k][0]) / 1e6 - thread_ms if process else None,
             )
         )
     return out
@@ -73,8 +80,10 @@ def profile_steps(profile_dir: Path) -> tuple[list[StepReading], set[int]]:
     # step n (n >= 1) runs from the boundary that began it (its resume) to the one that ended it (its end)
     windows = [(bounds[n - 1][1], bounds[n][0]) for n in range(1, len(bounds))]
     cpu = [(cpu_at[n - 1][1], cpu_at[n][0]) for n in range(1, len(bounds))]
+    whole_at = clocks.get("process_cpu_ns")
+    whole = [(whole_at[n - 1][1], whole_at[n][0]) for n in range(1, len(bounds))] if whole_at else None
     timed = {n for n in range(1, len(bounds)) if bounds[n - 1][2] == TIMED}
-    return readings(windows, cpu, clocks["collections"], first=1), timed
+    return readings(windows, cpu, clocks["collections"], first=1, process=whole), timed
 
 
 def plain_steps(marks_path: Path) -> list[StepReading]:
@@ -84,7 +93,9 @@ def plain_steps(marks_path: Path) -> list[StepReading]:
     cpu_at = [pair[0] for pair in clocks["thread_cpu_ns"]]  # a plain boundary resumes at once
     windows = [(marks[n], marks[n + 1]) for n in range(1, len(marks) - 1)]
     cpu = [(cpu_at[n - 1], cpu_at[n]) for n in range(1, len(marks) - 1)]
-    return readings(windows, cpu, clocks["collections"], first=1)
+    whole_at = [pair[0] for pair in clocks.get("process_cpu_ns", [])]
+    whole = [(whole_at[n - 1], whole_at[n]) for n in range(1, len(marks) - 1)] if whole_at else None
+    return readings(windows, cpu, clocks["collections"], first=1, process=whole)
 
 
 def main() -> None:
@@ -95,12 +106,19 @@ def main() -> None:
     args = parser.parse_args()
     run, timed = profile_steps(args.profile)
     plain = {s.step: s for s in plain_steps(args.marks)}
-    print("| step | tenprof wall | CPU | GC (full) | plain wall | CPU | GC (full) |")
-    print("|---|---|---|---|---|---|---|")
+    print("| step | tenprof wall | CPU | other threads | GC (full) | plain wall | CPU | other threads | GC (full) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     pairs = [(s, plain.get(s.step)) for s in run if s.step in timed]
     for s, p in pairs:
-        other = f"{p.wall_ms:.2f} | {p.cpu_ms:.2f} | {p.gc_ms:.2f} ({p.full_collections})" if p else "- | - | -"
-        print(f"| {s.step} | {s.wall_ms:.2f} | {s.cpu_ms:.2f} | {s.gc_ms:.2f} ({s.full_collections}) | {other} |")
+        other = (
+            f"{p.wall_ms:.2f} | {p.cpu_ms:.2f} | {_ms(p.others_cpu_ms)} | {p.gc_ms:.2f} ({p.full_collections})"
+            if p
+            else "- | - | - | -"
+        )
+        print(
+            f"| {s.step} | {s.wall_ms:.2f} | {s.cpu_ms:.2f} | {_ms(s.others_cpu_ms)} | {s.gc_ms:.2f} "
+            f"({s.full_collections}) | {other} |"
+        )
     both = [(s, p) for s, p in pairs if p is not None]
     if both:
         med = statistics.median
@@ -111,9 +129,19 @@ def main() -> None:
             f"every step from the fourth: wall {med(p.wall_ms for p in plain.values() if p.step > 3):.2f} "
             f"CPU {med(p.cpu_ms for p in plain.values() if p.step > 3):.2f}"
         )
+        others = [(s.others_cpu_ms, p.others_cpu_ms) for s, p in both]
+        if all(a is not None and b is not None for a, b in others):
+            print(
+                f"other threads' CPU, medians: tenprof {med(a for a, _ in others if a is not None):.2f}, plain "
+                f"{med(b for _, b in others if b is not None):.2f}"
+            )
     if args.json:
         rows = [{"tenprof": asdict(s), "plain": asdict(p) if p else None} for s, p in pairs]
         args.json.write_text(json.dumps(rows, indent=1))
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 if __name__ == "__main__":

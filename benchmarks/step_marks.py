@@ -8,12 +8,17 @@ MARKS.json: the perf-clock nanoseconds at the script's start and at each `tenpro
 for the code before the first call) lasted marks[n + 1] - marks[n], as tenprof numbers steps. Beside it,
 MARKS.clocks.json: the marking thread's CPU time at each call and Python's garbage collections, as a
 `tenprof run` keeps them (capture/step_clocks.py; benchmarks/step_clocks.py sets the two side by side).
+
+A control: STEP_MARKS_PAUSE=MS:STEPS (say `28:0-5,12-14`) sleeps MS milliseconds at the end of each listed
+step, before its mark, so the plain loop's host is as slow on those steps as a recording host is and the GPU
+idles as it does under a profiler; the steps after them then show what such a break alone does to a loop.
 """
 
 from __future__ import annotations
 
 import atexit
 import json
+import os
 import runpy
 import sys
 import time
@@ -29,7 +34,24 @@ marks = [time.perf_counter_ns()]
 clocks = StepClocks()
 
 
+def _paused_steps(spec: str) -> tuple[float, set[int]]:
+    """STEP_MARKS_PAUSE's seconds and step numbers ("28:0-5,12-14" -> 0.028, {0..5, 12..14})."""
+    if not spec:
+        return 0.0, set()
+    ms, ranges = spec.split(":", 1)
+    steps: set[int] = set()
+    for part in ranges.split(","):
+        low, _, high = part.partition("-")
+        steps.update(range(int(low), int(high or low) + 1))
+    return float(ms) / 1e3, steps
+
+
+PAUSE_S, PAUSED = _paused_steps(os.environ.get("STEP_MARKS_PAUSE", ""))
+
+
 def _mark(*args: Any, **kwargs: Any) -> None:
+    if len(marks) - 1 in PAUSED:  # the step now ending is step len(marks) - 1
+        time.sleep(PAUSE_S)
     marks.append(time.perf_counter_ns())
     clocks.ended()  # nothing of a profiler's at a plain boundary: it resumes at once
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (clocks36 teardowntest36 slowmode36 exit36 plan36 settle36gpu under36 pinned36 flag38e partsc38 tests38 parity38g parity38c fixture38s table38 boundary38 detach38 check38 memc38 flag38 kindsc38 attach38 tail38 inrunc38 opstest38 kinds38 stepsops38 opsfinal38 cost38 ops38 steps38 inrun38 fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (clocks36b clocks36 teardowntest36 slowmode36 exit36 plan36 settle36gpu under36 pinned36 flag38e partsc38 tests38 parity38g parity38c fixture38s table38 boundary38 detach38 check38 memc38 flag38 kindsc38 attach38 tail38 inrunc38 opstest38 kinds38 stepsops38 opsfinal38 cost38 ops38 steps38 inrun38 fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -1054,11 +1054,40 @@ for name in ('filtered', 'native'):
   clocks36)  # issue 36: compiled GPT-2's steps timed with the capture off beside a plain run's same steps: wall, main-thread CPU and GC per step (benchmarks/step_clocks.py), CLOCKS_RUNS rounds (default 3), each process pinned to PIN_CPUS (default 2-5); CLOCKS_ARGS replaces the command; text in $OUT/clocks36.txt
     K="$OUT/clocks36.txt"
     read -r -a C <<< "${CLOCKS_ARGS:-examples/compiled_train.py --model gpt2 --mode default --steps 37 --warmup 3}"
+    # one plain run first so that every round finds the compile cache warm
+    ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" python3 "${C[@]}" ) 2>&1 | grep "loop_s=" | sed "s|^|warm-up |" >> "$K"
     for r in $(seq 1 "${CLOCKS_RUNS:-3}"); do
       echo "== round $r $(date -u +%H:%M:%S) ${C[*]}" >> "$K"
       ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" python3 benchmarks/step_marks.py "$WORK/marks$r.json" "${C[@]}" ) 2>&1 | grep "loop_s=" >> "$K"
       ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" tenprof run --quiet --overhead-steps 7 -o "$WORK/prof/clocks$r" "${C[@]}" ) 2>&1 | grep "loop_s=" >> "$K"
       python3 benchmarks/step_clocks.py "$WORK/prof/clocks$r" "$WORK/marks$r.json" --json "$OUT/clocks36-r$r.json" >> "$K" 2>&1
+      rm -rf "$WORK/prof/clocks$r"
+    done
+    cat "$K"
+    ;;
+  clocks36b)  # issue 36: clocks36's rounds with a control: a plain run whose recorded-step numbers are slowed by a sleep (STEP_MARKS_PAUSE, default 27 ms on the steps a 7-step plan records) and the SM clock sampled meanwhile; every step's wall of the three runs in $OUT/clocks36b.txt
+    K="$OUT/clocks36b.txt"
+    read -r -a C <<< "${CLOCKS_ARGS:-examples/compiled_train.py --model gpt2 --mode default --steps 37 --warmup 3}"
+    PAUSE=${STEP_MARKS_PAUSE:-27:0-5,12-14,21-23,28-39}
+    walls() {  # a marks file's step walls (ms), steps 0.. in order
+      python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print(' '.join(f'{(b-a)/1e6:.2f}' for a, b in zip(m, m[1:])))" "$1"
+    }
+    smclock() {  # run a command with the SM clock sampled every 20 ms; print the samples' median and range (MHz)
+      nvidia-smi --query-gpu=clocks.sm,power.draw --format=csv,noheader,nounits -lms 20 > "$WORK/sm.csv" 2>/dev/null & local pid=$!
+      "$@"; kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+      python3 -c "import statistics as s,sys; r=[l.split(',') for l in open(sys.argv[1]) if ',' in l]; c=[float(a) for a,_ in r] or [0.0]; p=[float(b) for _,b in r] or [0.0]; print(f'SM clock median {s.median(c):.0f} MHz ({min(c):.0f}-{max(c):.0f}), power median {s.median(p):.0f} W, {len(c)} samples')" "$WORK/sm.csv"
+    }
+    ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" python3 "${C[@]}" ) 2>&1 | grep "loop_s=" | sed "s|^|warm-up |" >> "$K"
+    for r in $(seq 1 "${CLOCKS_RUNS:-3}"); do
+      echo "== round $r $(date -u +%H:%M:%S) ${C[*]}" >> "$K"
+      { echo "plain: $(smclock bash -c "cd $REPO && taskset -c ${PIN_CPUS:-2-5} python3 benchmarks/step_marks.py $WORK/marks$r.json ${C[*]} 2>&1 | grep loop_s=")"; } >> "$K"
+      echo "plain walls: $(walls "$WORK/marks$r.json")" >> "$K"
+      { echo "paused ($PAUSE): $(smclock bash -c "cd $REPO && STEP_MARKS_PAUSE=$PAUSE taskset -c ${PIN_CPUS:-2-5} python3 benchmarks/step_marks.py $WORK/paused$r.json ${C[*]} 2>&1 | grep loop_s=")"; } >> "$K"
+      echo "paused walls: $(walls "$WORK/paused$r.json")" >> "$K"
+      { echo "tenprof: $(smclock bash -c "cd $REPO && taskset -c ${PIN_CPUS:-2-5} tenprof run --quiet --overhead-steps 7 -o $WORK/prof/clocks$r ${C[*]} 2>&1 | grep loop_s=")"; } >> "$K"
+      steps_of "$WORK/prof/clocks$r" | tail -n +2 | awk '{printf "%s:%s:%s ", $1, $2, $3} END {print ""}' | sed "s|^|tenprof step:capture:own |" >> "$K"
+      python3 benchmarks/step_clocks.py "$WORK/prof/clocks$r" "$WORK/marks$r.json" >> "$K" 2>&1
+      python3 benchmarks/step_clocks.py "$WORK/prof/clocks$r" "$WORK/paused$r.json" 2>&1 | tail -n 1 | sed "s|^|against the paused run: |" >> "$K"
       rm -rf "$WORK/prof/clocks$r"
     done
     cat "$K"

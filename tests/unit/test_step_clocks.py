@@ -30,6 +30,9 @@ def test_the_clocks_note_each_boundary_and_each_collection_until_stopped() -> No
     assert clocks._on_collection not in gc.callbacks
     [[at_end, at_resume]] = clocks.columns()["thread_cpu_ns"]
     assert at_resume > at_end
+    [[whole_at_end, whole_at_resume]] = clocks.columns()["process_cpu_ns"]
+    # the process's time holds this thread's (its reads come a few us after the thread's: that much slack)
+    assert whole_at_resume - whole_at_end >= at_resume - at_end - 50_000
     full = [c for c in clocks.columns()["collections"] if c[2] == 2]
     assert full and all(end >= start for start, end, _ in full)
     gc.collect()  # after the stop: not noted
@@ -58,6 +61,10 @@ def test_a_collection_counts_in_the_steps_it_overlaps_by_its_part_in_each() -> N
     )
     assert [(s.step, s.wall_ms, s.cpu_ms) for s in steps] == [(1, 10.0, 9.0), (2, 8.0, 5.5)]
     assert [(s.gc_ms, s.full_collections) for s in steps] == [(2.0, 1), (2.0, 1)]
+    assert [s.others_cpu_ms for s in steps] == [None, None]  # no process clock kept: not read
+    # with the process's CPU time: what the other threads took beside the step's own thread
+    steps = readings([(0, 10_000_000)], [(0, 9_000_000)], [], first=1, process=[(100_000_000, 112_000_000)])
+    assert steps[0].others_cpu_ms == 3.0
 
 
 def test_a_plain_runs_marks_read_as_its_steps(tmp_path: Path) -> None:
@@ -81,3 +88,7 @@ def test_a_runs_sidecar_keeps_a_reading_per_step_and_the_timed_steps_are_told(cp
     assert timed == {9, 10, 11}  # the default plan on fifteen steps (capture.overhead_plan)
     assert [s.step for s in steps] == list(range(1, 15))
     assert all(s.wall_ms > 0 and s.cpu_ms >= 0 for s in steps)
+    assert len(sidecar["step_clocks"]["process_cpu_ns"]) == 15
+    # the process's CPU time holds the main thread's; its other threads' share is what is left (a clock read
+    # a few hundred ns apart from the thread's: small negatives are read noise)
+    assert all(s.others_cpu_ms is not None and s.others_cpu_ms > -0.05 for s in steps)

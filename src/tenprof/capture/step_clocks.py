@@ -2,18 +2,21 @@
 run times with its capture off, set beside a plain run's same steps (benchmarks/step_clocks.py).
 
 Compiled GPT-2's un-profiled steps read 1.16x (H200) and 1.20x (H100) its plain loop over many processes
-(docs/BENCHMARKS.md) for a reason not found. Two readings tell the kinds of cause apart: the main thread's
+(docs/BENCHMARKS.md) for a reason not found. Three readings tell the kinds of cause apart: the main thread's
 CPU time over a step (more of it: more work on the thread, a slower code path or a colder cache; the same
-with a longer step: waiting, for the interpreter's lock, the GPU or the kernel) and the collections Python's
-garbage collector ran in it (a heap grown by the recording makes each full collection longer).
+with a longer step: waiting, for the interpreter's lock, the GPU or the kernel), the whole process's CPU time
+over it (what the process's other threads took meanwhile: work of a profiler's still running beside the
+step, on the same cores) and the collections Python's garbage collector ran in it (a heap grown by the
+recording makes each full collection longer).
 
 At each step boundary, on the thread that calls `tenprof.step()`, `ended()` reads that thread's CPU time
-right after the boundary's first perf-clock read and `resumed()` right before its last (tenprof's own work
-at the boundary lies between the two, as between its two clock reads); `gc.callbacks` notes each
-collection's perf-clock start and end and its generation.
-A CPU-time read took 0.4 us on the 2-core development machine (a system call, where the perf clock's read
-takes 0.04), two a step; the GC callback runs twice a collection. Both run in recorded and un-recorded steps
-alike, and the plain side (benchmarks/step_marks.py) installs the same. The sidecar key `step_clocks` keeps `columns()`.
+(and the process's) right after the boundary's first perf-clock read and `resumed()` right before its last
+(tenprof's own work at the boundary lies between the two, as between its two clock reads); `gc.callbacks`
+notes each collection's perf-clock start and end and its generation. A CPU-time read took 0.46 us (thread)
+and 0.49 us (process) on the 2-core development machine (a system call, where the perf clock's read takes
+0.04), four a step; the GC callback runs twice a collection. Both run in recorded and un-recorded steps
+alike, and the plain side (benchmarks/step_marks.py) installs the same. The sidecar key `step_clocks` keeps
+`columns()`.
 No torch here.
 """
 
@@ -33,6 +36,7 @@ class StepClocks:
 
     def __init__(self) -> None:
         self.thread_cpu_ns: list[list[int]] = []  # per boundary: the thread's CPU time as it began and ended
+        self.process_cpu_ns: list[list[int]] = []  # per boundary: the process's, all threads, likewise
         self.collections: list[list[int]] = []  # [perf-clock start, end, generation] per collection
         self.collections_dropped = 0  # past MAX_COLLECTIONS
         self._open: tuple[int, int] | None = None  # the collection under way: (start, generation)
@@ -49,16 +53,19 @@ class StepClocks:
             self._installed = False
 
     def ended(self) -> None:
-        now = time.thread_time_ns()
+        now, whole = time.thread_time_ns(), time.process_time_ns()
         self.thread_cpu_ns.append([now, now])
+        self.process_cpu_ns.append([whole, whole])
 
     def resumed(self) -> None:
         if self.thread_cpu_ns:
             self.thread_cpu_ns[-1][1] = time.thread_time_ns()
+            self.process_cpu_ns[-1][1] = time.process_time_ns()
 
     def columns(self) -> dict[str, Any]:
         return {
             "thread_cpu_ns": self.thread_cpu_ns,
+            "process_cpu_ns": self.process_cpu_ns,
             "collections": self.collections,
             "collections_dropped": self.collections_dropped,
         }
