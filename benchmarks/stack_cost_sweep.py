@@ -37,7 +37,16 @@ from tenprof.store.profile import load_profile  # noqa: E402
 
 # the corpus pairs whose host bounds the step and whose traces have back-to-back gaps (python_elements and
 # graph_break have none; launch_bound's one timing is of the MLP launch_graph times at 3.3-4.6 ms in eight)
-TIMED = ("empty_cache", "empty_cache_fixed", "foreach_off", "foreach_off_fixed", "launch_graph", "launch_bound")
+TIMED = (
+    "empty_cache",
+    "empty_cache_fixed",
+    "empty_cache_transformer",
+    "empty_cache_transformer_fixed",
+    "foreach_off",
+    "foreach_off_fixed",
+    "launch_graph",
+    "launch_bound",
+)
 FRACTIONS = (0.0, 0.1, 0.2, 0.3)
 TRACER_US = (0.0, 0.5, 1.0)
 

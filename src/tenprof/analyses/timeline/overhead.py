@@ -322,22 +322,22 @@ def _estimate(profile: Profile, rows: npt.NDArray[np.bool_], busy: float | None)
     ops_per_step = float(np.isin(op_steps, numbers).sum()) / len(numbers)
     recorded = _what_was_recorded(profile)
     what = ", ".join(["ops", *recorded])
-    # The trace's own reading holds where the profiler recorded ops alone (and memory, which costs per
-    # allocation, not per op): input shapes and tenprof's Python lines add work to every op's entry, inside
-    # the gap the reading takes, which its multipliers would count three times over; Python stacks add the
-    # tracer's cost per Python call, which no gap holds (profiler_cost). Those keep the fixed model, as does a
-    # trace whose reading would charge the whole step.
-    plain = not {"shapes", "stack", "lines"} & set(recorded)
-    gap = profiler_cost.back_to_back_gap_ns(profile, numbers) if plain else None
+    # The trace's own reading holds where the profiler recorded ops (and memory, which costs per allocation,
+    # not per op), and, read with a share of the gap as the shape recording, input shapes and Python stacks
+    # (profiler_cost). tenprof's own Python lines cost per op in its recorder, which no gap shows: a run with
+    # them keeps the fixed model, as does a trace whose reading would charge the whole step.
+    with_shapes = bool({"shapes", "stack"} & set(recorded))
+    gap = profiler_cost.back_to_back_gap_ns(profile, numbers) if "lines" not in recorded else None
     cost, bound, how = 0.0, "", ""
     if gap is not None:
         in_steps = _in_chosen_steps(profile, rows, profile.column("api_calls", "start_ns"))
         launches = float((profiler_cost.launches(profile) & in_steps).sum()) / len(numbers)
-        cost = profiler_cost.host_cost_ns(gap, ops_per_step, launches)
+        cost = profiler_cost.host_cost_ns(gap, ops_per_step, launches, with_shapes)
         how = (
             f"{ops_per_step:.0f} ops and {launches:.0f} launches per step recorded by this capture ({what}), each at "
             f"this host's pace at the profiler's callbacks (two ops called back to back from C++ {gap / 1e3:.2f} us "
-            "apart, median)"
+            "apart, median"
+            + (f"; {profiler_cost.SHAPES_SHARE:.0%} of it read as an op's shape recording)" if with_shapes else ")")
         )  # an estimate, not a bound (profiler_cost)
     if gap is None or cost >= p:
         unfit = (
