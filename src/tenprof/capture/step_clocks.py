@@ -2,12 +2,13 @@
 run times with its capture off, set beside a plain run's same steps (benchmarks/step_clocks.py).
 
 Compiled GPT-2's un-profiled steps read 1.16x (H200) and 1.20x (H100) its plain loop over many processes
-(docs/BENCHMARKS.md) for a reason not found. Three readings tell the kinds of cause apart: the main thread's
-CPU time over a step (more of it: more work on the thread, a slower code path or a colder cache; the same
-with a longer step: waiting, for the interpreter's lock, the GPU or the kernel), the whole process's CPU time
-over it (what the process's other threads took meanwhile: work of a profiler's still running beside the
-step, on the same cores) and the collections Python's garbage collector ran in it (a heap grown by the
-recording makes each full collection longer).
+(docs/BENCHMARKS.md); set beside a plain run's same steps on two H100 hosts (2026-12-07) they read 0.88 to
+1.31, and none of the readings below showed a cost of tenprof's. Three readings tell the kinds of cause
+apart: the main thread's CPU time over a step (more of it: more work on the thread, a slower code path or a
+colder cache; the same with a longer step: waiting, for the interpreter's lock, the GPU or the kernel), the
+whole process's CPU time over it (what the process's other threads took meanwhile: work of a profiler's
+still running beside the step, on the same cores) and the collections Python's garbage collector ran in it
+(a heap grown by the recording makes each full collection longer).
 
 At each step boundary, on the thread that calls `tenprof.step()`, `ended()` reads that thread's CPU time
 (and the process's) right after the boundary's first perf-clock read and `resumed()` right before its last
