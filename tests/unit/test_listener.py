@@ -83,6 +83,37 @@ def test_a_handler_that_raises_is_answered_with_its_error_not_a_closed_connectio
         listener.close()
 
 
+def test_all_ranks_asks_a_live_silent_listener_again_and_names_it_when_it_never_answers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a rank whose status failed every time was left out of --all-ranks with only a count to show for it
+    # ("1 of the job's 2 ranks listen on this host"), once in many runs of the on-demand integration test
+    from tenprof.cli import capture_command
+
+    monkeypatch.setattr(capture_command, "STATUS_RETRY_S", 0.0)
+    asked: list[int] = []
+    failing = capture_command.STATUS_TRIES - 1  # the tries that fail before one answers
+
+    def status() -> dict[str, object]:
+        asked.append(1)
+        if len(asked) <= failing:
+            raise ImportError("cannot import name 'x' from partially initialized module 'y'")
+        return {"pid": os.getpid(), "rank": 0, "world_size": 2, "job": "j", "step": 4}
+
+    listener = Listener(lambda request, reply: None, status)
+    try:
+        unanswered: dict[Path, str] = {}
+        answer = capture_command._status(listener.path, unanswered)  # answered at the last try
+        assert answer is not None and answer["step"] == 4 and not unanswered
+        assert len(asked) == capture_command.STATUS_TRIES
+        asked.clear()
+        monkeypatch.setattr(capture_command, "STATUS_TRIES", failing)  # now never in time
+        assert capture_command._status(listener.path, unanswered) is None
+        assert "partially initialized module" in unanswered[listener.path]
+    finally:
+        listener.close()
+
+
 def test_the_recorder_is_loaded_again_after_an_import_that_met_the_jobs_own(monkeypatch: pytest.MonkeyPatch) -> None:
     from tenprof.record import on_demand
 

@@ -30,6 +30,7 @@ from tenprof.errors import Interrupted, TenprofError, UsageError
 
 AHEAD = 2  # --all-ranks: start at least this many steps after the furthest rank, so that none has passed it
 STATUS_RETRY_S = 0.5  # --all-ranks: the pause before asking a live job's silent listener again
+STATUS_TRIES = 3  # and how often it is asked in all
 LEAD_S = 0.5  # --all-ranks: and at least this long after it, at the fastest rank's pace (requests take time to
 # reach every rank: on a loaded 2-core machine two steps of 30 ms were once too few)
 
@@ -133,23 +134,31 @@ def _capture(path: Path, pid: int, request: dict[str, Any], output: Path, quiet:
     raise TenprofError(f"process {pid} ended before it wrote the profile")
 
 
-def _status(path: Path) -> dict[str, Any] | None:
+def _status(path: Path, unanswered: dict[Path, str] | None = None) -> dict[str, Any] | None:
     """The listener's status answer; None where none came. A live job's listener that gave none is asked
-    once more after a pause (its first answer loads the recorder beside the job's own imports)."""
-    answer = _status_once(path)
-    if answer is None and _alive(path):
+    again after a pause, STATUS_TRIES times in all (its first answer loads the recorder beside the job's own
+    imports); what the last try got is noted in `unanswered` where given, so a rank left out is said."""
+    answer, why = _status_once(path)
+    for _ in range(STATUS_TRIES - 1):
+        if answer is not None or not _alive(path):
+            break
         time.sleep(STATUS_RETRY_S)
-        answer = _status_once(path)
+        answer, why = _status_once(path)
+    if answer is None and unanswered is not None and _alive(path):
+        unanswered[path] = why
     return answer
 
 
-def _status_once(path: Path) -> dict[str, Any] | None:
+def _status_once(path: Path) -> tuple[dict[str, Any] | None, str]:
+    """The status answer, or None and what came instead."""
     try:
         answers = list(_answers(path, {"tenprof": STATUS, "version": PROTOCOL}))
-    except (OSError, ValueError):  # a listener of a process that ended
-        return None
+    except (OSError, ValueError) as exc:  # a listener of a process that ended, or a garbled answer
+        return None, str(exc) or type(exc).__name__
     answer = answers[0] if answers else None
-    return answer if isinstance(answer, dict) and answer.get("ok") else None
+    if isinstance(answer, dict) and answer.get("ok"):
+        return answer, ""
+    return None, str(answer.get("error", answer)) if isinstance(answer, dict) else "no answer"
 
 
 def _alive(sock: Path) -> bool:
@@ -179,10 +188,13 @@ def _all_ranks(args: argparse.Namespace, output: Path) -> int:
     if asked is None or not asked.get("job") or asked.get("world_size", 1) < 2:
         raise UsageError(f"process {args.pid} is no rank of a job of several (started by torchrun or another launcher)")
     found = []
+    unanswered: dict[Path, str] = {}
     for sock in socket_dir().glob("*.sock"):
-        status = _status(sock)
+        status = _status(sock, unanswered)
         if status is not None and status.get("job") == asked["job"]:
             found.append((status, sock, time.monotonic()))
+    for sock, why in unanswered.items():  # maybe a rank of this job: said, not left out without a word
+        print(f"tenprof: the listener of process {sock.stem} did not say its status ({why}): left out", file=sys.stderr)
     found.sort(key=lambda each: int(each[0]["rank"]))
     ranks = [(status, sock) for status, sock, _ in found]
     # asked again: the first answers waited while each rank loaded its recorder (seconds, in which the ranks
