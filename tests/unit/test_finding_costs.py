@@ -45,8 +45,18 @@ def test_layout_conversions_counts_the_conversions_and_the_nchw_batch_norms(rebu
         layout.numbers["conversion_ns"] == to_nhwc + to_nchw and f"{n_to + n_back} conversion kernels" in layout.seen[0]
     )
     assert layout.numbers["nchw_norm_ns"] == norms > to_nhwc + to_nchw
-    # counted: the batch norms' time above their speed of light, which is under a tenth of it here
-    assert to_nhwc + to_nchw + 0.9 * norms < layout.cost_ns < to_nhwc + to_nchw + norms
+    # counted: the batch norms' time above what the channels-last kernels the fix runs would take, their speed of
+    # light (under a tenth of their time here) over the share of it those kernels reach
+    from tenprof.analyses.findings.layouts import CHANNELS_LAST_NORM_SHARE
+
+    ideal = layout.numbers["nchw_norm_ideal_ns"]
+    assert 0 < ideal < 0.1 * norms and layout.numbers["norm_after_fix_ns"] == ideal / CHANNELS_LAST_NORM_SHARE
+    assert layout.cost_ns == int(to_nhwc + to_nchw + norms - ideal / CHANNELS_LAST_NORM_SHARE)
+    # the twin's channels-last batch norms (not used to choose the share) take about what was assumed
+    twin = rebuilt["finding_channels_last_fixed"]
+    twin_norms, _ = _kernel_ns(twin, "batch_norm")
+    steps = Context(profile, Thresholds()).step_count, Context(twin, Thresholds()).step_count
+    assert abs(twin_norms / steps[1] - layout.numbers["norm_after_fix_ns"] / steps[0]) < 0.1 * twin_norms / steps[1]
     assert "batch norm runs its NCHW kernels" in layout.title
     # the same time is not charged twice: far-below-speed-of-light leaves the batch norms out
     slow = found.get("far-below-speed-of-light")

@@ -8,8 +8,8 @@
   and input in channels_last memory format avoid (with the NCHW batch-norm kernels: findings.layouts).
 
 The cost is what the fix would save in the analysed steps: the conversion kernels' time and the NCHW
-batch norms' time above their speed of light; for the GEMMs, their time less what they would take on
-tensor cores (1/7.5 of it, the TF32-over-FP32 peak ratio).
+batch norms' time above what the channels-last kernels would take (findings.layouts); for the GEMMs,
+their time less what they would take on tensor cores (1/7.5 of it, the TF32-over-FP32 peak ratio).
 """
 
 from __future__ import annotations
@@ -89,7 +89,8 @@ def _layout_finding(
         calls = sum(row.calls for row in layout.norms)
         seen.append(
             f"{calls} batch-norm calls on NCHW kernels: {duration(layout.norm_ns)} of kernel time, "
-            f"{duration(layout.norm_ideal_ns)} at the speed of light (counted: the time above it)"
+            f"{duration(layout.norm_ideal_ns)} at the speed of light, about {duration(int(layout.norm_after_fix_ns))} "
+            "on the channels-last kernels (counted: the time above that)"
         )
         what += " and batch norm runs its NCHW kernels"
     return Finding(
@@ -108,6 +109,8 @@ def _layout_finding(
             "conversion_ns": float(layout.conversion_ns),
             "share_of_gpu": layout.conversion_ns / gpu_ns,
             "nchw_norm_ns": float(layout.norm_ns),
+            "nchw_norm_ideal_ns": float(layout.norm_ideal_ns),
+            "norm_after_fix_ns": float(layout.norm_after_fix_ns),
         },
     )
 
