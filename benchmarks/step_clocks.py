@@ -2,12 +2,15 @@
 thread's CPU time and Python's garbage collections in each (capture/step_clocks.py says why).
 
     python benchmarks/step_clocks.py PROFILE_DIR MARKS.json [--json OUT.json]
+    python benchmarks/step_clocks.py --pool ROUND.json [ROUND.json ...]
 
 PROFILE_DIR: a `tenprof run` profile (its timeline/raw/callsites.json.gz keeps the step bounds and the
 `step_clocks` key); MARKS.json: `benchmarks/step_marks.py`'s marks of a plain run of the same command, with
 MARKS.clocks.json beside it. Prints one row per timed step number and the medians; a step's CPU share near
 its wall time is a thread at work, well below it a thread that waited (for the interpreter's lock, the GPU,
-the kernel). No torch: it reads files.
+the kernel). `--pool` reads the --json files of several rounds (a plain process and a tenprof run each) and
+prints each round's ratio of the timed steps' median wall to the plain run's same steps' and their geometric
+mean with a 90% interval over rounds (benchmarks/timed_ratio.paired_ratio). No torch: it reads files.
 """
 
 from __future__ import annotations
@@ -98,12 +101,41 @@ def plain_steps(marks_path: Path) -> list[StepReading]:
     return readings(windows, cpu, clocks["collections"], first=1, process=whole)
 
 
+def round_medians(rows: list[dict[str, Any]]) -> tuple[float, float]:
+    """One round's --json rows: the plain run's median wall over the timed step numbers, and tenprof's."""
+    both = [row for row in rows if row.get("plain")]
+    if not both:
+        raise ValueError("no timed step has a plain step of the same number")
+    return (
+        statistics.median(row["plain"]["wall_ms"] for row in both),
+        statistics.median(row["tenprof"]["wall_ms"] for row in both),
+    )
+
+
+def pool(paths: list[Path]) -> None:
+    """Each round's ratio and the rounds' geometric mean with its interval (see the module)."""
+    from timed_ratio import paired_ratio  # benchmarks/, this script's folder, is first on the path
+
+    pairs = [round_medians(json.loads(path.read_text())) for path in paths]
+    for path, (plain, timed) in zip(paths, pairs, strict=True):
+        print(f"{path.name}: plain {plain:.2f} ms, timed {timed:.2f} ms, ratio {timed / plain:.3f}")
+    if len(pairs) >= 2:
+        r = paired_ratio(pairs)
+        print(f"{len(pairs)} rounds: geometric mean {r.ratio:.3f} (90% {r.low:.3f}-{r.high:.3f}): {r.verdict}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("profile", type=Path)
-    parser.add_argument("marks", type=Path)
+    parser.add_argument("profile", type=Path, nargs="?")
+    parser.add_argument("marks", type=Path, nargs="?")
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument("--pool", type=Path, nargs="+", help="pool the --json files of several rounds instead")
     args = parser.parse_args()
+    if args.pool:
+        pool(args.pool)
+        return
+    if args.profile is None or args.marks is None:
+        parser.error("give PROFILE_DIR and MARKS.json, or --pool")
     run, timed = profile_steps(args.profile)
     plain = {s.step: s for s in plain_steps(args.marks)}
     print("| step | tenprof wall | CPU | other threads | GC (full) | plain wall | CPU | other threads | GC (full) |")

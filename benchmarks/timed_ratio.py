@@ -66,6 +66,25 @@ def timed_ratio(plain_ms: list[float], timed_ms: list[float]) -> TimedRatio:
     )
 
 
+def paired_ratio(pairs: list[tuple[float, float]]) -> TimedRatio:
+    """Rounds that each ran a plain process and a tenprof run and compared the same step numbers
+    (benchmarks/step_clocks.py): (plain, timed) per round. The ratio is the geometric mean of the rounds'
+    ratios, with a bootstrap interval over rounds: pairing takes out what one round's machine and compile
+    cache share, which the unpaired ratio above leaves in its interval."""
+    if len(pairs) < 2:
+        raise ValueError("at least two rounds are needed for an interval")
+    logs = np.log(np.asarray([timed / plain for plain, timed in pairs], dtype=float))
+    rng = np.random.default_rng(SEED)
+    means = np.exp(np.mean(rng.choice(logs, size=(RESAMPLES, len(logs))), axis=1))
+    return TimedRatio(
+        plain_ms=[plain for plain, _ in pairs],
+        timed_ms=[timed for _, timed in pairs],
+        ratio=float(np.exp(np.mean(logs))),
+        low=float(np.quantile(means, 0.05)),
+        high=float(np.quantile(means, 0.95)),
+    )
+
+
 # The plan of a timed run whose results do not name it (overhead.py before 2026-12-02), by its configuration:
 # tenprof-timed then had one settling step and one timed (tenprof's default until 2026-12-01).
 PLAN_OF_CONFIG = {

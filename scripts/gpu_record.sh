@@ -1063,6 +1063,7 @@ for name in ('filtered', 'native'):
       python3 benchmarks/step_clocks.py "$WORK/prof/clocks$r" "$WORK/marks$r.json" --json "$OUT/clocks36-r$r.json" >> "$K" 2>&1
       rm -rf "$WORK/prof/clocks$r"
     done
+    python3 benchmarks/step_clocks.py --pool "$OUT"/clocks36-r*.json >> "$K" 2>&1
     cat "$K"
     ;;
   clocks36b)  # issue 36: clocks36's rounds with a control: a plain run whose recorded-step numbers are slowed by a sleep (STEP_MARKS_PAUSE, default 27 ms on the steps a 7-step plan records) and the SM clock sampled meanwhile; every step's wall of the three runs in $OUT/clocks36b.txt
@@ -1086,10 +1087,11 @@ for name in ('filtered', 'native'):
       echo "paused walls: $(walls "$WORK/paused$r.json")" >> "$K"
       { echo "tenprof: $(smclock bash -c "cd $REPO && taskset -c ${PIN_CPUS:-2-5} tenprof run --quiet --overhead-steps 7 -o $WORK/prof/clocks$r ${C[*]} 2>&1 | grep loop_s=")"; } >> "$K"
       steps_of "$WORK/prof/clocks$r" | tail -n +2 | awk '{printf "%s:%s:%s ", $1, $2, $3} END {print ""}' | sed "s|^|tenprof step:capture:own |" >> "$K"
-      python3 benchmarks/step_clocks.py "$WORK/prof/clocks$r" "$WORK/marks$r.json" >> "$K" 2>&1
+      python3 benchmarks/step_clocks.py "$WORK/prof/clocks$r" "$WORK/marks$r.json" --json "$OUT/clocks36b-r$r.json" >> "$K" 2>&1
       python3 benchmarks/step_clocks.py "$WORK/prof/clocks$r" "$WORK/paused$r.json" 2>&1 | tail -n 1 | sed "s|^|against the paused run: |" >> "$K"
       rm -rf "$WORK/prof/clocks$r"
     done
+    python3 benchmarks/step_clocks.py --pool "$OUT"/clocks36b-r*.json >> "$K" 2>&1
     cat "$K"
     ;;
   pinned36)  # issue 36: the run's un-profiled steps against the plain loop over many processes, each pinned to the same cores (PIN_CPUS, default 2-5) so placement is not a difference; TIMED_WORKLOADS, TIMED_REPEATS, TIMED_DEADLINE_MIN; the ratio with its interval by benchmarks/timed_ratio.py; text in $OUT/pinned36.txt

@@ -80,3 +80,26 @@ def test_the_committed_settling_runs_give_the_documented_ratios() -> None:
         r = timed_ratio.timed_ratio(*pooled[("NVIDIA H200", "gpt2-compiled", plan)])
         got[plan] = (round(r.ratio, 3), round(r.low, 3), round(r.high, 3))
     assert got == {"1 settling, 1 timed": (1.214, 1.097, 1.345), "3 settling, 3 timed": (1.017, 0.907, 1.194)}
+
+
+def test_paired_rounds_pool_as_a_geometric_mean_over_rounds() -> None:
+    # rounds that each set a tenprof run's timed steps beside a plain run's same steps (benchmarks/step_clocks.py):
+    # a machine's mood moves both sides of a round together, so a steady ratio reads tight however the rounds differ
+    host_a = [(12.15, 10.96), (12.06, 10.58), (12.09, 10.67)]  # the H100 host A of 2026-12-07
+    r = timed_ratio.paired_ratio(host_a)
+    assert r.ratio == pytest.approx(0.887, abs=1e-3) and 0.87 < r.low <= r.ratio <= r.high < 0.90
+    assert r.verdict == "outside"  # consistently faster than the plain run by more than 10%
+    varied = [(10.0, 10.2), (20.0, 19.6), (15.0, 15.3)]  # plain steps far apart, each round within 2%
+    assert timed_ratio.paired_ratio(varied).verdict == "within"
+    with pytest.raises(ValueError):
+        timed_ratio.paired_ratio(host_a[:1])
+
+
+def test_step_clocks_pools_its_rounds_files(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    step_clocks = benchmark_module("step_clocks")
+    files = sorted((ROOT / "benchmarks" / "results").glob("2026-12-07-h100-clocks36-r*.json"))
+    assert len(files) == 3
+    assert step_clocks.round_medians(json.loads(files[0].read_text())) == pytest.approx((12.15, 10.96), abs=0.01)
+    step_clocks.pool(files)
+    printed = capsys.readouterr().out
+    assert "3 rounds: geometric mean 0.887 (90% 0.879-0.895): outside" in printed
