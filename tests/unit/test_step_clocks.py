@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import gzip
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,22 @@ def test_the_clocks_note_each_boundary_and_each_collection_until_stopped() -> No
     assert full and all(end >= start for start, end, _ in full)
     gc.collect()  # after the stop: not noted
     assert len([c for c in clocks.collections if c[2] == 2]) == len(full)
+
+
+def test_a_forked_child_does_not_carry_the_clocks_callback() -> None:
+    # a DataLoader worker forked from the script: its collections are none of the script's steps
+    clocks = StepClocks()
+    clocks.start()
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: 0 where the callback is gone
+            os._exit(0 if clocks._on_collection not in gc.callbacks else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert clocks._on_collection in gc.callbacks  # the parent keeps it
+    finally:
+        clocks.stop()
+    assert clocks._on_collection not in gc.callbacks
 
 
 def test_collections_past_the_cap_are_counted_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,12 +24,29 @@ No torch here.
 from __future__ import annotations
 
 import gc
+import os
 import time
 from typing import Any
 
 # A long run collects often (a training loop: a few young collections a step); past this many the rest are
 # counted, not kept, so that the sidecar stays small (about 3 MB of JSON at the cap)
 MAX_COLLECTIONS = 100_000
+
+
+# The callbacks of the clocks started in this process: a forked child (a DataLoader worker) drops them, as its
+# collections are none of the script's steps, and a callback left to run in a child's finalization is Python
+# code the child never asked for (a worker's segmentation fault was once seen in a full CI run, 2026-12-07)
+_INSTALLED: list[Any] = []
+
+
+def _drop_in_child() -> None:
+    for callback in _INSTALLED:
+        if callback in gc.callbacks:
+            gc.callbacks.remove(callback)
+    _INSTALLED.clear()
+
+
+os.register_at_fork(after_in_child=_drop_in_child)
 
 
 class StepClocks:
@@ -46,11 +63,15 @@ class StepClocks:
     def start(self) -> None:
         if not self._installed:
             gc.callbacks.append(self._on_collection)
+            _INSTALLED.append(self._on_collection)
             self._installed = True
 
     def stop(self) -> None:
         if self._installed:
-            gc.callbacks.remove(self._on_collection)
+            if self._on_collection in gc.callbacks:  # a forked child has dropped it already
+                gc.callbacks.remove(self._on_collection)
+            if self._on_collection in _INSTALLED:
+                _INSTALLED.remove(self._on_collection)
             self._installed = False
 
     def ended(self) -> None:
