@@ -340,9 +340,11 @@ class TimelineSession:
             return
         # TENPROF_TIMED_SYNC: a timed step ends waiting for its own GPU work, in its time, and begins with none
         # queued (overhead_plan.timed_syncs)
-        ending = self.log.step_bounds[-1][2] if self.log.step_bounds else None
-        sync_at_end, sync_at_start = timed_syncs(ending, self._plan.state(self.log.step_calls + 1))
-        if self._timed_sync and sync_at_end:
+        sync_at_end = sync_at_start = False
+        if self._timed_sync:
+            ending = self.log.step_bounds[-1][2] if self.log.step_bounds else None
+            sync_at_end, sync_at_start = timed_syncs(ending, self._plan.state(self.log.step_calls + 1))
+        if sync_at_end:
             torch.cuda.synchronize()
         ended = time.perf_counter_ns()
         self.step_clocks.ended()
@@ -359,7 +361,7 @@ class TimelineSession:
                 self._native_step()
         elif self._prof is not None:
             self._torch_step()
-        if self._timed_sync and sync_at_start:
+        if sync_at_start:
             torch.cuda.synchronize()
         if sampler is not None:  # (paused by _set_capture where the capture went off)
             sampler.at_boundary = False
