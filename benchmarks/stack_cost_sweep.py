@@ -102,8 +102,7 @@ def read(trace: Path, into: Path) -> Reading | None:
 
 
 def unprofiled_ms(r: Reading, shapes: float, tracer_us: float) -> float:
-    pace = (1.0 - shapes) * r.gap_us * 1e3
-    cost = profiler_cost.host_cost_ns(pace, r.ops, r.launches) + shapes * r.gap_us * 1e3 * r.ops
+    cost = profiler_cost.host_cost_ns(r.gap_us * 1e3, r.ops, r.launches, shapes)
     cost += tracer_us * 1e3 * r.python
     return max(r.step_ms - cost / 1e6, r.gpu_ms)
 

@@ -332,7 +332,8 @@ def _estimate(profile: Profile, rows: npt.NDArray[np.bool_], busy: float | None)
     if gap is not None:
         in_steps = _in_chosen_steps(profile, rows, profile.column("api_calls", "start_ns"))
         launches = float((profiler_cost.launches(profile) & in_steps).sum()) / len(numbers)
-        cost = profiler_cost.host_cost_ns(gap, ops_per_step, launches, with_shapes)
+        shapes_share = profiler_cost.SHAPES_SHARE if with_shapes else 0.0
+        cost = profiler_cost.host_cost_ns(gap, ops_per_step, launches, shapes_share)
         how = (
             f"{ops_per_step:.0f} ops and {launches:.0f} launches per step recorded by this capture ({what}), each at "
             f"this host's pace at the profiler's callbacks (two ops called back to back from C++ {gap / 1e3:.2f} us "

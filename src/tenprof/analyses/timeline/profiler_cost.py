@@ -80,12 +80,10 @@ def launches(profile: Profile) -> npt.NDArray[np.bool_]:
     return profile.strings("api_calls", "name").where(lambda name: any(w in name for w in _LAUNCH_WORDS))
 
 
-def host_cost_ns(gap_ns: float, ops_per_step: float, launches: float, shapes: bool = False) -> float:
+def host_cost_ns(gap_ns: float, ops_per_step: float, launches: float, shapes_share: float = 0.0) -> float:
     """The profiler's host work per step: each op and each launch, at this host's pace (`gap_ns`). Where the
     trace recorded input shapes (or Python stacks, which the corpus's traces record with them) the gap also
-    holds one op entry's shape recording: SHAPES_SHARE of it is read as that, charged once an op, and the
-    rest as the host's pace."""
-    if not shapes:
-        return gap_ns * (GAPS_PER_OP * ops_per_step + GAPS_PER_LAUNCH * launches)
-    pace = (1.0 - SHAPES_SHARE) * gap_ns
-    return pace * (GAPS_PER_OP * ops_per_step + GAPS_PER_LAUNCH * launches) + SHAPES_SHARE * gap_ns * ops_per_step
+    holds one op entry's shape recording: `shapes_share` of it (SHAPES_SHARE for such traces, 0 for others)
+    is read as that, charged once an op, and the rest as the host's pace."""
+    pace = (1.0 - shapes_share) * gap_ns
+    return pace * (GAPS_PER_OP * ops_per_step + GAPS_PER_LAUNCH * launches) + shapes_share * gap_ns * ops_per_step
