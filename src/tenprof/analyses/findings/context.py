@@ -14,6 +14,7 @@ from tenprof.analyses.perf_model import PerfModel, perf_model
 from tenprof.analyses.timeline.inferred_steps import InferredSteps, infer_steps
 from tenprof.analyses.timeline.live_memory import Blocks, Holder, holders, step_numbers
 from tenprof.analyses.timeline.overhead import (
+    COLD_STEPS,
     Overhead,
     kernel_launch_ns,
     measure,
@@ -175,6 +176,30 @@ class Context:
         whether the GPU was idle then or not: in a loop the host bounds, all of it delays the GPU's work."""
         starts, ends = self.host_causes[part]
         return int(coverage(starts, ends, self.step_start, self.step_end).sum())
+
+    @cached_property
+    def steady(self) -> npt.NDArray[np.bool_]:
+        """Which analysed steps are steady as the step decomposition's summary takes them
+        (analyses.timeline.step_time.StepTime.steady): past the first COLD_STEPS and other than those that
+        paid the capture's restart; all past the cold ones where that leaves none, all where none is."""
+        warm = self.step_numbers >= COLD_STEPS
+        resumed = self._resumed[self._analysed]
+        for chosen in (warm & ~resumed, warm):
+            if chosen.any():
+                return np.asarray(chosen, dtype=bool)
+        return np.ones(len(self.step_numbers), dtype=bool)
+
+    def steady_per_step(self, starts: I64, ends: I64) -> float:
+        """How much of the mean steady step (`steady`) the union of these intervals covers."""
+        chosen = self.steady
+        if not chosen.any():
+            return 0.0
+        return float(coverage(starts, ends, self.step_start[chosen], self.step_end[chosen]).sum()) / int(chosen.sum())
+
+    def steady_step_ns(self) -> float:
+        """The mean steady step's wall time."""
+        chosen = self.steady
+        return float((self.step_end[chosen] - self.step_start[chosen]).mean()) if chosen.any() else 0.0
 
     @property
     def analysed_end(self) -> int:

@@ -1,7 +1,11 @@
 """data-loading: the steps wait for their batches. The host is inside a DataLoader's `__next__` (the
 range torch records around it) while the GPU has nothing to run: the step decomposition's data_loading
-part (analyses.timeline.step_time), judged over the analysed steps; its cost is the host's whole time in the
-loader, as far as the GPU has idle time to give (`host_cost`).
+part (analyses.timeline.step_time), judged over the steady steps the decomposition's summary averages
+(`Context.steady`: past the first three and the capture's restarts), so that the wait quoted is the one
+"Where each step went" shows. A DataLoader with workers makes its first batches ahead, before the loop
+(prefetch_factor per worker): the first steps take them without waiting, a transient the loop's later
+steps never see. Its cost is the host's whole time in the loader, as far as the GPU has idle time to give
+(`host_cost`), per steady step over the analysed steps.
 
 What the fix is depends on where the loading runs: in the script's own process (num_workers=0) every
 batch is made while the GPU waits, so worker processes are the fix; with workers, they cannot keep up,
@@ -12,10 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from tenprof.analyses.findings.context import Context, host_cost, per_step
+from tenprof.analyses.findings.context import Context, host_cost
 from tenprof.analyses.findings.meanwhile import Meanwhile, host_meanwhile
 from tenprof.analyses.findings.model import Finding
-from tenprof.analyses.timeline.step_time import DATA_LOADER_MARK, length
+from tenprof.analyses.timeline.step_time import DATA_LOADER_MARK
 from tenprof.core.quantities import duration
 
 SINGLE_PROCESS = "_SingleProcessDataLoaderIter"
@@ -23,16 +27,21 @@ SINGLE_PROCESS = "_SingleProcessDataLoaderIter"
 
 def check(ctx: Context) -> list[Finding]:
     blocks = ctx.parts["data_loading"]
-    idle = length(blocks)
-    if not ctx.analysed_ns or idle < ctx.t.data_loading_min_share * ctx.analysed_ns:
+    idle_per_step = ctx.steady_per_step(*blocks)
+    step_ns = ctx.steady_step_ns()
+    if not step_ns or idle_per_step < ctx.t.data_loading_min_share * step_ns:
         return []
-    waited = host_cost(ctx, idle, ctx.host_ns("data_loading"))
+    count = ctx.step_count
+    waited = host_cost(
+        ctx, round(idle_per_step * count), round(ctx.steady_per_step(*ctx.host_causes["data_loading"]) * count)
+    )
     single = _single_process(ctx)
     host = host_meanwhile(ctx, *blocks)
-    share = idle / ctx.analysed_ns
+    share = idle_per_step / step_ns
+    steady = int(ctx.steady.sum())
     seen = [
-        f"each step waits {duration(per_step(idle, ctx))} for its batch with the GPU idle: {100 * share:.0f}% of "
-        f"the {ctx.step_count} analysed step(s), inside "
+        f"each step waits {duration(idle_per_step)} for its batch with the GPU idle: {100 * share:.0f}% of "
+        f"the mean of {steady} steady step(s), inside "
         + ("a DataLoader running in this process (num_workers=0)" if single else "a DataLoader with worker processes"),
         *host.seen,
     ]
