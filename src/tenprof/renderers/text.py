@@ -217,6 +217,9 @@ def _cost(f: Finding) -> str:
     saved = f.numbers.get("gpu_time_saved_ns")
     if saved:  # GPU time whose saving the host's work hides in part: the step's cost, then the GPU's
         cost += f" of the steps, {duration(int(saved))} of GPU time"
+    recorded = f.numbers.get("recorded_cost_ns")
+    if recorded and not f.cost_ns:  # host time the steps hide once un-profiled (findings.causes)
+        cost += f" of the steps un-profiled, {duration(int(recorded))} as recorded"
     return cost
 
 

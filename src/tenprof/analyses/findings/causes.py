@@ -39,7 +39,7 @@ from tenprof.core.intervals import coverage
 from tenprof.core.quantities import duration
 
 # numbers that a finding costing no step time saves instead: GPU time the host's work hides, memory
-SAVES_INSTEAD = ("gpu_time_saved_ns", "bytes_saved")
+SAVES_INSTEAD = ("gpu_time_saved_ns", "bytes_saved", "recorded_cost_ns")
 
 # The findings whose cost is GPU idle time, most specific first: they are charged in this order.
 IDLE_CHARGERS = (
@@ -133,6 +133,8 @@ def one_cause_one_finding(found: list[Finding], ctx: Context) -> list[Finding]:
                     f"cost capped at the GPU idle time not already charged to a more specific finding: "
                     f"{duration(budget)} of {duration(f.cost_ns)}"
                 )
+                if budget <= 0 and f.id in _HOST_CAUSES and ctx.overhead.unprofiled_idle_per_step_ns is not None:
+                    _hidden_unprofiled(f, ctx)
                 f.cost_ns = budget
             budget -= f.cost_ns
     found = _speed_of_light_left_to_counters(found)
@@ -147,6 +149,20 @@ def one_cause_one_finding(found: list[Finding], ctx: Context) -> list[Finding]:
             )
     # a GPU-time finding off the critical path stays, last, for what it would save once the host is faster
     return [f for f in found if f.urgent or f.cost_ns > 0 or any(f.numbers.get(k, 0) > 0 for k in SAVES_INSTEAD)]
+
+
+def _hidden_unprofiled(f: Finding, ctx: Context) -> None:
+    """A host cause (the DataLoader, the allocator) the recording shows with the GPU idle, where the steps
+    run un-profiled leave the GPU no idle time at all (measured, or estimated from the profiler's cost): the
+    host, without the profiler's work, runs far enough ahead of the GPU to hide it. Kept, last, with what it
+    cost as recorded, rather than dropped: the decomposition shows that time, and the reader should learn
+    why no step time is charged for it."""
+    f.numbers["recorded_cost_ns"] = float(f.cost_ns)
+    how = ctx.overhead.method or "estimated"
+    f.seen.append(
+        f"un-profiled ({how}) the steps leave the GPU no idle time: without the profiler's own work the host runs "
+        f"ahead of the GPU by more than this, so it shortens no step there; as recorded it cost {duration(f.cost_ns)}"
+    )
 
 
 def _wasted_rounds_left_to_grad_sync(by_id: dict[str, Finding], ctx: Context) -> None:

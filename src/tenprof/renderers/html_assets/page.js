@@ -158,11 +158,16 @@
       const saved = (f.numbers || {}).gpu_time_saved_ns;
       // a memory finding costs no time: the run fails (urgent, ranked first) or memory is wasted
       const memory = (f.numbers || {}).bytes_saved;
+      // host time the recording shows that the un-profiled steps hide: no step time, what it took as recorded
+      const recorded = (f.numbers || {}).recorded_cost_ns;
       const cost = f.cost_ns
         ? el("span", { class: "cost", text: dur(f.cost_ns) })
         : f.urgent
           ? el("span", { class: "cost", text: "urgent" })
-          : el("span", { class: "cost gpu-only", text: saved ? `0 of the step, ${dur(saved)} GPU` : memory ? bytes(memory) : "" });
+          : el("span", {
+              class: "cost gpu-only",
+              text: saved ? `0 of the step, ${dur(saved)} GPU` : memory ? bytes(memory) : recorded ? `0 un-profiled, ${dur(recorded)} as recorded` : "",
+            });
       const head = el("summary", {}, cost, f.title);
       d.append(head);
       const list = (title, items) => {
