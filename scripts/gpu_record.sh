@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (clocks36b clocks36 teardowntest36 slowmode36 exit36 plan36 settle36gpu under36 pinned36 flag38e partsc38 tests38 parity38g parity38c fixture38s table38 boundary38 detach38 check38 memc38 flag38 kindsc38 attach38 tail38 inrunc38 opstest38 kinds38 stepsops38 opsfinal38 cost38 ops38 steps38 inrun38 fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (syncab36 clocks36b clocks36 teardowntest36 slowmode36 exit36 plan36 settle36gpu under36 pinned36 flag38e partsc38 tests38 parity38g parity38c fixture38s table38 boundary38 detach38 check38 memc38 flag38 kindsc38 attach38 tail38 inrunc38 opstest38 kinds38 stepsops38 opsfinal38 cost38 ops38 steps38 inrun38 fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -1064,6 +1064,32 @@ for name in ('filtered', 'native'):
       rm -rf "$WORK/prof/clocks$r"
     done
     python3 benchmarks/step_clocks.py --pool "$OUT"/clocks36-r*.json >> "$K" 2>&1
+    cat "$K"
+    ;;
+  syncab36)  # issue 36: TENPROF_TIMED_SYNC off and on, interleaved: each round one plain process (step marks) and two tenprof runs (switch off, on), each run's timed steps against the plain run's same steps (benchmarks/step_clocks.py), pooled per switch state; compiled GPT-2 (CLOCKS_RUNS rounds, default 4) then the small MLP (MLP_RUNS, default 3); GPT-2's rounds stop starting after SYNCAB_DEADLINE_S (default 400) s, the MLP's after SYNCAB_MLP_DEADLINE_S (default 540); every process pinned to PIN_CPUS (default 2-5); text in $OUT/syncab36.txt
+    K="$OUT/syncab36.txt"
+    began=$SECONDS
+    ab_rounds() {  # tag, rounds, the second of the call after which no round starts, then the command
+      local tag=$1 rounds=$2 deadline=$3; shift 3
+      ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" python3 "$@" ) 2>&1 | grep "loop_s=" | sed "s|^|$tag warm-up |" >> "$K"
+      for r in $(seq 1 "$rounds"); do
+        if (( SECONDS - began > deadline )); then echo "$tag: round $r not started (deadline)" >> "$K"; break; fi
+        echo "== $tag round $r $(date -u +%H:%M:%S) $*" >> "$K"
+        ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" python3 benchmarks/step_marks.py "$WORK/marks-$tag$r.json" "$@" ) 2>&1 | grep "loop_s=" | sed "s|^|plain |" >> "$K"
+        for sync in 0 1; do
+          ( cd "$REPO" && TENPROF_TIMED_SYNC=$sync taskset -c "${PIN_CPUS:-2-5}" tenprof run --quiet --overhead-steps 7 -o "$WORK/prof/$tag$sync-$r" "$@" ) 2>&1 | grep "loop_s=" | sed "s|^|tenprof sync=$sync |" >> "$K"
+          echo "sync=$sync:" >> "$K"
+          python3 benchmarks/step_clocks.py "$WORK/prof/$tag$sync-$r" "$WORK/marks-$tag$r.json" --json "$OUT/syncab36-$tag-s$sync-r$r.json" >> "$K" 2>&1
+          rm -rf "$WORK/prof/$tag$sync-$r"
+        done
+      done
+      for sync in 0 1; do
+        echo "$tag pooled, TENPROF_TIMED_SYNC=$sync:" >> "$K"
+        python3 benchmarks/step_clocks.py --pool "$OUT"/syncab36-"$tag"-s$sync-r*.json >> "$K" 2>&1
+      done
+    }
+    ab_rounds gpt2 "${CLOCKS_RUNS:-4}" "${SYNCAB_DEADLINE_S:-400}" examples/compiled_train.py --model gpt2 --mode default --steps 37 --warmup 3
+    ab_rounds mlp "${MLP_RUNS:-3}" "${SYNCAB_MLP_DEADLINE_S:-540}" examples/small_mlp.py --steps 60 --warmup 10
     cat "$K"
     ;;
   clocks36b)  # issue 36: clocks36's rounds with a control: a plain run whose recorded-step numbers are slowed by a sleep (STEP_MARKS_PAUSE, default 27 ms on the steps a 7-step plan records) and the SM clock sampled meanwhile; every step's wall of the three runs in $OUT/clocks36b.txt
