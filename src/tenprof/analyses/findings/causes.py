@@ -38,7 +38,8 @@ from tenprof.analyses.timeline.step_time import HOST_PARTS
 from tenprof.core.intervals import coverage
 from tenprof.core.quantities import duration
 
-# numbers that a finding costing no step time saves instead: GPU time the host's work hides, memory
+# numbers that a finding costing no step time saves instead: GPU time the host's work hides, memory; or
+# the host time it took as recorded, which the un-profiled steps hide (`_hidden_unprofiled`)
 SAVES_INSTEAD = ("gpu_time_saved_ns", "bytes_saved", "recorded_cost_ns")
 
 # The findings whose cost is GPU idle time, most specific first: they are charged in this order.
