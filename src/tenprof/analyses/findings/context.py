@@ -14,7 +14,6 @@ from tenprof.analyses.perf_model import PerfModel, perf_model
 from tenprof.analyses.timeline.inferred_steps import InferredSteps, infer_steps
 from tenprof.analyses.timeline.live_memory import Blocks, Holder, holders, step_numbers
 from tenprof.analyses.timeline.overhead import (
-    COLD_STEPS,
     Overhead,
     kernel_launch_ns,
     measure,
@@ -22,7 +21,15 @@ from tenprof.analyses.timeline.overhead import (
     resumed_steps,
     steps_marked,
 )
-from tenprof.analyses.timeline.step_time import Intervals, idle_causes, length, own_step_ns, part_blocks, unmarked_span
+from tenprof.analyses.timeline.step_time import (
+    Intervals,
+    idle_causes,
+    length,
+    own_step_ns,
+    part_blocks,
+    steady_steps,
+    unmarked_span,
+)
 from tenprof.analyses.timeline.summary import stack_frames, user_frame_of
 from tenprof.core.intervals import coverage, take
 from tenprof.store.profile import Profile
@@ -180,14 +187,8 @@ class Context:
     @cached_property
     def steady(self) -> npt.NDArray[np.bool_]:
         """Which analysed steps are steady as the step decomposition's summary takes them
-        (analyses.timeline.step_time.StepTime.steady): past the first COLD_STEPS and other than those that
-        paid the capture's restart; all past the cold ones where that leaves none, all where none is."""
-        warm = self.step_numbers >= COLD_STEPS
-        resumed = self._resumed[self._analysed]
-        for chosen in (warm & ~resumed, warm):
-            if chosen.any():
-                return np.asarray(chosen, dtype=bool)
-        return np.ones(len(self.step_numbers), dtype=bool)
+        (analyses.timeline.step_time.steady_steps: past the cold ones and the capture's restarts)."""
+        return steady_steps(self.step_numbers, self._resumed[self._analysed])
 
     def steady_per_step(self, starts: I64, ends: I64) -> float:
         """How much of the mean steady step (`steady`) the union of these intervals covers."""

@@ -128,8 +128,8 @@ class StepTime:
     def steady(self) -> list[Step]:
         """The steps past the cold ones (building, compiling, tuning) and other than those that paid the
         capture's restart, or all past the cold ones where that leaves none, or all where none is."""
-        warm = [s for s in self.steps if s.step >= COLD_STEPS]
-        return [s for s in warm if not s.resumed] or warm or self.steps
+        chosen = steady_steps(np.array([s.step for s in self.steps]), np.array([s.resumed for s in self.steps]))
+        return [s for s, keep in zip(self.steps, chosen, strict=True) if keep]
 
     def mean(self, part: str) -> float:
         """The part in the mean steady step: its time over the steady steps, per step. The means add up
@@ -214,6 +214,17 @@ def _capture_share(profile: Profile) -> tuple[float, str]:
     if not share or (overhead.method == "measured" and overhead.verdict != "overhead"):
         return 0.0, ""
     return share, overhead.method
+
+
+def steady_steps(numbers: I64Array, resumed: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
+    """Which of these steps (their numbers, and whether each paid the capture's restart) the mean steady step
+    averages: past the first COLD_STEPS and not resumed; all past the cold ones where that leaves none, all
+    where none is. The findings judging on the steady steps choose them here too (findings.Context.steady)."""
+    warm = np.asarray(numbers >= COLD_STEPS, dtype=bool)
+    for chosen in (warm & ~resumed, warm):
+        if chosen.any():
+            return chosen
+    return np.ones(len(numbers), dtype=bool)
 
 
 def unmarked_span(profile: Profile) -> tuple[int, int, int]:
