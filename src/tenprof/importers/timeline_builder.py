@@ -3,7 +3,8 @@
 The joins, each stated once here:
 - op nesting: time containment per thread (`intervals.nest`); op_id = rank by (start, thread, -end).
 - kernel/transfer/API call -> op: Kineto's "External id" (the innermost record_function active at the
-  launch); when that id is not an op, the launching API call's innermost enclosing op on its thread.
+  launch); when that id is not an op, or names one not running on the call's thread when it was made (some
+  builds fill it with other numbers), the launching API call's innermost enclosing op on its thread.
 - kernel -> API call: CUPTI correlation id.
 - backward op -> forward op: autograd sequence number, as torch links them: the latest forward op
   with that number that started before the backward op (numbers are per thread, so two threads
@@ -39,6 +40,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import orjson
 import pyarrow as pa
 
@@ -553,7 +555,7 @@ def _api_calls(cols: Cols, clock: Clock, ops: _Ops) -> _ApiCalls:
     api_tid = cols.ints("tid")[api_order]
     api_corr = cols.ints("corr")[api_order]
     api_op = ops.ext_to_op.find(cols.ints("ext")[api_order])
-    unresolved = api_op < 0
+    unresolved = ~_running(ops, api_op, api_tid, api_start)
     api_op[unresolved] = ops.nesting.innermost_per_thread(api_tid[unresolved], api_start[unresolved])
     return _ApiCalls(api_order, api_tid, api_start, api_end, api_corr, api_op, IdIndex(api_corr, keep_first=True))
 
@@ -595,7 +597,7 @@ class _Kernels:
 
 def _kernels(cols: Cols, clock: Clock, ops: _Ops, api: _ApiCalls) -> _Kernels:
     """The kernel columns -> kernels in start order, each joined to its API call (correlation id) and op
-    (External id, else its API call's op)."""
+    (External id, else its API call's op: `_launched`)."""
     k_order, k_start, k_end, k_corr, k_api, k_op = _launched(cols, clock, ops, api)
     launch_time = np.where(k_api >= 0, take(api.start, k_api), k_start)
     return _Kernels(
@@ -924,16 +926,32 @@ def _launched(
     cols: Cols, clock: Clock, ops: _Ops, api: _ApiCalls
 ) -> tuple[I64Array, I64Array, I64Array, I64Array, I64Array, I64Array]:
     """GPU activity (kernels or copies) in start order: (order, start, end, correlation id, launching API
-    call, op), the op by External id, else its API call's op."""
+    call, op), the op by External id where it names one running where the launch was made, else its API
+    call's op."""
     start, end = clock.span(cols)
     order = np.argsort(start, kind="stable")
     start, end = start[order], end[order]
     corr = cols.ints("corr")[order]
     api_call = api.corr_to_api.find(corr)
     op = ops.ext_to_op.find(cols.ints("ext")[order])
-    fallback = (op < 0) & (api_call >= 0)
+    # the launching call's op where the External id names none, or one not running where the call was made
+    # (without a call, the id is all there is)
+    wrong = ~_running(ops, op, take(api.tid, api_call, -1), take(api.start, api_call, 0))
+    fallback = wrong & (api_call >= 0)
     op[fallback] = api.op[api_call[fallback]]
     return order, start, end, corr, api_call, op
+
+
+def _running(ops: _Ops, op: I64Array, tid: I64Array, at: I64Array) -> npt.NDArray[np.bool_]:
+    """Whether each op an External id named (-1: none) was running on thread `tid` at time `at`, as the op a
+    call was made in must be. Some builds fill the id with numbers that name unrelated ops: a torch 2.3 trace
+    of an A100 (a Switch Transformer's forward pass) gave each launch its CUPTI correlation id, so all 484
+    kernels went to other ops (13.62 ms of GPU time to aten::view, the first embedding lookup's 322 ms
+    launch to an aten::as_strided that ran 25 ms later); those calls take their enclosing op instead."""
+    ok = op >= 0
+    linked = op[ok]
+    ok[ok] = (ops.tid[linked] == tid[ok]) & (ops.start[linked] <= at[ok]) & (ops.end[linked] >= at[ok])
+    return ok
 
 
 def _ordinal_within(groups: I64Array, times: I64Array) -> I64Array:
