@@ -1090,6 +1090,8 @@ for name in ('filtered', 'native'):
     }
     ab_rounds gpt2 "${CLOCKS_RUNS:-4}" "${SYNCAB_DEADLINE_S:-400}" examples/compiled_train.py --model gpt2 --mode default --steps 37 --warmup 3
     ab_rounds mlp "${MLP_RUNS:-3}" "${SYNCAB_MLP_DEADLINE_S:-540}" examples/small_mlp.py --steps 60 --warmup 10
+    # the rounds' files in one archive: the device tool brings back at most 8 files from $OUT
+    ( cd "$OUT" && tar czf syncab36-rounds.tgz syncab36-*-r*.json && rm -f syncab36-*-r*.json )
     cat "$K"
     ;;
   clocks36b)  # issue 36: clocks36's rounds with a control: a plain run whose recorded-step numbers are slowed by a sleep (STEP_MARKS_PAUSE, default 27 ms on the steps a 7-step plan records) and the SM clock sampled meanwhile; every step's wall of the three runs in $OUT/clocks36b.txt

@@ -535,7 +535,8 @@ def test_idle_gaps_advice_follows_where_the_host_was_when_no_line_was_sampled() 
     none = blocks()
     parts = {part: none for part in idle._HOST_PARTS}
     parts |= {"allocator": blocks((0, 480)), "dispatch": blocks((480, 990)), "python": blocks((990, 1000))}
-    ctx = cast(Any, SimpleNamespace(parts=parts, graph_captures=0))
+    no_ops = SimpleNamespace(table=lambda name: SimpleNamespace(num_rows=0))  # none computing on the CPU
+    ctx = cast(Any, SimpleNamespace(parts=parts, graph_captures=0, profile=no_ops))
     host_gap = (1000, "host not launching work", 0, 1, 0, 1000)
     said, fix = idle._host_parts(ctx, [host_gap, (500, idle.QUEUED, 1, 2, 2000, 2500)])
     assert said == ["while the host launched nothing, it was allocating or freeing device memory 48%, in torch ops 51%"]

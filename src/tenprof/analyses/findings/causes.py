@@ -44,6 +44,7 @@ SAVES_INSTEAD = ("gpu_time_saved_ns", "bytes_saved", "recorded_cost_ns")
 
 # The findings whose cost is GPU idle time, most specific first: they are charged in this order.
 IDLE_CHARGERS = (
+    "cold-start",  # as a cost of the one pass recorded (not the once-only first step, which is never charged)
     "data-loading",
     "allocator-churn",
     "sync-in-loop",
@@ -55,7 +56,7 @@ IDLE_CHARGERS = (
 )
 # the findings that name why the host launched nothing (from the step decomposition's parts): idle-gaps'
 # "host not launching work" is theirs, up to their cost
-_HOST_CAUSES = ("data-loading", "allocator-churn")
+_HOST_CAUSES = ("cold-start", "data-loading", "allocator-churn")
 
 # The findings whose cost is GPU kernel time: in a step the host bounds, saving it shortens no step
 # (`_gpu_time_on_the_critical_path`).
@@ -105,7 +106,7 @@ def one_cause_one_finding(found: list[Finding], ctx: Context) -> list[Finding]:
         charged = {key: owner for key, owner in _IDLE_OWNERS.items() if owner in by_id and key in idle.numbers}
         taken = {key: int(idle.numbers[key]) for key in charged}
         host = "host_not_launching_work_ns"
-        named = [by_id[cause] for cause in _HOST_CAUSES if cause in by_id]
+        named = [by_id[cause] for cause in _HOST_CAUSES if cause in by_id and not by_id[cause].once]
         if named and host in idle.numbers and host not in charged:
             taken[host] = int(min(idle.numbers[host], sum(f.cost_ns for f in named)))
             charged[host] = " and ".join(f.id for f in named)

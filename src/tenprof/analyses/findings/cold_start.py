@@ -1,5 +1,12 @@
 """cold-start: the first step is much slower than the others (lazy module loading, cuBLAS/cuDNN
-handles and heuristics, allocator growth), so a profile or a timing that includes it misleads."""
+handles and heuristics, allocator growth), so a profile or a timing that includes it misleads.
+
+A recording judged as one pass (no steps marked, no loop to infer: one forward pass wrapped in a
+profiler) has no other step to compare with; there the one-time costs that show are the kernel launches
+of a millisecond or more while the GPU idles (the step decomposition's `slow_launches`, in its `cuda_api`
+part): each loads its kernel's module on first use. Where they hold `cold_start.min_pass_share` of the
+pass, the finding is a cost of that pass (not a one-off beside a steady state, which the recording lacks),
+charged from the GPU's idle time before idle-gaps (`findings.causes`)."""
 
 from __future__ import annotations
 
@@ -9,11 +16,15 @@ import numpy as np
 
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.model import Finding
+from tenprof.analyses.timeline.step_time import SLOW_LAUNCH_NS, slow_launches
+from tenprof.core.intervals import coverage
 from tenprof.core.quantities import duration
 
 
 def check(ctx: Context) -> list[Finding]:
-    if len(ctx.all_step_start) < 3 or ctx.all_step_numbers[0] < 0:
+    if ctx.all_step_numbers[0] < 0:
+        return _one_pass(ctx)
+    if len(ctx.all_step_start) < 3:
         return []
     d = ctx.all_step_end - ctx.all_step_start
     first, median_rest = int(d[0]), float(np.median(d[1:]))
@@ -66,6 +77,51 @@ def check(ctx: Context) -> list[Finding]:
             "an existing profile with `tenprof report --steps 1:`.",
             numbers={"first_step_ns": float(first), "median_step_ns": median_rest, "ratio": first / median_rest},
             once=True,
+        )
+    ]
+
+
+def _one_pass(ctx: Context) -> list[Finding]:
+    """The first uses' module loads in a recording judged as one pass (see the module's docstring)."""
+    if not ctx.profile.has_gpu:
+        return []
+    window = int(ctx.step_end[0] - ctx.step_start[0])
+    lo, hi = slow_launches(ctx.profile)
+    idle_in = coverage(*ctx.parts["cuda_api"], lo, hi)  # the GPU's idle time in each, inside the pass
+    cost = int(idle_in.sum())
+    if window <= 0 or cost < ctx.t.cold_start_min_pass_share * window:
+        return []
+    api = ctx.profile.table("api_calls")
+    slow = np.flatnonzero(np.isin(api.column("start_ns").to_numpy(), lo[idle_in > 0]))
+    slow = slow[np.argsort(-api.column("duration_ns").to_numpy()[slow], kind="stable")]
+    names, ops = ctx.profile.strings("api_calls", "name"), api.column("op_id").to_numpy()[slow]
+    durations = api.column("duration_ns").to_numpy()[slow]
+    slowest = [
+        # an op's name up to its template arguments (a kernel launched outside any aten op is named by it)
+        f"{names.at(int(i))} {duration(int(d))}" + (f" in {ctx.op_name(int(op)).partition('<')[0]}" if op >= 0 else "")
+        for i, d, op in zip(slow[:3].tolist(), durations[:3].tolist(), ops[:3].tolist(), strict=True)
+    ]
+    share = cost / window
+    return [
+        Finding(
+            id="cold-start",
+            title=f"Cold start: {100 * share:.0f}% of the recorded pass is first-use start-up "
+            f"({duration(cost)} in kernel launches that load their modules)",
+            cost_ns=cost,
+            seen=[
+                f"{int((idle_in > 0).sum())} kernel launch(es) of {duration(SLOW_LAUNCH_NS)} or more held the GPU "
+                f"idle {duration(cost)}, {100 * share:.0f}% of the {duration(window)} judged as one pass (no steps "
+                "marked, no loop found); a launch takes microseconds once its kernel is loaded",
+                "slowest: " + ", ".join(slowest),
+            ],
+            where=ctx.where(ops[ops >= 0].astype(np.int64), durations[ops >= 0].astype(np.int64)),
+            why="A pass recorded cold pays what only the first one does: the first launch of each kernel loads its "
+            "module (CUDA's lazy loading), and libraries such as cuDNN and cuBLAS start up. Every later pass "
+            "skips this, so the recording describes start-up more than the work.",
+            fix="Run the pass once before the one you record or time (a torch.profiler schedule with warmup=1, or "
+            "`tenprof run` with tenprof.step() per pass). If the first call's latency matters (a server's first "
+            "request), load the modules at start-up with CUDA_MODULE_LOADING=EAGER or send a warm-up request.",
+            numbers={"first_use_ns": float(cost), "window_ns": float(window), "share": share},
         )
     ]
 

@@ -5,6 +5,7 @@ another stream: the step decomposition's queued part), or the host simply not la
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -12,8 +13,8 @@ from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.launch_bound import CAPTURING
 from tenprof.analyses.findings.meanwhile import Meanwhile, host_meanwhile
 from tenprof.analyses.findings.model import Finding
-from tenprof.analyses.timeline.step_time import HOST_PARTS
-from tenprof.core.intervals import I64Array, coverage, merged
+from tenprof.analyses.timeline.step_time import HOST_PARTS, length
+from tenprof.core.intervals import I64Array, coverage, merged, uncovered
 from tenprof.core.quantities import duration
 
 SYNC_MARK = "Synchronize"
@@ -160,7 +161,8 @@ _PART_FIXES = {
     "from step to step (or allocated once and reused), and PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
     "where memory is tight.",
     "cuda_api": "Move the CUDA calls the host makes between kernels (device queries, attribute lookups, module "
-    "loads) out of the loop.",
+    "loads) out of the loop; a kernel launch of milliseconds is its module loading on first use, paid once: "
+    "warm up before the steps you time or record.",
     "data_loading": "Prepare the next batch in a DataLoader with workers and pin_memory, so it is ready when "
     "the step starts.",
     "compile": "Stop the recompilations and guard failures (TORCH_LOGS=recompiles says why); mark the sizes "
@@ -188,8 +190,75 @@ def _host_parts(ctx: Context, gaps: list[tuple[int, str, int, int, int, int]]) -
         return [], ""
     said = [f"{_HOST_PARTS[p]} {100 * spent[p] / total:.0f}%" for p in HOST_PARTS if spent[p] >= 0.05 * total]
     main = sorted((p for p in spent if spent[p] >= _PART_FIX_SHARE * total), key=lambda p: -spent[p])[:2]
-    fixes = [CAPTURING if p == "dispatch" and ctx.graph_captures else _PART_FIXES[p] for p in main]
+    on_cpu = _cpu_ops(ctx, lo, hi) if "dispatch" in main else None
+    if on_cpu is not None and on_cpu.ns >= _CPU_OPS_SHARE * spent["dispatch"]:
+        said.append(
+            f"{100 * on_cpu.ns / total:.0f}% in torch ops that ran on the CPU and launched no GPU work ({on_cpu.names})"
+        )
+    fixes = [
+        CAPTURING
+        if p == "dispatch" and ctx.graph_captures
+        else _CPU_OPS_FIX.format(names=on_cpu.bare)
+        if p == "dispatch" and on_cpu is not None and on_cpu.ns >= _CPU_OPS_SHARE * spent["dispatch"]
+        else _PART_FIXES[p]
+        for p in main
+    ]
     return ["while the host launched nothing, it was " + ", ".join(said)], " ".join(fixes)
+
+
+# Of the host's time in torch ops during the gaps, the share in ops that launched no GPU work (ops computing
+# on CPU tensors) above which the advice is theirs: a loop making its input with torch.randn on the CPU each
+# step (10 ms, longer than its 6.9 ms kernel; a public T4 notebook trace) was told to fuse its ops.
+_CPU_OPS_SHARE = 0.5
+_HANDING = ("Launch", "Memcpy", "Memset")
+_CPU_OPS_FIX = (
+    "The host computes with torch on the CPU between the GPU's work ({names}): create those tensors on the GPU "
+    "(device='cuda'), or prepare them ahead of the step that uses them (in a DataLoader worker, or while the GPU "
+    "runs the step before)."
+)
+
+
+@dataclass(frozen=True)
+class _CpuOps:
+    ns: int  # their time in the gaps, as the step decomposition's dispatch part has it
+    names: str  # the heaviest, by that time, with it
+    bare: str  # the same names alone (a fix's text takes no quantities)
+
+
+def _cpu_ops(ctx: Context, lo: I64Array, hi: I64Array) -> _CpuOps | None:
+    """The host's time in the gaps [lo, hi) spent in top-level torch ops that launched no kernel and no copy
+    (ops on CPU tensors), within the step decomposition's dispatch part; None without any."""
+    ops = ctx.profile.table("ops")
+    if ops.num_rows == 0:
+        return None
+    top_of = ctx.profile.column("ops", "top_op_id")
+    launched = np.zeros(ops.num_rows, dtype=bool)
+    # its kernels and copies, and its launch calls (a compiled region's launches whose kernels were not
+    # attributed to it still make it an op that hands the GPU work)
+    hands_work = ctx.profile.strings("api_calls", "name").where(lambda n: any(w in n for w in _HANDING))
+    for op in (
+        ctx.profile.column("kernels", "op_id"),
+        ctx.profile.column("transfers", "op_id"),
+        ctx.profile.column("api_calls", "op_id")[hands_work],
+    ):
+        launched[top_of[op[op >= 0]]] = True
+    cpu = (ctx.profile.column("ops", "depth") == 0) & ~launched
+    if not cpu.any():
+        return None
+    chosen = np.flatnonzero(cpu)
+    starts, ends = ctx.profile.column("ops", "start_ns")[chosen], ctx.profile.column("ops", "end_ns")[chosen]
+    in_gaps = uncovered((lo, hi), uncovered((lo, hi), merged(starts, ends)))
+    dispatch = ctx.parts["dispatch"]
+    both = uncovered(in_gaps, uncovered(in_gaps, dispatch))
+    ns = length(both)
+    if ns <= 0:
+        return None
+    by_name: dict[str, int] = defaultdict(int)
+    for op, ns_in in zip(chosen.tolist(), coverage(*both, starts, ends).tolist(), strict=True):
+        if ns_in > 0:
+            by_name[ctx.op_name(op)] += int(ns_in)
+    heaviest = sorted(by_name.items(), key=lambda kv: -kv[1])[:2]
+    return _CpuOps(ns, ", ".join(f"{n} {duration(v)}" for n, v in heaviest), ", ".join(n for n, _ in heaviest))
 
 
 def _fix(main_kind: str, sampled_fix: str, parts_fix: str) -> str:

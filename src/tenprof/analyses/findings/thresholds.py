@@ -52,6 +52,9 @@ class Thresholds:
     """hidden-copies: fires when copy kernels under contiguous/to/clone/copy_ take this share of GPU time."""
     cold_start_min_ratio: float = 2.0
     """cold-start: fires when the first step takes this many times the median of the others."""
+    cold_start_min_pass_share: float = 0.1
+    """cold-start, in a recording judged as one pass: fires when kernel launches that load their modules
+    hold the GPU idle for this share of the pass."""
     slow_step_min_ratio: float = 3.0
     """slow-step: a step taking this many times the median of the analysed steps is a one-off stall,
     reported on its own and left out of the steps the other checks judge ..."""

@@ -27,7 +27,8 @@ whose ops launched kernels (autograd's backward thread), its DataLoader ranges o
   calls that did not allocate, in the steps past the cold ones), placed just before the op's first call
   and, what does not fit, after its last;
 - `cuda_api`: the host is inside any other CUDA call that does not launch work (module loads, attribute
-  queries, stream and event creation);
+  queries, stream and event creation), or inside a kernel launch of a millisecond or more (`slow_launches`:
+  the launch loads its kernel's module on first use, CUDA's lazy loading, or a library initialises);
 - `data_loading`: the host is inside a DataLoader's `__next__` (the range torch records around it),
   loading in its own process or waiting for its workers;
 - `compile`: the host is compiling (`entire_frame_compile`) or checking compiled code's guards
@@ -97,6 +98,10 @@ ALLOCATOR_CALLS = frozenset(
 )
 # calls that hand work to the GPU and return: the op that makes them is dispatching, not waiting
 _WORK_WORDS = ("Launch", "MemcpyAsync", "MemsetAsync", "EventRecord", "StreamWaitEvent", "GraphLaunch")
+# A launch takes microseconds; one of a millisecond or more while the GPU idles is loading the kernel's module
+# on its first use (CUDA's lazy loading) or a library initialising: single launches of 323, 497 and 626 ms in
+# three public traces of cold forward passes (the first convolution, the first embedding lookup).
+SLOW_LAUNCH_NS = 1_000_000
 DATA_LOADER_MARK = "enumerate(DataLoader)#"
 CPU_COLLECTIVE_MARK = "gloo:"  # the range torch records around a gloo collective's work
 HOST_COLLECTIVE = "host_collective"  # idle_causes' key for it; its time goes to the `collective` part
@@ -321,6 +326,8 @@ def idle_causes(profile: Profile) -> dict[str, Intervals]:
         return a_start[chosen], a_end[chosen]
 
     allocating = api_names.where(lambda n: n in ALLOCATOR_CALLS) & api_host
+    other = calls(lambda n: n not in SYNC_CALLS and n not in ALLOCATOR_CALLS and not _hands_work(n))
+    first_uses = slow_launches(profile, api_host)
 
     scopes = profile.table("scopes")
     on_main = scopes.column("thread_id").to_numpy() == main
@@ -333,7 +340,7 @@ def idle_causes(profile: Profile) -> dict[str, Intervals]:
         "queued": _queued(profile),
         "sync": calls(lambda n: n in SYNC_CALLS),
         "allocator": _allocator(profile, allocating, top),
-        "cuda_api": calls(lambda n: n not in SYNC_CALLS and n not in ALLOCATOR_CALLS and not _hands_work(n)),
+        "cuda_api": merged(np.concatenate([other[0], first_uses[0]]), np.concatenate([other[1], first_uses[1]])),
         "data_loading": (scopes.column("start_ns").to_numpy()[loading], scopes.column("end_ns").to_numpy()[loading]),
         "compile": (o_start[compiling], o_end[compiling]),
         "dispatch": (o_start[top], o_end[top]),
@@ -388,6 +395,20 @@ def _launching_threads(profile: Profile) -> set[int]:
     op = profile.column("kernels", "op_id")
     op = op[op >= 0]
     return set(np.unique(profile.column("ops", "thread_id")[op]).tolist()) if len(op) else set()
+
+
+def slow_launches(profile: Profile, on_host: npt.NDArray[np.bool_] | None = None) -> Intervals:
+    """The kernel launch calls (of the host's threads, where `on_host` says which calls are theirs) that
+    took SLOW_LAUNCH_NS or more: a first use's module load or a library's start, not dispatch."""
+    api = profile.table("api_calls")
+    # kernel launches only: a graph's launch hands the GPU a whole graph, and its host time is its own (a
+    # decode step's hipGraphLaunch of 1.57 ms on an MI300X, every step)
+    slow = profile.strings("api_calls", "name").where(lambda n: "Launch" in n and "Graph" not in n)
+    slow &= api.column("duration_ns").to_numpy() >= SLOW_LAUNCH_NS
+    if on_host is not None:
+        slow &= on_host
+    starts, ends = api.column("start_ns").to_numpy()[slow], api.column("end_ns").to_numpy()[slow]
+    return starts.astype(np.int64), ends.astype(np.int64)
 
 
 def _hands_work(name: str) -> bool:
