@@ -1,8 +1,8 @@
 """A single pass recorded cold (no steps marked, no loop to infer): a kernel launch that takes milliseconds while the
 GPU idles is its kernel's module loading on first use, the step decomposition's `cuda_api`, not op dispatch; where
 such launches hold a tenth of the pass, cold-start is its first finding, and neither launch-bound nor idle-gaps
-charges the same time. Three public traces of cold forward passes (a Switch Transformer on an A100, twice, and a
-particle transformer) had one launch of 323-626 ms and were told to launch fewer, larger ops."""
+charges the same time. Two public traces of a Switch Transformer's cold forward pass on an A100 had one launch of
+323 and 497 ms and were told to launch fewer, larger ops."""
 
 from __future__ import annotations
 

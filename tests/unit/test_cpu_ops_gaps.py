@@ -58,7 +58,9 @@ def test_the_host_making_tensors_on_the_cpu_is_told_to_make_them_on_the_gpu(tmp_
     idle = {f.id: f for f in find_all(_loop(tmp_path, on_cpu=True))}["idle-gaps"]
     assert idle.fix.startswith("The host computes with torch on the CPU between the GPU's work (aten::randn)")
     assert "device='cuda'" in idle.fix and "fuse" not in idle.fix
-    assert any("ran on the CPU and launched no GPU work (aten::randn" in line for line in idle.seen)
+    # the host's time in the gaps: 5 ms of randn in ops, 1 ms of Python between the steps' ops
+    assert any("in torch ops 84% (84% in ops that ran on the CPU and launched no GPU work: aten::randn" in line
+               for line in idle.seen)  # fmt: skip
 
 
 def test_a_host_launching_small_kernels_keeps_the_launch_advice(tmp_path: Path) -> None:

@@ -3,7 +3,7 @@ handles and heuristics, allocator growth), so a profile or a timing that include
 
 A recording judged as one pass (no steps marked, no loop to infer: one forward pass wrapped in a
 profiler) has no other step to compare with; there the one-time costs that show are the kernel launches
-of a millisecond or more while the GPU idles (the step decomposition's `slow_launches`, in its `cuda_api`
+of a millisecond or more while the GPU idles (the step decomposition's `slow_launch_calls`, in its `cuda_api`
 part): each loads its kernel's module on first use. Where they hold `cold_start.min_pass_share` of the
 pass, the finding is a cost of that pass (not a one-off beside a steady state, which the recording lacks),
 charged from the GPU's idle time before idle-gaps (`findings.causes`)."""
@@ -16,7 +16,7 @@ import numpy as np
 
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.model import Finding
-from tenprof.analyses.timeline.step_time import SLOW_LAUNCH_NS, slow_launches
+from tenprof.analyses.timeline.step_time import SLOW_LAUNCH_NS, slow_launch_calls
 from tenprof.core.intervals import coverage
 from tenprof.core.quantities import duration
 
@@ -86,16 +86,17 @@ def _one_pass(ctx: Context) -> list[Finding]:
     if not ctx.profile.has_gpu:
         return []
     window = int(ctx.step_end[0] - ctx.step_start[0])
-    lo, hi = slow_launches(ctx.profile)
-    idle_in = coverage(*ctx.parts["cuda_api"], lo, hi)  # the GPU's idle time in each, inside the pass
+    slow = np.flatnonzero(slow_launch_calls(ctx.profile))
+    # the GPU's idle time in each, inside the pass (the decomposition's part holds the host's threads' only)
+    idle_in = coverage(*ctx.parts["cuda_api"], ctx.profile.column("api_calls", "start_ns")[slow],
+                       ctx.profile.column("api_calls", "end_ns")[slow])  # fmt: skip
     cost = int(idle_in.sum())
     if window <= 0 or cost < ctx.t.cold_start_min_pass_share * window:
         return []
-    api = ctx.profile.table("api_calls")
-    slow = np.flatnonzero(np.isin(api.column("start_ns").to_numpy(), lo[idle_in > 0]))
-    slow = slow[np.argsort(-api.column("duration_ns").to_numpy()[slow], kind="stable")]
-    names, ops = ctx.profile.strings("api_calls", "name"), api.column("op_id").to_numpy()[slow]
-    durations = api.column("duration_ns").to_numpy()[slow]
+    slow = slow[idle_in > 0]
+    durations = ctx.profile.column("api_calls", "duration_ns")[slow]
+    slow, durations = slow[np.argsort(-durations, kind="stable")], np.sort(durations)[::-1]
+    names, ops = ctx.profile.strings("api_calls", "name"), ctx.profile.column("api_calls", "op_id")[slow]
     slowest = [
         # an op's name up to its template arguments (a kernel launched outside any aten op is named by it)
         f"{names.at(int(i))} {duration(int(d))}" + (f" in {ctx.op_name(int(op)).partition('<')[0]}" if op >= 0 else "")
@@ -109,7 +110,7 @@ def _one_pass(ctx: Context) -> list[Finding]:
             f"({duration(cost)} in kernel launches that load their modules)",
             cost_ns=cost,
             seen=[
-                f"{int((idle_in > 0).sum())} kernel launch(es) of {duration(SLOW_LAUNCH_NS)} or more held the GPU "
+                f"{len(slow)} kernel launch(es) of {duration(SLOW_LAUNCH_NS)} or more held the GPU "
                 f"idle {duration(cost)}, {100 * share:.0f}% of the {duration(window)} judged as one pass (no steps "
                 "marked, no loop found); a launch takes microseconds once its kernel is loaded",
                 "slowest: " + ", ".join(slowest),

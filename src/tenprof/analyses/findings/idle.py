@@ -188,22 +188,29 @@ def _host_parts(ctx: Context, gaps: list[tuple[int, str, int, int, int, int]]) -
     total = sum(spent.values())
     if not total:
         return [], ""
-    said = [f"{_HOST_PARTS[p]} {100 * spent[p] / total:.0f}%" for p in HOST_PARTS if spent[p] >= 0.05 * total]
     main = sorted((p for p in spent if spent[p] >= _PART_FIX_SHARE * total), key=lambda p: -spent[p])[:2]
     on_cpu = _cpu_ops(ctx, lo, hi) if "dispatch" in main else None
-    if on_cpu is not None and on_cpu.ns >= _CPU_OPS_SHARE * spent["dispatch"]:
-        said.append(
-            f"{100 * on_cpu.ns / total:.0f}% in torch ops that ran on the CPU and launched no GPU work ({on_cpu.names})"
-        )
-    fixes = [
-        CAPTURING
-        if p == "dispatch" and ctx.graph_captures
-        else _CPU_OPS_FIX.format(names=on_cpu.bare)
-        if p == "dispatch" and on_cpu is not None and on_cpu.ns >= _CPU_OPS_SHARE * spent["dispatch"]
-        else _PART_FIXES[p]
-        for p in main
-    ]
-    return ["while the host launched nothing, it was " + ", ".join(said)], " ".join(fixes)
+    if on_cpu is not None and on_cpu.ns < _CPU_OPS_SHARE * spent["dispatch"]:
+        on_cpu = None  # mostly ops that launch: the dispatch advice stands
+    said = [
+        f"{_HOST_PARTS[p]} {100 * spent[p] / total:.0f}%"
+        + (f" ({100 * on_cpu.ns / total:.0f}% in ops that ran on the CPU and launched no GPU work: {on_cpu.names})"
+           if p == "dispatch" and on_cpu is not None else "")
+        for p in HOST_PARTS
+        if spent[p] >= 0.05 * total
+    ]  # fmt: skip
+    return ["while the host launched nothing, it was " + ", ".join(said)], " ".join(
+        _part_fix(p, ctx, on_cpu) for p in main
+    )
+
+
+def _part_fix(part: str, ctx: Context, on_cpu: _CpuOps | None) -> str:
+    """What to do about the host's time in one part; for dispatch, what kind of op holds it."""
+    if part == "dispatch" and ctx.graph_captures:
+        return CAPTURING
+    if part == "dispatch" and on_cpu is not None:
+        return _CPU_OPS_FIX.format(names=on_cpu.bare)
+    return _PART_FIXES[part]
 
 
 # Of the host's time in torch ops during the gaps, the share in ops that launched no GPU work (ops computing

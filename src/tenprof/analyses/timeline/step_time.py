@@ -27,7 +27,7 @@ whose ops launched kernels (autograd's backward thread), its DataLoader ranges o
   calls that did not allocate, in the steps past the cold ones), placed just before the op's first call
   and, what does not fit, after its last;
 - `cuda_api`: the host is inside any other CUDA call that does not launch work (module loads, attribute
-  queries, stream and event creation), or inside a kernel launch of a millisecond or more (`slow_launches`:
+  queries, stream and event creation), or inside a kernel launch of a millisecond or more (`slow_launch_calls`:
   the launch loads its kernel's module on first use, CUDA's lazy loading, or a library initialises);
 - `data_loading`: the host is inside a DataLoader's `__next__` (the range torch records around it),
   loading in its own process or waiting for its workers;
@@ -397,17 +397,21 @@ def _launching_threads(profile: Profile) -> set[int]:
     return set(np.unique(profile.column("ops", "thread_id")[op]).tolist()) if len(op) else set()
 
 
-def slow_launches(profile: Profile, on_host: npt.NDArray[np.bool_] | None = None) -> Intervals:
-    """The kernel launch calls (of the host's threads, where `on_host` says which calls are theirs) that
-    took SLOW_LAUNCH_NS or more: a first use's module load or a library's start, not dispatch."""
-    api = profile.table("api_calls")
+def slow_launch_calls(profile: Profile) -> npt.NDArray[np.bool_]:
+    """Which API calls are kernel launches that took SLOW_LAUNCH_NS or more: a first use's module load or a
+    library's start, not dispatch."""
     # kernel launches only: a graph's launch hands the GPU a whole graph, and its host time is its own (a
     # decode step's hipGraphLaunch of 1.57 ms on an MI300X, every step)
     slow = profile.strings("api_calls", "name").where(lambda n: "Launch" in n and "Graph" not in n)
-    slow &= api.column("duration_ns").to_numpy() >= SLOW_LAUNCH_NS
-    if on_host is not None:
-        slow &= on_host
-    starts, ends = api.column("start_ns").to_numpy()[slow], api.column("end_ns").to_numpy()[slow]
+    durations: npt.NDArray[np.int64] = profile.column("api_calls", "duration_ns")
+    return slow & (durations >= SLOW_LAUNCH_NS)
+
+
+def slow_launches(profile: Profile, on_host: npt.NDArray[np.bool_]) -> Intervals:
+    """The slow kernel launches (`slow_launch_calls`) of the host's threads (`on_host`: which calls are
+    theirs), as intervals."""
+    slow = slow_launch_calls(profile) & on_host
+    starts, ends = profile.column("api_calls", "start_ns")[slow], profile.column("api_calls", "end_ns")[slow]
     return starts.astype(np.int64), ends.astype(np.int64)
 
 
