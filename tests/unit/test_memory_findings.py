@@ -234,3 +234,39 @@ def test_a_rocm_builds_gpu_memory_is_the_gpus(tmp_path: Path) -> None:
     assert [f.id for f in find_all(rocm)] == [f.id for f in find_all(cuda)] and "memory-growth" in {
         f.id for f in find_all(rocm)
     }
+
+
+def _kept_every_unmarked_iteration(tmp_path: Path, backward: bool) -> Profile:
+    """`_kept_every_step`'s loop with no step marked (iterations inferred from its repeated calls), each keeping
+    its 4 MiB output; `backward`: each iteration also runs a backward op on autograd's thread."""
+    heap = Allocator()
+    events: list[dict[str, Any]] = []
+    for k in range(10):
+        start = k * STEP_US
+        heap.alloc(start + 20, 4 * MIB, 0x10000000 + k * 0x1000000)
+        events += [_op("aten::mm", start + 10, 80), _op("aten::add", start + 850, 100)]
+        if backward:
+            events.append(_op("autograd::engine::evaluate_function: MmBackward0", start + 400, 100) | {"tid": 2})
+    return _profile(tmp_path, events + heap.events)
+
+
+def test_unmarked_iterations_without_a_backward_are_not_judged_a_leak(tmp_path: Path) -> None:
+    # the layers of one forward pass read as iterations, each keeping its activations for the backward: a
+    # ResNet-50's single forward pass (a public trace, no steps) was told it leaks, urgent, first
+    from tenprof.analyses.findings import not_judged
+    from tenprof.analyses.findings.context import Context
+    from tenprof.analyses.findings.thresholds import Thresholds
+
+    profile = _kept_every_unmarked_iteration(tmp_path, backward=False)
+    inferred = Context(profile, Thresholds()).inferred
+    assert inferred is not None and len(inferred.starts) == 10  # the loop is read
+    assert "memory-growth" not in {f.id for f in find_all(profile)}
+    assert any(
+        n.startswith("memory growth: the inferred iterations do not each run a backward") for n in not_judged(profile)
+    )
+
+
+def test_unmarked_training_iterations_that_keep_memory_are_a_leak(tmp_path: Path) -> None:
+    found = find_all(_kept_every_unmarked_iteration(tmp_path, backward=True))
+    assert found[0].id == "memory-growth" and found[0].urgent
+    assert found[0].numbers["growth_bytes_per_step"] == pytest.approx(4 * MIB)

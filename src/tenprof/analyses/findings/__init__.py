@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from tenprof.analyses.findings.causes import one_cause_one_finding
 from tenprof.analyses.findings.context import Context
+from tenprof.analyses.findings.memory_growth import iterations_run_backward
 from tenprof.analyses.findings.model import Finding
 from tenprof.analyses.findings.thresholds import Thresholds
 from tenprof.store.profile import Profile
@@ -106,6 +107,11 @@ def not_judged(profile: Profile, ctx: Context | None = None) -> list[str]:
             f"no steps were marked: {len(ctx.inferred.starts)} iterations of the loop were inferred from its "
             f"repeated calls (each starting at {ctx.inferred.marker}; {ctx.inferred.keys} call(s) once per "
             "iteration); mark steps with tenprof.step() or a torch.profiler schedule to be sure"
+        )
+    if ctx.inferred is not None and profile.table("memory").num_rows and not iterations_run_backward(ctx):
+        notes.append(
+            "memory growth: the inferred iterations do not each run a backward pass and may be the layers of "
+            "one pass, whose kept activations are no leak; mark steps to have it judged"
         )
     if ctx.step_numbers[0] < 0:
         notes.append(
