@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+import orjson
+
 from tenprof.analyses.findings import Finding, find_all
 from tenprof.importers.timeline_import import import_trace
 from tenprof.store.profile import Profile, load_profile
@@ -172,3 +174,28 @@ def benchmark_module(name: str) -> ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def launch(
+    name: str, ts: float, op_us: float, launch_us: float, kernel_us: float, correlation: int, ext: int | None = None
+) -> list[dict[str, object]]:
+    """A Kineto trace's events for one op that launches one kernel: the op at `ts` on thread 1, its
+    cudaLaunchKernel 5 us in (`launch_us` long), the kernel on stream 7 starting 10 us after the call returns.
+    The launch and the kernel carry External id `ext` (the correlation id by default), the op `correlation`."""
+    link = correlation if ext is None else ext
+    return [
+        {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": op_us,
+         "args": {"External id": correlation}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts + 5,
+         "dur": launch_us, "args": {"correlation": correlation, "External id": link}},
+        {"ph": "X", "cat": "kernel", "name": f"{name}_kernel", "pid": 0, "tid": 7, "ts": ts + 15 + launch_us,
+         "dur": kernel_us, "args": {"correlation": correlation, "device": 0, "stream": 7, "External id": link}},
+    ]  # fmt: skip
+
+
+def imported_events(folder: Path, events: list[dict[str, object]]) -> Profile:
+    """`events` written as a torch.profiler trace in `folder` and imported (`tenprof import`) next to it."""
+    trace = folder / "trace.json"
+    trace.write_bytes(orjson.dumps({"schemaVersion": 1, "traceEvents": events, "baseTimeNanoseconds": 0}))
+    import_trace(trace, folder / "imported", force=False)
+    return load_profile(folder / "imported")

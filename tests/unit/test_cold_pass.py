@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import orjson
 import pytest
 
 from tenprof.analyses.findings import find_all, not_judged
@@ -16,8 +15,8 @@ from tenprof.analyses.findings.causes import idle_budget_ns
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.thresholds import Thresholds
 from tenprof.analyses.timeline.step_time import step_time
-from tenprof.cli.main import main
-from tenprof.store.profile import Profile, load_profile
+from tenprof.store.profile import Profile
+from tests.helpers import imported_events, launch
 
 FIRST_LAUNCH_US = 50_000.0  # the first launch's module load, as a cold pass has it
 SMALL_OPS = 20
@@ -28,39 +27,22 @@ def _pass(tmp_path: Path, first_launch_us: float, steps: int = 0) -> Profile:
     launched 200 us apart; `steps` > 0 repeats the whole as that many marked steps."""
     events: list[dict[str, object]] = []
     correlation = 0
-
-    def launched(name: str, ts: float, op_us: float, launch_us: float, kernel_us: float) -> None:
-        nonlocal correlation
-        correlation += 1
-        events.extend(
-            [
-                {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": op_us,
-                 "args": {"External id": correlation}},
-                {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts + 5,
-                 "dur": launch_us, "args": {"correlation": correlation, "External id": correlation}},
-                {"ph": "X", "cat": "kernel", "name": f"{name}_kernel", "pid": 0, "tid": 7,
-                 "ts": ts + 10 + launch_us, "dur": kernel_us,
-                 "args": {"correlation": correlation, "device": 0, "stream": 7, "External id": correlation}},
-            ]
-        )  # fmt: skip
-
     base = 0.0
     for step in range(max(steps, 1)):
         begin = base
         launch_us = first_launch_us if step == 0 else 8.0
-        launched("aten::embedding", base, launch_us + 20, launch_us, 100)
+        correlation += 1
+        events += launch("aten::embedding", base, launch_us + 20, launch_us, 100, correlation)
         base += launch_us + 200
         for _ in range(SMALL_OPS):
-            launched("aten::mm", base, 30, 10, 150)
+            correlation += 1
+            events += launch("aten::mm", base, 30, 10, 150, correlation)
             base += 200
         if steps:
             events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "pid": 1, "tid": 1,
                            "ts": begin - 1, "dur": base - begin})  # fmt: skip
         base += 100
-    trace = tmp_path / "pass.json"
-    trace.write_bytes(orjson.dumps({"schemaVersion": 1, "traceEvents": events, "baseTimeNanoseconds": 0}))
-    assert main(["import", "--quiet", str(trace), "-o", str(tmp_path / "out")]) == 0
-    return load_profile(tmp_path / "out")
+    return imported_events(tmp_path, events)
 
 
 def test_a_cold_pass_is_told_to_warm_up_not_to_launch_fewer_ops(tmp_path: Path) -> None:

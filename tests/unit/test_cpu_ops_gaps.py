@@ -7,11 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import orjson
-
 from tenprof.analyses.findings import find_all
-from tenprof.cli.main import main
-from tenprof.store.profile import Profile, load_profile
+from tenprof.store.profile import Profile
+from tests.helpers import imported_events, launch
 
 STEPS = 5
 
@@ -21,37 +19,20 @@ def _loop(tmp_path: Path, on_cpu: bool) -> Profile:
     launch) when `on_cpu`, else 25 small ops that each launch a 5 us kernel."""
     events: list[dict[str, object]] = []
     correlation = 0
-
-    def op(name: str, ts: float, dur: float, kernel_us: float | None) -> None:
-        nonlocal correlation
-        correlation += 1
-        events.append({"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur,
-                       "args": {"External id": correlation}})  # fmt: skip
-        if kernel_us is not None:
-            events.extend(
-                [
-                    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts + 2,
-                     "dur": 6.0, "args": {"correlation": correlation, "External id": correlation}},
-                    {"ph": "X", "cat": "kernel", "name": f"{name}_kernel", "pid": 0, "tid": 7, "ts": ts + 10,
-                     "dur": kernel_us,
-                     "args": {"correlation": correlation, "device": 0, "stream": 7, "External id": correlation}},
-                ]
-            )  # fmt: skip
-
     for step in range(STEPS):
         base = 10_000.0 * step
         events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "pid": 1, "tid": 1,
                        "ts": base, "dur": 9_990.0})  # fmt: skip
         if on_cpu:
-            op("aten::randn", base + 10, 5_000.0, None)
+            events.append({"ph": "X", "cat": "cpu_op", "name": "aten::randn", "pid": 1, "tid": 1,
+                           "ts": base + 10, "dur": 5_000.0})  # fmt: skip
         else:
             for i in range(25):
-                op("aten::add", base + 10 + 200.0 * i, 190.0, 5.0)
-        op("aten::mm", base + 5_100, 20.0, 4_000.0)
-    trace = tmp_path / "loop.json"
-    trace.write_bytes(orjson.dumps({"schemaVersion": 1, "traceEvents": events, "baseTimeNanoseconds": 0}))
-    assert main(["import", "--quiet", str(trace), "-o", str(tmp_path / "out")]) == 0
-    return load_profile(tmp_path / "out")
+                correlation += 1
+                events += launch("aten::add", base + 10 + 200.0 * i, 190.0, 6.0, 5.0, correlation)
+        correlation += 1
+        events += launch("aten::mm", base + 5_100, 20.0, 6.0, 4_000.0, correlation)
+    return imported_events(tmp_path, events)
 
 
 def test_the_host_making_tensors_on_the_cpu_is_told_to_make_them_on_the_gpu(tmp_path: Path) -> None:

@@ -9,10 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import orjson
 
-from tenprof.cli.main import main
-from tenprof.store.profile import Profile, load_profile
+from tenprof.store.profile import Profile
+from tests.helpers import imported_events, launch
 
 CALLS = 4
 
@@ -23,23 +22,11 @@ def _trace(tmp_path: Path, ids_right: bool) -> Profile:
     unrelated op, as the broken traces have it)."""
     events: list[dict[str, object]] = []
     for i in range(CALLS):
-        base = 1000.0 * i
-        events += [
-            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": base, "dur": 50.0,
-             "args": {"External id": 10 + i}},
-            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": base + 10,
-             "dur": 8.0, "args": {"correlation": 100 + i, "External id": 10 + i if ids_right else 20 + i}},
-            {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": base + 30, "dur": 300.0,
-             "args": {"correlation": 100 + i, "device": 0, "stream": 7,
-                      "External id": 10 + i if ids_right else 20 + i}},
-        ]  # fmt: skip
+        events += launch("aten::mm", 1000.0 * i, 50.0, 8.0, 300.0, 10 + i, None if ids_right else 20 + i)
     for i in range(CALLS):
         events.append({"ph": "X", "cat": "cpu_op", "name": "aten::view", "pid": 1, "tid": 1,
                        "ts": 5000.0 + 100 * i, "dur": 5.0, "args": {"External id": 20 + i}})  # fmt: skip
-    trace = tmp_path / "trace.json"
-    trace.write_bytes(orjson.dumps({"schemaVersion": 1, "traceEvents": events, "baseTimeNanoseconds": 0}))
-    assert main(["import", "--quiet", str(trace), "-o", str(tmp_path / "out")]) == 0
-    return load_profile(tmp_path / "out")
+    return imported_events(tmp_path, events)
 
 
 def _launching_ops(profile: Profile) -> tuple[list[str], list[str]]:

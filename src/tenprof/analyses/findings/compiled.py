@@ -18,6 +18,7 @@ import numpy as np
 
 from tenprof.analyses.findings.context import Context, host_cost, per_step
 from tenprof.analyses.findings.model import Finding
+from tenprof.analyses.timeline.compilations import frame_compilations
 from tenprof.core.quantities import count, duration
 
 _REGION = re.compile(r"^Torch-Compiled Region: (\d+)/(\d+)$")
@@ -328,15 +329,14 @@ def _has_region_ancestor(is_region: np.ndarray, parent: np.ndarray) -> np.ndarra
 
 
 def compile_time(ctx: Context) -> list[Finding]:
-    """torch-compile-time: the time torch.compile spent compiling (`entire_frame_compile`, wherever it
+    """torch-compile-time: the time torch.compile spent compiling (`timeline.compilations`, wherever it
     falls) against the steady step it produced: how many steps the compilation is worth. A one-off cost;
     reported when compiling took longer than the steady steps recorded (then the run was mostly compile)."""
-    ops = ctx.profile.table("ops")
-    durations = ops.column("duration_ns").to_numpy()
-    compiles = np.flatnonzero(ctx.profile.strings("ops", "name").equals("entire_frame_compile"))
-    if not len(compiles) or not ctx.step_count:
+    found = frame_compilations(ctx.profile)
+    compiles = found.ops[found.ops >= 0]
+    if not len(found.start) or not ctx.step_count:
         return []
-    compile_ns = int(durations[compiles].sum())
+    compile_ns = int((found.end - found.start).sum())
     step_ns = float(np.median(ctx.step_end - ctx.step_start))
     steady_ns = int((ctx.step_end - ctx.step_start).sum())
     if step_ns <= 0 or compile_ns <= steady_ns:
@@ -348,11 +348,11 @@ def compile_time(ctx: Context) -> list[Finding]:
             title=f"torch.compile spent {duration(compile_ns)} compiling, {worth:.0f} steady steps' worth",
             cost_ns=compile_ns,
             seen=[
-                f"{len(compiles)} compilation(s), {duration(compile_ns)} in all",
+                f"{len(found.start)} compilation(s), {duration(compile_ns)} in all",
                 f"steady step (median of the {ctx.step_count} analysed): {duration(int(step_ns))}; "
                 f"the recorded steady steps took {duration(steady_ns)} in all",
             ],
-            where=ctx.where(np.asarray(compiles, dtype=np.int64)),
+            where=ctx.where(compiles),
             why="Compilation is paid before the compiled code runs; a run shorter than a few hundred steps spends "
             "most of its time compiling, and a benchmark that includes it measures the compiler.",
             fix="Profile and benchmark after warm-up (`tenprof report --steps 2:`); for short jobs compile less "

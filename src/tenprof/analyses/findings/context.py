@@ -11,6 +11,7 @@ import numpy.typing as npt
 from tenprof.analyses.findings.thresholds import Thresholds
 from tenprof.analyses.op_kinds import CAPTURE_BEGIN
 from tenprof.analyses.perf_model import PerfModel, perf_model
+from tenprof.analyses.timeline.compilations import frame_compilations
 from tenprof.analyses.timeline.inferred_steps import InferredSteps, infer_steps
 from tenprof.analyses.timeline.live_memory import Blocks, Holder, holders, step_numbers
 from tenprof.analyses.timeline.overhead import (
@@ -88,7 +89,7 @@ class Context:
             recording = profile.strings("api_calls", "name").where(lambda n: n.startswith("cudaGraphInstantiate"))
             compile_start = np.concatenate(
                 [
-                    profile.column("ops", "start_ns")[profile.strings("ops", "name").equals("entire_frame_compile")],
+                    frame_compilations(profile).start,
                     profile.column("api_calls", "start_ns")[recording],
                 ]
             )

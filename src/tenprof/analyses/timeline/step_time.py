@@ -31,7 +31,7 @@ whose ops launched kernels (autograd's backward thread), its DataLoader ranges o
   the launch loads its kernel's module on first use, CUDA's lazy loading, or a library initialises);
 - `data_loading`: the host is inside a DataLoader's `__next__` (the range torch records around it),
   loading in its own process or waiting for its workers;
-- `compile`: the host is compiling (`entire_frame_compile`) or checking compiled code's guards
+- `compile`: the host is compiling (`timeline.compilations`: `entire_frame_compile`) or checking compiled code's guards
   (`TorchDynamo Cache Lookup`);
 - `dispatch`: the host is inside a top-level torch op (dispatching it, launching its kernels);
 - (`collective`) a CPU collective is in flight (a `gloo:` range, on any thread): the script waits for it;
@@ -57,6 +57,7 @@ import numpy.typing as npt
 
 from tenprof.analyses.op_kinds import SYNC_CALLS, is_collective
 from tenprof.analyses.timeline.allocator_slow_path import slow_path
+from tenprof.analyses.timeline.compilations import frame_compilations
 from tenprof.analyses.timeline.critical_path import critical_path_windows, launching_step
 from tenprof.analyses.timeline.inferred_steps import infer_steps
 from tenprof.analyses.timeline.op_threads import main_op_thread
@@ -105,7 +106,7 @@ SLOW_LAUNCH_NS = 1_000_000
 DATA_LOADER_MARK = "enumerate(DataLoader)#"
 CPU_COLLECTIVE_MARK = "gloo:"  # the range torch records around a gloo collective's work
 HOST_COLLECTIVE = "host_collective"  # idle_causes' key for it; its time goes to the `collective` part
-COMPILE_OPS = frozenset({"entire_frame_compile", "TorchDynamo Cache Lookup"})
+GUARD_OPS = frozenset({"TorchDynamo Cache Lookup"})  # checking compiled code's guards
 
 
 @dataclass(frozen=True)
@@ -334,15 +335,18 @@ def idle_causes(profile: Profile) -> dict[str, Intervals]:
     loading = profile.strings("scopes", "name").where(lambda n: n.startswith(DATA_LOADER_MARK)) & on_main
     ops = profile.table("ops")
     top = (ops.column("depth").to_numpy() == 0) & np.isin(ops.column("thread_id").to_numpy(), list(threads))
-    compiling = profile.strings("ops", "name").where(lambda n: n in COMPILE_OPS)
+    guards = profile.strings("ops", "name").where(lambda n: n in GUARD_OPS)
     o_start, o_end = ops.column("start_ns").to_numpy(), ops.column("end_ns").to_numpy()
+    compiles = frame_compilations(profile)
     return {
         "queued": _queued(profile),
         "sync": calls(lambda n: n in SYNC_CALLS),
         "allocator": _allocator(profile, allocating, top),
         "cuda_api": merged(np.concatenate([other[0], first_uses[0]]), np.concatenate([other[1], first_uses[1]])),
         "data_loading": (scopes.column("start_ns").to_numpy()[loading], scopes.column("end_ns").to_numpy()[loading]),
-        "compile": (o_start[compiling], o_end[compiling]),
+        "compile": merged(
+            np.concatenate([compiles.start, o_start[guards]]), np.concatenate([compiles.end, o_end[guards]])
+        ),
         "dispatch": (o_start[top], o_end[top]),
         HOST_COLLECTIVE: host_collectives(profile),
     }

@@ -1,0 +1,54 @@
+"""torch.compile's compilations as a recording names them (analyses.timeline.compilations): the
+`entire_frame_compile` op, else the `_compile.compile_inner (dynamo_timed)` scope a build records alone. A
+public A10G trace whose first call compiled for 959 ms had no finding: only the scope named it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tenprof.analyses.findings import find_all
+from tenprof.analyses.timeline.compilations import frame_compilations
+from tenprof.analyses.timeline.step_time import step_time
+from tenprof.store.profile import Profile
+from tests.helpers import imported_events, launch
+
+COMPILE_US = 400_000.0
+STEPS = 5
+
+
+def _compiled_run(tmp_path: Path, with_op: bool) -> Profile:
+    """A 400 ms compilation in the first of five 1 ms steps, each step running one kernel; the compilation
+    recorded as the scope alone, or (`with_op`) with the `entire_frame_compile` op inside it too, as torch
+    2.11 records it."""
+    events: list[dict[str, object]] = []
+    base = 0.0
+    for step in range(STEPS):
+        length = 1_000.0 + (COMPILE_US + 100 if step == 0 else 0.0)
+        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "pid": 1, "tid": 1,
+                       "ts": base, "dur": length - 1})  # fmt: skip
+        at = base + 10
+        if step == 0:
+            events.append({"ph": "X", "cat": "user_annotation", "name": "_compile.compile_inner (dynamo_timed)",
+                           "pid": 1, "tid": 1, "ts": at, "dur": COMPILE_US})  # fmt: skip
+            if with_op:
+                events.append({"ph": "X", "cat": "cpu_op", "name": "entire_frame_compile", "pid": 1, "tid": 1,
+                               "ts": at + 1, "dur": COMPILE_US - 2})  # fmt: skip
+            at += COMPILE_US + 50
+        events += launch("aten::mm", at, 30.0, 10.0, 800.0, step + 1)
+        base += length
+    return imported_events(tmp_path, events)
+
+
+@pytest.mark.parametrize("with_op", [False, True])
+def test_a_compilation_is_found_by_its_scope_or_its_op_and_counted_once(tmp_path: Path, with_op: bool) -> None:
+    profile = _compiled_run(tmp_path, with_op)
+    found = frame_compilations(profile)
+    assert len(found.start) == 1 and (found.ops >= 0).tolist() == [with_op]
+    compile_time = {f.id: f for f in find_all(profile)}["torch-compile-time"]
+    expected = (COMPILE_US - 2 if with_op else COMPILE_US) * 1000
+    assert compile_time.cost_ns == pytest.approx(expected)
+    # the compiling step's host time is the decomposition's compile part, not Python's
+    first = step_time(profile).steps[0]
+    assert first.parts["compile"] == pytest.approx(expected, rel=0.01)
