@@ -196,8 +196,9 @@
     const sec = section("summary", "Summary");
     const o = s.overhead || {};
     const cards = [
-      ["steps", s.step_count], ["median step", dur(s.step_median_ns)],
-      ["GPU busy in the steps", s.steps_window_ns ? pct(s.steps_gpu_busy_ns / s.steps_window_ns) : ""],
+      // a recording without marked steps has no step to time: said so rather than "0 ns" or a blank card
+      ["steps", s.step_count], ["median step", s.step_count ? dur(s.step_median_ns) : "no steps"],
+      ["GPU busy in the steps", s.steps_window_ns ? pct(s.steps_gpu_busy_ns / s.steps_window_ns) : "no steps"],
       ["kernels", num(s.kernel_count)], ["kernel time", dur(s.kernel_time_ns)], ["ops", num(s.op_count)],
       ["un-profiled step (" + (o.method || "not measured") + ")", o.unprofiled_step_ns ? dur(o.unprofiled_step_ns) : "unknown"],
       ["profiler's share of a step", o.profiler_share === undefined || o.profiler_share === null ? "unknown" : pct(o.profiler_share)],
