@@ -362,3 +362,23 @@ def test_pages_of_every_pass_ranks_and_a_diff(browser: Any, tmp_path: Path) -> N
     page, errors, _ = _open(browser, changed, shots)
     assert not errors and _sections(page)[0] == "diff"
     assert "fp32_gemm.py:15" in page.locator("#diff tbody tr").first.inner_text()
+
+
+def test_a_cold_pass_without_steps_reads_cold_start_first_and_no_steps(browser: Any, tmp_path: Path) -> None:
+    # one pass recorded cold (an embedding lookup whose first launch takes 50 ms, then 20 small matmuls), no step
+    # marked: its page leads with cold-start and says "no steps" where a step's numbers would be
+    from tests.helpers import imported_events, launch
+
+    events: list[dict[str, object]] = launch("aten::embedding", 0.0, 50_020.0, 50_000.0, 100.0, 1)
+    for i in range(20):
+        events += launch("aten::mm", 50_200.0 + 200 * i, 30.0, 10.0, 150.0, 2 + i)
+    imported_events(tmp_path, events)
+    html = tmp_path / "cold.html"
+    assert main(["export", str(tmp_path / "imported"), "-o", str(html)]) == 0
+    page, errors, _ = _open(browser, html, tmp_path / "shots")
+    assert not errors, errors
+    first = page.locator("details.finding summary").first.inner_text()
+    assert "Cold start" in first and "first-use start-up" in first, first
+    cards = page.locator("#summary .cards").inner_text()
+    assert cards.count("no steps") == 2, cards
+    page.close()
