@@ -280,8 +280,10 @@ def test_sigterm_stops_the_script_and_saves_the_profile(tmp_path: Path) -> None:
         """,
     )
     proc.send_signal(signal.SIGTERM)  # what `timeout` or a batch scheduler sends
-    proc.communicate(timeout=120)
-    assert proc.returncode == 143
+    _, err = proc.communicate(timeout=120)
+    # once (a fresh clone's suite, 2026-12-07) 137: killed STOP_GRACE_S after the SIGTERM, not reproduced in
+    # twelve runs since, alone or beside four busy processes; what tenprof said is kept for the next time
+    assert proc.returncode == 143, (proc.returncode, err[-3000:])
     profile = load_profile(out)
     assert "SIGTERM" in profile.meta.run.cut_short_reason
     assert profile.meta.passes["timeline"].state == "partial" and profile.table("ops").num_rows > 0
