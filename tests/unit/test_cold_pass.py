@@ -79,3 +79,40 @@ def test_marked_steps_keep_cold_start_a_one_off_of_the_first_step(tmp_path: Path
     profile = _pass(tmp_path, FIRST_LAUNCH_US, steps=4)
     cold = [f for f in find_all(profile) if f.id == "cold-start"]
     assert len(cold) == 1 and cold[0].once and "median step" in cold[0].title
+
+
+def _loop_with_a_stall(tmp_path: Path, marked: bool) -> Profile:
+    """Eight iterations of an embedding lookup and 20 small matmuls (5 us kernels launched 50 us apart: the host
+    bounds them), the second iteration's lookup launching for 80 ms (a first use's load paid late); `marked`:
+    each iteration a ProfilerStep, else none (the iterations are inferred)."""
+    events: list[dict[str, object]] = []
+    correlation, base = 0, 0.0
+    for step in range(8):
+        begin, launch_us = base, 80_000.0 if step == 1 else 8.0
+        correlation += 1
+        events += launch("aten::embedding", base, launch_us + 20, launch_us, 20, correlation)
+        base += launch_us + 60
+        for _ in range(20):
+            correlation += 1
+            events += launch("aten::mm", base, 30, 10, 5, correlation)
+            base += 50
+        if marked:
+            events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "pid": 1, "tid": 1,
+                           "ts": begin - 1, "dur": base - begin})  # fmt: skip
+        base += 20
+    return imported_events(tmp_path, events)
+
+
+def test_a_stall_that_dwarfs_the_inferred_iterations_comes_first(tmp_path: Path) -> None:
+    # no steps marked: the one-off holds far more time than the iterations judged, and leads
+    profile = _loop_with_a_stall(tmp_path, marked=False)
+    found = find_all(profile)
+    assert Context(profile, Thresholds()).inferred is not None
+    assert found[0].id == "slow-step" and found[0].once
+    assert any(f.id == "launch-bound" for f in found[1:])
+
+
+def test_with_marked_steps_the_same_stall_ranks_after_the_steps_costs(tmp_path: Path) -> None:
+    found = find_all(_loop_with_a_stall(tmp_path, marked=True))
+    assert found[0].id == "launch-bound"
+    assert "slow-step" in {f.id for f in found[1:]}
