@@ -1085,7 +1085,11 @@ for name in ('filtered', 'native'):
       done
       for sync in 0 1; do
         echo "$tag pooled, TENPROF_TIMED_SYNC=$sync:" >> "$K"
-        python3 benchmarks/step_clocks.py --pool "$OUT"/syncab36-"$tag"-s$sync-r*.json >> "$K" 2>&1
+        if compgen -G "$OUT/syncab36-$tag-s$sync-r*.json" > /dev/null; then
+          python3 benchmarks/step_clocks.py --pool "$OUT"/syncab36-"$tag"-s$sync-r*.json >> "$K" 2>&1
+        else
+          echo "no round ran" >> "$K"
+        fi
       done
     }
     ab_rounds gpt2 "${CLOCKS_RUNS:-4}" "${SYNCAB_DEADLINE_S:-400}" examples/compiled_train.py --model gpt2 --mode default --steps 37 --warmup 3
