@@ -6,6 +6,7 @@ charges the same time. Two public traces of a Switch Transformer's cold forward 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -25,20 +26,37 @@ SMALL_OPS = 20
 def _pass(tmp_path: Path, first_launch_us: float, steps: int = 0) -> Profile:
     """One embedding lookup whose launch takes `first_launch_us`, then SMALL_OPS matmuls of 150 us kernels
     launched 200 us apart; `steps` > 0 repeats the whole as that many marked steps."""
+    return _lookups_and_matmuls(
+        tmp_path, Shape(iterations=max(steps, 1), slow=0, slow_launch_us=first_launch_us, lookup_us=100,
+                        matmul_us=150, apart_us=200, marked=steps > 0)
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Shape:
+    iterations: int
+    slow: int  # the iteration whose lookup launches for slow_launch_us (8 us in the others)
+    slow_launch_us: float
+    lookup_us: float  # the lookup's kernel
+    matmul_us: float  # each matmul's kernel
+    apart_us: float  # between two matmuls' launches, and after the lookup
+    marked: bool  # each iteration a ProfilerStep
+
+
+def _lookups_and_matmuls(tmp_path: Path, shape: Shape) -> Profile:
+    """Iterations of an embedding lookup and SMALL_OPS matmuls, as `shape` says."""
     events: list[dict[str, object]] = []
-    correlation = 0
-    base = 0.0
-    for step in range(max(steps, 1)):
-        begin = base
-        launch_us = first_launch_us if step == 0 else 8.0
+    correlation, base = 0, 0.0
+    for step in range(shape.iterations):
+        begin, launch_us = base, shape.slow_launch_us if step == shape.slow else 8.0
         correlation += 1
-        events += launch("aten::embedding", base, launch_us + 20, launch_us, 100, correlation)
-        base += launch_us + 200
+        events += launch("aten::embedding", base, launch_us + 20, launch_us, shape.lookup_us, correlation)
+        base += launch_us + shape.apart_us
         for _ in range(SMALL_OPS):
             correlation += 1
-            events += launch("aten::mm", base, 30, 10, 150, correlation)
-            base += 200
-        if steps:
+            events += launch("aten::mm", base, 30, 10, shape.matmul_us, correlation)
+            base += shape.apart_us
+        if shape.marked:
             events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "pid": 1, "tid": 1,
                            "ts": begin - 1, "dur": base - begin})  # fmt: skip
         base += 100
@@ -82,25 +100,13 @@ def test_marked_steps_keep_cold_start_a_one_off_of_the_first_step(tmp_path: Path
 
 
 def _loop_with_a_stall(tmp_path: Path, marked: bool) -> Profile:
-    """Eight iterations of an embedding lookup and 20 small matmuls (5 us kernels launched 50 us apart: the host
-    bounds them), the second iteration's lookup launching for 80 ms (a first use's load paid late); `marked`:
-    each iteration a ProfilerStep, else none (the iterations are inferred)."""
-    events: list[dict[str, object]] = []
-    correlation, base = 0, 0.0
-    for step in range(8):
-        begin, launch_us = base, 80_000.0 if step == 1 else 8.0
-        correlation += 1
-        events += launch("aten::embedding", base, launch_us + 20, launch_us, 20, correlation)
-        base += launch_us + 60
-        for _ in range(20):
-            correlation += 1
-            events += launch("aten::mm", base, 30, 10, 5, correlation)
-            base += 50
-        if marked:
-            events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "pid": 1, "tid": 1,
-                           "ts": begin - 1, "dur": base - begin})  # fmt: skip
-        base += 20
-    return imported_events(tmp_path, events)
+    """Eight iterations of an embedding lookup and SMALL_OPS small matmuls (5 us kernels launched 50 us apart:
+    the host bounds them), the second iteration's lookup launching for 80 ms (a first use's load paid late);
+    `marked`: each iteration a ProfilerStep, else none (the iterations are inferred)."""
+    return _lookups_and_matmuls(
+        tmp_path, Shape(iterations=8, slow=1, slow_launch_us=80_000.0, lookup_us=20, matmul_us=5, apart_us=50,
+                        marked=marked)
+    )  # fmt: skip
 
 
 def test_a_stall_that_dwarfs_the_inferred_iterations_comes_first(tmp_path: Path) -> None:
