@@ -13,7 +13,7 @@ from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.launch_bound import CAPTURING
 from tenprof.analyses.findings.meanwhile import Meanwhile, host_meanwhile
 from tenprof.analyses.findings.model import Finding
-from tenprof.analyses.timeline.step_time import HOST_PARTS, length
+from tenprof.analyses.timeline.step_time import HOST_PARTS, hands_work, length
 from tenprof.core.intervals import I64Array, coverage, merged, uncovered
 from tenprof.core.quantities import duration
 
@@ -217,7 +217,6 @@ def _part_fix(part: str, ctx: Context, on_cpu: _CpuOps | None) -> str:
 # on CPU tensors) above which the advice is theirs: a loop making its input with torch.randn on the CPU each
 # step (10 ms, longer than its 6.9 ms kernel; a public T4 notebook trace) was told to fuse its ops.
 _CPU_OPS_SHARE = 0.5
-_HANDING = ("Launch", "Memcpy", "Memset")
 _CPU_OPS_FIX = (
     "The host computes with torch on the CPU between the GPU's work ({names}): create those tensors on the GPU "
     "(device='cuda'), or prepare them ahead of the step that uses them (in a DataLoader worker, or while the GPU "
@@ -242,11 +241,11 @@ def _cpu_ops(ctx: Context, lo: I64Array, hi: I64Array) -> _CpuOps | None:
     launched = np.zeros(ops.num_rows, dtype=bool)
     # its kernels and copies, and its launch calls (a compiled region's launches whose kernels were not
     # attributed to it still make it an op that hands the GPU work)
-    hands_work = ctx.profile.strings("api_calls", "name").where(lambda n: any(w in n for w in _HANDING))
+    handing = ctx.profile.strings("api_calls", "name").where(hands_work)
     for op in (
         ctx.profile.column("kernels", "op_id"),
         ctx.profile.column("transfers", "op_id"),
-        ctx.profile.column("api_calls", "op_id")[hands_work],
+        ctx.profile.column("api_calls", "op_id")[handing],
     ):
         launched[top_of[op[op >= 0]]] = True
     cpu = (ctx.profile.column("ops", "depth") == 0) & ~launched

@@ -327,7 +327,7 @@ def idle_causes(profile: Profile) -> dict[str, Intervals]:
         return a_start[chosen], a_end[chosen]
 
     allocating = api_names.where(lambda n: n in ALLOCATOR_CALLS) & api_host
-    other = calls(lambda n: n not in SYNC_CALLS and n not in ALLOCATOR_CALLS and not _hands_work(n))
+    other = calls(lambda n: n not in SYNC_CALLS and n not in ALLOCATOR_CALLS and not hands_work(n))
     first_uses = slow_launches(profile, api_host)
 
     scopes = profile.table("scopes")
@@ -419,7 +419,8 @@ def slow_launches(profile: Profile, on_host: npt.NDArray[np.bool_]) -> Intervals
     return starts.astype(np.int64), ends.astype(np.int64)
 
 
-def _hands_work(name: str) -> bool:
+def hands_work(name: str) -> bool:
+    """Whether a CUDA call hands the GPU work and returns (a launch, an async copy or set, an event)."""
     return any(word in name for word in _WORK_WORDS)
 
 
