@@ -4,12 +4,15 @@ thread's CPU time and Python's garbage collections in each (capture/step_clocks.
     python benchmarks/step_clocks.py PROFILE_DIR MARKS.json [--json OUT.json]
     python benchmarks/step_clocks.py --pool ROUND.json [ROUND.json ...]
 
-PROFILE_DIR: a `tenprof run` profile (its timeline/raw/callsites.json.gz keeps the step bounds and the
-`step_clocks` key); MARKS.json: `benchmarks/step_marks.py`'s marks of a plain run of the same command, with
-MARKS.clocks.json beside it. Prints one row per timed step number and the medians; a step's CPU share near
+PROFILE_DIR: a `tenprof run` profile (its timeline/raw/callsites.json.gz keeps the step bounds, the
+`step_clocks` key and, on the GPU, each timed step's period between CUDA events, `timed_gpu_ns`);
+MARKS.json: `benchmarks/step_marks.py`'s marks of a plain run of the same command, with MARKS.clocks.json
+beside it. Prints one row per timed step number and the medians; a step's CPU share near
 its wall time is a thread at work, well below it a thread that waited (for the interpreter's lock, the GPU,
-the kernel). `--pool` reads the --json files of several rounds (a plain process and a tenprof run each) and
-prints each round's ratio of the timed steps' median wall to the plain run's same steps' and their geometric
+the kernel). Also printed: the report's un-profiled step as timed (`timed_unprofiled_step_ns` of
+analyses.timeline.overhead, what a user reads). `--pool` reads the --json files of several rounds (a plain
+process and a tenprof run each) and prints, for each of the three readings of the timed steps (host wall,
+GPU period, the report's), each round's ratio to the plain run's same steps (median wall) and their geometric
 mean with a 90% interval over rounds (benchmarks/timed_ratio.paired_ratio). No torch: it reads files.
 """
 
@@ -19,7 +22,7 @@ import argparse
 import gzip
 import json
 import statistics
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +39,7 @@ class StepReading:
     gc_ms: float  # collections inside the step
     full_collections: int  # of them, generation 2
     others_cpu_ms: float | None = None  # the process's other threads' CPU time in the step (None: not kept)
+    gpu_ms: float | None = None  # between the CUDA events at its boundaries (timed steps on the GPU; None: none)
 
 
 def readings(
@@ -70,7 +74,8 @@ def clocks_path(marks_path: Path) -> Path:
 
 
 def profile_steps(profile_dir: Path) -> tuple[list[StepReading], set[int]]:
-    """The run's steps (from the second on) and which of them were timed with the capture off."""
+    """The run's steps (from the second on), with their GPU periods where kept, and which of them were timed
+    with the capture off."""
     sidecar: dict[str, Any] = json.loads(
         gzip.decompress((profile_dir / "timeline" / "raw" / CALLSITES_FILE).read_bytes())
     )
@@ -86,7 +91,56 @@ def profile_steps(profile_dir: Path) -> tuple[list[StepReading], set[int]]:
     whole_at = clocks.get("process_cpu_ns")
     whole = [(whole_at[n - 1][1], whole_at[n][0]) for n in range(1, len(bounds))] if whole_at else None
     timed = {n for n in range(1, len(bounds)) if bounds[n - 1][2] == TIMED}
-    return readings(windows, cpu, clocks["collections"], first=1, process=whole), timed
+    periods = {int(step): ns / 1e6 for step, ns in sidecar.get("timed_gpu_ns", [])}
+    steps = readings(windows, cpu, clocks["collections"], first=1, process=whole)
+    return [replace(s, gpu_ms=periods.get(s.step)) for s in steps], timed
+
+
+def threads_by_name(clocks: dict[str, Any], steps: list[int]) -> tuple[dict[str, float], float] | None:
+    """Where the run kept every thread's CPU time (TENPROF_THREAD_CLOCKS=1): each thread name's median CPU
+    time (ms) over `steps` (step n between the reads at boundaries n - 1 and n; the process's first thread,
+    the script's, named "main"), and the median of the calling thread's involuntary context switches a step."""
+    threads = clocks.get("threads")
+    if not threads or not threads["cpu_ns"]:
+        return None
+    cpu, names = threads["cpu_ns"], threads["names"]
+    main = min(names, key=int)
+    per_name: dict[str, list[float]] = {}
+    for n in steps:
+        if not 1 <= n < len(cpu):
+            continue
+        took: dict[str, float] = {}
+        for tid, ns in cpu[n].items():
+            name = "main" if tid == main else names.get(tid, "?")
+            took[name] = took.get(name, 0.0) + (ns - cpu[n - 1].get(tid, ns)) / 1e6
+        for name, ms in took.items():
+            per_name.setdefault(name, []).append(ms)
+    switches = threads["switches"]
+    involuntary = [switches[n][1] - switches[n - 1][1] for n in steps if 1 <= n < len(switches)]
+    medians = {name: statistics.median(values) for name, values in per_name.items()}
+    return medians, statistics.median(involuntary) if involuntary else 0.0
+
+
+def print_threads(tenprof: tuple[dict[str, float], float] | None, plain: tuple[dict[str, float], float] | None) -> None:
+    """The two runs' threads side by side, busiest first (only where both kept them)."""
+    if tenprof is None or plain is None:
+        return
+    print("| thread | tenprof CPU ms a timed step | plain CPU ms, same steps |")
+    print("|---|---|---|")
+    names = sorted(set(tenprof[0]) | set(plain[0]), key=lambda n: -max(tenprof[0].get(n, 0), plain[0].get(n, 0)))
+    for name in names:
+        if max(tenprof[0].get(name, 0), plain[0].get(name, 0)) >= 0.05:
+            print(f"| {name} | {_ms(tenprof[0].get(name))} | {_ms(plain[0].get(name))} |")
+    print(f"main thread's involuntary context switches a step: tenprof {tenprof[1]:.1f}, plain {plain[1]:.1f}")
+
+
+def report_timed_ms(profile_dir: Path) -> float | None:
+    """The profile's un-profiled step as its report times it (None where it was not measured)."""
+    from tenprof.analyses.timeline.overhead import measure
+    from tenprof.store.profile import load_profile
+
+    timed = measure(load_profile(profile_dir)).timed_unprofiled_step_ns
+    return None if timed is None else timed / 1e6
 
 
 def plain_steps(marks_path: Path) -> list[StepReading]:
@@ -101,27 +155,40 @@ def plain_steps(marks_path: Path) -> list[StepReading]:
     return readings(windows, cpu, clocks["collections"], first=1, process=whole)
 
 
-def round_medians(rows: list[dict[str, Any]]) -> tuple[float, float]:
-    """One round's --json rows: the plain run's median wall over the timed step numbers, and tenprof's."""
+READINGS = ("host wall", "GPU period", "report")  # the timed steps' three readings, as --pool names them
+
+
+def round_medians(document: dict[str, Any] | list[dict[str, Any]]) -> tuple[float, dict[str, float]]:
+    """One round's --json document (or, from before 2026-12-07's GPU periods, its rows alone): the plain run's
+    median wall over the timed step numbers, and the timed steps' readings (READINGS) that the round has."""
+    rows = document["rows"] if isinstance(document, dict) else document
     both = [row for row in rows if row.get("plain")]
     if not both:
         raise ValueError("no timed step has a plain step of the same number")
-    return (
-        statistics.median(row["plain"]["wall_ms"] for row in both),
-        statistics.median(row["tenprof"]["wall_ms"] for row in both),
-    )
+    timed = {"host wall": statistics.median(row["tenprof"]["wall_ms"] for row in both)}
+    periods = [row["tenprof"].get("gpu_ms") for row in both]
+    if all(p is not None for p in periods):
+        timed["GPU period"] = statistics.median(p for p in periods if p is not None)
+    if isinstance(document, dict) and document.get("report_timed_ms") is not None:
+        timed["report"] = document["report_timed_ms"]
+    return statistics.median(row["plain"]["wall_ms"] for row in both), timed
 
 
 def pool(paths: list[Path]) -> None:
-    """Each round's ratio and the rounds' geometric mean with its interval (see the module)."""
+    """Each round's ratios and, per reading, the rounds' geometric mean with its interval (see the module)."""
     from timed_ratio import paired_ratio  # benchmarks/, this script's folder, is first on the path
 
-    pairs = [round_medians(json.loads(path.read_text())) for path in paths]
-    for path, (plain, timed) in zip(paths, pairs, strict=True):
-        print(f"{path.name}: plain {plain:.2f} ms, timed {timed:.2f} ms, ratio {timed / plain:.3f}")
-    if len(pairs) >= 2:
-        r = paired_ratio(pairs)
-        print(f"{len(pairs)} rounds: geometric mean {r.ratio:.3f} (90% {r.low:.3f}-{r.high:.3f}): {r.verdict}")
+    rounds = [round_medians(json.loads(path.read_text())) for path in paths]
+    for path, (plain, timed) in zip(paths, rounds, strict=True):
+        each = ", ".join(f"{name} {ms:.2f} ms ({ms / plain:.3f})" for name, ms in timed.items())
+        print(f"{path.name}: plain {plain:.2f} ms; timed: {each}")
+    for name in READINGS:
+        pairs = [(plain, timed[name]) for plain, timed in rounds if name in timed]
+        if len(pairs) >= 2:
+            r = paired_ratio(pairs)
+            print(
+                f"{name}: {len(pairs)} rounds, geometric mean {r.ratio:.3f} (90% {r.low:.3f}-{r.high:.3f}): {r.verdict}"
+            )
 
 
 def main() -> None:
@@ -138,8 +205,11 @@ def main() -> None:
         parser.error("give PROFILE_DIR and MARKS.json, or --pool")
     run, timed = profile_steps(args.profile)
     plain = {s.step: s for s in plain_steps(args.marks)}
-    print("| step | tenprof wall | CPU | other threads | GC (full) | plain wall | CPU | other threads | GC (full) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print(
+        "| step | tenprof wall | GPU period | CPU | other threads | GC (full) | plain wall | CPU | other threads "
+        "| GC (full) |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
     pairs = [(s, plain.get(s.step)) for s in run if s.step in timed]
     for s, p in pairs:
         other = (
@@ -148,7 +218,7 @@ def main() -> None:
             else "- | - | - | -"
         )
         print(
-            f"| {s.step} | {s.wall_ms:.2f} | {s.cpu_ms:.2f} | {_ms(s.others_cpu_ms)} | {s.gc_ms:.2f} "
+            f"| {s.step} | {s.wall_ms:.2f} | {_ms(s.gpu_ms)} | {s.cpu_ms:.2f} | {_ms(s.others_cpu_ms)} | {s.gc_ms:.2f} "
             f"({s.full_collections}) | {other} |"
         )
     both = [(s, p) for s, p in pairs if p is not None]
@@ -167,9 +237,15 @@ def main() -> None:
                 f"other threads' CPU, medians: tenprof {med(a for a, _ in others if a is not None):.2f}, plain "
                 f"{med(b for _, b in others if b is not None):.2f}"
             )
+    timed_steps = sorted(timed)
+    sidecar = json.loads(gzip.decompress((args.profile / "timeline" / "raw" / CALLSITES_FILE).read_bytes()))
+    plain_clocks = json.loads(clocks_path(args.marks).read_text())
+    print_threads(threads_by_name(sidecar["step_clocks"], timed_steps), threads_by_name(plain_clocks, timed_steps))
+    report = report_timed_ms(args.profile)
+    print(f"the report's un-profiled step: {_ms(report)} ms")
     if args.json:
         rows = [{"tenprof": asdict(s), "plain": asdict(p) if p else None} for s, p in pairs]
-        args.json.write_text(json.dumps(rows, indent=1))
+        args.json.write_text(json.dumps({"rows": rows, "report_timed_ms": report}, indent=1))
 
 
 def _ms(value: float | None) -> str:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (syncab36 clocks36b clocks36 teardowntest36 slowmode36 exit36 plan36 settle36gpu under36 pinned36 flag38e partsc38 tests38 parity38g parity38c fixture38s table38 boundary38 detach38 check38 memc38 flag38 kindsc38 attach38 tail38 inrunc38 opstest38 kinds38 stepsops38 opsfinal38 cost38 ops38 steps38 inrun38 fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (threads36 whichpart36 periods36 clocks36b clocks36 teardowntest36 slowmode36 exit36 plan36 settle36gpu under36 pinned36 flag38e partsc38 tests38 parity38g parity38c fixture38s table38 boundary38 detach38 check38 memc38 flag38 kindsc38 attach38 tail38 inrunc38 opstest38 kinds38 stepsops38 opsfinal38 cost38 ops38 steps38 inrun38 fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -1066,36 +1066,90 @@ for name in ('filtered', 'native'):
     python3 benchmarks/step_clocks.py --pool "$OUT"/clocks36-r*.json >> "$K" 2>&1
     cat "$K"
     ;;
-  syncab36)  # issue 36: TENPROF_TIMED_SYNC off and on, interleaved: each round one plain process (step marks) and two tenprof runs (switch off, on), each run's timed steps against the plain run's same steps (benchmarks/step_clocks.py), pooled per switch state; compiled GPT-2 (CLOCKS_RUNS rounds, default 4) then the small MLP (MLP_RUNS, default 3); GPT-2's rounds stop starting after SYNCAB_DEADLINE_S (default 400) s, the MLP's after SYNCAB_MLP_DEADLINE_S (default 540); every process pinned to PIN_CPUS (default 2-5); text in $OUT/syncab36.txt
-    K="$OUT/syncab36.txt"
+  periods36)  # issue 36: the timed steps on the GPU's clock (capture/timed_gpu_periods.py): its GPU test, then rounds of compiled GPT-2 and the small MLP, interleaved, each one plain process (step marks) and one tenprof run, the run's timed steps (host wall, GPU period, the report's un-profiled step) against the plain run's same steps (benchmarks/step_clocks.py), pooled per workload; PERIODS_RUNS rounds each (default 8), none started after PERIODS_DEADLINE_S (default 420) s; every process pinned to PIN_CPUS (default 2-5); text in $OUT/periods36.txt
+    K="$OUT/periods36.txt"
     began=$SECONDS
-    ab_rounds() {  # tag, rounds, the second of the call after which no round starts, then the command
-      local tag=$1 rounds=$2 deadline=$3; shift 3
-      ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" python3 "$@" ) 2>&1 | grep "loop_s=" | sed "s|^|$tag warm-up |" >> "$K"
-      for r in $(seq 1 "$rounds"); do
-        if (( SECONDS - began > deadline )); then echo "$tag: round $r not started (deadline)" >> "$K"; break; fi
-        echo "== $tag round $r $(date -u +%H:%M:%S) $*" >> "$K"
-        ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" python3 benchmarks/step_marks.py "$WORK/marks-$tag$r.json" "$@" ) 2>&1 | grep "loop_s=" | sed "s|^|plain |" >> "$K"
-        for sync in 0 1; do
-          ( cd "$REPO" && TENPROF_TIMED_SYNC=$sync taskset -c "${PIN_CPUS:-2-5}" tenprof run --quiet --overhead-steps 7 -o "$WORK/prof/$tag$sync-$r" "$@" ) 2>&1 | grep "loop_s=" | sed "s|^|tenprof sync=$sync |" >> "$K"
-          echo "sync=$sync:" >> "$K"
-          python3 benchmarks/step_clocks.py "$WORK/prof/$tag$sync-$r" "$WORK/marks-$tag$r.json" --json "$OUT/syncab36-$tag-s$sync-r$r.json" >> "$K" 2>&1
-          rm -rf "$WORK/prof/$tag$sync-$r"
-        done
-      done
-      for sync in 0 1; do
-        echo "$tag pooled, TENPROF_TIMED_SYNC=$sync:" >> "$K"
-        if compgen -G "$OUT/syncab36-$tag-s$sync-r*.json" > /dev/null; then
-          python3 benchmarks/step_clocks.py --pool "$OUT"/syncab36-"$tag"-s$sync-r*.json >> "$K" 2>&1
-        else
-          echo "no round ran" >> "$K"
-        fi
-      done
+    python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_gpu_capture.py -k "gpus_clock or cuda_is_there" 2>&1 | tail -n 15 >> "$K"
+    GPT2=(examples/compiled_train.py --model gpt2 --mode default --steps 37 --warmup 3)
+    MLP=(examples/small_mlp.py --steps 60 --warmup 10)
+    ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" python3 "${GPT2[@]}" ) 2>&1 | grep "loop_s=" | sed "s|^|gpt2 warm-up |" >> "$K"
+    one_round() {  # tag, round, then the command
+      local tag=$1 r=$2; shift 2
+      echo "== $tag round $r $(date -u +%H:%M:%S) $*" >> "$K"
+      ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" python3 benchmarks/step_marks.py "$WORK/marks-$tag$r.json" "$@" ) 2>&1 | grep "loop_s=" | sed "s|^|plain |" >> "$K"
+      ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" tenprof run --quiet --overhead-steps 7 -o "$WORK/prof/$tag$r" "$@" ) 2>&1 | grep "loop_s=" | sed "s|^|tenprof |" >> "$K"
+      python3 benchmarks/step_clocks.py "$WORK/prof/$tag$r" "$WORK/marks-$tag$r.json" --json "$OUT/periods36-$tag-r$r.json" >> "$K" 2>&1
+      rm -rf "$WORK/prof/$tag$r"
     }
-    ab_rounds gpt2 "${CLOCKS_RUNS:-4}" "${SYNCAB_DEADLINE_S:-400}" examples/compiled_train.py --model gpt2 --mode default --steps 37 --warmup 3
-    ab_rounds mlp "${MLP_RUNS:-3}" "${SYNCAB_MLP_DEADLINE_S:-540}" examples/small_mlp.py --steps 60 --warmup 10
+    for r in $(seq 1 "${PERIODS_RUNS:-8}"); do
+      if (( SECONDS - began > ${PERIODS_DEADLINE_S:-420} )); then echo "round $r not started (deadline)" >> "$K"; break; fi
+      one_round gpt2 "$r" "${GPT2[@]}"
+      one_round mlp "$r" "${MLP[@]}"
+    done
+    for tag in gpt2 mlp; do
+      echo "$tag pooled:" >> "$K"
+      if compgen -G "$OUT/periods36-$tag-r*.json" > /dev/null; then
+        python3 benchmarks/step_clocks.py --pool "$OUT"/periods36-"$tag"-r*.json >> "$K" 2>&1
+      else
+        echo "no round ran" >> "$K"
+      fi
+    done
     # the rounds' files in one archive: the device tool brings back at most 8 files from $OUT
-    ( cd "$OUT" && tar czf syncab36-rounds.tgz syncab36-*-r*.json && rm -f syncab36-*-r*.json )
+    ( cd "$OUT" && tar czf periods36-rounds.tgz periods36-*-r*.json && rm -f periods36-*-r*.json )
+    cat "$K"
+    ;;
+  threads36)  # issue 36: every thread's CPU time in compiled GPT-2's timed steps (TENPROF_THREAD_CLOCKS=1, capture/step_clocks.py), a plain run (which also warms the compile cache), a tenprof run and a second plain run, pinned to PIN_CPUS (default 2-5); text in $OUT/threads36.txt
+    K="$OUT/threads36.txt"
+    C=(examples/compiled_train.py --model gpt2 --mode default --steps 16 --warmup 3)
+    for side in a b; do
+      if [ $side = b ]; then
+        ( cd "$REPO" && TENPROF_THREAD_CLOCKS=1 taskset -c "${PIN_CPUS:-2-5}" tenprof run --quiet -o "$WORK/prof/threads" "${C[@]}" ) 2>&1 | grep "loop_s=" | sed "s|^|tenprof |" >> "$K"
+      fi
+      ( cd "$REPO" && TENPROF_THREAD_CLOCKS=1 taskset -c "${PIN_CPUS:-2-5}" python3 benchmarks/step_marks.py "$WORK/marks-$side.json" "${C[@]}" ) 2>&1 | grep "loop_s=" | sed "s|^|plain-$side $(date -u +%H:%M:%S) |" >> "$K"
+    done
+    for side in a b; do
+      echo "== against plain-$side" >> "$K"
+      python3 benchmarks/step_clocks.py "$WORK/prof/threads" "$WORK/marks-$side.json" --json "$OUT/threads36-$side.json" >> "$K" 2>&1
+    done
+    cat "$K"
+    ;;
+  whichpart36)  # issue 36: which part of a tenprof run slows compiled GPT-2's timed steps on a host where they read 1.2-1.5x a plain run's (2026-12-07): rounds of a plain process before and after, and tenprof runs with the default capture, with tenprof's own CUPTI client (native-cupti), and without the sampler and NVML threads, in an order rotated each round; each run's timed steps against the first plain run's same steps (benchmarks/step_clocks.py), each config pooled; WHICH_RUNS rounds (default 4), none started after WHICH_DEADLINE_S (default 380) s; pinned to PIN_CPUS (default 2-5); text in $OUT/whichpart36.txt
+    K="$OUT/whichpart36.txt"
+    began=$SECONDS
+    C=(examples/compiled_train.py --model gpt2 --mode default --steps 16 --warmup 3)
+    ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" python3 "${C[@]}" ) 2>&1 | grep "loop_s=" | sed "s|^|warm-up |" >> "$K"
+    configs=(default cupti nothreads)
+    run_config() {  # config, round
+      local cfg=$1 r=$2 env=()
+      case $cfg in
+        cupti) env=(TENPROF_CAPTURE=native-cupti TENPROF_NATIVE_GPU=1) ;;
+        nothreads) env=(TENPROF_HOST_SAMPLE_HZ=0 TENPROF_GPU_CLOCKS=0) ;;
+      esac
+      ( cd "$REPO" && env "${env[@]}" taskset -c "${PIN_CPUS:-2-5}" tenprof run --quiet -o "$WORK/prof/$cfg$r" "${C[@]}" ) > "$WORK/logs/$cfg$r.log" 2>&1
+      grep -v "loop_s=\|print(f" "$WORK/logs/$cfg$r.log" | head -n 3 | sed "s|^|$cfg stderr: |" >> "$K"
+      python3 -c "import gzip,json,sys; d=json.loads(gzip.decompress(open(sys.argv[1],'rb').read())); print('$cfg teardowns', d.get('cupti_teardowns_pending'), d.get('cupti_teardown_wait'), 'recorder', d.get('recorder'))" "$WORK/prof/$cfg$r/timeline/raw/callsites.json.gz" >> "$K" 2>&1
+      python3 benchmarks/step_clocks.py "$WORK/prof/$cfg$r" "$WORK/marks-a$r.json" --json "$OUT/which36-$cfg-r$r.json" 2>&1 | tail -n 3 | sed "s|^|$cfg: |" >> "$K"
+      rm -rf "$WORK/prof/$cfg$r"
+    }
+    for r in $(seq 1 "${WHICH_RUNS:-4}"); do
+      if (( SECONDS - began > ${WHICH_DEADLINE_S:-380} )); then echo "round $r not started (deadline)" >> "$K"; break; fi
+      echo "== round $r $(date -u +%H:%M:%S)" >> "$K"
+      ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" python3 benchmarks/step_marks.py "$WORK/marks-a$r.json" "${C[@]}" ) 2>&1 | grep "loop_s=" | sed "s|^|plain-a |" >> "$K"
+      for k in 0 1 2; do run_config "${configs[$(( (k + r) % 3 ))]}" "$r"; done
+      ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" python3 benchmarks/step_marks.py "$WORK/marks-b$r.json" "${C[@]}" ) 2>&1 | grep "loop_s=" | sed "s|^|plain-b |" >> "$K"
+      python3 - "$WORK/marks-a$r.json" "$WORK/marks-b$r.json" >> "$K" 2>&1 <<'PY'
+import json, statistics, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+steps = [9, 10, 11]
+med = lambda m: statistics.median((m[n + 1] - m[n]) / 1e6 for n in steps)
+print(f"plain-a steps 9-11 {med(a):.2f} ms, plain-b {med(b):.2f} ms, b/a {med(b) / med(a):.3f}")
+PY
+    done
+    for cfg in "${configs[@]}"; do
+      echo "$cfg pooled:" >> "$K"
+      compgen -G "$OUT/which36-$cfg-r*.json" > /dev/null && python3 benchmarks/step_clocks.py --pool "$OUT"/which36-"$cfg"-r*.json >> "$K" 2>&1
+    done
+    ( cd "$OUT" && tar czf which36-rounds.tgz which36-*-r*.json && rm -f which36-*-r*.json )
     cat "$K"
     ;;
   clocks36b)  # issue 36: clocks36's rounds with a control: a plain run whose recorded-step numbers are slowed by a sleep (STEP_MARKS_PAUSE, default 27 ms on the steps a 7-step plan records) and the SM clock sampled meanwhile; every step's wall of the three runs in $OUT/clocks36b.txt

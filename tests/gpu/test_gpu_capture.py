@@ -120,3 +120,49 @@ def test_teardowns_seen_through_at_each_stop_leave_none_waiting(
     pending = sidecar["cupti_teardowns_pending"]
     assert len(pending) >= 2 and pending[-1][2] >= 2, pending  # at least two stops seen
     assert all(waiting == 0 for _, waiting, _ in pending), pending
+
+
+GPU_AHEAD_SCRIPT = """
+import torch, tenprof
+x = torch.ones(1, device="cuda")
+for step in range(15):
+    torch.cuda._sleep(SPIN)  # the GPU's work of the step; the host only queues it and goes on
+    x += 1
+    tenprof.step()
+torch.cuda.synchronize()
+"""
+
+
+def test_timed_steps_are_timed_on_the_gpus_clock_where_the_host_runs_ahead(tmp_path: Path) -> None:
+    """A loop whose host only queues a long kernel a step: the host's clock reads a timed step in microseconds,
+    the CUDA events at its boundaries (capture/timed_gpu_periods.py) read the kernel's time, and the report's
+    un-profiled step is theirs."""
+    import gzip
+    import json
+
+    import torch
+
+    from tenprof.analyses.timeline.overhead import measure
+
+    # calibrate the spin: about 4 ms of GPU time a step on whatever card this is
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda._sleep(1_000_000)  # warm
+    start.record()
+    torch.cuda._sleep(10_000_000)
+    end.record()
+    end.synchronize()
+    spin = int(10_000_000 * 4.0 / start.elapsed_time(end))
+    script = tmp_path / "ahead.py"
+    script.write_text(GPU_AHEAD_SCRIPT.replace("SPIN", str(spin)))
+    out = tmp_path / "prof"
+    assert main(["run", "--quiet", "-o", str(out), str(script)]) == 0
+    sidecar = json.loads(gzip.decompress((out / "timeline" / "raw" / "callsites.json.gz").read_bytes()))
+    periods = dict(sidecar["timed_gpu_ns"])
+    assert sorted(periods) == [9, 10, 11], periods  # the default plan's timed steps, and only they
+    bounds = sidecar["step_bounds"]
+    host = {n: bounds[n][0] - bounds[n - 1][1] for n in periods}
+    for n, ns in periods.items():
+        assert 3.5e6 < ns < 5.5e6, (n, ns)  # the spin's time, within what the card's clock lets it vary
+        assert host[n] < ns / 2, (n, host[n], ns)  # the host queued it far faster
+    o = measure(load_profile(out))
+    assert o.timed_unprofiled_step_ns == pytest.approx(sorted(periods.values())[1], rel=0.05)

@@ -296,7 +296,10 @@ def _stored_equals_rebuilt(tmp_path: Path, case: str) -> Profile:
     rebuild_pass(copy, "timeline", lambda w, r: build_pass(w, r / "kineto_trace.json.gz", r / "callsites.json.gz"))
     stored, rebuilt = recording(DATA / case), load_profile(copy)
     for table in ("ops", "kernels", "memory", "steps"):
-        assert rebuilt.table(table).equals(stored.table(table)), table
+        kept = stored.table(table)
+        # a recording from before a column was added reads it as nulls: the columns it has are compared
+        have = [name for name in kept.column_names if kept[name].null_count < kept.num_rows]
+        assert rebuilt.table(table).select(have).equals(kept.select(have)), table
     return stored
 
 

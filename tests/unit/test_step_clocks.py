@@ -105,7 +105,37 @@ def test_a_runs_sidecar_keeps_a_reading_per_step_and_the_timed_steps_are_told(cp
     assert timed == {9, 10, 11}  # the default plan on fifteen steps (capture.overhead_plan)
     assert [s.step for s in steps] == list(range(1, 15))
     assert all(s.wall_ms > 0 and s.cpu_ms >= 0 for s in steps)
+    # no GPU: no step has a period on the GPU's clock, and the host's clock times them
+    assert sidecar["timed_gpu_ns"] == [] and all(s.gpu_ms is None for s in steps)
     assert len(sidecar["step_clocks"]["process_cpu_ns"]) == 15
     # the process's CPU time holds the main thread's; its other threads' share is what is left (a clock read
     # a few hundred ns apart from the thread's: small negatives are read noise)
     assert all(s.others_cpu_ms is not None and s.others_cpu_ms > -0.05 for s in steps)
+
+
+def test_every_threads_clock_is_read_at_each_boundary_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from tenprof.capture import step_clocks as capture_clocks
+
+    assert "threads" not in StepClocks().columns()  # off by default: a diagnostic
+    monkeypatch.setenv(capture_clocks.THREAD_CLOCKS_VAR, "1")
+    stop = threading.Event()
+    spinner = threading.Thread(target=lambda: [sum(range(1000)) for _ in iter(lambda: stop.is_set(), True)])
+    clocks = StepClocks()
+    spinner.start()
+    try:
+        clocks.ended()
+        stop.wait(0.05)
+        clocks.ended()
+    finally:
+        stop.set()
+        spinner.join()
+    threads = clocks.columns()["threads"]
+    spinning = str(spinner.native_id)
+    first, second = threads["cpu_ns"]
+    assert second[spinning] - first[spinning] > 10_000_000  # it spun for most of the 50 ms
+    assert len(threads["switches"]) == 2 and threads["switches"][1][0] >= threads["switches"][0][0]
+    threads["names"][spinning] = "spinner"  # (Python does not name its threads for the OS before 3.14)
+    medians, involuntary = step_clocks.threads_by_name({"threads": threads}, steps=[1])
+    assert medians["spinner"] > 10 and "main" in medians and involuntary >= 0

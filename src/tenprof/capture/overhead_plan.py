@@ -111,14 +111,6 @@ class OverheadPlan:
         return TIMED if self.is_off(step) else RECORDED
 
 
-def timed_syncs(ending: int | None, beginning: int) -> tuple[bool, bool]:
-    """Where TENPROF_TIMED_SYNC synchronizes at a step boundary (capture.timeline), from the states of the
-    step ending there (None at the first boundary) and of the one beginning: before the boundary's first
-    clock read, so that a timed step's own queued GPU work counts in its time; and after tenprof's work
-    there, so that a timed step begins with none of the steps before it still queued."""
-    return ending == TIMED, beginning == TIMED
-
-
 def settling_steps() -> int:
     """How many un-profiled steps settle each stop before the timed ones: TENPROF_SETTLING_STEPS where it is
     a whole number of at least 1 (as tenprof's other experimental switches, anything else means the

@@ -18,6 +18,13 @@ and 0.49 us (process) on the 2-core development machine (a system call, where th
 0.04), four a step; the GC callback runs twice a collection. Both run in recorded and un-recorded steps
 alike, and the plain side (benchmarks/step_marks.py) installs the same. The sidecar key `step_clocks` keeps
 `columns()`.
+
+A diagnostic, off unless TENPROF_THREAD_CLOCKS=1: at each boundary's first read, every thread of the process
+too, by name (/proc/self/task/TID/schedstat: its time on a CPU, ns; comm: its name), and the calling
+thread's context switches (voluntary: it waited; involuntary: another thread took its CPU, a sign of
+threads crowding the cores the process may use). Compiled GPT-2's timed steps on some H100 hosts ran their
+main thread with 1.5x a plain run's CPU time (2026-12-07) whichever of tenprof's own threads were off: this
+says which threads ran meanwhile. Linux only; about 15 us a thread a read.
 No torch here.
 """
 
@@ -25,8 +32,12 @@ from __future__ import annotations
 
 import gc
 import os
+import threading
 import time
 from typing import Any
+
+THREAD_CLOCKS_VAR = "TENPROF_THREAD_CLOCKS"  # 1: every thread's CPU time at each boundary (the module says why)
+TASKS = "/proc/self/task"
 
 # A long run collects often (a training loop: a few young collections a step); past this many the rest are
 # counted, not kept, so that the sidecar stays small (about 3 MB of JSON at the cap)
@@ -59,6 +70,10 @@ class StepClocks:
         self.collections_dropped = 0  # past MAX_COLLECTIONS
         self._open: tuple[int, int] | None = None  # the collection under way: (start, generation)
         self._installed = False
+        self.by_thread = os.environ.get(THREAD_CLOCKS_VAR) == "1" and os.path.isdir(TASKS)
+        self.thread_names: dict[str, str] = {}  # TID -> its name, for the threads seen at any boundary
+        self.threads_cpu_ns: list[dict[str, int]] = []  # per boundary: TID -> its time on a CPU so far
+        self.switches: list[list[int]] = []  # per boundary: the calling thread's [voluntary, involuntary]
 
     def start(self) -> None:
         if not self._installed:
@@ -78,6 +93,29 @@ class StepClocks:
         now, whole = time.thread_time_ns(), time.process_time_ns()
         self.thread_cpu_ns.append([now, now])
         self.process_cpu_ns.append([whole, whole])
+        if self.by_thread:
+            self._read_threads()
+
+    def _read_threads(self) -> None:
+        cpu: dict[str, int] = {}
+        for tid in os.listdir(TASKS):
+            try:
+                with open(f"{TASKS}/{tid}/schedstat") as f:
+                    cpu[tid] = int(f.read().split()[0])
+                if tid not in self.thread_names:
+                    with open(f"{TASKS}/{tid}/comm") as f:
+                        self.thread_names[tid] = f.read().strip()
+            except (OSError, ValueError, IndexError):  # a thread that ended meanwhile
+                continue
+        self.threads_cpu_ns.append(cpu)
+        counts = [0, 0]
+        with open(f"{TASKS}/{threading.get_native_id()}/status") as f:
+            for line in f:
+                if line.startswith("voluntary_ctxt_switches"):
+                    counts[0] = int(line.split()[1])
+                elif line.startswith("nonvoluntary_ctxt_switches"):
+                    counts[1] = int(line.split()[1])
+        self.switches.append(counts)
 
     def resumed(self) -> None:
         if self.thread_cpu_ns:
@@ -85,12 +123,15 @@ class StepClocks:
             self.process_cpu_ns[-1][1] = time.process_time_ns()
 
     def columns(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "thread_cpu_ns": self.thread_cpu_ns,
             "process_cpu_ns": self.process_cpu_ns,
             "collections": self.collections,
             "collections_dropped": self.collections_dropped,
         }
+        if self.by_thread:
+            data["threads"] = {"names": self.thread_names, "cpu_ns": self.threads_cpu_ns, "switches": self.switches}
+        return data
 
     def _on_collection(self, phase: str, info: dict[str, Any]) -> None:
         now = time.perf_counter_ns()

@@ -52,11 +52,12 @@ from tenprof.capture.log_filter import profiler_lines_kept_out
 from tenprof.capture.native_lines import USER_SCOPE, NativeCallsiteRecorder, SamplerGate
 from tenprof.capture.native_trace import trace_document, trace_minus_perf_ns, write_trace_document
 from tenprof.capture.op_copy import OPS_VAR, StepWindow, fill_trace
-from tenprof.capture.overhead_plan import DEFAULT_COUNT, RECORDED, OverheadPlan, timed_syncs
+from tenprof.capture.overhead_plan import DEFAULT_COUNT, RECORDED, TIMED, OverheadPlan
 from tenprof.capture.own_launches import OwnLaunches
 from tenprof.capture.schedule import Schedule
 from tenprof.capture.session_thread import SessionThread
 from tenprof.capture.step_clocks import StepClocks
+from tenprof.capture.timed_gpu_periods import TimedGpuPeriods
 from tenprof.core.rawfiles import (
     CALLSITES_FILE,
     CHECKS_FILE,
@@ -117,15 +118,6 @@ CUPTI_DETACH_VAR = "TENPROF_CUPTI_DETACH"
 # TEARDOWN_AT_STOP_S is left to the run's end as before
 TEARDOWN_AT_STOP_VAR = "TENPROF_TEARDOWN_AT_STOP"
 TEARDOWN_AT_STOP_S = 0.2
-# TENPROF_TIMED_SYNC=1 (experimental, off: measured on an H100, 2026-12-07, one round, compiled GPT-2's timed
-# steps read 1.378 of a plain run's with it and 1.041 without, its empty queue at each step's start putting the
-# host's launches and the GPU's work in series; docs/BENCHMARKS.md): each step timed with the capture
-# off runs from a synchronize to a synchronize, its queued GPU work counted in its own time. Without it a
-# timed step is timed on the host alone: a loop the GPU bounds runs its host ahead after the stop's drain, and
-# the queued work of its timed steps is drained at the capture's restart, inside tenprof's boundary, which
-# neither step counts (compiled GPT-2's timed steps read 0.88-0.90 of a plain run's same steps on one H100
-# host, 2026-12-07, with the same CPU time on the main thread: docs/BENCHMARKS.md).
-TIMED_SYNC_VAR = "TENPROF_TIMED_SYNC"
 SAMPLER_GATE_VAR = "TENPROF_SAMPLER_GATE"  # 1: the host sampler skips rounds while the script runs ops; 0: not
 
 
@@ -250,7 +242,9 @@ class TimelineSession:
         # the main thread's CPU time per step and the GC's collections (capture/step_clocks.py: a diagnostic
         # of the steps timed un-profiled against a plain run's)
         self.step_clocks = StepClocks()
-        self._timed_sync = os.environ.get(TIMED_SYNC_VAR) == "1" and torch.cuda.is_available()
+        # the timed steps as the GPU saw them (capture/timed_gpu_periods.py: the host's clock reads how fast a
+        # step queued its work)
+        self.timed_gpu = TimedGpuPeriods()
         self.gpu_clocks: GpuClockSampler | None = None
         self.stepped_aside = ""  # the script's line that started its own profiler, where it did
 
@@ -340,16 +334,10 @@ class TimelineSession:
     def step(self) -> None:
         if self.stepped_aside:  # the script's own profiler records now (`_step_aside`)
             return
-        # TENPROF_TIMED_SYNC: a timed step ends waiting for its own GPU work, in its time, and begins with none
-        # queued (overhead_plan.timed_syncs)
-        sync_at_end = sync_at_start = False
-        if self._timed_sync:
-            ending = self.log.step_bounds[-1][2] if self.log.step_bounds else None
-            sync_at_end, sync_at_start = timed_syncs(ending, self._plan.state(self.log.step_calls + 1))
-        if sync_at_end:
-            torch.cuda.synchronize()
         ended = time.perf_counter_ns()
         self.step_clocks.ended()
+        if self.log.step_bounds and self.log.step_bounds[-1][2] == TIMED:
+            self.timed_gpu.ended(self.log.step_calls)
         sampler = self.log.sampler
         if sampler is not None:  # tenprof's own work at the boundary is not the script's
             sampler.at_boundary = True
@@ -363,8 +351,8 @@ class TimelineSession:
                 self._native_step()
         elif self._prof is not None:
             self._torch_step()
-        if sync_at_start:
-            torch.cuda.synchronize()
+        if state == TIMED:
+            self.timed_gpu.began(self.log.step_calls)
         if sampler is not None:  # (paused by _set_capture where the capture went off)
             sampler.at_boundary = False
         # The clock reads bracket tenprof's own work at the boundary (syncs, toggling), which is left out
@@ -434,7 +422,8 @@ class TimelineSession:
             "gpu_samples_warning": clocks.warning if clocks is not None else "",
             # whether the kernels and copies of the steps run with the capture off are in the trace
             "timed_steps_gpu": not self._gpu_activity,
-            "timed_sync": self._timed_sync,  # TENPROF_TIMED_SYNC: timed steps from a synchronize to a synchronize
+            # [step, ns] per timed step: the time between the CUDA events at its boundaries, as the GPU reached them
+            "timed_gpu_ns": self.timed_gpu.periods(),
         }
         ops = getattr(self.log.recorder, "ops", None)
         if ops and not self._native:  # the native capture's are its trace

@@ -30,6 +30,9 @@ And these keys, which only the timeline pass records, each absent from older rec
              are none ('' when sampled, or not tried: a run with no GPU)
     timed_steps_gpu: whether the GPU activity (kernels, copies) of the steps run with the capture off is in
              the trace (absent: it is, as in recordings from before it went off with the rest)
+    timed_gpu_ns: [[step, ns], ...]  each timed step's time between the CUDA events tenprof recorded on the
+             script's current stream at its boundaries, as the GPU reached them
+             (tenprof.capture.timed_gpu_periods); absent or empty without a GPU and in older recordings
 The sync brackets are matched to the same-named ranges in the Kineto trace to map perf-clock times to
 trace times (`clock_offset`).
 """
@@ -100,6 +103,11 @@ class Callsites:
     # TENPROF_OPS=sampled: the steps run without op records and what they were given (capture.op_copy's
     # fill_trace: steps_without_ops, copied_steps, unmatched, ops, calls); empty otherwise
     op_copy: dict[str, Any] = field(default_factory=dict)
+    timed_gpu_ns: dict[int, int] = field(default_factory=dict)  # timed step -> its period on the GPU
+
+    def gpu_periods(self, steps: I64Array) -> I64Array:
+        """For each step number: its period between CUDA events on the GPU (timed steps), -1 where none."""
+        return np.array([self.timed_gpu_ns.get(int(n), -1) for n in steps], dtype=np.int64)
 
     def step_marks(self, steps: I64Array) -> tuple[npt.NDArray[np.bool_], I64Array]:
         """For each step number: whether it ran with the capture on, and its time between tenprof's clock
@@ -231,6 +239,7 @@ def read_callsites(path: Path) -> Callsites:
         timed_steps_gpu=bool(data.get("timed_steps_gpu", True)),
         input_sampling=dict(data.get("input_sampling") or {}),
         op_copy=dict(data.get("op_copy") or {}),
+        timed_gpu_ns={int(step): int(ns) for step, ns in data.get("timed_gpu_ns") or []},
     )
 
 

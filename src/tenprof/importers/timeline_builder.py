@@ -475,6 +475,7 @@ class _Steps:
     complete: _Bools
     capture_on: _Bools
     own_ns: I64Array
+    gpu_ns: I64Array  # timed steps: the period between tenprof's CUDA events at their boundaries, else -1
     op_step: I64Array  # op_id -> step number, or -1
     tokens: I64Array  # what tenprof.step(tokens=N) said the step held, -1 when not given
 
@@ -495,10 +496,12 @@ def _steps(ann: _Annotations, ops: _Ops, callsites: Callsites | None, offset_ns:
     op_step = take(st_number, nest(st_start, st_end).innermost_at(ops.start))
     # Which steps ran with the capture off (to time the program un-profiled) and each step's time between
     # tenprof's own clock reads; traces from elsewhere have neither: on, unknown.
+    unknown = np.full(len(st_number), -1, dtype=np.int64)
     if callsites is not None:
         st_capture_on, st_own_ns = callsites.step_marks(st_number)
+        st_gpu_ns = callsites.gpu_periods(st_number)
     else:
-        st_capture_on, st_own_ns = np.ones(len(st_number), dtype=bool), np.full(len(st_number), -1, dtype=np.int64)
+        st_capture_on, st_own_ns, st_gpu_ns = np.ones(len(st_number), dtype=bool), unknown, unknown
     # A step is complete when tenprof.step() closed it, not the end of profiling; for traces
     # from elsewhere, torch's schedule closes every recorded step.
     complete = (
@@ -511,7 +514,7 @@ def _steps(ann: _Annotations, ops: _Ops, callsites: Callsites | None, offset_ns:
     tokens = np.full(len(st_number), -1, dtype=np.int64)
     known = (st_number >= 0) & (st_number < len(given))
     tokens[known] = given[st_number[known]]
-    return _Steps(st_number, st_start, st_end, complete, st_capture_on, st_own_ns, op_step, tokens)
+    return _Steps(st_number, st_start, st_end, complete, st_capture_on, st_own_ns, st_gpu_ns, op_step, tokens)
 
 
 def _steps_table(steps: _Steps) -> pa.Table:
@@ -526,6 +529,7 @@ def _steps_table(steps: _Steps) -> pa.Table:
             "capture_on": steps.capture_on,
             "tokens": steps.tokens,
             "own_duration_ns": steps.own_ns,
+            "gpu_period_ns": steps.gpu_ns,
         }
     )
 

@@ -185,6 +185,13 @@ STEPS = _schema(
         "the step's time between tenprof's clock reads at its boundaries, tenprof's own boundary work left "
         "out; -1 (or null) when tenprof did not mark the step",
     ),
+    Column(
+        "gpu_period_ns",
+        I64,
+        "a step run with the capture off and timed, on the GPU: the time between the CUDA events tenprof "
+        "recorded on the script's stream at its boundaries, as the GPU reached them (the step's pace where the "
+        "host runs ahead of a busy GPU); -1 (or null) otherwise",
+    ),
 )
 
 MEMORY = _schema(

@@ -3,7 +3,9 @@
 A run of `tenprof run` with steps times a few of them with the capture off (`capture_on` false in the
 steps table; see `tenprof.capture.overhead_plan`), so each profile says, measured:
 - the un-profiled step time U (median of the steps run with the capture off) and the profiled one P
-  (median of the recorded steady steps), both between tenprof's own clock reads at the boundaries;
+  (median of the recorded steady steps), both between tenprof's own clock reads at the boundaries, except
+  that a timed step on the GPU is timed between the CUDA events tenprof recorded at its boundaries, as the
+  GPU reached them (`gpu_period_ns`: the host's clock reads how fast the step queued its work);
   means instead where the recorded steps' mean and median differ by a quarter (steps of two kinds); U as
   timed is kept, and capped at P for the findings judged on it (off steps that took longer met the
   program's own variation, not a profiler that sped it up);
@@ -182,6 +184,18 @@ def _own_durations(profile: Profile, rows: npt.NDArray[np.bool_]) -> npt.NDArray
     return own[rows & (own > 0)]
 
 
+def _timed_durations(profile: Profile, rows: npt.NDArray[np.bool_]) -> tuple[npt.NDArray[np.int64], bool]:
+    """The timed steps' times: each one's period between tenprof's CUDA events at its boundaries where it has
+    one (the host's clock reads how fast a step queued its work: after the capture's stop drains the GPU, a
+    loop the GPU bounds runs its host ahead; capture/timed_gpu_periods.py), else its own time on the host;
+    and whether any was a GPU period."""
+    steps = profile.table("steps")
+    own = np.asarray(steps.column("own_duration_ns").fill_null(-1).to_numpy(), dtype=np.int64)
+    gpu = np.asarray(steps.column("gpu_period_ns").fill_null(-1).to_numpy(), dtype=np.int64)
+    took = np.where(gpu > 0, gpu, own)
+    return took[rows & (took > 0)], bool((gpu[rows] > 0).any())
+
+
 def _gpu_busy_per_step(profile: Profile, rows: npt.NDArray[np.bool_]) -> float | None:
     """GPU busy time (kernels, all streams, overlaps once) of the kernels launched in these steps, per step."""
     if not rows.any():
@@ -231,7 +245,7 @@ def measure(profile: Profile) -> Overhead:
     on_rows = _steady(profile, recorded)
     off_rows = complete & ~capture_on(profile)
     profiled = _own_durations(profile, on_rows)
-    unprofiled = _own_durations(profile, off_rows)
+    unprofiled, on_gpu_clock = _timed_durations(profile, off_rows)
     busy = _gpu_busy_per_step(profile, on_rows)
     if len(unprofiled) and len(profiled):
         busy_off = _gpu_busy_per_step(profile, off_rows) if profile.meta.timeline.timed_steps_gpu is not False else None
@@ -249,7 +263,9 @@ def measure(profile: Profile) -> Overhead:
         verdict, why, p_value = _verdict(unprofiled, profiled, cold_only)
         return Overhead(
             "measured",
-            f"{len(unprofiled)} step(s) run with the capture off ({spread}) against {len(profiled)} recorded",
+            f"{len(unprofiled)} step(s) run with the capture off ({spread}"
+            f"{', timed on the GPU between events at their boundaries' if on_gpu_clock else ''}) against "
+            f"{len(profiled)} recorded",
             p,
             u,
             len(unprofiled),

@@ -1,0 +1,117 @@
+"""The timed steps as the GPU saw them: CUDA events at their boundaries (capture/timed_gpu_periods.py), their
+periods carried into the steps table and preferred by the overhead's measure over the host's clock."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tenprof.analyses.timeline.overhead import measure
+from tenprof.capture import timed_gpu_periods
+from tenprof.core.rawfiles import later_trace_parts
+from tenprof.importers.timeline_import import build_pass
+from tenprof.store.profile import load_profile
+from tests.conftest import DATA, rebuild_pass
+from tests.helpers import benchmark_module
+
+
+class _FakeEvent:
+    """An event whose GPU timestamp is given (ms), as CUDA's elapsed_time reads two of them."""
+
+    def __init__(self, at_ms: float) -> None:
+        self.at_ms = at_ms
+        self.waited = False
+
+    def synchronize(self) -> None:
+        self.waited = True
+
+    def elapsed_time(self, end: _FakeEvent) -> float:
+        assert end.waited, "an end event is read only once it has been waited for"
+        return end.at_ms - self.at_ms
+
+
+def test_each_timed_step_gets_the_time_between_the_events_that_bracket_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = iter([0.0, 5.0, 5.0, 11.0, 20.0])
+    monkeypatch.setattr(timed_gpu_periods, "_event_now", lambda: _FakeEvent(next(clock)))
+    periods = timed_gpu_periods.TimedGpuPeriods()
+    periods.ended(8)  # a step whose beginning was not marked (a settling one): nothing to pair it with
+    periods.began(9)
+    periods.ended(9)
+    periods.began(10)
+    periods.ended(10)
+    periods.began(11)  # the script ended inside step 11: no event closes it
+    assert periods.periods() == [[9, 5_000_000], [10, 6_000_000]]
+    assert periods.periods() == []  # read once, then let go
+
+
+def test_no_event_is_recorded_where_cuda_is_not_in_use() -> None:
+    # the CPU test machine: no CUDA, so the host's clock stands (nothing initialised for the script)
+    periods = timed_gpu_periods.TimedGpuPeriods()
+    periods.began(9)
+    periods.ended(9)
+    assert periods.periods() == []
+
+
+def _with_periods(tmp_path: Path, periods: list[list[int]] | None) -> Path:
+    """overhead/mlp_stopped (an H100 run from before the events: steps 4, 9 and 14 timed on the host, 4.32,
+    3.93 and 3.66 ms) rebuilt with these GPU periods written into its call-site log."""
+    target = tmp_path / "mlp_stopped"
+    shutil.copytree(DATA / "overhead" / "mlp_stopped", target)
+    sidecar_path = target / "timeline" / "raw" / "callsites.json.gz"
+    sidecar: dict[str, Any] = json.loads(gzip.decompress(sidecar_path.read_bytes()))
+    if periods is not None:
+        sidecar["timed_gpu_ns"] = periods
+    sidecar_path.write_bytes(gzip.compress(json.dumps(sidecar).encode()))
+    rebuild_pass(
+        target,
+        "timeline",
+        lambda writer, raw: build_pass(
+            writer, raw / "kineto_trace.json.gz", raw / "callsites.json.gz", later_parts=later_trace_parts(raw)
+        ),
+    )
+    return target
+
+
+def test_the_measure_times_the_steps_on_the_gpus_clock_where_it_has_their_periods(tmp_path: Path) -> None:
+    ms = 1_000_000
+    profile = load_profile(_with_periods(tmp_path, [[4, 5_100_000], [9, 5_300_000], [14, 5_000_000]]))
+    steps = profile.table("steps").to_pydict()
+    periods = {n: p for n, p in zip(steps["step"], steps["gpu_period_ns"], strict=True) if p > 0}
+    assert periods == {4: 5_100_000, 9: 5_300_000, 14: 5_000_000}  # the timed steps only
+    o = measure(profile)
+    assert o.method == "measured" and o.measured_steps == 3
+    assert o.timed_unprofiled_step_ns == pytest.approx(5.1 * ms)  # their median, not the host's 3.93
+    assert "timed on the GPU" in o.note
+
+
+def test_without_periods_the_hosts_clock_times_the_steps_as_before(tmp_path: Path) -> None:
+    o = measure(load_profile(_with_periods(tmp_path, None)))
+    assert o.timed_unprofiled_step_ns == pytest.approx(3.928e6, rel=1e-3)  # the median of 4.32, 3.93, 3.66 ms
+    assert "timed on the GPU" not in o.note
+
+
+def test_the_benchmark_pools_each_reading_of_the_timed_steps_against_the_plain_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    benchmark_module("timed_ratio")  # which step_clocks imports as a script beside it would
+    step_clocks = benchmark_module("step_clocks")
+
+    def round_file(name: str, plain: float, wall: float, gpu: float, report: float) -> Path:
+        row = {"tenprof": {"wall_ms": wall, "gpu_ms": gpu}, "plain": {"wall_ms": plain}}
+        path = tmp_path / name
+        path.write_text(json.dumps({"rows": [row, row, row], "report_timed_ms": report}))
+        return path
+
+    old = tmp_path / "old.json"  # a round from before the GPU periods: its rows alone
+    old.write_text(json.dumps([{"tenprof": {"wall_ms": 9.0}, "plain": {"wall_ms": 10.0}}]))
+    assert step_clocks.round_medians(json.loads(old.read_text())) == (10.0, {"host wall": 9.0})
+    paths = [round_file("a.json", 10.0, 8.8, 10.1, 10.1), round_file("b.json", 12.0, 10.6, 12.0, 12.0)]
+    step_clocks.pool(paths)
+    out = capsys.readouterr().out
+    assert "host wall: 2 rounds, geometric mean 0.882" in out
+    assert "GPU period: 2 rounds, geometric mean 1.005" in out and "report: 2 rounds" in out
