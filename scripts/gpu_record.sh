@@ -1098,16 +1098,17 @@ for name in ('filtered', 'native'):
     ( cd "$OUT" && tar czf periods36-rounds.tgz periods36-*-r*.json && rm -f periods36-*-r*.json )
     cat "$K"
     ;;
-  threads36)  # issue 36: every thread's CPU time in compiled GPT-2's timed steps (TENPROF_THREAD_CLOCKS=1, capture/step_clocks.py), a plain run (which also warms the compile cache), a tenprof run and a second plain run, pinned to PIN_CPUS (default 2-5); text in $OUT/threads36.txt
+  threads36)  # issue 36: every thread's CPU time in compiled GPT-2's timed steps (TENPROF_THREAD_CLOCKS=1, capture/step_clocks.py), a plain run (which also warms the compile cache), a tenprof run and a second plain run (THREADS_SIDES=b: the last alone), pinned to PIN_CPUS (default 2-5); text in $OUT/threads36.txt
     K="$OUT/threads36.txt"
     C=(examples/compiled_train.py --model gpt2 --mode default --steps 16 --warmup 3)
-    for side in a b; do
+    read -r -a SIDES <<< "${THREADS_SIDES:-a b}"  # "b" alone: no plain run first (tenprof's run compiles cold)
+    for side in "${SIDES[@]}"; do
       if [ $side = b ]; then
         ( cd "$REPO" && TENPROF_THREAD_CLOCKS=1 taskset -c "${PIN_CPUS:-2-5}" tenprof run --quiet -o "$WORK/prof/threads" "${C[@]}" ) 2>&1 | grep "loop_s=" | sed "s|^|tenprof |" >> "$K"
       fi
       ( cd "$REPO" && TENPROF_THREAD_CLOCKS=1 taskset -c "${PIN_CPUS:-2-5}" python3 benchmarks/step_marks.py "$WORK/marks-$side.json" "${C[@]}" ) 2>&1 | grep "loop_s=" | sed "s|^|plain-$side $(date -u +%H:%M:%S) |" >> "$K"
     done
-    for side in a b; do
+    for side in "${SIDES[@]}"; do
       echo "== against plain-$side" >> "$K"
       python3 benchmarks/step_clocks.py "$WORK/prof/threads" "$WORK/marks-$side.json" --json "$OUT/threads36-$side.json" >> "$K" 2>&1
     done
