@@ -21,32 +21,71 @@ from tests.helpers import benchmark_module
 
 
 class _FakeEvent:
-    """An event whose GPU timestamp is given (ms), as CUDA's elapsed_time reads two of them."""
+    """An event whose GPU timestamp is given (ms), on one stream: waiting for one completes every event
+    stamped before it, and CUDA's elapsed_time reads only completed events."""
+
+    completed_to = -1.0  # the latest GPU time waited for
 
     def __init__(self, at_ms: float) -> None:
         self.at_ms = at_ms
-        self.waited = False
 
     def synchronize(self) -> None:
-        self.waited = True
+        _FakeEvent.completed_to = max(_FakeEvent.completed_to, self.at_ms)
 
     def elapsed_time(self, end: _FakeEvent) -> float:
-        assert end.waited, "an end event is read only once it has been waited for"
+        assert max(self.at_ms, end.at_ms) <= _FakeEvent.completed_to, "an event is read only once complete"
         return end.at_ms - self.at_ms
 
 
-def test_each_timed_step_gets_the_time_between_the_events_that_bracket_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = iter([0.0, 5.0, 5.0, 11.0, 20.0])
-    monkeypatch.setattr(timed_gpu_periods, "_event_now", lambda: _FakeEvent(next(clock)))
+def _fake_clocks(monkeypatch: pytest.MonkeyPatch, gpu_ms: list[float], host_ms: list[float]) -> None:
+    """Each event recorded next is stamped with the next GPU time, and read at the next host time (ms)."""
+    gpu, host = iter(gpu_ms), iter(host_ms)
+    _FakeEvent.completed_to = -1.0
+    monkeypatch.setattr(timed_gpu_periods, "_event_now", lambda: _FakeEvent(next(gpu)))
+    monkeypatch.setattr(timed_gpu_periods.time, "perf_counter_ns", lambda: round(next(host) * 1e6))
+
+
+def test_a_gpu_bound_steps_period_is_the_time_between_its_events(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the host ahead of a busy GPU: the events at each boundary run back to back on the GPU, 6 ms of work a
+    # step, while the host's boundaries come 1 ms apart
+    _fake_clocks(monkeypatch, gpu_ms=[6.0, 6.0, 12.0, 12.0, 18.0], host_ms=[1.0, 1.05, 2.0, 2.05, 3.0])
     periods = timed_gpu_periods.TimedGpuPeriods()
-    periods.ended(8)  # a step whose beginning was not marked (a settling one): nothing to pair it with
+    periods.ended(8)  # the settling step before the first timed one
     periods.began(9)
     periods.ended(9)
     periods.began(10)
     periods.ended(10)
-    periods.began(11)  # the script ended inside step 11: no event closes it
-    assert periods.periods() == [[9, 5_000_000], [10, 6_000_000]]
+    assert periods.periods() == [[9, 6_000_000], [10, 6_000_000]]
     assert periods.periods() == []  # read once, then let go
+
+
+def test_a_host_bound_step_is_not_charged_the_tail_the_gpu_ran_during_tenprofs_boundary(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the host sets the pace: 3 ms a step, tenprof's boundary work 0.2 ms, the GPU finishing each step's last
+    # kernel 0.05 ms after the step ends and then idle until the next step's first event
+    host = [3.0, 3.2, 6.2, 6.4, 9.4]  # the closing event of step 8, opening of 9, closing of 9, ...
+    gpu = [3.05, 3.2, 6.25, 6.4, 9.45]
+    _fake_clocks(monkeypatch, gpu_ms=gpu, host_ms=host)
+    periods = timed_gpu_periods.TimedGpuPeriods()
+    periods.ended(8)
+    periods.began(9)
+    periods.ended(9)
+    periods.began(10)
+    periods.ended(10)
+    took = dict(periods.periods())
+    # between its own events each step reads 3.05 ms, its own tail in it; the one before's, run while tenprof
+    # worked at the boundary, is taken off: the host's 3 ms, as the program runs it
+    assert took[9] == pytest.approx(3_000_000, abs=1) and took[10] == pytest.approx(3_000_000, abs=1)
+
+
+def test_a_step_without_both_its_events_has_no_period(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_clocks(monkeypatch, gpu_ms=[1.0, 2.0, 3.0], host_ms=[1.0, 2.0, 3.0])
+    periods = timed_gpu_periods.TimedGpuPeriods()
+    periods.began(9)
+    periods.ended(9)
+    periods.began(10)  # the script ended inside step 10: no event closes it
+    assert periods.periods() == [[9, 1_000_000]]  # no closing event of step 8: nothing taken off
 
 
 def test_no_event_is_recorded_where_cuda_is_not_in_use() -> None:

@@ -336,7 +336,8 @@ class TimelineSession:
             return
         ended = time.perf_counter_ns()
         self.step_clocks.ended()
-        if self.log.step_bounds and self.log.step_bounds[-1][2] == TIMED:
+        ending_timed = bool(self.log.step_bounds) and self.log.step_bounds[-1][2] == TIMED
+        if ending_timed or self._plan.state(self.log.step_calls + 1) == TIMED:
             self.timed_gpu.ended(self.log.step_calls)
         sampler = self.log.sampler
         if sampler is not None:  # tenprof's own work at the boundary is not the script's
