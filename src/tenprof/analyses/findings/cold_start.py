@@ -2,23 +2,38 @@
 handles and heuristics, allocator growth), so a profile or a timing that includes it misleads.
 
 A recording judged as one pass (no steps marked, no loop to infer: one forward pass wrapped in a
-profiler) has no other step to compare with; there the one-time costs that show are the kernel launches
-of a millisecond or more while the GPU idles (the step decomposition's `slow_launch_calls`, in its `cuda_api`
-part): each loads its kernel's module on first use. Where they hold `cold_start.min_pass_share` of the
-pass, the finding is a cost of that pass (not a one-off beside a steady state, which the recording lacks),
-charged from the GPU's idle time before idle-gaps (`findings.causes`)."""
+profiler) has no other step to compare with; there the one-time costs show as host time with the GPU idle
+(the step decomposition's `cuda_api`, `allocator` and `dispatch` parts) in three kinds of first use
+(`first_uses`): kernel launches of a millisecond or more (`slow_launch_calls`: each loads its kernel's module),
+other CUDA calls of a millisecond or more but graph launches and allocations (attribute and occupancy queries, device
+properties: a library setting up its kernels), and the first call of a dispatcher op (`aten::`, a library's
+`ns::`; not a range that wraps others, such as a compiled region) that launches GPU work and took a millisecond or more
+of host time, where it is the op's only call or ten times its later calls' median (a library's handles,
+heuristics and engines: a ResNet-18's first cuDNN convolution took 141 ms against 32 us for its later ones,
+its one addmm 56.6 ms, on an H200 in a public trace). Ops dispatch in microseconds; a recording of one pass
+cannot tell a once-called op's start-up from its steady cost, so its fix is a second, warm pass, which can.
+Where they hold `cold_start.min_pass_share` of the pass, the finding is a cost of that pass (not a one-off
+beside a steady state, which the recording lacks), charged from the GPU's idle time before idle-gaps
+(`findings.causes`)."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
+from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.model import Finding
-from tenprof.analyses.timeline.step_time import SLOW_LAUNCH_NS, slow_launch_calls
-from tenprof.core.intervals import coverage
+from tenprof.analyses.timeline.step_time import ALLOCATOR_CALLS, SLOW_LAUNCH_NS, hands_work, slow_launch_calls
+from tenprof.core.intervals import coverage, merged
 from tenprof.core.quantities import duration
+from tenprof.store.profile import Profile
+
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -81,44 +96,129 @@ def check(ctx: Context) -> list[Finding]:
     ]
 
 
+# the decomposition's parts in which the host works with the GPU idle and a first use's start-up lands
+FIRST_USE_PARTS = ("cuda_api", "allocator", "dispatch")
+FIRST_CALL_RATIO = 10.0  # a first call this many times its op's later calls' median is its start-up
+DISPATCHER_OP = re.compile(r"^\w+::\w")
+
+
+@dataclass(frozen=True)
+class FirstUses:
+    """A pass's first uses: the slow CUDA calls' and first op calls' rows, and their union as intervals."""
+
+    calls: I64  # api_calls rows of a millisecond or more (kernel launches and other calls)
+    ops: I64  # ops rows: first calls of a millisecond or more (their only call, or 10x their later ones)
+    later_ns: F64  # per row of `ops`: its later calls' median, NaN where it has none
+    starts: I64
+    ends: I64
+
+
+def first_uses(profile: Profile) -> FirstUses:
+    """The recording's first uses (see the module): slow CUDA calls, and slow first calls of ops that launch
+    GPU work."""
+    api = profile.table("api_calls")
+    a_start, a_end = api.column("start_ns").to_numpy(), api.column("end_ns").to_numpy()
+    # a graph launch hands the GPU a whole graph, and its host time is its own, every pass (slow_launch_calls);
+    # an allocation's time grows with its size (allocator-churn's, or a pass's own growth, not a library's start)
+    own_time = profile.strings("api_calls", "name").where(lambda n: "Graph" in n or n in ALLOCATOR_CALLS)
+    calls = np.flatnonzero(~own_time & (api.column("duration_ns").to_numpy() >= SLOW_LAUNCH_NS))
+    ops = profile.table("ops")
+    o_start, o_end = ops.column("start_ns").to_numpy(), ops.column("end_ns").to_numpy()
+    launching = _launches_work(profile, o_start, o_end)
+    names = ops.column("name").to_numpy(zero_copy_only=False)
+    chosen: list[int] = []
+    later: list[float] = []
+    took = o_end - o_start
+    by_name: dict[str, list[int]] = {}
+    for i in np.argsort(o_start, kind="stable").tolist():
+        by_name.setdefault(str(names[i]), []).append(i)
+    for name, rows in by_name.items():
+        first = rows[0]
+        # dispatcher ops only (aten::, torchvision::, a library's own): a range that wraps others (a compiled
+        # region, the user's annotation) holds whatever ran inside it
+        if not DISPATCHER_OP.match(name):
+            continue
+        if not launching[first] or took[first] < SLOW_LAUNCH_NS:
+            continue
+        rest = float(np.median(took[rows[1:]])) if len(rows) > 1 else float("nan")
+        if np.isnan(rest) or took[first] >= FIRST_CALL_RATIO * rest:
+            chosen.append(first)
+            later.append(rest)
+    op_rows = np.asarray(chosen, dtype=np.int64)
+    starts, ends = merged(
+        np.concatenate([a_start[calls], o_start[op_rows]]).astype(np.int64),
+        np.concatenate([a_end[calls], o_end[op_rows]]).astype(np.int64),
+    )
+    return FirstUses(calls.astype(np.int64), op_rows, np.asarray(later, dtype=np.float64), starts, ends)
+
+
+def _launches_work(profile: Profile, o_start: I64, o_end: I64) -> npt.NDArray[np.bool_]:
+    """Per op: whether a call that hands the GPU work (a launch, an async copy) falls inside it."""
+    api = profile.table("api_calls")
+    handing = profile.strings("api_calls", "name").where(hands_work)
+    at = np.sort(api.column("start_ns").to_numpy()[handing])
+    return np.searchsorted(at, o_end, side="left") > np.searchsorted(at, o_start, side="left")
+
+
 def _one_pass(ctx: Context) -> list[Finding]:
-    """The first uses' module loads in a recording judged as one pass (see the module's docstring)."""
+    """The first uses' start-up in a recording judged as one pass (see the module's docstring)."""
     if not ctx.profile.has_gpu:
         return []
     window = int(ctx.step_end[0] - ctx.step_start[0])
-    slow = np.flatnonzero(slow_launch_calls(ctx.profile))
-    # the GPU's idle time in each, inside the pass (the decomposition's part holds the host's threads' only)
-    idle_in = coverage(*ctx.parts["cuda_api"], ctx.profile.column("api_calls", "start_ns")[slow],
-                       ctx.profile.column("api_calls", "end_ns")[slow])  # fmt: skip
-    cost = int(idle_in.sum())
+    uses = first_uses(ctx.profile)
+    # the GPU's idle time in them, inside the pass (the decomposition's parts hold the host's threads' only)
+    idle = [ctx.parts[part] for part in FIRST_USE_PARTS]
+    idle_starts, idle_ends = np.concatenate([s for s, _ in idle]), np.concatenate([e for _, e in idle])
+    cost = int(coverage(idle_starts, idle_ends, uses.starts, uses.ends).sum())
     if window <= 0 or cost < ctx.t.cold_start_min_pass_share * window:
         return []
-    slow = slow[idle_in > 0]
-    durations = ctx.profile.column("api_calls", "duration_ns")[slow]
-    slow, durations = slow[np.argsort(-durations, kind="stable")], np.sort(durations)[::-1]
-    names, ops = ctx.profile.strings("api_calls", "name"), ctx.profile.column("api_calls", "op_id")[slow]
+    api_in = coverage(idle_starts, idle_ends, ctx.profile.column("api_calls", "start_ns")[uses.calls],
+                      ctx.profile.column("api_calls", "end_ns")[uses.calls])  # fmt: skip
+    calls = uses.calls[api_in > 0]
+    durations = ctx.profile.column("api_calls", "duration_ns")[calls]
+    calls, durations = calls[np.argsort(-durations, kind="stable")], np.sort(durations)[::-1]
+    names, call_ops = ctx.profile.strings("api_calls", "name"), ctx.profile.column("api_calls", "op_id")[calls]
     slowest = [
         # an op's name up to its template arguments (a kernel launched outside any aten op is named by it)
         f"{names.at(int(i))} {duration(int(d))}" + (f" in {ctx.op_name(int(op)).partition('<')[0]}" if op >= 0 else "")
-        for i, d, op in zip(slow[:3].tolist(), durations[:3].tolist(), ops[:3].tolist(), strict=True)
+        for i, d, op in zip(calls[:3].tolist(), durations[:3].tolist(), call_ops[:3].tolist(), strict=True)
     ]
     share = cost / window
+    launches = int(slow_launch_calls(ctx.profile)[calls].sum())
+    seen = [
+        f"{duration(cost)} of host time with the GPU idle went to first uses, {100 * share:.0f}% of the "
+        f"{duration(window)} judged as one pass (no steps marked, no loop found): {launches} kernel launch(es) and "
+        f"{len(calls) - launches} other CUDA call(s) of {duration(SLOW_LAUNCH_NS)} or more, and the first calls of "
+        f"{len(uses.ops)} op(s) of {duration(SLOW_LAUNCH_NS)} or more; a launch or a call takes microseconds once "
+        "its kernel is loaded and its library started"
+    ]
+    if slowest:
+        seen.append("slowest calls: " + ", ".join(slowest))
+    op_took = ctx.profile.column("ops", "end_ns")[uses.ops] - ctx.profile.column("ops", "start_ns")[uses.ops]
+    order = np.argsort(-op_took, kind="stable")[:3]
+    if len(order):
+        seen.append(
+            "slowest first calls: "
+            + ", ".join(
+                f"{ctx.op_name(int(uses.ops[k])).partition('<')[0]} {duration(int(op_took[k]))} "
+                + ("(its only call)" if np.isnan(uses.later_ns[k]) else f"(later {duration(int(uses.later_ns[k]))})")
+                for k in order.tolist()
+            )
+        )
+    blamed = np.concatenate([call_ops[call_ops >= 0], uses.ops]).astype(np.int64)
+    weights = np.concatenate([durations[call_ops >= 0], op_took]).astype(np.int64)
     return [
         Finding(
             id="cold-start",
             title=f"Cold start: {100 * share:.0f}% of the recorded pass is first-use start-up "
-            f"({duration(cost)} in kernel launches that load their modules)",
+            f"({duration(cost)} loading kernels and starting libraries)",
             cost_ns=cost,
-            seen=[
-                f"{len(slow)} kernel launch(es) of {duration(SLOW_LAUNCH_NS)} or more held the GPU "
-                f"idle {duration(cost)}, {100 * share:.0f}% of the {duration(window)} judged as one pass (no steps "
-                "marked, no loop found); a launch takes microseconds once its kernel is loaded",
-                "slowest: " + ", ".join(slowest),
-            ],
-            where=ctx.where(ops[ops >= 0].astype(np.int64), durations[ops >= 0].astype(np.int64)),
+            seen=seen,
+            where=ctx.where(blamed, weights),
             why="A pass recorded cold pays what only the first one does: the first launch of each kernel loads its "
-            "module (CUDA's lazy loading), and libraries such as cuDNN and cuBLAS start up. Every later pass "
-            "skips this, so the recording describes start-up more than the work.",
+            "module (CUDA's lazy loading), and libraries such as cuDNN and cuBLAS start up (handles, heuristics, "
+            "engines) on their first call. Every later pass skips this, so the recording describes start-up more "
+            "than the work.",
             fix="Run the pass once before the one you record or time (a torch.profiler schedule with warmup=1, or "
             "`tenprof run` with tenprof.step() per pass). If the first call's latency matters (a server's first "
             "request), load the modules at start-up with CUDA_MODULE_LOADING=EAGER or send a warm-up request.",

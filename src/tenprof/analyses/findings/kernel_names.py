@@ -9,7 +9,8 @@
 
 The cost is what the fix would save in the analysed steps: the conversion kernels' time and the NCHW
 batch norms' time above what the channels-last kernels would take (findings.layouts); for the GEMMs,
-their time less what they would take on tensor cores (1/7.5 of it, the TF32-over-FP32 peak ratio).
+their time less what they would take on the tensor-core path the recorded GPU has (findings.tensor_core_path:
+TF32 on the big datacenter dies, bf16 on the others from Ampere on, fp16 before it).
 """
 
 from __future__ import annotations
@@ -23,15 +24,13 @@ import pyarrow as pa
 from tenprof.analyses.findings.context import Context, per_step
 from tenprof.analyses.findings.layouts import LayoutCost, layout_cost
 from tenprof.analyses.findings.model import Finding
+from tenprof.analyses.findings.tensor_core_path import tensor_core_path
 from tenprof.analyses.kernels.arch_from_names import newest_arch
 from tenprof.core.quantities import duration
 from tenprof.store.schema import Pass
 
 FP32_GEMM = re.compile(r"(?:^|[_ ])sgemm|simt_sgemm|gemm_f32f32_f32f32_f32|gemm.*_ffma_", re.IGNORECASE)
 TENSOR_CORE = re.compile(r"tf32|16816|1688|hmma|wgmma|nvjet|tensorop|bf16|f16|h884|s884", re.IGNORECASE)
-# Dense TF32 tensor-core peak over FP32 FMA peak: 8x on an A100 (156 / 19.5 TFLOPS), 7.4x on an H100 SXM
-# (495 / 67). A GEMM moved to TF32 keeps about 1/7.5 of its time: the rest is what the fix saves.
-TF32_SPEEDUP = 7.5
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -51,7 +50,8 @@ def check(ctx: Context) -> list[Finding]:
     names = ctx.profile.strings("kernels", "name")
     fp32 = inside & names.where(lambda n: bool(FP32_GEMM.search(n)) and not TENSOR_CORE.search(n))
     fp32_ns = int(duration_ns[fp32].sum())
-    saving = int(fp32_ns * (1 - 1 / TF32_SPEEDUP))
+    path = tensor_core_path(ctx.profile.meta.gpus, newest_arch(ctx.profile))
+    saving = int(fp32_ns * (1 - 1 / path.speedup))
     if not counters_ran and saving >= ctx.t.names_min_share * gpu_ns:
         kinds = sorted({_short(n) for n in column.filter(pa.array(fp32)).to_pylist()})
         found.append(
@@ -63,12 +63,12 @@ def check(ctx: Context) -> list[Finding]:
                 seen=[
                     f"{int(fp32.sum())} launches, {duration(fp32_ns)}, of {len(kinds)} GEMM kernel(s) on the FMA pipes "
                     f"(sgemm / f32 with ffma in the name, e.g. {kinds[0][:40]})",
-                    _saving_basis(ctx),
+                    path.basis,
                 ],
                 where=ctx.where(ops[fp32], duration_ns[fp32]),
                 why="A float32 GEMM without TF32 runs on the FMA pipes, at a fraction of the tensor cores' "
                 "throughput (on an H100 a 4096x4096 fp32 matmul took 7.8x as long as with TF32, measured).",
-                fix=_tensor_core_fix(ctx),
+                fix=path.fix,
                 numbers={"fp32_gemm_ns": float(fp32_ns), "share_of_gpu": fp32_ns / gpu_ns},
             )
         )
@@ -112,59 +112,6 @@ def _layout_finding(
             "nchw_norm_ideal_ns": float(layout.norm_ideal_ns),
             "norm_after_fix_ns": float(layout.norm_after_fix_ns),
         },
-    )
-
-
-def _compute_capability(ctx: Context) -> tuple[int, int] | None:
-    """The recorded GPU's compute capability (the first GPU the profile names), None where unknown."""
-    for gpu in ctx.profile.meta.gpus:
-        major, _, minor = gpu.compute_capability.partition(".")
-        if major.isdigit() and minor.isdigit():
-            return int(major), int(minor)
-    return None
-
-
-def _before_tf32(ctx: Context) -> bool:
-    """A card with fp16 tensor cores but neither TF32 nor bf16 (Volta, Turing: compute capability 7.x). Where
-    the profile does not name its GPU (Kineto's traces before torch 1.10), the kernels' names tell: library
-    kernels of Volta or Turing and none newer."""
-    capability = _compute_capability(ctx)
-    if capability is not None:
-        return capability[0] == 7
-    newest = newest_arch(ctx.profile)
-    return newest is not None and newest < 80
-
-
-def _saving_basis(ctx: Context) -> str:
-    if _before_tf32(ctx):
-        return (
-            f"fp16 on the tensor cores would leave about 1/{TF32_SPEEDUP:g} of that time (V100: 125 against "
-            "15.7 TFLOP/s): the cost is the rest"
-        )
-    return (
-        f"TF32 would leave about 1/{TF32_SPEEDUP:g} of that time (its tensor-core peak over FP32's on A100 and "
-        "H100): the cost is the rest"
-    )
-
-
-def _tensor_core_fix(ctx: Context) -> str:
-    """What this GPU can run the GEMMs on instead: TF32 or bf16 from Ampere on; before it (compute
-    capability 7.x) neither exists, and fp16 autocast is the tensor-core path."""
-    if _before_tf32(ctx):
-        capability = _compute_capability(ctx)
-        which = (
-            f"this GPU (compute capability {capability[0]}.{capability[1]})"
-            if capability is not None
-            else "this GPU (a Volta or Turing, by its library kernels' names)"
-        )
-        return (
-            f"Run the model under torch.autocast('cuda', dtype=torch.float16) with a torch.amp.GradScaler for "
-            f"training: {which} has fp16 tensor cores but neither TF32 nor bf16."
-        )
-    return (
-        "Allow TF32 (torch.set_float32_matmul_precision('high'), or torch.backends.cuda.matmul.allow_tf32 = "
-        "True), which keeps float32 storage and rounds the multiply inputs to 10 mantissa bits, or run the model "
-        "under torch.autocast(dtype=torch.bfloat16)."
     )
 
 

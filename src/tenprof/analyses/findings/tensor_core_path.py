@@ -1,0 +1,84 @@
+"""Which tensor-core path a float32 GEMM can move to on the recorded GPU, and how much faster it runs there
+(pure; no I/O).
+
+The dense peaks over the FP32 FMA peak, from the vendor's data sheets (dense, no sparsity):
+- the big datacenter dies (A100, A30: compute capability 8.0; H100, H200: 9.0; B200: 10.0): TF32 at 7.4-8x
+  FP32 (A100 156 against 19.5 TFLOP/s, H100 SXM 495 against 67). Allowing TF32 is the fix: float32 storage
+  stays, and the GEMM keeps about 1/7.5 of its time.
+- the other Ampere, Ada and Blackwell dies (8.6, 8.7, 8.9, 12.x): TF32 at 2x FP32 on the professional cards
+  (A10 62.5 against 31.2, L4 60 against 30.3, L40S 183 against 91.6) and at FP32's own rate on GeForce cards
+  (RTX 4090 82.6 against 82.6, RTX 3090 35.6 against 35.6), where TF32 saves nothing; bf16 with float32
+  accumulation (what torch's autocast runs) at 4x on the professional cards, 2x on GeForce (RTX 4090 165
+  against 82.6). bf16 autocast is the fix.
+- Volta and Turing (7.x): no TF32 nor bf16; fp16 at 8x on a V100 (125 against 15.7) and a T4 (65 against
+  8.1), at 4x on GeForce RTX 20 cards, which accumulate fp16 in float32 at half rate (RTX 2080 Ti 53.8
+  against 13.4). fp16 autocast (with a GradScaler for training) is the fix.
+Where the profile names no GPU (Kineto's traces before torch 1.10), the newest architecture among its library
+kernels' names tells the generation, and the big-die or V100 figures are taken.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tenprof.store.meta import GpuInfo
+
+
+@dataclass(frozen=True)
+class TensorCorePath:
+    precision: str  # tf32 | bf16 | fp16: what the GEMMs would run in
+    speedup: float  # its dense peak over FP32's on this GPU: the GEMM keeps 1/speedup of its time
+    basis: str  # the peaks the speedup comes from, for the finding's evidence
+    fix: str
+
+
+def tensor_core_path(gpus: list[GpuInfo], newest_arch: int | None) -> TensorCorePath:
+    """The path for the first GPU the profile names with a compute capability; else from `newest_arch` (the
+    newest sm_XX among the library kernels' names, None where none tells)."""
+    for gpu in gpus:
+        major, _, minor = gpu.compute_capability.partition(".")
+        if major.isdigit() and minor.isdigit():
+            return _for(int(major), int(minor), gpu.name)
+    if newest_arch is not None and newest_arch < 80:
+        return _for(7, 0, "", "a Volta or Turing, by its library kernels' names")
+    return _for(8, 0, "")
+
+
+def _for(major: int, minor: int, name: str, described: str = "") -> TensorCorePath:
+    geforce = any(word in name for word in ("GeForce", "TITAN"))
+    capability = described or f"compute capability {major}.{minor}"
+    if major == 7:
+        speedup = 4.0 if geforce and minor == 5 else 8.0
+        basis = (
+            "GeForce RTX 20 cards accumulate fp16 in float32 at half rate: about 4x FP32"
+            if speedup == 4.0
+            else "V100: 125 against 15.7 TFLOP/s; T4: 65 against 8.1"
+        )
+        return TensorCorePath(
+            "fp16",
+            speedup,
+            f"fp16 on the tensor cores would leave about 1/{speedup:g} of that time ({basis}): the cost is the rest",
+            "Run the model under torch.autocast('cuda', dtype=torch.float16) with a torch.amp.GradScaler for "
+            f"training: this GPU ({capability}) has fp16 tensor cores but neither TF32 nor bf16.",
+        )
+    if (major, minor) in ((8, 0), (9, 0), (10, 0)) or (major == 10 and not geforce):
+        return TensorCorePath(
+            "tf32",
+            7.5,
+            "TF32 would leave about 1/7.5 of that time (its tensor-core peak over FP32's: A100 156 against 19.5 "
+            "TFLOP/s, H100 495 against 67): the cost is the rest",
+            "Allow TF32 (torch.set_float32_matmul_precision('high'), or torch.backends.cuda.matmul.allow_tf32 = "
+            "True), which keeps float32 storage and rounds the multiply inputs to 10 mantissa bits, or run the "
+            "model under torch.autocast(dtype=torch.bfloat16).",
+        )
+    speedup = 2.0 if geforce else 4.0
+    tf32 = "TF32 runs at FP32's own rate" if geforce else "TF32 at 2x FP32"
+    return TensorCorePath(
+        "bf16",
+        speedup,
+        f"bf16 with float32 accumulation would leave about 1/{speedup:g} of that time (on this GPU, "
+        f"{capability}, {tf32}, bf16 at {speedup:g}x): the cost is the rest",
+        "Run the model under torch.autocast('cuda', dtype=torch.bfloat16): on this GPU "
+        f"({capability}{', a GeForce card' if geforce else ''}) {tf32}, so allowing TF32 "
+        f"{'saves nothing' if geforce else 'saves at most half'}; bf16 runs the GEMMs about {speedup:g}x as fast.",
+    )

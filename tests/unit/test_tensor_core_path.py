@@ -1,0 +1,51 @@
+"""The tensor-core path a float32 GEMM can move to, by the recorded GPU (findings.tensor_core_path): TF32 where its
+peak is 7.5x FP32's, bf16 where TF32 gains little or nothing (GeForce and professional Ampere/Ada cards), fp16 on
+Volta and Turing."""
+
+from __future__ import annotations
+
+import pytest
+
+from tenprof.analyses.findings.tensor_core_path import tensor_core_path
+from tenprof.store.meta import GpuInfo
+
+
+def _on(name: str, capability: str) -> tuple[str, float, str]:
+    path = tensor_core_path([GpuInfo(index=0, name=name, compute_capability=capability)], None)
+    return path.precision, path.speedup, path.fix
+
+
+@pytest.mark.parametrize(
+    ("name", "capability", "precision", "speedup"),
+    [
+        ("NVIDIA H100 80GB HBM3", "9.0", "tf32", 7.5),
+        ("NVIDIA A100-SXM4-80GB", "8.0", "tf32", 7.5),
+        ("NVIDIA B200", "10.0", "tf32", 7.5),
+        ("NVIDIA A10G", "8.6", "bf16", 4.0),
+        ("NVIDIA L4", "8.9", "bf16", 4.0),
+        ("NVIDIA GeForce RTX 4090", "8.9", "bf16", 2.0),
+        ("NVIDIA GeForce RTX 3090", "8.6", "bf16", 2.0),
+        ("Tesla V100-SXM2-16GB", "7.0", "fp16", 8.0),
+        ("Tesla T4", "7.5", "fp16", 8.0),
+        ("NVIDIA GeForce RTX 2080 Ti", "7.5", "fp16", 4.0),
+    ],
+)
+def test_each_card_gets_the_path_its_tensor_cores_run_fastest(
+    name: str, capability: str, precision: str, speedup: float
+) -> None:
+    got = _on(name, capability)
+    assert got[:2] == (precision, speedup)
+    assert ("TF32" in got[2].split(",")[0]) == (precision == "tf32")  # the fix leads with what to do here
+
+
+def test_a_geforce_card_is_told_that_tf32_saves_nothing() -> None:
+    assert "saves nothing" in _on("NVIDIA GeForce RTX 4090", "8.9")[2]
+    assert "saves at most half" in _on("NVIDIA L40S", "8.9")[2]
+
+
+def test_without_a_named_gpu_the_library_kernels_tell_the_generation() -> None:
+    assert tensor_core_path([], 70).precision == "fp16"  # Volta's kernels and none newer
+    assert tensor_core_path([], 90).precision == "tf32"
+    assert tensor_core_path([], None).precision == "tf32"
+    # a GPU listed without a compute capability (an AMD card, an old trace) does not decide it
+    assert tensor_core_path([GpuInfo(index=0, name="AMD Instinct MI300X")], 70).precision == "fp16"
