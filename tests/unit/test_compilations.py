@@ -52,3 +52,34 @@ def test_a_compilation_is_found_by_its_scope_or_its_op_and_counted_once(tmp_path
     # the compiling step's host time is the decomposition's compile part, not Python's
     first = step_time(profile).steps[0]
     assert first.parts["compile"] == pytest.approx(expected, rel=0.01)
+
+
+def _compile_then_short_steps(tmp_path: Path, marked: bool) -> Profile:
+    """A 400 ms compilation, then six iterations of a 50 us kernel each in a 1 ms step whose host idles the GPU
+    (a cost paid every step); `marked`: each iteration a ProfilerStep (the compilation in the first), else none."""
+    events: list[dict[str, object]] = [
+        {"ph": "X", "cat": "cpu_op", "name": "entire_frame_compile", "pid": 1, "tid": 1, "ts": 10, "dur": COMPILE_US}
+    ]
+    base = COMPILE_US + 100
+    for step in range(6):
+        if marked:
+            begin = 0.0 if step == 0 else base
+            events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "pid": 1, "tid": 1,
+                           "ts": begin, "dur": base + 999 - begin})  # fmt: skip
+        events += launch("aten::mm", base + 10, 30.0, 10.0, 50.0, step + 1)
+        base += 1_000.0
+    return imported_events(tmp_path, events)
+
+
+def test_a_compilation_that_dwarfs_the_inferred_iterations_leads(tmp_path: Path) -> None:
+    # a compiled ResNet-18's first call on an RTX 4090 D (a public trace, no steps): 1.42 s compiling led by a
+    # compiled-region cost of 62 us judged on three inferred "iterations"
+    found = find_all(_compile_then_short_steps(tmp_path, marked=False))
+    assert found[0].id == "torch-compile-time" and found[0].once
+    assert len(found) > 1  # a cost paid every step is there, after it
+
+
+def test_with_marked_steps_the_compilation_stays_after_the_steps_costs(tmp_path: Path) -> None:
+    found = find_all(_compile_then_short_steps(tmp_path, marked=True))
+    ids = [f.id for f in found]
+    assert "torch-compile-time" in ids and ids[0] != "torch-compile-time"
