@@ -141,7 +141,7 @@ def not_judged(profile: Profile, ctx: Context | None = None) -> list[str]:
     if ctx.step_numbers[0] < 0:
         notes.append(
             "no steps were marked (tenprof.step() or a torch.profiler schedule): everything was judged "
-            "as one step, and cold start only by the kernel launches that load their modules"
+            "as one step, and cold start only by its first uses (slow first calls, module loads)"
         )
     if ctx.graph_captures:
         notes.append(

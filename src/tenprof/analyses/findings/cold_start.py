@@ -153,7 +153,8 @@ def first_uses(profile: Profile) -> FirstUses:
 
 
 def _launches_work(profile: Profile, o_start: I64, o_end: I64) -> npt.NDArray[np.bool_]:
-    """Per op: whether a call that hands the GPU work (a launch, an async copy) falls inside it."""
+    """Per op: whether a call that hands the GPU work (a launch, an async copy) falls inside it, on any thread
+    (a pass judged as one runs its ops on one)."""
     api = profile.table("api_calls")
     handing = profile.strings("api_calls", "name").where(hands_work)
     at = np.sort(api.column("start_ns").to_numpy()[handing])
