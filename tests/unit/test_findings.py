@@ -605,14 +605,18 @@ def _launched_kernel(
     ]  # fmt: skip
 
 
-def _collective_trace(overlapped: bool) -> bytes:
+def _collective_trace(overlapped: bool, backward: bool = False) -> bytes:
     """Five 4 ms steps: a 1 ms compute kernel, then a 2.5 ms NCCL all-reduce launched after it (alone on the
-    GPU), or launched with it on a second stream (under it, and shorter than the step)."""
+    GPU), or launched with it on a second stream (under it, and shorter than the step); `backward`: each step
+    also runs a (kernel-less) backward node, as training does."""
     events: list[dict[str, object]] = []
     for i in range(5):
         base = 4000.0 * i
         events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}", "pid": 1, "tid": 1,
                        "ts": base, "dur": 3999.0})  # fmt: skip
+        if backward:
+            events.append({"ph": "X", "cat": "cpu_op", "name": "autograd::engine::evaluate_function: MmBackward0",
+                           "pid": 1, "tid": 2, "ts": base + 3000, "dur": 50.0})  # fmt: skip
         for j, (name, stream, ts, dur) in enumerate(
             [("gemm", 7, base + 20, 1000.0),
              ("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 8,
@@ -646,6 +650,16 @@ def test_communication_alone_on_the_gpu_is_the_first_finding_and_overlapped_is_s
             steps = Context(profile, Thresholds()).step_count
             assert steps >= 3 and exposed.cost_ns == steps * 2_500_000  # each analysed step's all-reduce, whole
             assert "ncclDevKernel_AllReduce" in exposed.seen[1]
+
+
+def test_the_fix_for_exposed_collectives_follows_whether_the_recording_trains(tmp_path: Path) -> None:
+    # a 4-layer Llama's forward split over two RTX 4090s (a public trace, no backward) was told to overlap DDP's
+    # all-reduces with the backward pass
+    forward = _one(_imported(tmp_path, "fwd", _collective_trace(False)), "exposed-communication")
+    training = _one(_imported(tmp_path, "train", _collective_trace(False, backward=True)), "exposed-communication")
+    assert forward is not None and training is not None
+    assert "model-parallel forward" in forward.fix and "DDP" not in forward.fix
+    assert "let DDP overlap its all-reduces with the backward pass" in training.fix
 
 
 def test_ranks_waiting_for_a_slow_rank_are_told_of_their_collectives_and_the_slow_rank_is_not() -> None:

@@ -8,7 +8,12 @@ the two apart, the merged report of every rank's profile can (its straggler chec
 so. Its cost is that time, of the collectives the analysed steps launched; where
 all-reduce-every-micro-step fired, the wasted rounds' share is that finding's (causes). A public MI300X
 trace of DDP training with activation checkpointing (AMD-AGI/TraceLens's tests) spent 66% of its step
-there, and its first finding was a 0.8 ms kernel variance."""
+there, and its first finding was a 0.8 ms kernel variance. The fix follows what the recording ran: with a
+backward, data-parallel training (overlap the gradients' collectives with it); without one (inference, a
+tensor- or expert-parallel forward: a public trace of a 4-layer Llama split over two RTX 4090s spent 79% of
+its forward in ReduceScatter and AllGather), the collectives sit between the layers by design, so fewer
+ranks, faster links or asynchronous tensor parallelism; on GeForce cards, which have neither peer-to-peer
+access nor NVLink, collectives pass through host memory."""
 
 from __future__ import annotations
 
@@ -67,15 +72,41 @@ def check(ctx: Context) -> list[Finding]:
             where=[line for line in ctx.where(ops, alone, limit=4) if line != NO_OP][:3],
             why="While a collective runs alone the GPU computes nothing: either the communication is not overlapped "
             "with compute (issued after it, or too large for it), or this rank waits in it for another rank.",
-            fix="First make sure no rank is slower than the others (the merged report of all ranks names a "
-            "straggler and its cause). Then hide the communication under compute: let DDP overlap its all-reduces "
-            "with the backward pass (no synchronization inside it; tune bucket_cap_mb; gradient_as_bucket_view=True), "
-            "prefetch with FSDP (forward_prefetch, backward_prefetch), give each collective more compute to hide "
-            "under (a larger micro-batch; gradient accumulation with no_sync()), or send less (bf16 gradients "
-            "through a DDP communication hook).",
+            fix=_fix(ctx),
             numbers={"exposed_ns": float(exposed), "share": share, "ranks": float(ranks)},
         )
     ]
+
+
+STRAGGLER_FIRST = (
+    "First make sure no rank is slower than the others (the merged report of all ranks names a straggler and its "
+    "cause). "
+)
+
+
+def _fix(ctx: Context) -> str:
+    """Data-parallel training's fix where the recording runs a backward; a model-parallel forward's otherwise."""
+    if ctx.profile.table("ops").column("is_backward").to_numpy(zero_copy_only=False).any():
+        return STRAGGLER_FIRST + (
+            "Then hide the communication under compute: let DDP overlap its all-reduces with the backward pass (no "
+            "synchronization inside it; tune bucket_cap_mb; gradient_as_bucket_view=True), prefetch with FSDP "
+            "(forward_prefetch, backward_prefetch), give each collective more compute to hide under (a larger "
+            "micro-batch; gradient accumulation with no_sync()), or send less (bf16 gradients through a DDP "
+            "communication hook)."
+        )
+    geforce = any("GeForce" in gpu.name for gpu in ctx.profile.meta.gpus)
+    return STRAGGLER_FIRST + (
+        "With no backward recorded, these are a model-parallel forward's collectives (tensor or expert "
+        "parallelism), which sit between the layers' compute by design: split over fewer ranks where the model "
+        "fits, give each collective more work (a larger batch), overlap it (asynchronous tensor parallelism), or "
+        "send less (activations in bf16)"
+        + (
+            "; these GeForce cards have neither peer-to-peer access nor NVLink, so every collective passes through "
+            "host memory: a card that holds the model alone, or cards with NVLink, avoid it."
+            if geforce
+            else "."
+        )
+    )
 
 
 def _short(name: str) -> str:
