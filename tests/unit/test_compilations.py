@@ -83,3 +83,20 @@ def test_with_marked_steps_the_compilation_stays_after_the_steps_costs(tmp_path:
     found = find_all(_compile_then_short_steps(tmp_path, marked=True))
     ids = [f.id for f in found]
     assert "torch-compile-time" in ids and ids[0] != "torch-compile-time"
+
+
+def test_in_a_pass_judged_as_one_the_compilation_is_a_cost_of_the_pass(tmp_path: Path) -> None:
+    # a convolution's first call through torch.compile on an A10G (a public trace): once its "iterations" were
+    # no longer read as a loop, it led with idle-gaps, the compilation nowhere
+    events: list[dict[str, object]] = [
+        {"ph": "X", "cat": "cpu_op", "name": "entire_frame_compile", "pid": 1, "tid": 1, "ts": 10, "dur": COMPILE_US}
+    ]
+    events += launch("aten::mm", 5.0, 3.0, 2.0, 50.0, 1)  # the pass's first GPU work, before the compilation
+    events += launch("aten::convolution", COMPILE_US + 100, 30.0, 10.0, 500.0, 2)
+    events += launch("aten::relu", COMPILE_US + 700, 20.0, 8.0, 50.0, 3)
+    found = find_all(imported_events(tmp_path, events))
+    first = found[0]
+    assert first.id == "torch-compile-time" and not first.once
+    assert first.cost_ns == pytest.approx(COMPILE_US * 1000, rel=0.01)
+    idle = [f for f in found if f.id == "idle-gaps"]
+    assert not idle or idle[0].cost_ns < 0.1 * first.cost_ns  # the same idle time is not charged twice

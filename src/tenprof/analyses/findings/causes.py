@@ -45,6 +45,7 @@ SAVES_INSTEAD = ("gpu_time_saved_ns", "bytes_saved", "recorded_cost_ns")
 # The findings whose cost is GPU idle time, most specific first: they are charged in this order.
 IDLE_CHARGERS = (
     "cold-start",  # as a cost of the one pass recorded (not the once-only first step, which is never charged)
+    "torch-compile-time",  # likewise: only in a pass judged as one (elsewhere a one-off, never charged)
     "data-loading",
     "allocator-churn",
     "sync-in-loop",
@@ -56,7 +57,7 @@ IDLE_CHARGERS = (
 )
 # the findings that name why the host launched nothing (from the step decomposition's parts): idle-gaps'
 # "host not launching work" is theirs, up to their cost
-_HOST_CAUSES = ("cold-start", "data-loading", "allocator-churn")
+_HOST_CAUSES = ("cold-start", "torch-compile-time", "data-loading", "allocator-churn")
 
 # The findings whose cost is GPU kernel time: in a step the host bounds, saving it shortens no step
 # (`_gpu_time_on_the_critical_path`).

@@ -328,6 +328,38 @@ def _has_region_ancestor(is_region: np.ndarray, parent: np.ndarray) -> np.ndarra
     return out
 
 
+def _compile_in_one_pass(ctx: Context, compile_ns: int, compilations: int, ops: np.ndarray) -> list[Finding]:
+    """A recording judged as one pass (no steps, no loop) has no steady step to weigh the compilation against:
+    there it is a cost of that pass, as its first uses are (cold_start), where the host's compiling (the step
+    decomposition's `compile` part) holds `cold_start_min_pass_share` of it; charged from the GPU's idle time
+    before idle-gaps (`findings.causes`). A public trace of a convolution's first call through torch.compile on an
+    A10G (959 ms compiling, 543 ms of it in the pass) led with idle-gaps once its "iterations" were no longer
+    read as a loop."""
+    window = int(ctx.step_end[0] - ctx.step_start[0])
+    in_pass = ctx.part_ns("compile")
+    if window <= 0 or in_pass < ctx.t.cold_start_min_pass_share * window:
+        return []
+    return [
+        Finding(
+            id="torch-compile-time",
+            title=f"torch.compile compiled for {duration(in_pass)} of the recorded pass "
+            f"({100 * in_pass / window:.0f}%)",
+            cost_ns=in_pass,
+            seen=[
+                f"{compilations} compilation(s), {duration(compile_ns)} in all; {duration(in_pass)} of it in the "
+                f"{duration(window)} judged as one pass (no steps marked, no loop found), with the GPU idle",
+            ],
+            where=ctx.where(ops),
+            why="Compilation is paid on the first call of each compiled function (and again on each recompile); a "
+            "recording of that call measures the compiler, not the compiled code.",
+            fix="Record a second, warm call (a torch.profiler schedule with warmup=1, or `tenprof run` with "
+            "tenprof.step() per call); if the first call's latency matters, keep Inductor's caches between runs "
+            "(TORCHINDUCTOR_CACHE_DIR, torch.compiler.save_cache_artifacts) or compile ahead of time.",
+            numbers={"compile_ns": float(compile_ns), "compile_in_pass_ns": float(in_pass), "window_ns": float(window)},
+        )
+    ]
+
+
 def compile_time(ctx: Context) -> list[Finding]:
     """torch-compile-time: the time torch.compile spent compiling (`timeline.compilations`, wherever it
     falls) against the steady step it produced: how many steps the compilation is worth. A one-off cost;
@@ -337,6 +369,8 @@ def compile_time(ctx: Context) -> list[Finding]:
     if not len(found.start) or not ctx.step_count:
         return []
     compile_ns = int((found.end - found.start).sum())
+    if ctx.all_step_numbers[0] < 0:
+        return _compile_in_one_pass(ctx, compile_ns, len(found.start), compiles)
     step_ns = float(np.median(ctx.step_end - ctx.step_start))
     steady_ns = int((ctx.step_end - ctx.step_start).sum())
     if step_ns <= 0 or compile_ns <= steady_ns:

@@ -18,7 +18,9 @@ backward ops elsewhere, inside the calls that launch them), and, where the GPU r
 the first kernel's launch on: before it lies set-up (initialising the weights, one `.to()` per parameter),
 whose loops can span more time than the work's own. A loop spanning less than a quarter of the GPU's
 working period is none (`MIN_SPAN_SHARE`): a single pass's repeated calls, such as one forward pass's view
-per layer, are no iterations, and the pass is judged whole. Torch-free.
+per layer, are no iterations, and the pass is judged whole; so are "iterations" none of which but the last
+holds any of the recording's backward ops (`_layers_of_one_training_pass`: the layers of one forward, its
+backward after them; a training loop runs a backward in each). Torch-free.
 """
 
 from __future__ import annotations
@@ -113,6 +115,8 @@ def _infer(profile: Profile) -> InferredSteps | None:
         if longest < MIN_SPAN_SHARE * working:  # no loop: a single pass, judged as one span
             return None
     best = min((c for c in found if c.span >= NEAR_SPAN * longest), key=lambda c: (len(c.bounds), -c.span))
+    if _layers_of_one_training_pass(profile, best.bounds):
+        return None
     marker = best.marker
     step_start = best.bounds.astype(np.int64)
     step_end = np.append(step_start[1:], best.last_end).astype(np.int64)
@@ -132,6 +136,18 @@ class _Candidate:
     marker: Key
     body_keys: int
     last_end: int
+
+
+def _layers_of_one_training_pass(profile: Profile, bounds: np.ndarray) -> bool:
+    """Whether the recording runs a backward and no iteration but the last holds any of it: a training loop
+    runs one in every iteration, so these "iterations" are the layers of one forward pass whose backward
+    follows them (a ResNet-50's one forward and backward on a T4, a public trace without stacks, read as 52
+    iterations starting at its convolutions)."""
+    backward = profile.column("ops", "is_backward").astype(bool)
+    if not backward.any():
+        return False
+    begins = profile.column("ops", "start_ns")[backward]
+    return not bool(((begins >= bounds[0]) & (begins < bounds[-1])).any())
 
 
 def _divisors(count: int) -> list[int]:
