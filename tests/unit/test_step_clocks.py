@@ -7,6 +7,7 @@ import gc
 import gzip
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -120,22 +121,33 @@ def test_every_threads_clock_is_read_at_each_boundary_only_when_asked(monkeypatc
 
     assert "threads" not in StepClocks().columns()  # off by default: a diagnostic
     monkeypatch.setenv(capture_clocks.THREAD_CLOCKS_VAR, "1")
-    stop = threading.Event()
-    spinner = threading.Thread(target=lambda: [sum(range(1000)) for _ in iter(lambda: stop.is_set(), True)])
+    go, spun, leave = threading.Event(), threading.Event(), threading.Event()
+
+    def spin() -> None:  # 20 ms of its own CPU time between the two reads, however loaded the machine
+        go.wait()
+        began = time.thread_time_ns()
+        while time.thread_time_ns() - began < 20_000_000:
+            sum(range(1000))
+        spun.set()
+        leave.wait()
+
+    spinner = threading.Thread(target=spin)
     clocks = StepClocks()
     spinner.start()
     try:
         clocks.ended()
-        stop.wait(0.05)
+        go.set()
+        assert spun.wait(60)
         clocks.ended()
     finally:
-        stop.set()
+        go.set()
+        leave.set()
         spinner.join()
     threads = clocks.columns()["threads"]
     spinning = str(spinner.native_id)
     first, second = threads["cpu_ns"]
-    assert second[spinning] - first[spinning] > 10_000_000  # it spun for most of the 50 ms
+    assert second[spinning] - first[spinning] >= 15_000_000  # the 20 ms it spun, as the kernel counts them
     assert len(threads["switches"]) == 2 and threads["switches"][1][0] >= threads["switches"][0][0]
     threads["names"][spinning] = "spinner"  # (Python does not name its threads for the OS before 3.14)
     medians, involuntary = step_clocks.threads_by_name({"threads": threads}, steps=[1])
-    assert medians["spinner"] > 10 and "main" in medians and involuntary >= 0
+    assert medians["spinner"] >= 15 and "main" in medians and involuntary >= 0

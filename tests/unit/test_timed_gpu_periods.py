@@ -42,7 +42,7 @@ def _fake_clocks(monkeypatch: pytest.MonkeyPatch, gpu_ms: list[float], host_ms: 
     gpu, host = iter(gpu_ms), iter(host_ms)
     _FakeEvent.completed_to = -1.0
     monkeypatch.setattr(timed_gpu_periods, "_event_now", lambda: _FakeEvent(next(gpu)))
-    monkeypatch.setattr(timed_gpu_periods.time, "perf_counter_ns", lambda: round(next(host) * 1e6))
+    monkeypatch.setattr(timed_gpu_periods, "perf_counter_ns", lambda: round(next(host) * 1e6))
 
 
 def test_a_gpu_bound_steps_period_is_the_time_between_its_events(monkeypatch: pytest.MonkeyPatch) -> None:

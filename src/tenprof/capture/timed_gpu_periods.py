@@ -28,7 +28,7 @@ reads short by that work's tail. `periods()` waits for the events (called once t
 
 from __future__ import annotations
 
-import time
+from time import perf_counter_ns
 from typing import Any
 
 import torch
@@ -49,14 +49,14 @@ class TimedGpuPeriods:
         """Step `step`, timed, begins (the boundary's last clock read follows)."""
         event = _event_now()
         if event is not None:
-            self._began[step] = (event, time.perf_counter_ns())
+            self._began[step] = (event, perf_counter_ns())
 
     def ended(self, step: int) -> None:
         """Step `step` ends (the boundary's first clock read came just before): a timed one, or the one
         before a timed one."""
         event = _event_now()
         if event is not None:
-            self._ended[step] = (event, time.perf_counter_ns())
+            self._ended[step] = (event, perf_counter_ns())
 
     def periods(self) -> list[list[int]]:
         """Each timed step with both its events: [step, its period in ns], in step order (see the module)."""
