@@ -336,14 +336,14 @@ class TimelineSession:
             return
         ended = time.perf_counter_ns()
         self.step_clocks.ended()
+        state = self._plan.state(self.log.step_calls + 1)  # how the step beginning here runs
         ending_timed = bool(self.log.step_bounds) and self.log.step_bounds[-1][2] == TIMED
-        if ending_timed or self._plan.state(self.log.step_calls + 1) == TIMED:
+        if ending_timed or state == TIMED:
             self.timed_gpu.ended(self.log.step_calls)
         sampler = self.log.sampler
         if sampler is not None:  # tenprof's own work at the boundary is not the script's
             sampler.at_boundary = True
         self.log.step_calls += 1
-        state = self._plan.state(self.log.step_calls)
         off = state != RECORDED
         if off == self._capture_on:
             self._set_capture(not off)  # stops or starts the session in place of torch's step

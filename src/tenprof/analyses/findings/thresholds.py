@@ -54,7 +54,8 @@ class Thresholds:
     """cold-start: fires when the first step takes this many times the median of the others."""
     cold_start_min_pass_share: float = 0.1
     """cold-start, in a recording judged as one pass: fires when its first uses (module loads, libraries'
-    slow first calls: cold_start.first_uses) hold the GPU idle for this share of the pass."""
+    slow first calls: cold_start.first_uses) hold the GPU idle for this share of the pass; torch-compile-time
+    there likewise, for the host's compiling (compiled._compile_in_one_pass): both one-time costs of a pass."""
     slow_step_min_ratio: float = 3.0
     """slow-step: a step taking this many times the median of the analysed steps is a one-off stall,
     reported on its own and left out of the steps the other checks judge ..."""
