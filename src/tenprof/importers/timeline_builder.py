@@ -501,7 +501,7 @@ def _steps(ann: _Annotations, ops: _Ops, callsites: Callsites | None, offset_ns:
         st_capture_on, st_own_ns = callsites.step_marks(st_number)
         st_gpu_ns = callsites.gpu_periods(st_number)
     else:
-        st_capture_on, st_own_ns, st_gpu_ns = np.ones(len(st_number), dtype=bool), unknown, unknown
+        st_capture_on, st_own_ns, st_gpu_ns = np.ones(len(st_number), dtype=bool), unknown, unknown.copy()
     # A step is complete when tenprof.step() closed it, not the end of profiling; for traces
     # from elsewhere, torch's schedule closes every recorded step.
     complete = (
