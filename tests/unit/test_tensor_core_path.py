@@ -1,6 +1,6 @@
-"""The tensor-core path a float32 GEMM can move to, by the recorded GPU (findings.tensor_core_path): TF32 where its
-peak is 7.5x FP32's, bf16 where TF32 gains little or nothing (GeForce and professional Ampere/Ada cards), fp16 on
-Volta and Turing."""
+"""The tensor-core path a float32 GEMM can move to, by the recorded GPU (findings.tensor_core_path): TF32
+where its peak is 7.4-8x FP32's (14.7x on a B200), bf16 where TF32 gains little or nothing (GeForce and
+professional Ampere/Ada cards), fp16 on Volta and Turing; a card the peaks table lists gets its own ratio."""
 
 from __future__ import annotations
 
@@ -18,14 +18,17 @@ def _on(name: str, capability: str) -> tuple[str, float, str]:
 @pytest.mark.parametrize(
     ("name", "capability", "precision", "speedup"),
     [
-        ("NVIDIA H100 80GB HBM3", "9.0", "tf32", 7.5),
-        ("NVIDIA A100-SXM4-80GB", "8.0", "tf32", 7.5),
-        ("NVIDIA B200", "10.0", "tf32", 7.5),
+        ("NVIDIA H100 80GB HBM3", "9.0", "tf32", 7.97),  # the peaks table's measured ratio, 403.9 / 50.7
+        ("NVIDIA H200", "9.0", "tf32", 7.38),  # its datasheet's, 494.7 / 67
+        ("NVIDIA A100-SXM4-80GB", "8.0", "tf32", 8.0),
+        ("NVIDIA B200", "10.0", "tf32", 14.67),
+        ("NVIDIA GB300", "10.3", "tf32", 7.5),  # not in the table: the rule's figure
         ("NVIDIA A10G", "8.6", "bf16", 4.0),
-        ("NVIDIA L4", "8.9", "bf16", 4.0),
+        ("NVIDIA L4", "8.9", "bf16", 3.99),
+        ("NVIDIA L40S", "8.9", "bf16", 3.95),
         ("NVIDIA GeForce RTX 4090", "8.9", "bf16", 2.0),
         ("NVIDIA GeForce RTX 3090", "8.6", "bf16", 2.0),
-        ("Tesla V100-SXM2-16GB", "7.0", "fp16", 8.0),
+        ("Tesla V100-SXM2-16GB", "7.0", "fp16", 7.96),
         ("Tesla T4", "7.5", "fp16", 8.0),
         ("NVIDIA GeForce RTX 2080 Ti", "7.5", "fp16", 4.0),
     ],
@@ -36,6 +39,13 @@ def test_each_card_gets_the_path_its_tensor_cores_run_fastest(
     got = _on(name, capability)
     assert got[:2] == (precision, speedup)
     assert ("TF32" in got[2].split(",")[0]) == (precision == "tf32")  # the fix leads with what to do here
+
+
+def test_a_listed_card_quotes_its_own_peaks() -> None:
+    path = tensor_core_path([GpuInfo(index=0, name="NVIDIA H100 80GB HBM3", compute_capability="9.0")], None)
+    assert "403.9 against 50.7" in path.basis and "measured" in path.basis
+    b200 = tensor_core_path([GpuInfo(index=0, name="NVIDIA B200", compute_capability="10.0")], None)
+    assert "1100 against 75" in b200.basis and "datasheet" in b200.basis
 
 
 def test_a_geforce_card_is_told_that_tf32_saves_nothing() -> None:

@@ -14,13 +14,17 @@ The dense peaks over the FP32 FMA peak, from the vendor's data sheets (dense, no
   8.1), at 4x on GeForce RTX 20 cards, which accumulate fp16 in float32 at half rate (RTX 2080 Ti 53.8
   against 13.4). fp16 autocast (with a GradScaler for training) is the fix.
 Where the profile names no GPU (Kineto's traces before torch 1.10), the newest architecture among its library
-kernels' names tells the generation, and the big-die or V100 figures are taken.
+kernels' names tells the generation, and the big-die or V100 figures are taken. These rules pick the path; a
+card that analyses.perf_model.gpu_peaks lists with both rates then gets its own ratio from that table
+(measured where both were measured on the card, else the datasheet's): an H100 SXM 7.97x (403.9 against 50.7
+measured), an H200 7.38x, a B200 14.7x (1100 against 75), an L40S 3.95x.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tenprof.analyses.perf_model.gpu_peaks import peaks_for
 from tenprof.store.meta import GpuInfo
 
 
@@ -38,10 +42,28 @@ def tensor_core_path(gpus: list[GpuInfo], newest_arch: int | None) -> TensorCore
     for gpu in gpus:
         major, _, minor = gpu.compute_capability.partition(".")
         if major.isdigit() and minor.isdigit():
-            return _for(int(major), int(minor), gpu.name)
+            return _with_listed_peaks(_for(int(major), int(minor), gpu.name), gpu.name)
     if newest_arch is not None and newest_arch < 80:
         return _for(7, 0, "", "a Volta or Turing, by its library kernels' names")
     return _for(8, 0, "")
+
+
+def _with_listed_peaks(path: TensorCorePath, name: str) -> TensorCorePath:
+    """`path` with the card's own ratio where the peaks table lists both its rates (the rule's otherwise)."""
+    peaks = peaks_for(name)
+    if peaks is None:
+        return path
+    measured = all(pipe in peaks.measured_tflops for pipe in ("fp32", path.precision))
+    rates = peaks.measured_tflops if measured else peaks.tflops
+    if "fp32" not in rates or path.precision not in rates:
+        return path
+    speedup = round(rates[path.precision] / rates["fp32"], 2)
+    kind = f"measured on {peaks.measured_on}" if measured else "datasheet"
+    basis = (
+        f"{path.precision.upper()} would leave about 1/{speedup:g} of that time ({peaks.model}: "
+        f"{rates[path.precision]:g} against {rates['fp32']:g} TFLOP/s FP32, {kind}): the cost is the rest"
+    )
+    return TensorCorePath(path.precision, speedup, basis, path.fix)
 
 
 def _for(major: int, minor: int, name: str, described: str = "") -> TensorCorePath:
