@@ -27,7 +27,8 @@ import numpy.typing as npt
 
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.model import Finding
-from tenprof.analyses.timeline.step_time import ALLOCATOR_CALLS, SLOW_LAUNCH_NS, hands_work, slow_launch_calls
+from tenprof.analyses.timeline.gpu_work_ops import ops_handing_gpu_work
+from tenprof.analyses.timeline.step_time import ALLOCATOR_CALLS, SLOW_LAUNCH_NS, slow_launch_calls
 from tenprof.core.intervals import coverage, merged
 from tenprof.core.quantities import duration
 from tenprof.store.profile import Profile
@@ -124,7 +125,7 @@ def first_uses(profile: Profile) -> FirstUses:
     calls = np.flatnonzero(~own_time & (api.column("duration_ns").to_numpy() >= SLOW_LAUNCH_NS))
     ops = profile.table("ops")
     o_start, o_end = ops.column("start_ns").to_numpy(), ops.column("end_ns").to_numpy()
-    launching = _launches_work(profile, o_start, o_end)
+    launching = ops_handing_gpu_work(profile)
     names = ops.column("name").to_numpy(zero_copy_only=False)
     chosen: list[int] = []
     later: list[float] = []
@@ -150,15 +151,6 @@ def first_uses(profile: Profile) -> FirstUses:
         np.concatenate([a_end[calls], o_end[op_rows]]).astype(np.int64),
     )
     return FirstUses(calls.astype(np.int64), op_rows, np.asarray(later, dtype=np.float64), starts, ends)
-
-
-def _launches_work(profile: Profile, o_start: I64, o_end: I64) -> npt.NDArray[np.bool_]:
-    """Per op: whether a call that hands the GPU work (a launch, an async copy) falls inside it, on any thread
-    (a pass judged as one runs its ops on one)."""
-    api = profile.table("api_calls")
-    handing = profile.strings("api_calls", "name").where(hands_work)
-    at = np.sort(api.column("start_ns").to_numpy()[handing])
-    return np.searchsorted(at, o_end, side="left") > np.searchsorted(at, o_start, side="left")
 
 
 def _one_pass(ctx: Context) -> list[Finding]:

@@ -13,7 +13,8 @@ from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.launch_bound import CAPTURING
 from tenprof.analyses.findings.meanwhile import Meanwhile, host_meanwhile
 from tenprof.analyses.findings.model import Finding
-from tenprof.analyses.timeline.step_time import HOST_PARTS, hands_work, length
+from tenprof.analyses.timeline.gpu_work_ops import ops_handing_gpu_work
+from tenprof.analyses.timeline.step_time import HOST_PARTS, length
 from tenprof.core.intervals import I64Array, coverage, merged, uncovered
 from tenprof.core.quantities import duration
 
@@ -237,18 +238,7 @@ def _cpu_ops(ctx: Context, lo: I64Array, hi: I64Array) -> _CpuOps | None:
     ops = ctx.profile.table("ops")
     if ops.num_rows == 0:
         return None
-    top_of = ctx.profile.column("ops", "top_op_id")
-    launched = np.zeros(ops.num_rows, dtype=bool)
-    # its kernels and copies, and its launch calls (a compiled region's launches whose kernels were not
-    # attributed to it still make it an op that hands the GPU work)
-    handing = ctx.profile.strings("api_calls", "name").where(hands_work)
-    for op in (
-        ctx.profile.column("kernels", "op_id"),
-        ctx.profile.column("transfers", "op_id"),
-        ctx.profile.column("api_calls", "op_id")[handing],
-    ):
-        launched[top_of[op[op >= 0]]] = True
-    cpu = (ctx.profile.column("ops", "depth") == 0) & ~launched
+    cpu = (ctx.profile.column("ops", "depth") == 0) & ~ops_handing_gpu_work(ctx.profile)
     if not cpu.any():
         return None
     chosen = np.flatnonzero(cpu)
