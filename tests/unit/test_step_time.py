@@ -10,11 +10,14 @@ import pytest
 
 from tenprof.analyses.timeline.step_time import PARTS, StepTime, step_time
 from tenprof.store.profile import Profile, load_profile
-from tests.conftest import CASES, DATA
+from tests.conftest import DATA
 from tests.helpers import recording
 
+# every recording with a timeline, those in sub-folders too (overhead/, compiled/, ranks/ ...)
+TIMELINES = sorted(str(m.parent.relative_to(DATA)) for m in DATA.rglob("meta.json") if (m.parent / "timeline").is_dir())
 
-@pytest.mark.parametrize("case", CASES)
+
+@pytest.mark.parametrize("case", TIMELINES)
 def test_the_parts_add_up_to_each_step(case: str) -> None:
     result = step_time(recording(DATA / case))
     assert result.steps, "every recording has steps or a profiled span"
