@@ -17,7 +17,7 @@ from tenprof.core.rawfiles import later_trace_parts
 from tenprof.importers.timeline_import import build_pass
 from tenprof.store.profile import load_profile
 from tests.conftest import DATA, rebuild_pass
-from tests.helpers import benchmark_module
+from tests.helpers import benchmark_module, recording
 
 
 class _FakeEvent:
@@ -154,3 +154,31 @@ def test_the_benchmark_pools_each_reading_of_the_timed_steps_against_the_plain_o
     out = capsys.readouterr().out
     assert "host wall: 2 rounds, geometric mean 0.882" in out
     assert "GPU period: 2 rounds, geometric mean 1.005" in out and "report: 2 rounds" in out
+
+
+def _timed(case: str) -> tuple[dict[int, int], dict[int, int]]:
+    """A recording's timed steps: their host walls and their GPU periods (ns), by step."""
+    steps = recording(DATA / "overhead" / case).table("steps").to_pydict()
+    rows = zip(steps["step"], steps["capture_on"], steps["own_duration_ns"], steps["gpu_period_ns"], strict=True)
+    timed = [(n, wall, period) for n, on, wall, period in rows if not on and wall > 0]
+    return {n: wall for n, wall, _ in timed}, {n: period for n, _, period in timed}
+
+
+def test_a_host_bound_loop_reads_alike_on_both_clocks() -> None:
+    # overhead/mlp_gpu_periods (H100, 2026-12-08): the small MLP's host sets the pace (GPU busy ~8%)
+    walls, periods = _timed("mlp_gpu_periods")
+    assert sorted(periods) == [9, 10, 11]
+    for n, period in periods.items():
+        assert period == pytest.approx(walls[n], rel=0.05), (n, walls[n], period)
+    o = measure(recording(DATA / "overhead" / "mlp_gpu_periods"))
+    assert o.timed_unprofiled_step_ns == sorted(periods.values())[1]
+
+
+def test_a_loop_whose_host_runs_ahead_is_timed_by_its_gpu_work() -> None:
+    # overhead/host_ahead (H100, 2026-12-08): 8M cycles of torch.cuda._sleep a step, queued in microseconds
+    walls, periods = _timed("host_ahead")
+    assert sorted(periods) == [9, 10, 11]
+    for n, period in periods.items():
+        assert 3.5e6 < period < 5e6 and walls[n] < period / 50, (n, walls[n], period)
+    o = measure(recording(DATA / "overhead" / "host_ahead"))
+    assert o.timed_unprofiled_step_ns == pytest.approx(4.045e6, rel=0.01)
