@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): installs tenprof from the carried wheels as a user would,
 # records the fixture profiles for tests/data, and leaves logs and a tarball under $OUT.
-#   usage: bash scripts/gpu_record.sh TASK... (cause36 threads36 whichpart36 periods36 clocks36b clocks36 teardowntest36 slowmode36 exit36 plan36 settle36gpu under36 pinned36 flag38e partsc38 tests38 parity38g parity38c fixture38s table38 boundary38 detach38 check38 memc38 flag38 kindsc38 attach38 tail38 inrunc38 opstest38 kinds38 stepsops38 opsfinal38 cost38 ops38 steps38 inrun38 fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
+#   usage: bash scripts/gpu_record.sh TASK... (fix36 cause36 threads36 whichpart36 periods36 clocks36b clocks36 teardowntest36 slowmode36 exit36 plan36 settle36gpu under36 pinned36 flag38e partsc38 tests38 parity38g parity38c fixture38s table38 boundary38 detach38 check38 memc38 flag38 kindsc38 attach38 tail38 inrunc38 opstest38 kinds38 stepsops38 opsfinal38 cost38 ops38 steps38 inrun38 fixture38 gate38 sample38 gputests_cupti cupti38a cupti38b cupti38c cupti38d timedin36 workeroom39 native38o memory39 ownprof38 groups40 ranks40 ondemand41 ondemand41ddp listener41 native38n native38m native38l native38k native38j native38i native38h native38g native38f native38e native38d native38c native38b native38 gputests_native parts38 decomp36 retime36b compiled36 teardown36b teardown36 drift36 ddp36t ddp36 defer36 same36 which36 settle36 diag36b final36b stop36 stopprobe36 timed36 diag36 final36 last36 gb36 retime36 corpus36rec corpus36 generate36 perf25 record findings compile tensors counters stalls ... compiled compiled_trace compiled_stalls compiled_autotune ranks gputests host19 loader19 ranks19 user20 user20b user20c user20d user20e patterns21 patterns21b diff22 diff22cpu gpu22 page23 access_split; see the cases below)
 set -u
 OUT=${OUT:-/tmp/tenprof-out}
 REPO=$(pwd)
@@ -203,7 +203,8 @@ while [ $# -gt 0 ]; do
       name="compiled_${model}_${mode//-/_}"
       # GPT-2 default: only steps 2-3 are recorded (its compile step alone makes an 18 MB profile)
       sched=""; [ "$model" = gpt2 ] && [ "$mode" = default ] && sched="--schedule wait=1,warmup=1,active=2"
-      ( cd "$REPO" && /usr/bin/time -f "wall_s=%e" tenprof run --quiet $sched -o "$WORK/prof/$name" examples/compiled_train.py --model "$model" --mode "$mode" ) > "$WORK/logs/$name.log" 2>&1
+      # --compiled-lines: the fixtures' tests read each generated kernel's source lines (Inductor's origin comments)
+      ( cd "$REPO" && /usr/bin/time -f "wall_s=%e" tenprof run --quiet --compiled-lines $sched -o "$WORK/prof/$name" examples/compiled_train.py --model "$model" --mode "$mode" ) > "$WORK/logs/$name.log" 2>&1
       echo "exit=$?" >> "$WORK/logs/$name.log"
       tail -n 4 "$WORK/logs/$name.log"
       tenprof report "$WORK/prof/$name" --limit 6 2>&1 | sed -n '/^Compiled code/,/^$/p' | head -n 40 | tee "$OUT/$name.txt"
@@ -214,7 +215,7 @@ while [ $# -gt 0 ]; do
     done
     ;;
   compiled_autotune)  # torch.compile mode=max-autotune on the MLP (Triton GEMM templates); autotuning not recorded
-    ( cd "$REPO" && /usr/bin/time -f "wall_s=%e" timeout "${AUTOTUNE_LIMIT_S:-300}" tenprof run --quiet --schedule wait=2,warmup=1,active=2 -o "$WORK/prof/compiled_mlp_max_autotune" examples/compiled_train.py --model mlp --mode max-autotune ) > "$WORK/logs/compiled_mlp_max_autotune.log" 2>&1
+    ( cd "$REPO" && /usr/bin/time -f "wall_s=%e" timeout "${AUTOTUNE_LIMIT_S:-300}" tenprof run --quiet --compiled-lines --schedule wait=2,warmup=1,active=2 -o "$WORK/prof/compiled_mlp_max_autotune" examples/compiled_train.py --model mlp --mode max-autotune ) > "$WORK/logs/compiled_mlp_max_autotune.log" 2>&1
     echo "exit=$?" >> "$WORK/logs/compiled_mlp_max_autotune.log"
     tail -n 4 "$WORK/logs/compiled_mlp_max_autotune.log"
     tenprof report "$WORK/prof/compiled_mlp_max_autotune" --limit 6 2>&1 | sed -n '/^Compiled code/,/^$/p' | head -n 40 | tee "$OUT/compiled_mlp_max_autotune.txt"
@@ -224,7 +225,7 @@ while [ $# -gt 0 ]; do
     ;;
   compiled_stalls)  # timeline + counters + stalls (one ncu run) on the compiled MLP: generated kernels replayed
     # logs go straight to $OUT: a call cut off by its time limit still shows how far ncu got
-    ( cd "$REPO" && /usr/bin/time -f "wall_s=%e" timeout "${STALLS_LIMIT_S:-400}" tenprof run --quiet --passes timeline,counters,stalls -o "$WORK/prof/compiled_mlp_stalls" examples/compiled_train.py --model mlp --steps 2 --warmup 1 ) > "$OUT/compiled_mlp_stalls.log" 2>&1
+    ( cd "$REPO" && /usr/bin/time -f "wall_s=%e" timeout "${STALLS_LIMIT_S:-400}" tenprof run --quiet --compiled-lines --passes timeline,counters,stalls -o "$WORK/prof/compiled_mlp_stalls" examples/compiled_train.py --model mlp --steps 2 --warmup 1 ) > "$OUT/compiled_mlp_stalls.log" 2>&1
     echo "exit=$?" >> "$OUT/compiled_mlp_stalls.log"
     grep -v "^==PROF==" "$OUT/compiled_mlp_stalls.log" | tail -n 8
     grep -c "==PROF== Profiling" "$WORK"/prof/compiled_mlp_stalls/*/raw/ncu.log 2>/dev/null
@@ -1064,6 +1065,16 @@ for name in ('filtered', 'native'):
       rm -rf "$WORK/prof/clocks$r"
     done
     python3 benchmarks/step_clocks.py --pool "$OUT"/clocks36-r*.json >> "$K" 2>&1
+    cat "$K"
+    ;;
+  fix36)  # issue 36: compiled GPT-2 with Inductor's origin comments off by default (--compiled-lines asks for them): a plain run (warming the compile cache), a plain run's step marks and a tenprof run, the run's timed steps against the plain run's (benchmarks/step_clocks.py), and how many distinct Triton kernels the tenprof run launched (440 with the comments, 45 without, 2026-12-08); pinned to PIN_CPUS (default 2-5); text in $OUT/fix36.txt
+    K="$OUT/fix36.txt"
+    C=(examples/compiled_train.py --model gpt2 --mode default --steps 16 --warmup 3)
+    ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" python3 "${C[@]}" ) 2>&1 | grep "loop_s=" | sed "s|^|warm-up $(date -u +%H:%M:%S) |" >> "$K"
+    ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" python3 benchmarks/step_marks.py "$WORK/marks.json" "${C[@]}" ) 2>&1 | grep "loop_s=" | sed "s|^|plain $(date -u +%H:%M:%S) |" >> "$K"
+    ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" tenprof run --quiet -o "$WORK/prof/fix" "${C[@]}" ) 2>&1 | grep "loop_s=\|tenprof:" | sed "s|^|tenprof $(date -u +%H:%M:%S) |" >> "$K"
+    python3 benchmarks/step_clocks.py "$WORK/prof/fix" "$WORK/marks.json" --json "$OUT/fix36.json" >> "$K" 2>&1
+    python3 -c "import sys; from tenprof.store.profile import load_profile as L; n=L(sys.argv[1]).table('kernels').column('name').to_pylist(); t={x for x in n if x.startswith('triton_')}; print('distinct Triton kernels launched', len(t), 'launches', sum(x.startswith('triton_') for x in n))" "$WORK/prof/fix" >> "$K" 2>&1
     cat "$K"
     ;;
   cause36)  # issue 36: why compiled GPT-2's steps timed un-profiled read 1.2-1.5x a plain run's (2026-12-07): every Python call of steps 9-11 (timed un-profiled under tenprof) counted in a plain run and a tenprof run (benchmarks/step_calls.py), with Inductor's launchers as each run left them, and their difference; then the fixtures overhead/mlp_gpu_periods and overhead/host_ahead (timed steps with GPU periods) and the GPU-clock test; pinned to PIN_CPUS (default 2-5); text in $OUT/cause36.txt (a control: a plain run with torch.profiler over steps 0-5, STEP_CALLS_KINETO)

@@ -64,9 +64,8 @@ def _run(tmp_path: Path, recorder: str, monkeypatch: pytest.MonkeyPatch, *argv: 
 def test_native_recorder_attributes_kernels_as_the_python_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: tuple[str, ...]
 ) -> None:
-    # One tenprof run first (tenprof's Inductor options make a cache key of their own): Inductor's caches
-    # then hold the compiled code, so neither compared run records autotuning's benchmark launches (a
-    # cold compile launches thousands of kernels).
+    # One tenprof run first: Inductor's caches then hold the compiled code, so neither compared run records
+    # autotuning's benchmark launches (a cold compile launches thousands of kernels).
     assert main(["run", "--quiet", "--no-lines", "-o", str(tmp_path / "warm"), str(ROOT / argv[0]), *argv[1:]]) == 0
     seen = {}
     for recorder in ("native", "python"):

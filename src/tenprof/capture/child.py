@@ -150,11 +150,14 @@ def run_child(spec: dict[str, Any]) -> int:
     signal.signal(signal.SIGTERM, _on_sigterm)
     _die_with_parent()
     session = _session(spec, raw_dir)
-    # In every pass, so that torch.compile generates the same kernels under the same names in each run:
-    # the origin comments also keep Inductor from merging identical kernels of different source lines.
-    from tenprof.capture.compiled_code import enable_origin_comments
+    # --compiled-lines: Inductor's origin comments, in every pass alike, so that torch.compile generates the
+    # same kernels under the same names in each run. They are off by default because they change the program:
+    # identical kernels of different source lines are no longer merged (compiled GPT-2: 440 kernels, not 45),
+    # and the host's launches of ten times as many kernels cost more (capture/compiled_code.py).
+    if spec.get("compiled_lines"):
+        from tenprof.capture.compiled_code import enable_origin_comments
 
-    enable_origin_comments()
+        enable_origin_comments()
     try:
         session.start()
     except Exception as exc:

@@ -108,6 +108,13 @@ class RunCommand:
         parser.add_argument("--no-shapes", action="store_true", help="do not record op input shapes (less overhead)")
         parser.add_argument("--no-memory", action="store_true", help="do not record allocations (less overhead)")
         parser.add_argument(
+            "--compiled-lines",
+            action="store_true",
+            help="torch.compile: each generated kernel's source lines (Inductor's origin comments); this changes "
+            "the compiled program: identical kernels of different lines are no longer merged, and launching more "
+            "kernels costs the host time",
+        )
+        parser.add_argument(
             "--schedule",
             default="",
             help="record only some steps, e.g. wait=1,warmup=1,active=3 (needs tenprof.step())",
@@ -181,6 +188,7 @@ class RunCommand:
             quiet=args.quiet,
             overhead_steps=args.overhead_steps,
             capture=args.capture or default_capture(),
+            compiled_lines=args.compiled_lines,
         )
         result = run_profile(request)
         drawing = time.perf_counter()

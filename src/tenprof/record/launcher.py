@@ -121,6 +121,9 @@ class RunRequest:
     rank: RankInfo | None = None
     overhead_steps: int = DEFAULT_OVERHEAD_STEPS
     capture: str = "kineto"  # the timeline pass's capture: kineto, or native (experimental)
+    # Inductor's origin comments on in every pass: each compiled kernel's source lines, at the price of a
+    # program whose identical kernels of different lines are not merged (capture/compiled_code.py)
+    compiled_lines: bool = False
     quiet: bool = False  # no progress or notes from tenprof (errors and failed passes are still said)
     python: str = field(default_factory=lambda: sys.executable)
 
@@ -197,6 +200,7 @@ def _run_child(
         "verify": req.verify,
         "overhead_steps": req.overhead_steps,
         "capture": req.capture,
+        "compiled_lines": req.compiled_lines,
         "keep_all": req.counters_all,
         "replay_scopes": list(req.replay_scopes),
         "access_library": str(access.library) if access is not None else "",
@@ -368,6 +372,7 @@ def _run_passes(req: RunRequest) -> RunResult:
             "schedule": req.schedule,
             "overhead_steps": str(req.overhead_steps),
             "capture": req.capture,
+            "compiled_lines": str(req.compiled_lines).lower(),
             **(_access_options(req) if Pass.ACCESSES in req.passes else {}),
         },
         timeline=TimelineInfo(lines=req.lines),

@@ -75,9 +75,13 @@ def _render_gaps(report: CompiledReport, console: Console) -> None:
         )
     if not gaps:
         return
-    why = (
-        ""
-        if report.has_generated_code
-        else ": the trace carries no Inductor provenance; `tenprof run` keeps the generated code and its lines"
-    )
+    if not report.has_generated_code:
+        why = ": the trace carries no Inductor provenance; `tenprof run` keeps the generated code and its lines"
+    elif not report.origin_comments and report.compiled_ns > report.with_lines_ns:
+        why = (
+            ": the generated kernels' own lines need `tenprof run --compiled-lines`, which makes Inductor keep "
+            "identical kernels of different lines apart (more kernels to launch)"
+        )
+    else:
+        why = ""
     console.print(f"  [yellow]Gaps[/yellow]: {escape('; '.join(gaps))}{escape(why)}")

@@ -64,6 +64,9 @@ class CompiledReport:
     has_generated_code: bool = False  # the profile keeps Inductor's generated code (tenprof run)
     generated_ns: int = 0  # of compiled_ns, the kernels Inductor generated (Triton); the rest are library
     # kernels (cuBLAS GEMMs, cuDNN, aten's own) that the compiled code calls
+    # whether the run had Inductor write each kernel's source lines (`tenprof run --compiled-lines`; runs
+    # before the option always did)
+    origin_comments: bool = True
 
     @property
     def ops_share(self) -> float:
@@ -97,6 +100,7 @@ def compiled_report(profile: Profile) -> CompiledReport | None:
         low_confidence_ns=low_confidence,
         has_generated_code=any(r.get("wrapper_file") for r in sources.described.values()),
         generated_ns=tally.generated_ns,
+        origin_comments=profile.meta.options.get("compiled_lines", "true") == "true",
     )
 
 
