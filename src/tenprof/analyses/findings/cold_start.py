@@ -27,6 +27,7 @@ import numpy.typing as npt
 
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.model import Finding
+from tenprof.analyses.timeline.critical_path import critical_path_windows
 from tenprof.analyses.timeline.gpu_work_ops import ops_handing_gpu_work
 from tenprof.analyses.timeline.step_time import ALLOCATOR_CALLS, SLOW_LAUNCH_NS, slow_launch_calls
 from tenprof.core.intervals import coverage, merged
@@ -42,7 +43,10 @@ def check(ctx: Context) -> list[Finding]:
         return _one_pass(ctx)
     if len(ctx.all_step_start) < 3:
         return []
-    d = ctx.all_step_end - ctx.all_step_start
+    # each step on the critical path: a loop whose host runs ahead of the GPU is timed by its GPU work, as the
+    # step decomposition times it (its host windows would make every step but the first look instant)
+    start, end = critical_path_windows(ctx.profile, ctx.all_step_start, ctx.all_step_end, ctx.all_step_numbers)
+    d = end - start
     first, median_rest = int(d[0]), float(np.median(d[1:]))
     if median_rest <= 0 or first < ctx.t.cold_start_min_ratio * median_rest:
         return []
