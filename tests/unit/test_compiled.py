@@ -53,6 +53,28 @@ def test_wrapper_comments_give_ops_lines_and_the_generated_file() -> None:
     assert kernel.counts == (-1, -1, -1)  # no inductor_meta in this snippet
 
 
+def test_without_origin_blocks_the_kept_stack_traces_give_each_uses_line() -> None:
+    # a run without --compiled-lines: no ORIGIN blocks; Inductor's provenance tracking kept the kernel's
+    # stack traces, one per place the merged kernel is used (capture/compiled_code.py)
+    plain = "\n".join(line for line in WRAPPER.splitlines() if "ORIGIN" not in line and "File " not in line)
+    plain = plain.replace("    # call_function aten.mul.Tensor seq_nr:16\n", "").replace(
+        "    # call_function aten.erf.default seq_nr:16\n", ""
+    )
+    traces = {
+        "triton_poi_fused_gelu_0": [
+            ["/home/u/train.py:40", "/home/u/model.py:10"],
+            ["/home/u/train.py:40", "/home/u/model.py:14", "/site-packages/tenprof/capture/callsites.py:186"],
+        ]
+    }
+    (kernel,) = parse_wrapper(plain, "/tmp/wrapper.py", traces)
+    assert kernel.aten_ops == ("aten::gelu",)  # the wrapper's comment still names the ops
+    assert kernel.lines == ("/home/u/model.py:10", "/home/u/model.py:14")  # innermost, tenprof's dropped
+    assert parse_wrapper(plain, "/tmp/wrapper.py")[0].lines == ()  # nothing kept: no lines
+    rows = [{"path": "/tmp/wrapper.py", "source": plain, "stack_traces": traces}]
+    table = build_compiled_table(rows, ["triton_poi_fused_gelu_0"])
+    assert table.column("lines").to_pylist() == ["/home/u/model.py:10;/home/u/model.py:14"]
+
+
 def test_kernel_name_fallback() -> None:
     guess = from_kernel_name("triton_poi_fused_add_gelu_mul_3")
     assert guess is not None and guess.aten_ops == ("aten::add", "aten::gelu", "aten::mul")

@@ -1,20 +1,29 @@
 """`tenprof run --compiled-lines`: Inductor's origin comments only when asked. Left on, they change the program
 torch.compile makes (identical kernels of different source lines are no longer merged: compiled GPT-2 launched
 440 distinct kernels instead of 45, and its host spent longer per launch, H100, 2026-12-08), so a run without the
-option compiles the script's code as a plain run does; the report then says how to get the kernels' lines."""
+option compiles the script's code as a plain run does. Each kernel's lines then come from Inductor's provenance
+tracking, kept beside the wrapper; where they are missing the report says how to get them."""
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import io
 import json
+import sys
+import types
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from tenprof.analyses.kernels.compiled import compiled_report
+from tenprof.capture.compiled_code import dump_compiled_code, prepare_inductor
 from tenprof.cli.main import main
+from tenprof.cli.run_command import RunCommand
+from tenprof.core.rawfiles import COMPILED_CODE_FILE
 from tenprof.renderers.compiled_text import render_compiled
+from tenprof.store.compiled_code import read_compiled_code
 from tests.conftest import DATA
 from tests.helpers import recording
 
@@ -22,25 +31,34 @@ from tests.helpers import recording
 SCRIPT = """
 import json, sys
 import torch._inductor.config as config
-json.dump({"comment_origin": config.comment_origin}, open(sys.argv[1], "w"))
+json.dump({"comment_origin": config.comment_origin, "provenance": config.trace.provenance_tracking_level},
+          open(sys.argv[1], "w"))
 """
 
 
-def _comment_origin_in_the_script(tmp_path: Path, *options: str) -> tuple[bool, dict[str, str]]:
+def test_a_run_leaves_the_origin_comments_off_and_tracks_provenance(tmp_path: Path) -> None:
     script = tmp_path / "asks.py"
     script.write_text(SCRIPT)
-    seen = tmp_path / f"seen{len(options)}.json"
-    out = tmp_path / f"prof{len(options)}"
-    assert main(["run", "--quiet", *options, "-o", str(out), str(script), str(seen)]) == 0
-    meta = json.loads((out / "meta.json").read_text())
-    return bool(json.loads(seen.read_text())["comment_origin"]), meta["options"]
+    seen, out = tmp_path / "seen.json", tmp_path / "prof"
+    assert main(["run", "--quiet", "-o", str(out), str(script), str(seen)]) == 0
+    assert json.loads(seen.read_text()) == {"comment_origin": False, "provenance": 1}
+    assert json.loads((out / "meta.json").read_text())["options"]["compiled_lines"] == "false"
 
 
-def test_the_origin_comments_are_on_only_with_the_option(tmp_path: Path) -> None:
-    on, options = _comment_origin_in_the_script(tmp_path)
-    assert not on and options["compiled_lines"] == "false"
-    on, options = _comment_origin_in_the_script(tmp_path, "--compiled-lines")
-    assert on and options["compiled_lines"] == "true"
+def test_the_option_turns_the_origin_comments_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    # what the child does with the option (in this process, with Inductor's config put back after)
+    import torch._inductor.config as config
+
+    monkeypatch.setattr(config, "comment_origin", False)
+    monkeypatch.setattr(config.trace, "provenance_tracking_level", 0)
+    prepare_inductor(compiled_lines=False)
+    assert (config.comment_origin, config.trace.provenance_tracking_level) == (False, 1)
+    prepare_inductor(compiled_lines=True)
+    assert config.comment_origin
+    args = argparse.ArgumentParser()
+    RunCommand().prepare_parser(args)
+    assert args.parse_args(["--compiled-lines", "x.py"]).compiled_lines
+    assert not args.parse_args(["x.py"]).compiled_lines
 
 
 def test_a_run_without_the_kernels_lines_is_told_how_to_get_them() -> None:
@@ -54,3 +72,29 @@ def test_a_run_without_the_kernels_lines_is_told_how_to_get_them() -> None:
     asked = io.StringIO()
     render_compiled(dataclasses.replace(without, origin_comments=True), Console(file=asked, width=300), 5)
     assert "--compiled-lines" not in asked.getvalue()
+
+
+def test_the_kept_code_carries_each_kernels_stack_traces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """dump_compiled_code beside a compiled graph that provenance tracking annotated: its wrapper's row gets
+    kernel -> frames of each use (stand-ins for Inductor's code cache and compiled graph)."""
+    source = "async_compile = AsyncCompile()\ntriton_poi_fused_gelu_0 = async_compile.triton('x', '')\n"
+    wrapper = tmp_path / "cwrapper.py"
+    wrapper.write_text(source)
+
+    class CompiledFxGraph:  # Inductor's output code, as much of it as the dump reads
+        def __init__(self) -> None:
+            self.source_code = source
+            trace = '  File "/home/u/train.py", line 40, in main\n  File "/home/u/model.py", line 10, in forward\n'
+            self.inductor_provenance_stack_traces_str = json.dumps({"triton_poi_fused_gelu_0:3": [trace]})
+
+    graph = CompiledFxGraph()
+    module = types.SimpleNamespace(__file__=str(wrapper))
+    codecache = types.SimpleNamespace(PyCodeCache=types.SimpleNamespace(modules={"k": module}))
+    monkeypatch.setitem(sys.modules, "torch._inductor.codecache", codecache)
+    monkeypatch.setitem(
+        sys.modules, "torch._inductor.output_code", types.SimpleNamespace(CompiledFxGraph=CompiledFxGraph)
+    )
+    assert dump_compiled_code(tmp_path) == 1
+    (row,) = read_compiled_code(tmp_path / COMPILED_CODE_FILE)
+    assert row["stack_traces"] == {"triton_poi_fused_gelu_0": [["/home/u/train.py:40", "/home/u/model.py:10"]]}
+    del graph

@@ -154,10 +154,11 @@ def run_child(spec: dict[str, Any]) -> int:
     # same kernels under the same names in each run. They are off by default because they change the program:
     # identical kernels of different source lines are no longer merged (compiled GPT-2: 440 kernels, not 45),
     # and the host's launches of ten times as many kernels cost more (capture/compiled_code.py).
-    if spec.get("compiled_lines"):
-        from tenprof.capture.compiled_code import enable_origin_comments
+    # Without the option each kernel's lines come from Inductor's provenance tracking, which merges kernels
+    # as a plain run does (capture/compiled_code.py).
+    from tenprof.capture.compiled_code import prepare_inductor
 
-        enable_origin_comments()
+    prepare_inductor(bool(spec.get("compiled_lines")))
     try:
         session.start()
     except Exception as exc:

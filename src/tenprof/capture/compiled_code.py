@@ -6,20 +6,26 @@ the user's source line of each (the FX node's stack trace). It changes what each
 way, but it changes the program: Inductor merges kernels of identical source, and kernels of different
 lines no longer are (compiled GPT-2 small: 440 distinct kernels instead of 45), so the host launches ten
 times as many kernel objects, and spent 60-70% longer in Inductor's launch path per launch (H100, torch
-2.11, 2026-12-08, benchmarks/step_calls.py). That is why it is an option. It does so when the script
-imports Inductor's config (torch.compile does, before generating code): importing it for a script that
-never compiles would cost that script about a second. `dump_compiled_code(raw_dir)` copies
-the source of every wrapper module Inductor loaded (they hold each kernel's source, its metadata comment
-"Original ATen: [...]" and its `# kernel path:`; the kernel's source string is the text of the file
-Triton compiles it from, so the stalls report can quote a hot line) into `raw/compiled_code.json.gz`
-(rows `{"path", "source"}`), read through tenprof.store.compiled_code. Every pass's run dumps the code,
-and turns the comments on where asked (in every pass alike, so that each compiles the same kernels under
-the same names); both do nothing when torch.compile was not used.
+2.11, 2026-12-08, benchmarks/step_calls.py). That is why it is an option. Without it,
+`enable_kernel_provenance()` (every pass) has Inductor keep each kernel's stack traces in the compiled
+graph instead, which changes comments in the wrapper only. Both are set when the script imports
+Inductor's config (torch.compile does, before generating code): importing it for a script that never
+compiles would cost that script about a second, and they are set in every pass alike, so that each
+compiles the same kernels under the same names.
+
+`dump_compiled_code(raw_dir)` copies the source of every wrapper module Inductor loaded (they hold each
+kernel's source, its metadata comment "Original ATen: [...]" and its `# kernel path:`; the kernel's source
+string is the text of the file Triton compiles it from, so the stalls report can quote a hot line) into
+`raw/compiled_code.json.gz`, rows `{"path", "source"}` and `"stack_traces"` (kernel -> each use's frames)
+where provenance tracking kept them, read through tenprof.store.compiled_code. Every pass's run dumps the
+code; nothing is done when torch.compile was not used.
 """
 
 from __future__ import annotations
 
+import gc
 import gzip
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -30,6 +36,15 @@ from tenprof.capture.after_import import when_imported
 from tenprof.core.rawfiles import COMPILED_CODE_FILE
 
 INDUCTOR_CONFIG = "torch._inductor.config"
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+def prepare_inductor(compiled_lines: bool) -> None:
+    """What a pass's run asks of Inductor: provenance tracking always, the origin comments with
+    `--compiled-lines`."""
+    enable_kernel_provenance()
+    if compiled_lines:
+        enable_origin_comments()
 
 
 def enable_origin_comments() -> None:
@@ -43,13 +58,62 @@ def _comment_origins(config: ModuleType) -> None:
         pass
 
 
+def enable_kernel_provenance() -> None:
+    """Inductor's provenance tracking on (level 1) once the script imports Inductor's config: each compiled
+    graph then carries, per generated kernel, the stack traces of the FX nodes it computes. Unlike the origin
+    comments it writes nothing into a kernel's source, so kernels are merged as in a plain run (only comments
+    in the wrapper differ); it costs compile time, not run time."""
+    when_imported(INDUCTOR_CONFIG, _track_provenance)
+
+
+def _track_provenance(config: ModuleType) -> None:
+    try:
+        config.trace.provenance_tracking_level = 1
+    except Exception:  # a torch whose Inductor has no provenance tracking: lines only with --compiled-lines
+        pass
+
+
+def _kernel_stack_traces() -> dict[str, dict[str, list[list[str]]]]:
+    """Per compiled graph's wrapper source: kernel name -> the frames ("file:line", outermost first) of each
+    stack trace Inductor's provenance tracking kept for it (every place a merged kernel is used)."""
+    output_code = sys.modules.get("torch._inductor.output_code")
+    graph_type = getattr(output_code, "CompiledFxGraph", None)
+    if graph_type is None:
+        return {}
+    found: dict[str, dict[str, list[list[str]]]] = {}
+    for obj in gc.get_objects():
+        try:
+            if type(obj) is not graph_type:
+                continue
+        except ReferenceError:  # a dead weak proxy among the objects
+            continue
+        text = getattr(obj, "inductor_provenance_stack_traces_str", None)
+        source = getattr(obj, "source_code", None)
+        if not text or not isinstance(source, str):
+            continue
+        try:
+            traces = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            continue
+        kernels = found.setdefault(source, {})
+        for handle, stacks in traces.items() if isinstance(traces, dict) else ():
+            name = str(handle).rsplit(":", 1)[0]  # "triton_poi_fused_add_0:12": the kernel and its use
+            for stack in stacks if isinstance(stacks, list) else ():
+                frames = [f"{file}:{line}" for file, line in _FRAME.findall(str(stack))]
+                if frames:
+                    kernels.setdefault(name, []).append(frames)
+    return found
+
+
 def dump_compiled_code(raw_dir: Path) -> int:
-    """The generated wrapper modules' sources; returns how many were written."""
+    """The generated wrapper modules' sources, each with its kernels' stack traces where Inductor's provenance
+    tracking kept them (`stack_traces`: kernel -> list of frame lists); returns how many were written."""
     codecache = sys.modules.get("torch._inductor.codecache")
     if codecache is None:  # torch.compile never ran
         return 0
     modules = getattr(getattr(codecache, "PyCodeCache", None), "modules", [])
-    rows = []
+    traces = _kernel_stack_traces()
+    rows: list[dict[str, object]] = []
     for module in list(modules.values() if isinstance(modules, dict) else modules):
         path = getattr(module, "__file__", None)
         if not path:
@@ -59,7 +123,10 @@ def dump_compiled_code(raw_dir: Path) -> int:
         except OSError:
             continue
         if "async_compile" in source:  # a wrapper (output code), not a lone kernel module
-            rows.append({"path": str(path), "source": source})
+            row: dict[str, object] = {"path": str(path), "source": source}
+            if source in traces:
+                row["stack_traces"] = traces[source]
+            rows.append(row)
     if rows:
         (raw_dir / COMPILED_CODE_FILE).write_bytes(gzip.compress(orjson.dumps(rows), compresslevel=6))
     return len(rows)

@@ -5,10 +5,11 @@ generated Triton kernel, the aten ops it computes and the user's lines of those 
 What Inductor writes, and what is read from it:
 - before each kernel's definition `NAME = async_compile.triton('NAME', '''...''')`, a comment block
   with `# kernel path: FILE` and `... Original ATen: [aten.add, aten.gelu]`;
-- inside the kernel's source, with `comment_origin` on,
+- inside the kernel's source, with `comment_origin` on (`tenprof run --compiled-lines`),
   `# ORIGIN:` blocks naming each FX node's aten op (`call_function aten.mul.Tensor`) and its stack
-  trace's last frame (`File "/path/model.py", line 39, in forward`); tenprof turns `comment_origin` on
-  in every pass's run.
+  trace's last frame (`File "/path/model.py", line 39, in forward`);
+- without them, the lines from the stack traces Inductor's provenance tracking kept per kernel, which the
+  capture stores beside each wrapper (`stack_traces`, tenprof.capture.compiled_code).
 Those give `source = inductor-comments`, confidence high. A kernel no wrapper describes is read from its
 own generated file when it still exists here (a torch.profiler trace names it: `kernel_file`), else from
 its name: `triton_poi_fused_add_gelu_3` -> add, gelu (`kernel-name`, confidence
@@ -78,7 +79,13 @@ def _body_facts(body: str) -> tuple[list[str], list[str], tuple[int, int, int]]:
     return ops, lines, counts
 
 
-def parse_wrapper(source: str, wrapper_file: str = "") -> list[CompiledKernel]:
+def parse_wrapper(
+    source: str, wrapper_file: str = "", stack_traces: dict[str, list[list[str]]] | None = None
+) -> list[CompiledKernel]:
+    """Each generated kernel the wrapper defines, with its aten ops and source lines: from the `# ORIGIN:`
+    blocks where Inductor wrote them, else from the stack traces its provenance tracking kept for the
+    kernel (`stack_traces`: kernel -> each use's frames "file:line", outermost first; the innermost frame
+    not tenprof's is the line, as an ORIGIN block names it)."""
     out: list[CompiledKernel] = []
     for name, (start, end) in embedded_kernels(source).items():
         body = source[start:end]
@@ -89,6 +96,8 @@ def parse_wrapper(source: str, wrapper_file: str = "") -> list[CompiledKernel]:
         for listed in _ORIGINAL_ATEN.findall(header):
             ops += [_aten(x) for x in listed.split(",")]
         body_ops, lines, counts = _body_facts(body)
+        if not lines and stack_traces:
+            lines = [_innermost(frames) for frames in stack_traces.get(name, [])]
         ops += body_ops
         path = _KERNEL_PATH.search(header)
         generated = path.group(1) if path else ""
@@ -98,6 +107,12 @@ def parse_wrapper(source: str, wrapper_file: str = "") -> list[CompiledKernel]:
             )
             out.append(kernel)
     return out
+
+
+def _innermost(frames: list[str]) -> str:
+    """The innermost frame of a stack ("file:line" entries, outermost first) that is not tenprof's own."""
+    kept = [f for f in frames if not _is_tenprof(f.rsplit(":", 1)[0])]
+    return kept[-1] if kept else ""
 
 
 def from_kernel_file(name: str, source: str, path: str) -> CompiledKernel | None:
@@ -144,7 +159,10 @@ def build_compiled_table(
     launches = launches or {}
     found: dict[str, CompiledKernel] = {}
     for row in rows:
-        for k in parse_wrapper(str(row.get("source", "")), str(row.get("path", ""))):
+        traces = row.get("stack_traces")
+        for k in parse_wrapper(
+            str(row.get("source", "")), str(row.get("path", "")), traces if isinstance(traces, dict) else None
+        ):
             found.setdefault(k.kernel, k)
     for name in dict.fromkeys([*kernel_names, *launches]):
         if name in found:

@@ -79,8 +79,9 @@ def _render_gaps(report: CompiledReport, console: Console) -> None:
         why = ": the trace carries no Inductor provenance; `tenprof run` keeps the generated code and its lines"
     elif not report.origin_comments and report.compiled_ns > report.with_lines_ns:
         why = (
-            ": the generated kernels' own lines need `tenprof run --compiled-lines`, which makes Inductor keep "
-            "identical kernels of different lines apart (more kernels to launch)"
+            ": Inductor kept no stack traces for those kernels; `tenprof run --compiled-lines` writes each "
+            "kernel's lines into it, which makes Inductor keep identical kernels of different lines apart (more "
+            "kernels to launch)"
         )
     else:
         why = ""
