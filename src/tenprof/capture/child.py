@@ -150,12 +150,10 @@ def run_child(spec: dict[str, Any]) -> int:
     signal.signal(signal.SIGTERM, _on_sigterm)
     _die_with_parent()
     session = _session(spec, raw_dir)
-    # --compiled-lines: Inductor's origin comments, in every pass alike, so that torch.compile generates the
-    # same kernels under the same names in each run. They are off by default because they change the program:
-    # identical kernels of different source lines are no longer merged (compiled GPT-2: 440 kernels, not 45),
-    # and the host's launches of ten times as many kernels cost more (capture/compiled_code.py).
-    # Without the option each kernel's lines come from Inductor's provenance tracking, which merges kernels
-    # as a plain run does (capture/compiled_code.py).
+    # In every pass alike, so that torch.compile generates the same kernels under the same names in each run:
+    # Inductor's provenance tracking (each kernel's stack traces; kernels merged as in a plain run), and with
+    # --compiled-lines its origin comments, off by default because they change the program (identical kernels
+    # of different lines are no longer merged: compiled GPT-2 launched 440 kernels, not 45; capture/compiled_code.py)
     from tenprof.capture.compiled_code import prepare_inductor
 
     prepare_inductor(bool(spec.get("compiled_lines")))

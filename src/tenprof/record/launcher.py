@@ -121,8 +121,8 @@ class RunRequest:
     rank: RankInfo | None = None
     overhead_steps: int = DEFAULT_OVERHEAD_STEPS
     capture: str = "kineto"  # the timeline pass's capture: kineto, or native (experimental)
-    # Inductor's origin comments on in every pass: each compiled kernel's source lines, at the price of a
-    # program whose identical kernels of different lines are not merged (capture/compiled_code.py)
+    # Inductor's origin comments on in every pass: each compiled kernel's source lines written into it, at the
+    # price of a program whose identical kernels of different lines are not merged (capture/compiled_code.py)
     compiled_lines: bool = False
     quiet: bool = False  # no progress or notes from tenprof (errors and failed passes are still said)
     python: str = field(default_factory=lambda: sys.executable)
