@@ -1067,7 +1067,7 @@ for name in ('filtered', 'native'):
     python3 benchmarks/step_clocks.py --pool "$OUT"/clocks36-r*.json >> "$K" 2>&1
     cat "$K"
     ;;
-  fix36)  # issue 36: compiled GPT-2 with Inductor's origin comments off by default (--compiled-lines asks for them): a plain run (warming the compile cache), a plain run's step marks and a tenprof run, the run's timed steps against the plain run's (benchmarks/step_clocks.py), how many distinct Triton kernels the tenprof run launched (440 with the comments, 45 without, 2026-12-08) and the compiled report's lines (from Inductor's provenance tracking); pinned to PIN_CPUS (default 2-5); text in $OUT/fix36.txt
+  fix36)  # issue 36: compiled GPT-2 with Inductor's origin comments off by default (--compiled-lines asks for them): a plain run (warming the compile cache), a plain run's step marks and a tenprof run, the run's timed steps against the plain run's (benchmarks/step_clocks.py), how many distinct Triton kernels the tenprof run launched (440 with the comments, 45 without, 2026-12-08) and the compiled report's lines (from Inductor's provenance tracking), then tests/gpu/test_gpu_compiled_lines.py; pinned to PIN_CPUS (default 2-5); text in $OUT/fix36.txt
     K="$OUT/fix36.txt"
     C=(examples/compiled_train.py --model gpt2 --mode default --steps 16 --warmup 3)
     ( cd "$REPO" && taskset -c "${PIN_CPUS:-2-5}" python3 "${C[@]}" ) 2>&1 | grep "loop_s=" | sed "s|^|warm-up $(date -u +%H:%M:%S) |" >> "$K"
@@ -1077,6 +1077,7 @@ for name in ('filtered', 'native'):
     python3 -c "import sys; from tenprof.store.profile import load_profile as L; n=L(sys.argv[1]).table('kernels').column('name').to_pylist(); t={x for x in n if x.startswith('triton_')}; print('distinct Triton kernels launched', len(t), 'launches', sum(x.startswith('triton_') for x in n))" "$WORK/prof/fix" >> "$K" 2>&1
     # the kernels' lines from Inductor's provenance tracking (no origin comments): the compiled report's shares
     tenprof report "$WORK/prof/fix" --limit 4 2>&1 | sed -n '/^Compiled code/,/^$/p' | head -n 16 >> "$K"
+    python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_gpu_compiled_lines.py 2>&1 | tail -n 8 >> "$K"
     cat "$K"
     ;;
   cause36)  # issue 36: why compiled GPT-2's steps timed un-profiled read 1.2-1.5x a plain run's (2026-12-07): every Python call of steps 9-11 (timed un-profiled under tenprof) counted in a plain run and a tenprof run (benchmarks/step_calls.py), with Inductor's launchers as each run left them, and their difference; then the fixtures overhead/mlp_gpu_periods and overhead/host_ahead (timed steps with GPU periods) and the GPU-clock test; pinned to PIN_CPUS (default 2-5); text in $OUT/cause36.txt (a control: a plain run with torch.profiler over steps 0-5, STEP_CALLS_KINETO)
