@@ -160,3 +160,36 @@ def test_a_librarys_slow_first_calls_are_the_cold_passes_start_up(tmp_path: Path
 def test_a_warm_pass_with_a_slow_once_called_op_below_a_millisecond_is_not_cold(tmp_path: Path) -> None:
     profile = _library_pass(tmp_path, first_conv_us=30, once_us=900)
     assert "cold-start" not in {f.id for f in find_all(profile)}
+
+
+def _ahead(tmp_path: Path, first_step: int, backlog_us: float) -> Profile:
+    """Four marked steps of a loop whose host runs ahead: each queues one 1 ms kernel in 50 us and goes on; the
+    first step's kernel starts `backlog_us` after its launch (work queued before the recording began)."""
+    events: list[dict[str, object]] = []
+    base = 0.0
+    for k in range(4):
+        events += launch("aten::mm", base + 5, 20, 10, 1000, correlation=k + 1)
+        kernel = events[-1]
+        if k == 0:
+            kernel["ts"] = float(kernel["ts"]) + backlog_us  # type: ignore[arg-type]
+        else:  # each kernel waits for the one before it on the stream
+            kernel["ts"] = max(float(kernel["ts"]), float(events[-5]["ts"]) + 1000)  # type: ignore[arg-type]
+        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{first_step + k}", "pid": 1,
+                       "tid": 1, "ts": base, "dur": 50})  # fmt: skip
+        base += 60
+    tmp_path.mkdir()
+    return imported_events(tmp_path, events)
+
+
+def test_a_loop_whose_host_runs_ahead_is_judged_by_its_gpu_work_not_by_a_backlog_before_the_recording(
+    tmp_path: Path,
+) -> None:
+    # without a backlog the steps are alike on the critical path (1 ms each, on the GPU): no cold start, though
+    # on the host's clock each takes 50 us against the first's
+    assert "cold-start" not in {f.id for f in find_all(_ahead(tmp_path / "a", 15, 0.0))}
+    # a trace begun mid-run (ProfilerStep#15): its first kernel waited 5 ms behind work queued before it, which is
+    # not the step's own start-up
+    assert "cold-start" not in {f.id for f in find_all(_ahead(tmp_path / "b", 15, 5000.0))}
+    # the program's own first step (step 0) keeps that wait: nothing ran before it, the wait is its start-up
+    cold = [f for f in find_all(_ahead(tmp_path / "c", 0, 5000.0)) if f.id == "cold-start"]
+    assert len(cold) == 1 and cold[0].numbers["ratio"] > 4

@@ -27,8 +27,9 @@ import numpy.typing as npt
 
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.model import Finding
-from tenprof.analyses.timeline.critical_path import critical_path_windows
+from tenprof.analyses.timeline.critical_path import critical_path_windows, launching_step
 from tenprof.analyses.timeline.gpu_work_ops import ops_handing_gpu_work
+from tenprof.analyses.timeline.overhead import kernel_launch_ns
 from tenprof.analyses.timeline.step_time import ALLOCATOR_CALLS, SLOW_LAUNCH_NS, slow_launch_calls
 from tenprof.core.intervals import coverage, merged
 from tenprof.core.quantities import duration
@@ -43,10 +44,7 @@ def check(ctx: Context) -> list[Finding]:
         return _one_pass(ctx)
     if len(ctx.all_step_start) < 3:
         return []
-    # each step on the critical path: a loop whose host runs ahead of the GPU is timed by its GPU work, as the
-    # step decomposition times it (its host windows would make every step but the first look instant)
-    start, end = critical_path_windows(ctx.profile, ctx.all_step_start, ctx.all_step_end, ctx.all_step_numbers)
-    d = end - start
+    d = _on_the_critical_path(ctx)
     first, median_rest = int(d[0]), float(np.median(d[1:]))
     if median_rest <= 0 or first < ctx.t.cold_start_min_ratio * median_rest:
         return []
@@ -99,6 +97,25 @@ def check(ctx: Context) -> list[Finding]:
             once=True,
         )
     ]
+
+
+def _on_the_critical_path(ctx: Context) -> I64:
+    """Each complete step's time as the step decomposition times it: a loop whose host runs ahead of the GPU is
+    timed by its GPU work (its host windows would make every step but the first look instant). The first step
+    has no step before it in the recording: where the recording began mid-run (a trace from step 15, not 0), its
+    first kernel may wait behind work queued before it, which is not its own; that wait (from the launch to
+    the start of the first kernel it launched) is taken off, down to its host window at least."""
+    lo, hi = ctx.all_step_start, ctx.all_step_end
+    start, end = critical_path_windows(ctx.profile, lo, hi, ctx.all_step_numbers)
+    took = (end - start).astype(np.int64)
+    launched = kernel_launch_ns(ctx.profile)
+    mine = np.flatnonzero(launching_step(lo[:1], hi[:1], launched) == 0)
+    # (step 0 is the program's first: nothing ran before it, and its first kernel's wait is its own start-up)
+    if ctx.all_step_numbers[0] > 0 and len(mine):
+        first = mine[np.argmin(launched[mine])]
+        waited = max(0, int(ctx.profile.column("kernels", "start_ns")[first] - launched[first]))
+        took[0] = max(int(hi[0] - lo[0]), int(took[0]) - waited)
+    return took
 
 
 # the decomposition's parts in which the host works with the GPU idle and a first use's start-up lands
