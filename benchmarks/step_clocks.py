@@ -104,7 +104,7 @@ def threads_by_name(clocks: dict[str, Any], steps: list[int]) -> tuple[dict[str,
     if not threads or not threads["cpu_ns"]:
         return None
     cpu, names = threads["cpu_ns"], threads["names"]
-    main = min(names, key=int)
+    main = str(threads.get("main") or min(names, key=int))  # (files from before "main" was kept: the lowest TID)
     per_name: dict[str, list[float]] = {}
     for n in steps:
         if not 1 <= n < len(cpu):

@@ -151,3 +151,16 @@ def test_every_threads_clock_is_read_at_each_boundary_only_when_asked(monkeypatc
     threads["names"][spinning] = "spinner"  # (Python does not name its threads for the OS before 3.14)
     medians, involuntary = step_clocks.threads_by_name({"threads": threads}, steps=[1])
     assert medians["spinner"] >= 15 and "main" in medians and involuntary >= 0
+    # the script's thread is the one the run names, not the lowest TID (TIDs wrap around): the spinner with
+    # TID 1 stays the spinner
+    main = threads["main"]
+    assert main == str(threading.main_thread().native_id)
+    renamed = {spinning: "1", main: "999999999"}
+    wrapped = {
+        "names": {renamed.get(t, t): n for t, n in threads["names"].items()},
+        "cpu_ns": [{renamed.get(t, t): ns for t, ns in read.items()} for read in threads["cpu_ns"]],
+        "switches": threads["switches"],
+        "main": "999999999",
+    }
+    medians, _ = step_clocks.threads_by_name({"threads": wrapped}, steps=[1])
+    assert medians["spinner"] >= 15 and "main" in medians

@@ -130,7 +130,13 @@ class StepClocks:
             "collections_dropped": self.collections_dropped,
         }
         if self.by_thread:
-            data["threads"] = {"names": self.thread_names, "cpu_ns": self.threads_cpu_ns, "switches": self.switches}
+            data["threads"] = {
+                "names": self.thread_names,
+                "cpu_ns": self.threads_cpu_ns,
+                "switches": self.switches,
+                # the script's thread: its TID is not always the lowest (TIDs wrap around like process ids)
+                "main": str(threading.main_thread().native_id),
+            }
         return data
 
     def _on_collection(self, phase: str, info: dict[str, Any]) -> None:
