@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import gc
 import gzip
-import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -33,10 +32,10 @@ from types import ModuleType
 import orjson
 
 from tenprof.capture.after_import import when_imported
+from tenprof.core.inductor import STACK_FRAME
 from tenprof.core.rawfiles import COMPILED_CODE_FILE
 
 INDUCTOR_CONFIG = "torch._inductor.config"
-_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 
 
 def prepare_inductor(compiled_lines: bool) -> None:
@@ -99,7 +98,7 @@ def _kernel_stack_traces() -> dict[str, dict[str, list[list[str]]]]:
         for handle, stacks in traces.items() if isinstance(traces, dict) else ():
             name = str(handle).rsplit(":", 1)[0]  # "triton_poi_fused_add_0:12": the kernel and its use
             for stack in stacks if isinstance(stacks, list) else ():
-                frames = [f"{file}:{line}" for file, line in _FRAME.findall(str(stack))]
+                frames = [f"{file}:{line}" for file, line in STACK_FRAME.findall(str(stack))]
                 if frames:
                     kernels.setdefault(name, []).append(frames)
     return found

@@ -15,6 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 
 _NAME = re.compile(r"^triton_(?:poi|red|per|tem|mm|bmm|for|spl|unk)_fused_(.+?)(?:_\d+)?$")
+# a frame of a Python stack trace as Inductor keeps an FX node's (in an ORIGIN block, in provenance tracking):
+# its file and line
+STACK_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 
 
 @dataclass(frozen=True)

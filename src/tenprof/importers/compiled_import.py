@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tenprof.core.generated_code import embedded_kernels, extern_calls
-from tenprof.core.inductor import CompiledKernel, from_kernel_name, is_generated_file
+from tenprof.core.inductor import STACK_FRAME, CompiledKernel, from_kernel_name, is_generated_file
 from tenprof.errors import TraceFormatError
 from tenprof.store.compiled_code import read_compiled_code
 from tenprof.store.schema import COMPILED_EXTERN_CALLS, COMPILED_KERNELS
@@ -37,7 +37,6 @@ from tenprof.store.writer import PassWriter
 _ORIGINAL_ATEN = re.compile(r"Original ATen: \[([^\]]*)\]")
 _KERNEL_PATH = re.compile(r"^# kernel path: (\S+)", re.MULTILINE)
 _ORIGIN_OP = re.compile(r"# call_function (aten\.\w+)")
-_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 _META_COUNT = re.compile(r"'(num_load|num_store|num_reduction)': (\d+)")
 KINDS = {
     "poi": "pointwise",
@@ -73,7 +72,7 @@ def _body_facts(body: str) -> tuple[list[str], list[str], tuple[int, int, int]]:
     counts, from one kernel's source."""
     ops = [_aten(x) for x in _ORIGIN_OP.findall(body)]
     # tenprof's own recorder can be the innermost frame of a node's stack: not a line of the program
-    lines = [f"{file}:{line}" for file, line in _FRAME.findall(body) if not _is_tenprof(file)]
+    lines = [f"{file}:{line}" for file, line in STACK_FRAME.findall(body) if not _is_tenprof(file)]
     meta = dict(_META_COUNT.findall(body))
     counts = (int(meta.get("num_load", -1)), int(meta.get("num_store", -1)), int(meta.get("num_reduction", -1)))
     return ops, lines, counts

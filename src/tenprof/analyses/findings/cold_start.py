@@ -108,10 +108,12 @@ def _on_the_critical_path(ctx: Context) -> I64:
     lo, hi = ctx.all_step_start, ctx.all_step_end
     start, end = critical_path_windows(ctx.profile, lo, hi, ctx.all_step_numbers)
     took = (end - start).astype(np.int64)
+    # (step 0 is the program's first: nothing ran before it, and its first kernel's wait is its own start-up)
+    if ctx.all_step_numbers[0] <= 0:
+        return took
     launched = kernel_launch_ns(ctx.profile)
     mine = np.flatnonzero(launching_step(lo[:1], hi[:1], launched) == 0)
-    # (step 0 is the program's first: nothing ran before it, and its first kernel's wait is its own start-up)
-    if ctx.all_step_numbers[0] > 0 and len(mine):
+    if len(mine):
         first = mine[np.argmin(launched[mine])]
         waited = max(0, int(ctx.profile.column("kernels", "start_ns")[first] - launched[first]))
         took[0] = max(int(hi[0] - lo[0]), int(took[0]) - waited)
