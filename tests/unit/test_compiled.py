@@ -75,6 +75,26 @@ def test_without_origin_blocks_the_kept_stack_traces_give_each_uses_line() -> No
     assert table.column("lines").to_pylist() == ["/home/u/model.py:10;/home/u/model.py:14"]
 
 
+def test_only_the_debug_handles_a_wrapper_names_give_its_kernels_lines() -> None:
+    # Inductor keys the traces by debug handle, and a lazily compiled backward graph's text also holds the
+    # kernels earlier backward graphs made (seen on torch 2.13 with a graph break): a kernel of the same name
+    # there is another graph's, which the wrapper's "[Provenance debug handles]" comments tell apart
+    plain = "\n".join(line for line in WRAPPER.splitlines() if "ORIGIN" not in line and "File " not in line)
+    plain += "\n    # [Provenance debug handles] triton_poi_fused_gelu_0:4\n"
+    traces = {
+        "triton_poi_fused_gelu_0:1": [["/home/u/train.py:40", "/home/u/block_a.py:7"]],  # an earlier graph's
+        "triton_poi_fused_gelu_0:4": [["/home/u/train.py:40", "/home/u/block_b.py:21"]],
+    }
+    (kernel,) = parse_wrapper(plain, "/tmp/wrapper.py", traces)
+    assert kernel.lines == ("/home/u/block_b.py:21",)
+    # a wrapper that names no handles (no such comments): every trace of that kernel name
+    unnamed = plain.replace("[Provenance debug handles]", "")
+    assert parse_wrapper(unnamed, "/tmp/wrapper.py", traces)[0].lines == (
+        "/home/u/block_a.py:7",
+        "/home/u/block_b.py:21",
+    )
+
+
 def test_kernel_name_fallback() -> None:
     guess = from_kernel_name("triton_poi_fused_add_gelu_mul_3")
     assert guess is not None and guess.aten_ops == ("aten::add", "aten::gelu", "aten::mul")

@@ -16,9 +16,9 @@ compiles the same kernels under the same names.
 `dump_compiled_code(raw_dir)` copies the source of every wrapper module Inductor loaded (they hold each
 kernel's source, its metadata comment "Original ATen: [...]" and its `# kernel path:`; the kernel's source
 string is the text of the file Triton compiles it from, so the stalls report can quote a hot line) into
-`raw/compiled_code.json.gz`, rows `{"path", "source"}` and `"stack_traces"` (kernel -> each use's frames)
-where provenance tracking kept them, read through tenprof.store.compiled_code. Every pass's run dumps the
-code; nothing is done when torch.compile was not used.
+`raw/compiled_code.json.gz`, rows `{"path", "source"}` and `"stack_traces"` (debug handle "kernel:N" -> each
+use's frames) where provenance tracking kept them, read through tenprof.store.compiled_code. Every pass's run
+dumps the code; nothing is done when torch.compile was not used.
 """
 
 from __future__ import annotations
@@ -73,8 +73,9 @@ def _track_provenance(config: ModuleType) -> None:
 
 
 def _kernel_stack_traces() -> dict[str, dict[str, list[list[str]]]]:
-    """Per compiled graph's wrapper source: kernel name -> the frames ("file:line", outermost first) of each
-    stack trace Inductor's provenance tracking kept for it (every place a merged kernel is used)."""
+    """Per compiled graph's wrapper source: debug handle ("kernel:N") -> the frames ("file:line", outermost
+    first) of each stack trace Inductor's provenance tracking kept for it (every place a merged kernel is
+    used)."""
     output_code = sys.modules.get("torch._inductor.output_code")
     graph_type = getattr(output_code, "CompiledFxGraph", None)
     if graph_type is None:
@@ -95,18 +96,21 @@ def _kernel_stack_traces() -> dict[str, dict[str, list[list[str]]]]:
         except orjson.JSONDecodeError:
             continue
         kernels = found.setdefault(source, {})
+        # keyed by debug handle ("triton_poi_fused_add_0:12": the kernel and one of its uses), as Inductor
+        # keeps them: a graph's text can also hold other graphs' kernels (a backward compiled lazily adds to
+        # what earlier backward graphs left), and the wrapper names its own handles (the importer's filter)
         for handle, stacks in traces.items() if isinstance(traces, dict) else ():
-            name = str(handle).rsplit(":", 1)[0]  # "triton_poi_fused_add_0:12": the kernel and its use
             for stack in stacks if isinstance(stacks, list) else ():
                 frames = [f"{file}:{line}" for file, line in STACK_FRAME.findall(str(stack))]
                 if frames:
-                    kernels.setdefault(name, []).append(frames)
+                    kernels.setdefault(str(handle), []).append(frames)
     return found
 
 
 def dump_compiled_code(raw_dir: Path) -> int:
     """The generated wrapper modules' sources, each with its kernels' stack traces where Inductor's provenance
-    tracking kept them (`stack_traces`: kernel -> list of frame lists); returns how many were written."""
+    tracking kept them (`stack_traces`: debug handle "kernel:N" -> list of frame lists); returns how many were
+    written."""
     codecache = sys.modules.get("torch._inductor.codecache")
     if codecache is None:  # torch.compile never ran
         return 0

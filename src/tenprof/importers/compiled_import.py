@@ -38,6 +38,8 @@ _ORIGINAL_ATEN = re.compile(r"Original ATen: \[([^\]]*)\]")
 _KERNEL_PATH = re.compile(r"^# kernel path: (\S+)", re.MULTILINE)
 _ORIGIN_OP = re.compile(r"# call_function (aten\.\w+)")
 _META_COUNT = re.compile(r"'(num_load|num_store|num_reduction)': (\d+)")
+# provenance tracking's comment in the wrapper where it launches a kernel: "# [Provenance debug handles] NAME:N"
+_DEBUG_HANDLE = re.compile(r"\[Provenance debug handles\] (\S+:\d+)")
 KINDS = {
     "poi": "pointwise",
     "red": "reduction",
@@ -83,9 +85,11 @@ def parse_wrapper(
 ) -> list[CompiledKernel]:
     """Each generated kernel the wrapper defines, with its aten ops and source lines: from the `# ORIGIN:`
     blocks where Inductor wrote them, else from the stack traces its provenance tracking kept for the
-    kernel (`stack_traces`: kernel -> each use's frames "file:line", outermost first; the innermost frame
-    not tenprof's is the line, as an ORIGIN block names it)."""
+    kernel (`stack_traces`: debug handle "kernel:N" -> each use's frames "file:line", outermost first; only
+    the handles this wrapper names count; the innermost frame not tenprof's is the line, as an ORIGIN block
+    names it)."""
     out: list[CompiledKernel] = []
+    own_handles = set(_DEBUG_HANDLE.findall(source))
     for name, (start, end) in embedded_kernels(source).items():
         body = source[start:end]
         definition = source.rfind("\n", 0, start) + 1
@@ -96,7 +100,7 @@ def parse_wrapper(
             ops += [_aten(x) for x in listed.split(",")]
         body_ops, lines, counts = _body_facts(body)
         if not lines and stack_traces:
-            lines = [_innermost(frames) for frames in stack_traces.get(name, [])]
+            lines = [_innermost(frames) for frames in _kernels_traces(name, stack_traces, own_handles)]
         ops += body_ops
         path = _KERNEL_PATH.search(header)
         generated = path.group(1) if path else ""
@@ -106,6 +110,20 @@ def parse_wrapper(
             )
             out.append(kernel)
     return out
+
+
+def _kernels_traces(name: str, stack_traces: dict[str, list[list[str]]], own_handles: set[str]) -> list[list[str]]:
+    """The stack traces of kernel `name`'s uses in this wrapper: those of the debug handles ("name:N") the
+    wrapper names, where it names any (a graph's provenance can hold other graphs' kernels of the same
+    name); a key without a handle is the kernel's name itself."""
+    found: list[list[str]] = []
+    for key, stacks in stack_traces.items():
+        kernel, _, number = key.rpartition(":")
+        if not number.isdigit():
+            kernel = key
+        if kernel == name and (not own_handles or not number.isdigit() or key in own_handles):
+            found += stacks
+    return found
 
 
 def _innermost(frames: list[str]) -> str:

@@ -1,6 +1,6 @@
 """torch.compile's generated wrappers as a profile keeps them: `<pass>/raw/compiled_code.json.gz`, rows
-`{"path", "source"}` (and `"stack_traces"`: kernel -> each use's frames, where Inductor's provenance tracking
-kept them) written by tenprof.capture.compiled_code in every pass's run.
+`{"path", "source"}` (and `"stack_traces"`: debug handle "kernel:N" -> each use's frames, where Inductor's
+provenance tracking kept them) written by tenprof.capture.compiled_code in every pass's run.
 
 These files are part of the profile directory, so reading them keeps a report a pure function of the
 profile (unlike reading Inductor's cache on this machine). The importers read them to build
