@@ -60,12 +60,16 @@ def test_a_training_loop_that_runs_a_backward_each_iteration_is_still_inferred(t
 
 
 def _forward_pass(
-    tmp_path: Path, blocks: list[list[str]], tail_kernel_us: float = 0.0, first_call_us: float = 30.0
+    tmp_path: Path,
+    blocks: list[list[str]],
+    tail_kernel_us: float = 0.0,
+    first_call_us: float = 30.0,
+    setup_kernel_us: float = 20.0,
 ) -> Profile:
     """One forward pass without a backward: an embedding, then each block's ops (one 20 us kernel each) on
     the main thread, each block starting with an RMS norm's aten::pow, then a last norm and the head (its
     kernel `tail_kernel_us` long, where given); the first block's second op takes `first_call_us` on the host
-    (a library's cold first call)."""
+    (a library's cold first call), the embedding's kernel `setup_kernel_us`."""
     events: list[dict[str, object]] = []
     base, correlation = 0.0, 0
 
@@ -75,7 +79,7 @@ def _forward_pass(
         events.extend(launch(name, base, host_us, 8.0, kernel_us, correlation))
         base += max(40.0, kernel_us + 30.0, host_us + 10.0)
 
-    op("aten::embedding")
+    op("aten::embedding", setup_kernel_us)
     for number, block in enumerate(blocks):
         op("aten::pow")
         for position, name in enumerate(block):
@@ -117,3 +121,17 @@ def test_repeated_calls_launching_little_of_the_work_are_not_iterations(tmp_path
     blocks = [["aten::conv1d", "aten::add_"]] * 5
     assert infer_steps(_forward_pass(tmp_path / "a", blocks)) is not None  # the blocks alone: alike, a loop
     assert infer_steps(_forward_pass(tmp_path / "b", blocks, tail_kernel_us=5000.0, first_call_us=6000.0)) is None
+
+
+def test_a_loop_after_long_gpu_set_up_is_still_inferred(tmp_path: Path) -> None:
+    # weights initialised or data made on the GPU before the loop launch more than the loop does: only what is
+    # launched from the loop's start on is weighed
+    found = infer_steps(_forward_pass(tmp_path, [ATTENTION + MLP] * 5, setup_kernel_us=1500.0))
+    assert found is not None and len(found.starts) == 6  # each norm starts one; the last, the head's
+
+
+def test_a_loop_that_recompiles_every_iteration_is_still_inferred(tmp_path: Path) -> None:
+    # each recompilation names its compiled region anew: "Torch-Compiled Region: 0/1", "0/2", ...
+    blocks = [["TorchDynamo Cache Lookup", f"Torch-Compiled Region: 0/{n}", "aten::add"] for n in range(6)]
+    found = infer_steps(_forward_pass(tmp_path, blocks))
+    assert found is not None and len(found.starts) == 6

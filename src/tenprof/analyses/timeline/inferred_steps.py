@@ -31,6 +31,7 @@ Torch-free.
 
 from __future__ import annotations
 
+import re
 import weakref
 from collections import Counter
 from dataclasses import dataclass
@@ -50,8 +51,8 @@ NEAR_SPAN = 0.9  # candidates spanning this share of the longest one's time comp
 # kernel's end): the repeated calls of one forward pass of a single-pass inference trace (a view per layer)
 # spanned 0.03% and 2% of theirs on two public traces, and judged as the steps left the rest unjudged
 MIN_SPAN_SHARE = 0.25
-# A loop's iterations launch at least this share of the recording's kernel time (from the first iteration's
-# start to the end of its body's last call). One forward pass's first blocks (a particle transformer's
+# A loop's iterations launch at least this share of the kernel time launched from their start on (up to the
+# end of their body's last call). One forward pass's first blocks (a particle transformer's
 # convolution blocks, between calls of batch_norm) passed MIN_SPAN_SHARE through one slow cuDNN call but
 # launched 22% and 32% of the kernel time on two public traces; real loops' iterations launched 78% or more
 MIN_WORK_SHARE = 0.5
@@ -60,6 +61,9 @@ MIN_WORK_SHARE = 0.5
 # 6 of 6 pairs, overlapping 0.43; ResNet-18 14 of 14; ResNet-50 33 of 49; AlexNet 4 of 7; particle
 # transformer 4 of 4; a LoRA model 13 of 13; a recommender 13 of 14); real loops at most 5 of 27
 ALIKE = 0.9
+# numbers in a call's name are ids, not another call: each recompilation names its region anew
+# ("Torch-Compiled Region: 0/3"), and a loop that recompiles every iteration still runs alike calls
+_NUMBERS = re.compile(r"\d+")
 
 Key = tuple[str, int]
 
@@ -138,7 +142,10 @@ def _infer(profile: Profile) -> InferredSteps | None:
     best = min((c for c in found if c.span >= NEAR_SPAN * longest), key=lambda c: (len(c.bounds), -c.span))
     if _layers_of_one_training_pass(profile, best.bounds):
         return None
-    iteration_names = [[str(names[i]) for i in top[(starts >= lo) & (starts < hi)]] for lo, hi in pairwise(best.bounds)]
+    iteration_names = [
+        [_NUMBERS.sub("#", str(names[i])) for i in top[(starts >= lo) & (starts < hi)]]
+        for lo, hi in pairwise(best.bounds)
+    ]
     if _blocks_unlike(iteration_names):
         return None
     marker = best.marker
@@ -175,15 +182,18 @@ def _layers_of_one_training_pass(profile: Profile, bounds: np.ndarray) -> bool:
 
 
 def _gpu_work_share(launches: np.ndarray, work: np.ndarray, candidate: _Candidate) -> float:
-    """The share of the kernel time (`work`: each kernel's duration, `launches`: when each was launched)
-    launched from the candidate loop's first iteration to the end of its body's last call: a loop's
-    iterations launch most of the work (all but set-up and the rest of the last iteration), a single pass's
-    repeated calls only what they wrap."""
-    total = int(work.sum())
+    """Of the kernel time launched from the candidate loop's first iteration on (`work`: each kernel's
+    duration, `launches`: when each was launched), the share launched by the end of its body's last call: a
+    loop's iterations launch most of it (all but the rest of the last iteration and what follows the loop),
+    a single pass's repeated first blocks only what they wrap. Set-up before the loop (weights initialised
+    or data made on the GPU) is not weighed."""
+    if int(work.sum()) <= 0:
+        return 1.0  # no kernel time to weigh
+    after = launches >= candidate.bounds[0]
+    total = int(work[after].sum())
     if total <= 0:
-        return 1.0
-    inside = (launches >= candidate.bounds[0]) & (launches <= candidate.last_end)
-    return int(work[inside].sum()) / total
+        return 0.0  # the GPU's work all came before: calls that launch none of it are not the loop
+    return int(work[after & (launches <= candidate.last_end)].sum()) / total
 
 
 def _blocks_unlike(iteration_names: list[list[str]]) -> bool:
