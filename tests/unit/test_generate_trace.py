@@ -1,8 +1,9 @@
 """GPT-2 `generate()` recorded with plain torch.profiler (no tenprof, no steps marked, no stack; one NVIDIA H200,
 2026-11-28, tests/data/generate): the decode loop's iterations are inferred, the set-up before it (the
-weights' copy to the GPU included) is left out of them, and the findings read the loop: launch-bound first,
-then the syncs of each token; the one-time weight upload is not called a per-step pageable copy (it was,
-before iterations were inferred in runs without marked steps)."""
+weights' copy to the GPU included) is left out of them, and the findings read the loop: launch-bound first;
+each token's two `.item()` syncs cost 15.5 us of GPU idle a token (the host is behind the GPU anyway), 0.2%
+of the step, below sync-in-loop's `sync_min_share`; the one-time weight upload is not called a per-step
+pageable copy (it was, before iterations were inferred in runs without marked steps)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def test_generate_traced_by_torch_profiler_reads_per_token(tmp_path: Path) -> No
     assert main(["import", "--quiet", str(TRACE), "-o", str(tmp_path / "p")]) == 0
     profile = load_profile(tmp_path / "p")
     found = [f for f in findings_of(profile) if not f.once]
-    assert [f.id for f in found[:2]] == ["launch-bound", "sync-in-loop"]
+    assert found[0].id == "launch-bound" and "sync-in-loop" not in {f.id for f in found}
     assert "pageable-transfer" not in {f.id for f in findings_of(profile)}
     steps = step_time(profile)
     # 48 tokens: the prefill and 47 decode steps, give or take the loop's first and last partial iterations

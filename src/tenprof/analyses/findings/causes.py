@@ -10,7 +10,8 @@ The overlaps, each settled once here:
   its threshold (`idle.min_share` of the window it was judged on).
 - sync-in-loop counts the waits of blocking copies to the GPU; when pageable-transfer fired, those are
   its: the idle after them moves to pageable-transfer's cost, and sync-in-loop keeps only the other
-  synchronizations (or goes, when there are none).
+  synchronizations (or goes, when there are none, or when what they cost is below `sync_min_share` of the
+  analysed steps).
 - The GPU's idle time in the analysed steps is one budget (un-profiled where the overhead is known,
   else as recorded): the findings that charge idle time take from it in order, the specific causes
   first (data-loading, allocator-churn, sync-in-loop, pageable-transfer, torch-compile, graph-break),
@@ -101,6 +102,8 @@ def one_cause_one_finding(found: list[Finding], ctx: Context) -> list[Finding]:
         )
         if left <= 0:
             syncs.cost_ns = 0
+    if syncs is not None and syncs.cost_ns < ctx.t.sync_min_share * ctx.analysed_ns:
+        syncs.cost_ns = 0  # what is left is nothing to fix (a benchmark's timing syncs): dropped below
     _wasted_rounds_left_to_grad_sync(by_id, ctx)
     idle = by_id.get("idle-gaps")
     if idle is not None:

@@ -45,7 +45,10 @@ class Thresholds:
     idle_min_share: float = 0.2
     """idle-gaps: fires when such gaps add up to this share of the steps' GPU time span."""
     sync_min_per_step: float = 1.0
-    """sync-in-loop: fires when host-device synchronizations per step reach this."""
+    """sync-in-loop: fires when host-device synchronizations per step reach this ..."""
+    sync_min_share: float = 0.005
+    """... and the GPU idle they cost (less what pageable-transfer takes: causes.py) is at least this share of
+    the analysed steps' time: a benchmark's three timing syncs in a 12.8 s pass cost 40 us, nothing to fix."""
     transfers_min_pageable_bytes_per_step: float = 1 << 20
     """pageable-transfer: fires when copies from/to pageable host memory move this much per step."""
     copies_min_share: float = 0.05

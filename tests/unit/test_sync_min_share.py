@@ -1,0 +1,42 @@
+"""sync-in-loop names only synchronizations that cost something worth fixing (`sync_min_share` of the analysed
+steps): a benchmark's timing syncs in a GPU-bound loop cost microseconds of GPU idle against long kernels
+(three in a 12.8 s public AlexNet pass cost 40 us), while a sync followed by host work the GPU then waits for
+costs that host work every step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tenprof.analyses.findings import find_all
+from tenprof.store.profile import Profile
+from tests.helpers import imported_events, launch
+
+STEPS = 6
+
+
+def _loop(tmp_path: Path, kernel_us: float, host_after_sync_us: float) -> Profile:
+    """STEPS marked steps: a matmul launching one `kernel_us` kernel, a cudaDeviceSynchronize waiting for it, then
+    `host_after_sync_us` of host work before the next step's launch."""
+    events: list[dict[str, object]] = []
+    base = 0.0
+    for correlation in range(1, STEPS + 1):
+        begin = base
+        events += launch("aten::mm", base, 30.0, 8.0, kernel_us, correlation)
+        kernel_end = base + 23.0 + kernel_us
+        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "pid": 1, "tid": 1,
+                       "ts": base + 40.0, "dur": kernel_end + 2.0 - (base + 40.0),
+                       "args": {"correlation": 1000 + correlation}})  # fmt: skip
+        base = kernel_end + 2.0 + host_after_sync_us
+        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{correlation}", "pid": 1,
+                       "tid": 1, "ts": begin - 1, "dur": base - begin})  # fmt: skip
+    return imported_events(tmp_path, events)
+
+
+def test_syncs_that_cost_the_gpu_microseconds_of_long_steps_are_not_named(tmp_path: Path) -> None:
+    ids = {f.id for f in find_all(_loop(tmp_path, kernel_us=10_000.0, host_after_sync_us=5.0))}
+    assert "sync-in-loop" not in ids
+
+
+def test_syncs_followed_by_host_work_the_gpu_waits_for_are_named(tmp_path: Path) -> None:
+    found = {f.id: f for f in find_all(_loop(tmp_path, kernel_us=10_000.0, host_after_sync_us=300.0))}
+    assert "sync-in-loop" in found and found["sync-in-loop"].cost_ns > 0
