@@ -18,8 +18,12 @@ GEMM_OPS = frozenset(
     }
 )
 
-# CUDA calls in which the host waits for the GPU.
-SYNC_CALLS = frozenset({"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy"})
+# CUDA calls in which the host waits for the GPU, and their HIP names in ROCm traces (ROCm's PyTorch copies to
+# the host with hipMemcpyWithStream, which returns once the copy is done)
+SYNC_CALLS = frozenset(
+    {"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy"}
+    | {"hipStreamSynchronize", "hipDeviceSynchronize", "hipEventSynchronize", "hipMemcpy", "hipMemcpyWithStream"}
+)
 
 # Collective (communication) kernels: NCCL's, by the words in their names.
 # NCCL's and RCCL's kernels, other libraries' collectives, and expert-parallel communication kernels
@@ -44,6 +48,8 @@ COLLECTIVE_WORDS = (
 # (cudaStreamBeginCapture, cudaStreamBeginCaptureToGraph, hipStreamBeginCapture)
 GRAPH_LAUNCHES = frozenset({"cudaGraphLaunch", "hipGraphLaunch"})
 CAPTURE_BEGIN = "StreamBeginCapture"
+# the calls that make a captured graph executable (cudaGraphInstantiate, cudaGraphInstantiateWithFlags, HIP's)
+GRAPH_INSTANTIATES = ("cudaGraphInstantiate", "hipGraphInstantiate")
 
 
 def is_collective(kernel_name: str) -> bool:

@@ -14,7 +14,10 @@ In a steady loop PyTorch's caching allocator reuses the blocks it freed, so devi
 the driver only in the first steps. Steady calls mean the cache was emptied (`torch.cuda.empty_cache()`,
 which gives every free block back, so the next step takes them again), or the cache cannot hold the
 step (memory near the card's limit: the allocator frees what it cached and retries), or pinned host
-buffers are made anew every step (cudaHostAlloc). cudaFree called outside any torch op is the first;
+buffers are made anew every step (cudaHostAlloc), or the cache is off (PYTORCH_NO_CUDA_MEMORY_CACHING=1:
+every freed tensor's memory goes back at once, a few blocks in each of many ops; `_release_pattern`).
+ROCm traces name HIP's calls (hipMalloc, hipFree), counted alike. cudaFree called outside any torch op in
+a burst or two a step is the first;
 the lines come from the host sampler (empty_cache is no op): first the line sampled while memory was given
 back outside any op (the call that empties the cache), then the lines sampled in all the allocator's
 calls, then those of the ops the calls ran in. Judged only
@@ -37,7 +40,9 @@ from tenprof.analyses.timeline.step_time import ALLOCATOR_CALLS, length
 from tenprof.core.intervals import coverage
 from tenprof.core.quantities import duration
 
-_GIVING_BACK = frozenset({"cudaFree", "cuMemFree_v2", "cuMemRelease", "cuMemUnmap", "cudaFreeHost"})
+_GIVING_BACK = frozenset(
+    {"cudaFree", "cuMemFree_v2", "cuMemRelease", "cuMemUnmap", "cudaFreeHost", "hipFree", "hipHostFree"}
+)
 
 
 MIN_STEPS = 2  # judged on steady steps only: in a run judged as one step, every allocation may be a first
@@ -68,8 +73,10 @@ def check(ctx: Context) -> list[Finding]:
         spent[name] += int(ns)
     around_ops, allocating_ops = _allocating_ops_ns(ctx, op[chosen & (op >= 0)], took[chosen & (op >= 0)])
     taken = int(took[chosen & (op < 0)].sum()) + around_ops  # the host's time the allocator takes
-    released = chosen & names.where(lambda n: n in _GIVING_BACK) & (op < 0)
+    giving_back = chosen & names.where(lambda n: n in _GIVING_BACK)
+    released = giving_back & (op < 0)
     freed_outside = int(released.sum())
+    pattern = _release_pattern(ctx, api.column("start_ns").to_numpy()[released], op[giving_back & (op >= 0)])
     sampled_lines = []
     releasing_lines = []  # where the memory given back outside any op was given back: the churn's cause
     if sampled(ctx.profile):
@@ -98,10 +105,17 @@ def check(ctx: Context) -> list[Finding]:
             f"(the allocator's slow path around the driver calls): {duration(per_step(taken, ctx))} per step "
             "in all, counted as the cost"
         )
-    if freed_outside:
+    if pattern == EMPTIED:
         seen.append(
             f"{per_step(freed_outside, ctx):.3g} memory releases per step outside any torch op: the cache is emptied "
             "(torch.cuda.empty_cache()) and refilled every step"
+        )
+    elif pattern == UNCACHED:
+        inside = giving_back & (op >= 0)
+        seen.append(
+            f"{per_step(int(inside.sum()), ctx):.3g} memory releases per step inside "
+            f"{per_step(len(np.unique(op[inside])), ctx):.3g} ops, a few each, and {per_step(freed_outside, ctx):.3g} "
+            "between ops: each freed tensor's memory goes back to the driver, as if the allocator cached nothing"
         )
     if sampled_lines:
         seen.append(
@@ -123,8 +137,8 @@ def check(ctx: Context) -> list[Finding]:
             seen=seen,
             where=list(dict.fromkeys(where))[:3],
             why="cudaMalloc and cudaFree are slow and synchronize with the device; PyTorch's caching allocator avoids "
-            "them after the first steps, so steady calls mean its cache is being emptied or is too small.",
-            fix=_fix(bool(freed_outside), counts),
+            "them after the first steps, so steady calls mean its cache is being emptied, is too small, or is off.",
+            fix=_fix(pattern, counts),
             numbers={
                 "waited_ns": float(waited),
                 "host_ns": float(host),
@@ -149,14 +163,53 @@ def _allocating_ops_ns(ctx: Context, call_ops: np.ndarray, call_ns: np.ndarray) 
     return found.total_ns, len(found.ops)
 
 
-def _fix(emptied: bool, counts: Counter[str]) -> str:
-    if emptied:
+EMPTIED, UNCACHED, CANNOT_KEEP = "emptied", "uncached", "cannot keep"
+# empty_cache() gives the cache back in one burst between ops: at most this many bursts per step
+MAX_BURSTS_PER_STEP = 2
+# without a cache, each tensor's memory goes back as it is freed: many ops a step free a few blocks each
+# (an MI300X ResNet-18 run without caching, a public trace: 103 ops a step, 2 releases each, against the
+# corpus's empty_cache loops: 20-45 releases a step in one burst between ops, 1 op or none releasing); a cache
+# emptied by an out-of-memory retry frees its blocks in the few ops that ran out
+MIN_RELEASING_OPS_PER_STEP = 10
+MAX_RELEASES_PER_OP = 4
+
+
+def _release_pattern(ctx: Context, outside_starts: np.ndarray, releasing_ops: np.ndarray) -> str:
+    """How the analysed steps give device memory back: in bursts between ops (`EMPTIED`: empty_cache()), a few
+    blocks at a time inside many ops (`UNCACHED`: the caching allocator keeps nothing), or neither (the cache
+    cannot keep the step's memory)."""
+    steps = max(ctx.step_count, 1)
+    if len(outside_starts) and len(outside_starts) >= len(releasing_ops):
+        top = ctx.profile.column("ops", "depth") == 0
+        op_starts = np.sort(ctx.profile.column("ops", "start_ns")[top])
+        times = np.sort(outside_starts)
+        # a new burst wherever an op started since the release before
+        bursts = 1 + int((np.searchsorted(op_starts, times[1:]) > np.searchsorted(op_starts, times[:-1])).sum())
+        if bursts <= MAX_BURSTS_PER_STEP * steps:
+            return EMPTIED
+    ops = len(np.unique(releasing_ops))
+    if ops >= MIN_RELEASING_OPS_PER_STEP * steps and len(releasing_ops) <= MAX_RELEASES_PER_OP * ops:
+        return UNCACHED
+    if len(outside_starts):
+        return EMPTIED  # releases between ops, not one burst a step: emptied more than once a step
+    return CANNOT_KEEP
+
+
+def _fix(pattern: str, counts: Counter[str]) -> str:
+    if pattern == UNCACHED:
+        return (
+            "Let the caching allocator keep freed memory: unset PYTORCH_NO_CUDA_MEMORY_CACHING (a debugging switch "
+            "that turns the cache off), or, under a pluggable allocator (torch.cuda.memory.CUDAPluggableAllocator), "
+            "make it reuse freed blocks; also check that torch.cuda.empty_cache() is not called between ops."
+        )
+    if pattern == EMPTIED:
         return (
             "Remove torch.cuda.empty_cache() from the loop: the allocator keeps freed blocks to reuse them, and "
             "emptying its cache makes every step take them from the driver again. If memory is tight, lower the "
             "peak (smaller batch, activation checkpointing) or set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True."
         )
-    if counts["cudaHostAlloc"] + counts["cudaMallocHost"] >= counts["cudaMalloc"]:
+    pinned = counts["cudaHostAlloc"] + counts["cudaMallocHost"] + counts["hipHostMalloc"]
+    if pinned >= counts["cudaMalloc"] + counts["hipMalloc"]:
         return (
             "Pinned host buffers are allocated every step: allocate them once and reuse them (or let the DataLoader "
             "pin with pin_memory=True, which reuses its buffers)."

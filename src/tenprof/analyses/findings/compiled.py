@@ -18,6 +18,7 @@ import numpy as np
 
 from tenprof.analyses.findings.context import Context, host_cost, per_step
 from tenprof.analyses.findings.model import Finding
+from tenprof.analyses.op_kinds import GRAPH_INSTANTIATES, GRAPH_LAUNCHES
 from tenprof.analyses.timeline.compilations import frame_compilations
 from tenprof.core.quantities import count, duration
 
@@ -106,7 +107,8 @@ def _region_cost(ctx: Context, start: np.ndarray, duration_ns: np.ndarray, regio
     k_root = np.where(k_op >= 0, root[np.clip(k_op, 0, None)], -1)
     k_duration = ctx.profile.table("kernels").column("duration_ns").to_numpy()
     gpu_by_top = np.bincount(k_root[k_root >= 0], weights=k_duration[k_root >= 0], minlength=len(start))
-    graph_launch = np.flatnonzero(ctx.profile.strings("api_calls", "name").equals("cudaGraphLaunch") & (api_op >= 0))
+    replays = ctx.profile.strings("api_calls", "name").where(lambda n: n in GRAPH_LAUNCHES)
+    graph_launch = np.flatnonzero(replays & (api_op >= 0))
     replays_graphs = any(int(root[api_op[i]]) in set(region_ops) for i in graph_launch.tolist())
     recorded = _graph_recording_steps(ctx)
     if recorded:  # leave out the steps that recorded CUDA graphs
@@ -146,7 +148,7 @@ def _kernel_ops(ctx: Context, api_op: np.ndarray) -> np.ndarray:
 def _graph_recording_steps(ctx: Context) -> set[int]:
     """The analysed steps in which a CUDA graph was recorded (a cudaGraphInstantiate call started)."""
     api = ctx.profile.table("api_calls")
-    instantiate = ctx.profile.strings("api_calls", "name").where(lambda n: n.startswith("cudaGraphInstantiate"))
+    instantiate = ctx.profile.strings("api_calls", "name").where(lambda n: n.startswith(GRAPH_INSTANTIATES))
     recording = api.column("start_ns").to_numpy()[instantiate].astype(float).tolist()
     if not recording:
         return set()

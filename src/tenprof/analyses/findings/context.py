@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tenprof.analyses.findings.thresholds import Thresholds
-from tenprof.analyses.op_kinds import CAPTURE_BEGIN
+from tenprof.analyses.op_kinds import CAPTURE_BEGIN, GRAPH_INSTANTIATES
 from tenprof.analyses.perf_model import PerfModel, perf_model
 from tenprof.analyses.timeline.compilations import frame_compilations
 from tenprof.analyses.timeline.inferred_steps import InferredSteps, infer_steps
@@ -86,7 +86,7 @@ class Context:
         if not keep_compiling and len(keep) >= 2:
             # Recording CUDA graphs (mode="reduce-overhead") is a one-off like compiling: its warm-up runs,
             # syncs and allocations are not the steady state.
-            recording = profile.strings("api_calls", "name").where(lambda n: n.startswith("cudaGraphInstantiate"))
+            recording = profile.strings("api_calls", "name").where(lambda n: n.startswith(GRAPH_INSTANTIATES))
             compile_start = np.concatenate(
                 [
                     frame_compilations(profile).start,

@@ -96,6 +96,9 @@ HOST_PARTS = ("allocator", "cuda_api", "data_loading", "compile", "dispatch", "p
 ALLOCATOR_CALLS = frozenset(
     {"cudaMalloc", "cudaFree", "cudaMallocHost", "cudaFreeHost", "cudaHostAlloc", "cudaMallocAsync", "cudaFreeAsync"}
     | {"cuMemAlloc_v2", "cuMemFree_v2", "cuMemCreate", "cuMemRelease", "cuMemMap", "cuMemUnmap"}
+    # ROCm traces name HIP's (an MI300X ResNet-18 spent 3.35 s in 1360 hipFree calls, read as "other CUDA calls")
+    | {"hipMalloc", "hipFree", "hipHostMalloc", "hipHostFree", "hipMallocAsync", "hipFreeAsync"}
+    | {"hipExtMallocWithFlags"}
 )
 # calls that hand work to the GPU and return: the op that makes them is dispatching, not waiting
 _WORK_WORDS = ("Launch", "MemcpyAsync", "MemsetAsync", "EventRecord", "StreamWaitEvent", "GraphLaunch")
