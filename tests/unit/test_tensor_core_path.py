@@ -31,6 +31,9 @@ def _on(name: str, capability: str) -> tuple[str, float, str]:
         ("Tesla V100-SXM2-16GB", "7.0", "fp16", 7.96),
         ("Tesla T4", "7.5", "fp16", 8.0),
         ("NVIDIA GeForce RTX 2080 Ti", "7.5", "fp16", 4.0),
+        # ROCm gives the gfx architecture as the capability (gfx942: 9.4), no NVIDIA generation
+        ("AMD Instinct MI300X", "9.4", "bf16", 8.0),
+        ("AMD Instinct MI250X / MI250", "9.0", "bf16", 8.0),
     ],
 )
 def test_each_card_gets_the_path_its_tensor_cores_run_fastest(
@@ -59,3 +62,10 @@ def test_without_a_named_gpu_the_library_kernels_tell_the_generation() -> None:
     assert tensor_core_path([], None).precision == "tf32"
     # a GPU listed without a compute capability (an AMD card, an old trace) does not decide it
     assert tensor_core_path([GpuInfo(index=0, name="AMD Instinct MI300X")], 70).precision == "fp16"
+
+
+def test_an_amd_card_is_told_to_run_bf16_not_tf32() -> None:
+    # an MI300X reads compute capability 9.4, which the NVIDIA rules would have taken for a Hopper (allow TF32)
+    precision, _, fix = _on("AMD Instinct MI300X", "9.4")
+    assert precision == "bf16" and fix.startswith("Run the model under torch.autocast('cuda', dtype=torch.bfloat16)")
+    assert "AMD Instinct" in fix

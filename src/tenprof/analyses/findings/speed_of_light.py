@@ -20,6 +20,7 @@ from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.layouts import LAYOUT_CONVERSION, layout_cost
 from tenprof.analyses.findings.model import Finding
 from tenprof.analyses.perf_model import OpSpeed, PerfModel, pipe_text
+from tenprof.analyses.perf_model.gpu_peaks import is_amd
 from tenprof.core.quantities import duration
 
 # (M, N, K, batch) from the inputs of each matrix-product op, by argument position
@@ -43,6 +44,7 @@ def check(ctx: Context) -> list[Finding]:
     layout = layout_cost(ctx)
     charged = {id(row) for row in layout.norms} if layout is not None else set()
     sm_count = ctx.profile.meta.gpus[0].sm_count if ctx.profile.meta.gpus else 0
+    amd = any(is_amd(gpu.name) for gpu in ctx.profile.meta.gpus)
     # one finding per op, line and remedy: the three GEMMs of an odd vocabulary size are one fix
     groups: dict[tuple[str, str, str], list[tuple[OpSpeed, list[str]]]] = {}
     for row in model.ops:
@@ -63,10 +65,10 @@ def check(ctx: Context) -> list[Finding]:
             continue  # copies and strided elementwise reads: hidden-copies and strided-elementwise charge those
         # (a GEMM reads a transposed operand as it is: no copy, no waste)
         reasons = _gemm_reasons(row, sm_count) if row.name in _MATMUL_ARGS else _memory_reasons(row)
-        groups.setdefault((row.name, row.line, _fix(reasons)), []).append((row, reasons))
+        groups.setdefault((row.name, row.line, _fix(reasons, amd)), []).append((row, reasons))
     return [
-        _finding(members, model)
-        for members in groups.values()
+        _finding(members, model, fix)
+        for (_, _, fix), members in groups.items()
         if sum(r.speed.gpu_ns for r, _ in members) >= t.sol_min_share * model.kernel_ns
     ]
 
@@ -75,7 +77,7 @@ def _conversions_ns(row: OpSpeed) -> int:
     return sum(t for name, t in row.kernel_times if LAYOUT_CONVERSION.search(name))
 
 
-def _finding(members: list[tuple[OpSpeed, list[str]]], model: PerfModel) -> Finding:
+def _finding(members: list[tuple[OpSpeed, list[str]]], model: PerfModel, fix: str) -> Finding:
     first = members[0][0]
     conversions = sum(_conversions_ns(r) for r, _ in members)
     gpu = sum(r.speed.gpu_ns for r, _ in members) - conversions
@@ -110,7 +112,7 @@ def _finding(members: list[tuple[OpSpeed, list[str]]], model: PerfModel) -> Find
         where=[first.line] if first.line else [],
         why="Its FLOPs and bytes, from the recorded shapes, would take a fraction of this time at the card's "
         "peak; the gap is in how the work is shaped, not in how much there is.",
-        fix=_fix(members[0][1]),
+        fix=fix,
         numbers={"sol_percent": sol, "time_ns": float(gpu), "ideal_ns": ideal},
     )
 
@@ -188,7 +190,7 @@ def _strided(strides_text: str, shapes_text: str) -> bool:
     return False
 
 
-def _fix(reasons: list[str]) -> str:
+def _fix(reasons: list[str], amd: bool) -> str:
     text = " ".join(reasons)
     if "not a multiple" in text:
         return "Pad the dimensions to multiples of 8 (64 is better): vocabulary, hidden and head sizes."
@@ -198,4 +200,9 @@ def _fix(reasons: list[str]) -> str:
         )
     if "too little to reach" in text:
         return "Fuse this op with its neighbours (torch.compile) so the data is read once."
+    if amd:  # Nsight Compute profiles NVIDIA GPUs only
+        return (
+            "Look at its kernels with AMD's ROCm Compute Profiler (rocprof-compute, formerly Omniperf) to see which "
+            "unit holds them back; `tenprof run --passes counters` reads NVIDIA GPUs only."
+        )
     return "Look at its kernels with `tenprof run --passes counters` to see which unit holds them back."

@@ -13,6 +13,9 @@ The dense peaks over the FP32 FMA peak, from the vendor's data sheets (dense, no
 - Volta and Turing (7.x): no TF32 nor bf16; fp16 at 8x on a V100 (125 against 15.7) and a T4 (65 against
   8.1), at 4x on GeForce RTX 20 cards, which accumulate fp16 in float32 at half rate (RTX 2080 Ti 53.8
   against 13.4). fp16 autocast (with a GradScaler for training) is the fix.
+- AMD Instinct cards (ROCm traces, whose compute capability is the gfx architecture: an MI300X reads 9.4):
+  bf16 at about 8x the FP32 vector rate (MI300X 1307.4 against 163.4 TFLOP/s; TF32 653.7, where the card has
+  it); bf16 autocast is the fix.
 Where the profile names no GPU (Kineto's traces before torch 1.10), the newest architecture among its library
 kernels' names tells the generation, and the big-die or V100 figures are taken. These rules pick the path; a
 card that analyses.perf_model.gpu_peaks lists with both rates then gets its own ratio from that table
@@ -24,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tenprof.analyses.perf_model.gpu_peaks import peaks_for
+from tenprof.analyses.perf_model.gpu_peaks import is_amd, peaks_for
 from tenprof.store.meta import GpuInfo
 
 
@@ -69,6 +72,18 @@ def _with_listed_peaks(path: TensorCorePath, name: str) -> TensorCorePath:
 def _for(major: int, minor: int, name: str, described: str = "") -> TensorCorePath:
     geforce = any(word in name for word in ("GeForce", "TITAN"))
     capability = described or f"compute capability {major}.{minor}"
+    if is_amd(name):
+        # ROCm reports the gfx architecture as a compute capability (an MI300X's gfx942 reads 9.4), which is no
+        # NVIDIA generation; the Instinct cards' matrix cores run bf16 at about 8x the FP32 vector rate (MI300X
+        # 1307.4 against 163.4 TFLOP/s, MI250X 383 against 47.9), TF32 at half that where it exists at all
+        return TensorCorePath(
+            "bf16",
+            8.0,
+            "bf16 on the matrix cores would leave about 1/8 of that time (AMD Instinct: MI300X 1307.4 against "
+            "163.4 TFLOP/s FP32): the cost is the rest",
+            "Run the model under torch.autocast('cuda', dtype=torch.bfloat16): on this AMD Instinct card the "
+            "matrix cores run bf16 at about 8x the FP32 rate (TF32, where the card has it, at half bf16's).",
+        )
     if major == 7:
         speedup = 4.0 if geforce and minor == 5 else 8.0
         basis = (

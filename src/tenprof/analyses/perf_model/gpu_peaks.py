@@ -8,6 +8,8 @@ FLOP/s of the pipe it ran on, minimum bytes / peak bandwidth). Two kinds of peak
   (benchmarks/peaks.py, the card and date in docs/PERF_MODEL.md). Real kernels rarely pass these, so the
   model uses them where present and says which it used.
 
+NVIDIA's and AMD's Instinct cards are listed.
+
 Units: TFLOP/s (TOP/s for int8) and TB/s (10^12 bytes/s). Pipes: "fp32" is the non-tensor FMA rate
 (also what elementwise work in any dtype is judged against), "tf32"/"bf16"/"fp16"/"fp8"/"int8"/"fp64"
 are tensor-core rates (V100's "fp64" is its non-tensor rate: it has no FP64 tensor cores). A card not
@@ -28,6 +30,9 @@ SOURCES = {
     "a10": "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a10/pdf/a10-datasheet.pdf",
     "b200": "https://www.nvidia.com/en-us/data-center/hgx/",
     "v100": "https://images.nvidia.com/content/technologies/volta/pdf/volta-v100-datasheet-update-us-1165301-r5.pdf",
+    "mi300x": "https://www.amd.com/en/products/accelerators/instinct/mi300/mi300x.html",
+    "mi325x": "https://www.amd.com/en/products/accelerators/instinct/mi300/mi325x.html",
+    "mi250x": "https://www.amd.com/en/products/accelerators/instinct/mi200/mi250x.html",
 }
 
 
@@ -94,12 +99,25 @@ PEAKS: tuple[tuple[str, GpuPeaks], ...] = (
     ("l4", GpuPeaks("L4", _rates(30.3, 60.0, 121.0, 242.5, 242.5, None), 0.3, SOURCES["l4"])),
     ("a10", GpuPeaks("A10", _rates(31.2, 62.5, 125.0, None, 250.0, None), 0.6, SOURCES["a10"])),
     ("v100", GpuPeaks("V100 SXM2", {"fp32": 15.7, "fp16": 125.0, "fp64": 7.8}, 0.9, SOURCES["v100"])),
+    # AMD Instinct (ROCm traces name them "AMD Instinct MI300X"): memory bandwidth and the FP32 vector rate only.
+    # Their datasheets' dense matrix rates (MI300X bf16 1307.4 TFLOP/s) are about twice what well-shaped bf16
+    # GEMMs reached in public MI300X traces (489 TFLOP/s for 32768x2048x2048, 466-521 in a Qwen model's MLP),
+    # which would read as 37% of the speed of light, "far below"; left out until measured on the card
+    ("mi325x", GpuPeaks("MI325X", {"fp32": 163.4}, 6.0, SOURCES["mi325x"])),
+    ("mi300x", GpuPeaks("MI300X", {"fp32": 163.4}, 5.3, SOURCES["mi300x"])),
+    ("mi250x", GpuPeaks("MI250X", {"fp32": 47.9}, 3.2768, SOURCES["mi250x"])),
 )
 
 
 # cards whose names contain a listed one's but which differ from it (an A10G has about half an A10's tensor
 # rate; an H200 NVL runs lower clocks and power than the SXM; an L40 is not an L40S): no peaks, not wrong ones
 _UNLISTED = ("a10g", "h200 nvl", "l40")
+
+
+def is_amd(gpu_name: str) -> bool:
+    """Whether torch named an AMD GPU ("AMD Instinct MI300X"; ROCm's compute capability is the gfx
+    architecture, no NVIDIA generation, and NVIDIA's tools do not run on it)."""
+    return "AMD" in gpu_name or "Instinct" in gpu_name
 
 
 def peaks_for(gpu_name: str) -> GpuPeaks | None:
