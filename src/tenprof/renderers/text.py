@@ -94,9 +94,10 @@ def memory_line(peak: MemoryPeak | None) -> str:
     reserved = f" ({size(peak.reserved_bytes)} reserved)" if peak.reserved_bytes >= 0 else ""
     where = f", in {peak.op}" if peak.op else ""
     where += f" at {peak.line}" if peak.line else ""
+    beyond = " beyond what was held as the recording began (the trace records no totals)"
     return (
-        f"peak {size(peak.allocated_bytes)} allocated on {peak.device}{reserved}, "
-        f"{duration(peak.at_ns)} into the recording{where}"
+        f"peak {size(peak.allocated_bytes)} allocated on {peak.device}{beyond if peak.since_recording_start else ''}"
+        f"{reserved}, {duration(peak.at_ns)} into the recording{where}"
     )
 
 

@@ -21,7 +21,7 @@ import numpy as np
 import orjson
 
 from tenprof.analyses.timeline.calltree import Node, build_tree
-from tenprof.analyses.timeline.summary import recording_start
+from tenprof.analyses.timeline.summary import allocated_totals, recording_start
 from tenprof.errors import UsageError
 from tenprof.report.sections import ReportOptions, report_data
 from tenprof.store.profile import Profile
@@ -123,7 +123,7 @@ def _memory_timeline(profile: Profile, peak: dict[str, Any] | None) -> dict[str,
     # one device: each GPU has its own total, so their events interleaved would draw neither
     chosen = (kinds == kind) & (memory.column("device").to_numpy() == (int(index) if index else -1))
     ts = memory.column("ts_ns").to_numpy()[chosen]
-    allocated = memory.column("total_allocated_bytes").to_numpy()[chosen]
+    allocated = allocated_totals(profile)[0][chosen]
     order = np.argsort(ts, kind="stable")
     ts, allocated = ts[order], allocated[order]
     start = recording_start(profile)

@@ -84,7 +84,8 @@ def _pair(profile: Profile) -> Blocks:
     same_place[:-1] = (device_code[order][1:] == device_code[order][:-1]) & (address[order][1:] == address[order][:-1])
     end = np.full(len(order), -1, dtype=np.int64)
     end[:-1] = np.where(same_place[:-1], ts[order][1:], -1)
-    allocated = nbytes[order] > 0
+    # an event without an address (Kineto's format of 2021 recorded none) pairs with no free: no block
+    allocated = (nbytes[order] > 0) & (address[order] != 0)
     rows, ends = order[allocated], end[allocated]
     kept = np.argsort(rows, kind="stable")  # allocation order
     rows, ends = rows[kept], ends[kept]

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from tenprof.analyses.kernels.arch_from_names import family, newest_arch
 from tenprof.analyses.timeline.critical_path import critical_path_windows
@@ -157,6 +158,29 @@ class MemoryPeak:
     op: str  # the op that allocated it ('' when none)
     line: str  # that op's line of the user's code ('' when unknown)
     held: list[Holder] = field(default_factory=list)  # what held it, by line and op, most first (HELD_SHOWN)
+    # the trace records no allocator totals (Kineto's format of 2021: each event's bytes only): allocated_bytes
+    # is the most held beyond what was held when the recording began (allocated_totals)
+    since_recording_start: bool = False
+
+
+def allocated_totals(profile: Profile) -> tuple[npt.NDArray[np.int64], bool]:
+    """Allocated bytes after each memory event, and whether they count from the recording's start: the
+    allocator's totals as recorded; where the trace records none (every total -1, as in Kineto's traces of
+    2021, whose events carry only their bytes), the running sum of each device's events' bytes since the
+    recording began, which misses what was allocated before it (so the peak it gives is a lower bound)."""
+    m = profile.table("memory")
+    total = m.column("total_allocated_bytes").to_numpy()
+    if len(total) == 0 or (total >= 0).any():
+        return total, False
+    kinds = m.column("device_type").to_numpy(zero_copy_only=False)
+    devices = m.column("device").to_numpy()
+    change = m.column("bytes").to_numpy()
+    order = np.argsort(m.column("ts_ns").to_numpy(), kind="stable")
+    running = np.zeros(len(total), dtype=np.int64)
+    for kind, device in set(zip(kinds.tolist(), devices.tolist(), strict=True)):
+        mine = order[(kinds[order] == kind) & (devices[order] == device)]
+        running[mine] = np.cumsum(change[mine])
+    return running, True
 
 
 def memory_peak(profile: Profile) -> MemoryPeak | None:
@@ -167,8 +191,8 @@ def memory_peak(profile: Profile) -> MemoryPeak | None:
     rows = np.flatnonzero(profile.strings("memory", "device_type").equals("cuda"))
     if len(rows) == 0:
         rows = np.arange(m.num_rows)
-    total = m.column("total_allocated_bytes").to_numpy()[rows]
-    i = int(rows[int(np.argmax(total))])
+    allocated, since_start = allocated_totals(profile)
+    i = int(rows[int(np.argmax(allocated[rows]))])
     op = int(m.column("op_id")[i].as_py())
     name, line = "", ""
     if op >= 0:
@@ -192,12 +216,13 @@ def memory_peak(profile: Profile) -> MemoryPeak | None:
     held = holders(profile, found, at_peak, numbers, lambda op: lines(op) or "(no line of yours)")
     return MemoryPeak(
         device=device,
-        allocated_bytes=int(m.column("total_allocated_bytes")[i].as_py()),
+        allocated_bytes=int(allocated[i]),
         reserved_bytes=int(m.column("total_reserved_bytes")[i].as_py()),
         at_ns=int(m.column("ts_ns")[i].as_py()) - start,
         op=name,
         line=line,
         held=held[:HELD_SHOWN],
+        since_recording_start=since_start,
     )
 
 
