@@ -135,3 +135,26 @@ def test_a_loop_that_recompiles_every_iteration_is_still_inferred(tmp_path: Path
     blocks = [["TorchDynamo Cache Lookup", f"Torch-Compiled Region: 0/{n}", "aten::add"] for n in range(6)]
     found = infer_steps(_forward_pass(tmp_path, blocks))
     assert found is not None and len(found.starts) == 6
+
+
+def _calls(tmp_path: Path, names: list[str]) -> Profile:
+    """One 20 us kernel per call, 50 us apart, on the main thread, in the order given."""
+    events: list[dict[str, object]] = []
+    for number, name in enumerate(names, start=1):
+        events += launch(name, 50.0 * number, 30.0, 8.0, 20.0, number)
+    tmp_path.mkdir(exist_ok=True)
+    return imported_events(tmp_path, events)
+
+
+def test_two_iterations_of_which_the_first_holds_few_of_the_seconds_calls_are_no_loop(tmp_path: Path) -> None:
+    # a ViT's single forward (a public trace): a few calls after the input's first .to(), then, after its second,
+    # the blocks' 251 calls, then a last .to(): read as three iterations of 12, 251 and 0 calls
+    attention = ["aten::layer_norm", "aten::linear", "aten::softmax", "aten::linear"]
+    mlp = ["aten::layer_norm", "aten::linear", "aten::gelu", "aten::linear", "aten::add"]
+    blocks = (attention + mlp) * 6
+    single_pass = ["aten::to", "aten::conv2d", "aten::flatten", "aten::to", *blocks, "aten::mean", "aten::to"]
+    assert infer_steps(_calls(tmp_path / "pass", single_pass)) is None
+    # the control: a loop of three iterations whose first, warm, runs the others' calls and more
+    loop = ["aten::to", "aten::zeros", *blocks, "aten::mean"] + ["aten::to", *blocks, "aten::mean"] * 2
+    found = infer_steps(_calls(tmp_path / "loop", loop))
+    assert found is not None and len(found.starts) == 3

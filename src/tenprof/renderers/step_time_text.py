@@ -47,9 +47,14 @@ def render_step_time(result: StepTime, console: Console) -> None:
             "are left out: they pay the capture's restart"
         )
     if result.setup_ns:
+        held = "imports, building the model, copying it to the GPU"
+        if result.setup_loading_ns:  # a DataLoader's start in the set-up: more than the model's
+            held = (
+                f"{duration(result.setup_loading_ns)} of it in a DataLoader starting its workers or making its first "
+                f"batch, the rest {held}"
+            )
         console.print(
-            f"  set-up before the loop ({duration(result.setup_ns)}: imports, building the model, copying it to the "
-            "GPU) is left out: no steps were marked"
+            f"  set-up before the loop ({duration(result.setup_ns)}: {held}) is left out: no steps were marked"
         )
     grid = Table.grid(padding=(0, 2))
     for justify in ("left", "right", "right", "left"):
