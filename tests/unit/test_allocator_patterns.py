@@ -20,10 +20,11 @@ def _call(name: str, ts: float, dur: float, correlation: int) -> dict[str, objec
             "args": {"correlation": correlation}}  # fmt: skip
 
 
-def _loop(tmp_path: Path, burst: bool) -> Profile:
+def _loop(tmp_path: Path, burst: bool, between_ops: bool = False) -> Profile:
     """STEPS marked steps of OPS ops, each taking fresh memory (hipMalloc) and launching a 20 us kernel; each
     block is given back (hipFree, 400 us) inside the op that freed it, or, with `burst`, all of them together
-    after the step's ops, outside any op."""
+    after the step's ops, outside any op, or, with `between_ops`, each right after its op (Python dropping the
+    tensor with no cache to keep it)."""
     events: list[dict[str, object]] = []
     base, correlation = 0.0, 0
     for step in range(STEPS):
@@ -32,9 +33,11 @@ def _loop(tmp_path: Path, burst: bool) -> Profile:
             correlation += 1
             events += launch("aten::add", base, 30.0 if burst else 450.0, 8.0, 20.0, correlation)
             events.append(_call("hipMalloc", base + 20.0, 5.0, 10_000 + correlation))
-            if not burst:
+            if between_ops:
+                events.append(_call("hipFree", base + 460.0, 400.0, 20_000 + correlation))
+            elif not burst:
                 events.append(_call("hipFree", base + 40.0, 400.0, 20_000 + correlation))
-            base += 40.0 if burst else 460.0
+            base += 40.0 if burst else (870.0 if between_ops else 460.0)
         if burst:
             for _ in range(OPS):
                 correlation += 1
@@ -59,3 +62,19 @@ def test_memory_freed_in_a_burst_between_ops_is_an_emptied_cache(tmp_path: Path)
     churn = found["allocator-churn"]
     assert churn.fix.startswith("Remove torch.cuda.empty_cache()")
     assert any("the cache is emptied" in line for line in churn.seen)
+
+
+def test_memory_freed_one_block_between_each_op_is_a_cache_turned_off_too(tmp_path: Path) -> None:
+    # no release inside an op, but twelve between ops a step, one each: not empty_cache()'s one burst
+    churn = {f.id: f for f in find_all(_loop(tmp_path, burst=False, between_ops=True))}["allocator-churn"]
+    assert "PYTORCH_NO_CUDA_MEMORY_CACHING" in churn.fix
+
+
+def test_the_pinned_memory_advice_needs_pinned_allocations() -> None:
+    from collections import Counter
+
+    from tenprof.analyses.findings.allocator import CANNOT_KEEP, _fix
+
+    assert "Pinned host buffers" not in _fix(CANNOT_KEEP, Counter({"cuMemCreate": 8, "cuMemMap": 8}))
+    assert "Pinned host buffers" not in _fix(CANNOT_KEEP, Counter({"hipFree": 12}))
+    assert "Pinned host buffers" in _fix(CANNOT_KEEP, Counter({"cudaHostAlloc": 6, "cudaFreeHost": 6}))

@@ -15,9 +15,12 @@ def test_an_mi300x_has_its_bandwidth_and_no_matrix_rates() -> None:
     assert peaks is not None and peaks.bytes_per_s() == (5.3e12, "datasheet")
     assert peaks.flops_per_s("bf16") is None and peaks.flops_per_s("tf32") is None
     assert peaks_for("AMD Instinct MI355X") is None  # not listed: no peaks rather than a guess
+    # an MI250X is two dies, each its own device: half the package's bandwidth
+    mi250x = peaks_for("AMD Instinct MI250X / MI250")
+    assert mi250x is not None and mi250x.bytes_per_s() == (1.6384e12, "datasheet")
 
 
 def test_the_kernel_profiler_named_is_the_vendors() -> None:
     assert is_amd("AMD Instinct MI300X") and not is_amd("NVIDIA H100 80GB HBM3")
-    assert "rocprof-compute" in _fix([], amd=True)
+    assert "rocprof" in _fix([], amd=True) and "--passes counters` reads NVIDIA GPUs only" in _fix([], amd=True)
     assert "--passes counters" in _fix([], amd=False) and "rocprof" not in _fix([], amd=False)

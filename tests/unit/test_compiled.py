@@ -87,6 +87,12 @@ def test_only_the_debug_handles_a_wrapper_names_give_its_kernels_lines() -> None
     }
     (kernel,) = parse_wrapper(plain, "/tmp/wrapper.py", traces)
     assert kernel.lines == ("/home/u/block_b.py:21",)
+    # a wrapper that names handles of other kernels only: this kernel keeps every trace of its name
+    others = plain.replace("triton_poi_fused_gelu_0:4", "triton_poi_fused_mul_1:5")
+    assert parse_wrapper(others, "/tmp/wrapper.py", traces)[0].lines == (
+        "/home/u/block_a.py:7",
+        "/home/u/block_b.py:21",
+    )
     # a wrapper that names no handles (no such comments): every trace of that kernel name
     unnamed = plain.replace("[Provenance debug handles]", "")
     assert parse_wrapper(unnamed, "/tmp/wrapper.py", traces)[0].lines == (

@@ -40,3 +40,21 @@ def test_syncs_that_cost_the_gpu_microseconds_of_long_steps_are_not_named(tmp_pa
 def test_syncs_followed_by_host_work_the_gpu_waits_for_are_named(tmp_path: Path) -> None:
     found = {f.id: f for f in find_all(_loop(tmp_path, kernel_us=10_000.0, host_after_sync_us=300.0))}
     assert "sync-in-loop" in found and found["sync-in-loop"].cost_ns > 0
+
+
+def test_syncs_below_the_share_leave_the_idle_time_to_idle_gaps(tmp_path: Path) -> None:
+    # a sync that blocks microseconds, then 5 ms of host work each 10 ms step: the sync is nothing to fix, but the
+    # GPU's idle after it is still the step's (it vanished with the dropped sync-in-loop, which had owned it)
+    events: list[dict[str, object]] = []
+    base = 0.0
+    for correlation in range(1, STEPS + 1):
+        begin = base
+        events += launch("aten::mm", base, 30.0, 8.0, 10_000.0, correlation)
+        kernel_end = base + 23.0 + 10_000.0
+        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "pid": 1, "tid": 1,
+                       "ts": kernel_end - 3.0, "dur": 5.0, "args": {"correlation": 1000 + correlation}})  # fmt: skip
+        base = kernel_end + 2.0 + 5_000.0
+        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{correlation}", "pid": 1,
+                       "tid": 1, "ts": begin - 1, "dur": base - begin})  # fmt: skip
+    ids = {f.id for f in find_all(imported_events(tmp_path, events))}
+    assert "sync-in-loop" not in ids and "idle-gaps" in ids

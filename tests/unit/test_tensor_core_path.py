@@ -34,6 +34,8 @@ def _on(name: str, capability: str) -> tuple[str, float, str]:
         # ROCm gives the gfx architecture as the capability (gfx942: 9.4), no NVIDIA generation
         ("AMD Instinct MI300X", "9.4", "bf16", 8.0),
         ("AMD Instinct MI250X / MI250", "9.0", "bf16", 8.0),
+        ("AMD Instinct MI300X", "", "bf16", 8.0),  # no capability recorded: the name alone tells
+        ("AMD Radeon RX 7900 XTX", "11.0", "bf16", 1.0),  # no known matrix-core ratio: no time claimed
     ],
 )
 def test_each_card_gets_the_path_its_tensor_cores_run_fastest(
@@ -60,8 +62,9 @@ def test_without_a_named_gpu_the_library_kernels_tell_the_generation() -> None:
     assert tensor_core_path([], 70).precision == "fp16"  # Volta's kernels and none newer
     assert tensor_core_path([], 90).precision == "tf32"
     assert tensor_core_path([], None).precision == "tf32"
-    # a GPU listed without a compute capability (an AMD card, an old trace) does not decide it
-    assert tensor_core_path([GpuInfo(index=0, name="AMD Instinct MI300X")], 70).precision == "fp16"
+    # a GPU listed without a compute capability (an old trace) does not decide it, unless its name does (AMD's)
+    assert tensor_core_path([GpuInfo(index=0, name="Tesla V100-SXM2-16GB")], 70).precision == "fp16"
+    assert tensor_core_path([GpuInfo(index=0, name="AMD Instinct MI300X")], 70).precision == "bf16"
 
 
 def test_an_amd_card_is_told_to_run_bf16_not_tf32() -> None:

@@ -114,14 +114,15 @@ def parse_wrapper(
 
 def _kernels_traces(name: str, stack_traces: dict[str, list[list[str]]], own_handles: set[str]) -> list[list[str]]:
     """The stack traces of kernel `name`'s uses in this wrapper: those of the debug handles ("name:N") the
-    wrapper names, where it names any (a graph's provenance can hold other graphs' kernels of the same
-    name); a key without a handle is the kernel's name itself."""
+    wrapper names for it, where it names any (a graph's provenance can hold other graphs' kernels of the same
+    name), else all of that name's; a key without a handle is the kernel's name itself."""
+    named = {handle for handle in own_handles if handle.rpartition(":")[0] == name}
     found: list[list[str]] = []
     for key, stacks in stack_traces.items():
         kernel, _, number = key.rpartition(":")
         if not number.isdigit():
             kernel = key
-        if kernel == name and (not own_handles or not number.isdigit() or key in own_handles):
+        if kernel == name and (not named or not number.isdigit() or key in named):
             found += stacks
     return found
 

@@ -94,10 +94,11 @@ def memory_line(peak: MemoryPeak | None) -> str:
     reserved = f" ({size(peak.reserved_bytes)} reserved)" if peak.reserved_bytes >= 0 else ""
     where = f", in {peak.op}" if peak.op else ""
     where += f" at {peak.line}" if peak.line else ""
-    beyond = " beyond what was held as the recording began (the trace records no totals)"
+    at_least = "at least " if peak.summed_from_events else ""
+    summed = " (the trace records no totals: summed from its events)" if peak.summed_from_events else ""
     return (
-        f"peak {size(peak.allocated_bytes)} allocated on {peak.device}{beyond if peak.since_recording_start else ''}"
-        f"{reserved}, {duration(peak.at_ns)} into the recording{where}"
+        f"peak {at_least}{size(peak.allocated_bytes)} allocated on {peak.device}{summed}{reserved}, "
+        f"{duration(peak.at_ns)} into the recording{where}"
     )
 
 

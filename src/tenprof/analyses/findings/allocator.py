@@ -15,9 +15,9 @@ the driver only in the first steps. Steady calls mean the cache was emptied (`to
 which gives every free block back, so the next step takes them again), or the cache cannot hold the
 step (memory near the card's limit: the allocator frees what it cached and retries), or pinned host
 buffers are made anew every step (cudaHostAlloc), or the cache is off (PYTORCH_NO_CUDA_MEMORY_CACHING=1:
-every freed tensor's memory goes back at once, a few blocks in each of many ops; `_release_pattern`).
-ROCm traces name HIP's calls (hipMalloc, hipFree), counted alike. cudaFree called outside any torch op in
-a burst or two a step is the first;
+every freed tensor's memory goes back at once, a few blocks in each of many ops or gaps between ops;
+`_release_pattern`). ROCm traces name HIP's calls (hipMalloc, hipFree), counted alike. cudaFree called
+outside any torch op in a burst or two a step (or in more bursts of many blocks) is the first;
 the lines come from the host sampler (empty_cache is no op): first the line sampled while memory was given
 back outside any op (the call that empties the cache), then the lines sampled in all the allocator's
 calls, then those of the ops the calls ran in. Judged only
@@ -40,6 +40,7 @@ from tenprof.analyses.timeline.step_time import ALLOCATOR_CALLS, length
 from tenprof.core.intervals import coverage
 from tenprof.core.quantities import duration
 
+_PINNED = ("cudaHostAlloc", "cudaMallocHost", "hipHostMalloc")  # host buffers pinned for copies
 _GIVING_BACK = frozenset(
     {"cudaFree", "cuMemFree_v2", "cuMemRelease", "cuMemUnmap", "cudaFreeHost", "hipFree", "hipHostFree"}
 )
@@ -166,32 +167,36 @@ def _allocating_ops_ns(ctx: Context, call_ops: np.ndarray, call_ns: np.ndarray) 
 EMPTIED, UNCACHED, CANNOT_KEEP = "emptied", "uncached", "cannot keep"
 # empty_cache() gives the cache back in one burst between ops: at most this many bursts per step
 MAX_BURSTS_PER_STEP = 2
-# without a cache, each tensor's memory goes back as it is freed: many ops a step free a few blocks each
-# (an MI300X ResNet-18 run without caching, a public trace: 103 ops a step, 2 releases each, against the
-# corpus's empty_cache loops: 20-45 releases a step in one burst between ops, 1 op or none releasing); a cache
-# emptied by an out-of-memory retry frees its blocks in the few ops that ran out
-MIN_RELEASING_OPS_PER_STEP = 10
-MAX_RELEASES_PER_OP = 4
+# without a cache, each tensor's memory goes back as it is freed: inside an op or between ops (Python dropping
+# it), a few blocks at a time, many times a step (an MI300X ResNet-18 run without caching, a public trace: 103
+# ops a step releasing 2 blocks each, and 52.5 releases a step between ops; the corpus's empty_cache loops: 25
+# and 48 releases a step in one burst between ops, at most one inside an op); a cache emptied by an
+# out-of-memory retry frees its blocks in the few ops that ran out
+MIN_RELEASING_PLACES_PER_STEP = 10
+MAX_RELEASES_PER_PLACE = 4
 
 
 def _release_pattern(ctx: Context, outside_starts: np.ndarray, releasing_ops: np.ndarray) -> str:
-    """How the analysed steps give device memory back: in bursts between ops (`EMPTIED`: empty_cache()), a few
-    blocks at a time inside many ops (`UNCACHED`: the caching allocator keeps nothing), or neither (the cache
-    cannot keep the step's memory)."""
+    """How the analysed steps give device memory back: in a burst or two a step between ops (`EMPTIED`:
+    empty_cache()), a few blocks at a time in many places, ops or the gaps between them (`UNCACHED`: the caching
+    allocator keeps nothing), in more bursts of many blocks between ops (`EMPTIED` more than once a step), or
+    neither (the cache cannot keep the step's memory)."""
     steps = max(ctx.step_count, 1)
-    if len(outside_starts) and len(outside_starts) >= len(releasing_ops):
+    bursts = 0
+    if len(outside_starts):
         top = ctx.profile.column("ops", "depth") == 0
         op_starts = np.sort(ctx.profile.column("ops", "start_ns")[top])
         times = np.sort(outside_starts)
         # a new burst wherever an op started since the release before
         bursts = 1 + int((np.searchsorted(op_starts, times[1:]) > np.searchsorted(op_starts, times[:-1])).sum())
-        if bursts <= MAX_BURSTS_PER_STEP * steps:
+        if len(outside_starts) >= len(releasing_ops) and bursts <= MAX_BURSTS_PER_STEP * steps:
             return EMPTIED
-    ops = len(np.unique(releasing_ops))
-    if ops >= MIN_RELEASING_OPS_PER_STEP * steps and len(releasing_ops) <= MAX_RELEASES_PER_OP * ops:
+    places = len(np.unique(releasing_ops)) + bursts
+    releases = len(releasing_ops) + len(outside_starts)
+    if places >= MIN_RELEASING_PLACES_PER_STEP * steps and releases <= MAX_RELEASES_PER_PLACE * places:
         return UNCACHED
     if len(outside_starts):
-        return EMPTIED  # releases between ops, not one burst a step: emptied more than once a step
+        return EMPTIED  # bursts of many blocks between ops: emptied more than once a step
     return CANNOT_KEEP
 
 
@@ -208,8 +213,8 @@ def _fix(pattern: str, counts: Counter[str]) -> str:
             "emptying its cache makes every step take them from the driver again. If memory is tight, lower the "
             "peak (smaller batch, activation checkpointing) or set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True."
         )
-    pinned = counts["cudaHostAlloc"] + counts["cudaMallocHost"] + counts["hipHostMalloc"]
-    if pinned >= counts["cudaMalloc"] + counts["hipMalloc"]:
+    pinned = sum(counts[name] for name in _PINNED)
+    if pinned and pinned >= sum(counts.values()) - pinned - sum(counts[name] for name in _GIVING_BACK):
         return (
             "Pinned host buffers are allocated every step: allocate them once and reuse them (or let the DataLoader "
             "pin with pin_memory=True, which reuses its buffers)."

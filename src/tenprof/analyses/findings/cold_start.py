@@ -215,7 +215,8 @@ def _one_pass(ctx: Context) -> list[Finding]:
     ]
     if slowest:
         seen.append("slowest calls: " + ", ".join(slowest))
-    op_took = o_end[first_ops] - o_start[first_ops]
+    # (an op begun before the pass, the first kernel's launch inside it, is named with its time in the pass)
+    op_took = np.minimum(o_end[first_ops], ctx.step_end[0]) - np.maximum(o_start[first_ops], ctx.step_start[0])
     order = np.argsort(-op_took, kind="stable")[:3]
     if len(order):
         seen.append(

@@ -13,6 +13,7 @@ from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.launch_bound import CAPTURING
 from tenprof.analyses.findings.meanwhile import Meanwhile, host_meanwhile
 from tenprof.analyses.findings.model import Finding
+from tenprof.analyses.op_kinds import SYNC_CALLS
 from tenprof.analyses.timeline.gpu_work_ops import ops_handing_gpu_work
 from tenprof.analyses.timeline.step_time import HOST_PARTS, length
 from tenprof.core.intervals import I64Array, coverage, merged, uncovered
@@ -32,7 +33,8 @@ def check(ctx: Context) -> list[Finding]:
     k_start, k_end, k_op = k.column("start_ns").to_numpy(), k.column("end_ns").to_numpy(), k.column("op_id").to_numpy()
     t_start, t_end = t.column("start_ns").to_numpy(), t.column("end_ns").to_numpy()
     api = ctx.profile.table("api_calls")
-    is_sync = ctx.profile.strings("api_calls", "name").where(lambda n: SYNC_MARK in n)
+    # (ROCm's blocking copy, hipMemcpyWithStream, and a blocking cudaMemcpy are synchronizations too)
+    is_sync = ctx.profile.strings("api_calls", "name").where(lambda n: SYNC_MARK in n or n in SYNC_CALLS)
     by_end = np.argsort(api.column("end_ns").to_numpy()[is_sync], kind="stable")
     sync_start = api.column("start_ns").to_numpy()[is_sync][by_end]
     sync_end = api.column("end_ns").to_numpy()[is_sync][by_end]

@@ -202,7 +202,8 @@ def _fix(reasons: list[str], amd: bool) -> str:
         return "Fuse this op with its neighbours (torch.compile) so the data is read once."
     if amd:  # Nsight Compute profiles NVIDIA GPUs only
         return (
-            "Look at its kernels with AMD's ROCm Compute Profiler (rocprof-compute, formerly Omniperf) to see which "
-            "unit holds them back; `tenprof run --passes counters` reads NVIDIA GPUs only."
+            "Look at its kernels with AMD's profilers (rocprofv3's counters; on Instinct cards the ROCm Compute "
+            "Profiler, rocprof-compute) to see which unit holds them back; `tenprof run --passes counters` reads "
+            "NVIDIA GPUs only."
         )
     return "Look at its kernels with `tenprof run --passes counters` to see which unit holds them back."

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tenprof.analyses.perf_model.gpu_peaks import is_amd, peaks_for
+from tenprof.analyses.perf_model.gpu_peaks import is_amd, is_cdna_matrix_card, peaks_for
 from tenprof.store.meta import GpuInfo
 
 
@@ -40,8 +40,11 @@ class TensorCorePath:
 
 
 def tensor_core_path(gpus: list[GpuInfo], newest_arch: int | None) -> TensorCorePath:
-    """The path for the first GPU the profile names with a compute capability; else from `newest_arch` (the
-    newest sm_XX among the library kernels' names, None where none tells)."""
+    """The path for the first GPU the profile names with a compute capability (an AMD card by its name alone);
+    else from `newest_arch` (the newest sm_XX among the library kernels' names, None where none tells)."""
+    for gpu in gpus:
+        if is_amd(gpu.name):
+            return _on_amd(gpu.name)
     for gpu in gpus:
         major, _, minor = gpu.compute_capability.partition(".")
         if major.isdigit() and minor.isdigit():
@@ -49,6 +52,29 @@ def tensor_core_path(gpus: list[GpuInfo], newest_arch: int | None) -> TensorCore
     if newest_arch is not None and newest_arch < 80:
         return _for(7, 0, "", "a Volta or Turing, by its library kernels' names")
     return _for(8, 0, "")
+
+
+def _on_amd(name: str) -> TensorCorePath:
+    """An AMD card: ROCm reports the gfx architecture as the compute capability (an MI300X's gfx942 reads 9.4),
+    no NVIDIA generation. The Instinct MI200 and MI300 run bf16 on their matrix cores at about 8x the FP32
+    vector rate (TF32, where the card has it, at half bf16's); for other AMD cards no ratio is known here, so
+    no time is claimed (a speedup of 1)."""
+    if is_cdna_matrix_card(name):
+        return TensorCorePath(
+            "bf16",
+            8.0,
+            "bf16 on the matrix cores would leave about 1/8 of that time (AMD Instinct MI200 and MI300: MI300X "
+            "1307.4 against 163.4 TFLOP/s FP32): the cost is the rest",
+            "Run the model under torch.autocast('cuda', dtype=torch.bfloat16): on this AMD Instinct card the "
+            "matrix cores run bf16 at about 8x the FP32 rate (TF32, where the card has it, at half bf16's).",
+        )
+    return TensorCorePath(
+        "bf16",
+        1.0,
+        "no bf16 rate is known here for this AMD card: no time is claimed",
+        "Try torch.autocast('cuda', dtype=torch.bfloat16) and measure: whether this AMD card runs bf16 faster "
+        "than FP32 depends on its matrix cores.",
+    )
 
 
 def _with_listed_peaks(path: TensorCorePath, name: str) -> TensorCorePath:
@@ -72,18 +98,6 @@ def _with_listed_peaks(path: TensorCorePath, name: str) -> TensorCorePath:
 def _for(major: int, minor: int, name: str, described: str = "") -> TensorCorePath:
     geforce = any(word in name for word in ("GeForce", "TITAN"))
     capability = described or f"compute capability {major}.{minor}"
-    if is_amd(name):
-        # ROCm reports the gfx architecture as a compute capability (an MI300X's gfx942 reads 9.4), which is no
-        # NVIDIA generation; the Instinct cards' matrix cores run bf16 at about 8x the FP32 vector rate (MI300X
-        # 1307.4 against 163.4 TFLOP/s, MI250X 383 against 47.9), TF32 at half that where it exists at all
-        return TensorCorePath(
-            "bf16",
-            8.0,
-            "bf16 on the matrix cores would leave about 1/8 of that time (AMD Instinct: MI300X 1307.4 against "
-            "163.4 TFLOP/s FP32): the cost is the rest",
-            "Run the model under torch.autocast('cuda', dtype=torch.bfloat16): on this AMD Instinct card the "
-            "matrix cores run bf16 at about 8x the FP32 rate (TF32, where the card has it, at half bf16's).",
-        )
     if major == 7:
         speedup = 4.0 if geforce and minor == 5 else 8.0
         basis = (

@@ -100,12 +100,13 @@ PEAKS: tuple[tuple[str, GpuPeaks], ...] = (
     ("a10", GpuPeaks("A10", _rates(31.2, 62.5, 125.0, None, 250.0, None), 0.6, SOURCES["a10"])),
     ("v100", GpuPeaks("V100 SXM2", {"fp32": 15.7, "fp16": 125.0, "fp64": 7.8}, 0.9, SOURCES["v100"])),
     # AMD Instinct (ROCm traces name them "AMD Instinct MI300X"): memory bandwidth and the FP32 vector rate only.
-    # Their datasheets' dense matrix rates (MI300X bf16 1307.4 TFLOP/s) are about twice what well-shaped bf16
+    # Their datasheets' dense matrix rates (MI300X bf16 1307.4 TFLOP/s) are 2.5-2.8 times what well-shaped bf16
     # GEMMs reached in public MI300X traces (489 TFLOP/s for 32768x2048x2048, 466-521 in a Qwen model's MLP),
     # which would read as 37% of the speed of light, "far below"; left out until measured on the card
     ("mi325x", GpuPeaks("MI325X", {"fp32": 163.4}, 6.0, SOURCES["mi325x"])),
     ("mi300x", GpuPeaks("MI300X", {"fp32": 163.4}, 5.3, SOURCES["mi300x"])),
-    ("mi250x", GpuPeaks("MI250X", {"fp32": 47.9}, 3.2768, SOURCES["mi250x"])),
+    # an MI250X is two dies, each its own device to torch ("AMD Instinct MI250X / MI250"): half the package's
+    ("mi250x", GpuPeaks("MI250X (one of its two dies)", {"fp32": 23.95}, 1.6384, SOURCES["mi250x"])),
 )
 
 
@@ -115,9 +116,16 @@ _UNLISTED = ("a10g", "h200 nvl", "l40")
 
 
 def is_amd(gpu_name: str) -> bool:
-    """Whether torch named an AMD GPU ("AMD Instinct MI300X"; ROCm's compute capability is the gfx
-    architecture, no NVIDIA generation, and NVIDIA's tools do not run on it)."""
-    return "AMD" in gpu_name or "Instinct" in gpu_name
+    """Whether torch named an AMD GPU ("AMD Instinct MI300X", "AMD Radeon RX 7900 XTX"; ROCm's compute
+    capability is the gfx architecture, no NVIDIA generation, and NVIDIA's tools do not run on it)."""
+    return "AMD" in gpu_name or "Instinct" in gpu_name or "Radeon" in gpu_name
+
+
+def is_cdna_matrix_card(gpu_name: str) -> bool:
+    """Whether an AMD card is an Instinct MI200 or MI300 (CDNA 2, 3): matrix cores running bf16 at about 8x
+    the FP32 vector rate (MI300X 1307.4 against 163.4 TFLOP/s, MI250X 383 against 47.9). Older Instinct cards
+    (MI100 about 4x, MI50 without matrix cores) and Radeon cards are not."""
+    return re.search(r"\bMI[23]\d\d", gpu_name) is not None
 
 
 def peaks_for(gpu_name: str) -> GpuPeaks | None:

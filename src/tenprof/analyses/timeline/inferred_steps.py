@@ -19,13 +19,15 @@ the first kernel's launch on: before it lies set-up (initialising the weights, o
 whose loops can span more time than the work's own. A single pass's repeated calls, such as one
 forward pass's view or norm per layer, are no iterations, and the pass is judged whole. They are told apart
 by what a loop does and a pass's layers do not:
-- a loop's iterations launch most of the GPU's work (`MIN_WORK_SHARE`; candidates launching less are
-  dropped) and span at least a quarter of its working period (`MIN_SPAN_SHARE`);
+- a loop's iterations launch most of the GPU's work launched from their start on (`MIN_WORK_SHARE`;
+  candidates launching less are dropped; set-up before them is not weighed) and span at least a quarter of
+  the GPU's working period (`MIN_SPAN_SHARE`);
 - a training loop runs a backward in every iteration (`_layers_of_one_training_pass`: "iterations" none
   of which but the last holds any backward op are one forward's layers, its backward after them);
 - a loop runs the same calls in each iteration after the first (`_blocks_unlike`: where most consecutive
   pairs differ, the blocks between one op's calls are layers: a Llama's attention and MLP blocks after
-  each of its norms, a ResNet's blocks with and without a downsample).
+  each of its norms, a ResNet's blocks with and without a downsample); with two whole iterations only, its
+  warm first one holds most of the second's calls (`CONTAINED`).
 Torch-free.
 """
 
@@ -54,7 +56,7 @@ MIN_SPAN_SHARE = 0.25
 # A loop's iterations launch at least this share of the kernel time launched from their start on (up to the
 # end of their body's last call). One forward pass's first blocks (a particle transformer's
 # convolution blocks, between calls of batch_norm) passed MIN_SPAN_SHARE through one slow cuDNN call but
-# launched 22% and 32% of the kernel time on two public traces; real loops' iterations launched 78% or more
+# launched 23% and 32% of that kernel time on two public traces; real loops' iterations launched 78% or more
 MIN_WORK_SHARE = 0.5
 # Two consecutive iterations are alike where their calls (counted by name) overlap this much. Iterations after
 # the first that were a single pass's layers had most consecutive pairs unlike on seven public traces (Llama

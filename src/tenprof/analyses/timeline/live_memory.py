@@ -8,7 +8,8 @@ allocation with the next report at its address gives the block's life, [start_ns
 never freed in the recording has end_ns -1 (live at its end: at a crash, what held the memory). An
 allocation followed by another allocation at its address lost its free (a report outside the recorded
 window): it is taken as freed when the address was handed out again. A free without its allocation
-(made before the recording) is no block.
+(made before the recording) is no block, and neither is a report without an address (Kineto's format of
+2021 recorded none: with them, nothing pairs).
 
 `live_at(blocks, t)` tells which blocks held memory at time t. `holders(...)` sums a set of blocks by the
 line of the user's code and the op that made them: the top-level op around the allocation (`aten::linear`,

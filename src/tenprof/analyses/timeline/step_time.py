@@ -132,8 +132,9 @@ class StepTime:
     capture_share: float = 0.0  # of the mean steady step, the profiler's own work (analyses.timeline.overhead)
     capture_method: str = ""  # how that was had: measured (steps run with the capture off), estimated
     inferred: bool = False  # unmarked: the steps are the loop's iterations told from its repeated calls
-    # of the set-up, the main thread's time in a DataLoader (its workers starting, the first batch): the set-up
-    # is then more than imports and the model (a public ViT inference: 780 ms of its 2.68 s)
+    # of the set-up, the decomposition's data-loading part (the host in a DataLoader, its workers starting or its
+    # first batch, with the GPU idle): the set-up is then more than imports and the model (a public ViT
+    # inference: 780 ms of its 2.68 s)
     setup_loading_ns: int = 0
 
     @property

@@ -159,28 +159,33 @@ class MemoryPeak:
     line: str  # that op's line of the user's code ('' when unknown)
     held: list[Holder] = field(default_factory=list)  # what held it, by line and op, most first (HELD_SHOWN)
     # the trace records no allocator totals (Kineto's format of 2021: each event's bytes only): allocated_bytes
-    # is the most held beyond what was held when the recording began (allocated_totals)
-    since_recording_start: bool = False
+    # is summed from the events' bytes, a lower bound (allocated_totals)
+    summed_from_events: bool = False
 
 
-def allocated_totals(profile: Profile) -> tuple[npt.NDArray[np.int64], bool]:
-    """Allocated bytes after each memory event, and whether they count from the recording's start: the
-    allocator's totals as recorded; where the trace records none (every total -1, as in Kineto's traces of
-    2021, whose events carry only their bytes), the running sum of each device's events' bytes since the
-    recording began, which misses what was allocated before it (so the peak it gives is a lower bound)."""
+def allocated_totals(profile: Profile) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """Allocated bytes after each memory event, and per event whether they were summed from the events (a
+    lower bound) rather than recorded: the allocator's totals where the trace records them; on a device whose
+    events record none (every total -1, as in Kineto's traces of 2021, whose events carry only their bytes),
+    the running sum of its events' bytes, raised by what it would need not to go below zero (what was held
+    before the recording is unknown, and at least that much was freed in it)."""
     m = profile.table("memory")
-    total = m.column("total_allocated_bytes").to_numpy()
-    if len(total) == 0 or (total >= 0).any():
-        return total, False
+    total = m.column("total_allocated_bytes").to_numpy().astype(np.int64)
+    summed = np.zeros(len(total), dtype=bool)
+    if len(total) == 0 or (total >= 0).all():
+        return total, summed
     kinds = m.column("device_type").to_numpy(zero_copy_only=False)
     devices = m.column("device").to_numpy()
     change = m.column("bytes").to_numpy()
     order = np.argsort(m.column("ts_ns").to_numpy(), kind="stable")
-    running = np.zeros(len(total), dtype=np.int64)
     for kind, device in set(zip(kinds.tolist(), devices.tolist(), strict=True)):
         mine = order[(kinds[order] == kind) & (devices[order] == device)]
-        running[mine] = np.cumsum(change[mine])
-    return running, True
+        if (total[mine] >= 0).any():
+            continue  # this device's totals were recorded
+        running = np.cumsum(change[mine])
+        total[mine] = running - min(0, int(running.min()))
+        summed[mine] = True
+    return total, summed
 
 
 def memory_peak(profile: Profile) -> MemoryPeak | None:
@@ -191,7 +196,7 @@ def memory_peak(profile: Profile) -> MemoryPeak | None:
     rows = np.flatnonzero(profile.strings("memory", "device_type").equals("cuda"))
     if len(rows) == 0:
         rows = np.arange(m.num_rows)
-    allocated, since_start = allocated_totals(profile)
+    allocated, summed = allocated_totals(profile)
     i = int(rows[int(np.argmax(allocated[rows]))])
     op = int(m.column("op_id")[i].as_py())
     name, line = "", ""
@@ -222,7 +227,7 @@ def memory_peak(profile: Profile) -> MemoryPeak | None:
         op=name,
         line=line,
         held=held[:HELD_SHOWN],
-        since_recording_start=since_start,
+        summed_from_events=bool(summed[i]),
     )
 
 

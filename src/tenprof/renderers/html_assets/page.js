@@ -204,9 +204,9 @@
       ["profiler's share of a step", o.profiler_share === undefined || o.profiler_share === null ? "unknown" : pct(o.profiler_share)],
     ];
     if (s.memory_peak) {
-      // a trace without allocator totals: the most held beyond what was held as the recording began
-      const since = s.memory_peak.since_recording_start ? ", since the recording began" : "";
-      cards.push(["memory peak (" + s.memory_peak.device + since + ")", bytes(s.memory_peak.allocated_bytes)]);
+      // a trace without allocator totals: summed from its events' bytes, a lower bound
+      const atLeast = s.memory_peak.summed_from_events ? "at least " : "";
+      cards.push(["memory peak (" + s.memory_peak.device + ")", atLeast + bytes(s.memory_peak.allocated_bytes)]);
     }
     if (s.attribution && s.attribution.kernel_time_ns) {  // no kernels: no share to give
       cards.push(["kernel time with a line", pct(s.attribution.user_line_percent / 100)]);
