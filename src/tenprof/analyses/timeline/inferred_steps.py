@@ -64,7 +64,7 @@ MIN_WORK_SHARE = 0.5
 # transformer 4 of 4; a LoRA model 13 of 13; a recommender 13 of 14); real loops at most 5 of 27
 ALIKE = 0.9
 # With two whole iterations only, the first holds at least this share of the second's calls: 92-100% in the
-# real loops of 25 recordings and public traces (a warm-up iteration of 1771 calls holding all of the next's
+# real loops of 24 recordings and public traces (a warm-up iteration of 1771 calls holding all of the next's
 # 883), 3% where a single ViT forward was read as three iterations (12 calls, then the 251 of its blocks)
 CONTAINED = 0.5
 # numbers in a call's name are ids, not another call: each recompilation names its region anew
