@@ -113,8 +113,8 @@ def not_judged(profile: Profile, ctx: Context | None = None) -> list[str]:
         notes.append("no GPU activity was recorded, so none of the GPU findings could be judged")
     if ctx.compiling_steps:
         notes.append(
-            f"{ctx.compiling_steps} step(s) in which torch.compile compiled were left to the torch-compile "
-            "check and kept out of the others"
+            f"{ctx.compiling_steps} step(s) in which torch.compile compiled or CUDA graphs were recorded were left "
+            "to the torch-compile check and kept out of the others: one-offs, not the steady state"
         )
     complete = int(profile.table("steps").column("complete").to_numpy(zero_copy_only=False).sum())
     if 0 < complete < 2:
