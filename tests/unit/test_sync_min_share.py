@@ -14,7 +14,7 @@ from tests.helpers import imported_events, launch
 STEPS = 6
 
 
-def _loop(tmp_path: Path, kernel_us: float, host_after_sync_us: float) -> Profile:
+def _loop(tmp_path: Path, kernel_us: float, host_after_sync_us: float, call: str = "cudaDeviceSynchronize") -> Profile:
     """STEPS marked steps: a matmul launching one `kernel_us` kernel, a cudaDeviceSynchronize waiting for it, then
     `host_after_sync_us` of host work before the next step's launch."""
     events: list[dict[str, object]] = []
@@ -23,7 +23,7 @@ def _loop(tmp_path: Path, kernel_us: float, host_after_sync_us: float) -> Profil
         begin = base
         events += launch("aten::mm", base, 30.0, 8.0, kernel_us, correlation)
         kernel_end = base + 23.0 + kernel_us
-        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "pid": 1, "tid": 1,
+        events.append({"ph": "X", "cat": "cuda_runtime", "name": call, "pid": 1, "tid": 1,
                        "ts": base + 40.0, "dur": kernel_end + 2.0 - (base + 40.0),
                        "args": {"correlation": 1000 + correlation}})  # fmt: skip
         base = kernel_end + 2.0 + host_after_sync_us
@@ -58,3 +58,14 @@ def test_syncs_below_the_share_leave_the_idle_time_to_idle_gaps(tmp_path: Path) 
                        "tid": 1, "ts": begin - 1, "dur": base - begin})  # fmt: skip
     ids = {f.id for f in find_all(imported_events(tmp_path, events))}
     assert "sync-in-loop" not in ids and "idle-gaps" in ids
+
+
+def test_rocms_blocking_copy_is_a_synchronization(tmp_path: Path) -> None:
+    # ROCm's PyTorch copies to the host with hipMemcpyWithStream, which returns once the copy is done
+    (tmp_path / "hip").mkdir()
+    (tmp_path / "async").mkdir()
+    found = {f.id for f in find_all(_loop(tmp_path / "hip", 10_000.0, 300.0, call="hipMemcpyWithStream"))}
+    assert "sync-in-loop" in found
+    # the control: an asynchronous copy call of the same length is no synchronization
+    queued = {f.id for f in find_all(_loop(tmp_path / "async", 10_000.0, 300.0, call="hipMemcpyAsync"))}
+    assert "sync-in-loop" not in queued
