@@ -89,7 +89,7 @@ def parse_wrapper(
     the handles this wrapper names count; the innermost frame not tenprof's is the line, as an ORIGIN block
     names it)."""
     out: list[CompiledKernel] = []
-    own_handles = set(_DEBUG_HANDLE.findall(source))
+    traces = _traces_by_kernel(source, stack_traces or {})
     for name, (start, end) in embedded_kernels(source).items():
         body = source[start:end]
         definition = source.rfind("\n", 0, start) + 1
@@ -99,8 +99,8 @@ def parse_wrapper(
         for listed in _ORIGINAL_ATEN.findall(header):
             ops += [_aten(x) for x in listed.split(",")]
         body_ops, lines, counts = _body_facts(body)
-        if not lines and stack_traces:
-            lines = [_innermost(frames) for frames in _kernels_traces(name, stack_traces, own_handles)]
+        if not lines:
+            lines = [_innermost(frames) for frames in traces.get(name, [])]
         ops += body_ops
         path = _KERNEL_PATH.search(header)
         generated = path.group(1) if path else ""
@@ -112,18 +112,21 @@ def parse_wrapper(
     return out
 
 
-def _kernels_traces(name: str, stack_traces: dict[str, list[list[str]]], own_handles: set[str]) -> list[list[str]]:
-    """The stack traces of kernel `name`'s uses in this wrapper: those of the debug handles ("name:N") the
-    wrapper names for it, where it names any (a graph's provenance can hold other graphs' kernels of the same
-    name), else all of that name's; a key without a handle is the kernel's name itself."""
-    named = {handle for handle in own_handles if handle.rpartition(":")[0] == name}
-    found: list[list[str]] = []
+def _traces_by_kernel(source: str, stack_traces: dict[str, list[list[str]]]) -> dict[str, list[list[str]]]:
+    """Kernel name -> the stack traces of its uses in this wrapper, grouped once: those of the debug handles
+    ("name:N") the wrapper names for it, where it names any (a graph's provenance can hold other graphs'
+    kernels of the same name), else all of that name's; a key without a handle is the kernel's name itself."""
+    named: dict[str, set[str]] = {}
+    for handle in _DEBUG_HANDLE.findall(source):
+        named.setdefault(handle.rpartition(":")[0], set()).add(handle)
+    found: dict[str, list[list[str]]] = {}
     for key, stacks in stack_traces.items():
         kernel, _, number = key.rpartition(":")
         if not number.isdigit():
             kernel = key
-        if kernel == name and (not named or not number.isdigit() or key in named):
-            found += stacks
+        own = named.get(kernel)
+        if not own or not number.isdigit() or key in own:
+            found.setdefault(kernel, []).extend(stacks)
     return found
 
 

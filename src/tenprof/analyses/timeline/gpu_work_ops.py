@@ -9,15 +9,28 @@ own), and an op holding them still hands the GPU work. Enclosing ops are followe
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import numpy.typing as npt
 
 from tenprof.analyses.timeline.step_time import hands_work
 from tenprof.store.profile import Profile
 
+# idle-gaps and cold-start both ask, per report: the answer is kept per profile
+_FOUND: weakref.WeakKeyDictionary[Profile, npt.NDArray[np.bool_]] = weakref.WeakKeyDictionary()
+
 
 def ops_handing_gpu_work(profile: Profile) -> npt.NDArray[np.bool_]:
-    """Per op (row of the ops table, which is its op_id): whether it hands the GPU work."""
+    """Per op (row of the ops table, which is its op_id): whether it hands the GPU work (read-only)."""
+    if profile not in _FOUND:
+        found = _handing(profile)
+        found.flags.writeable = False  # shared by every caller
+        _FOUND[profile] = found
+    return _FOUND[profile]
+
+
+def _handing(profile: Profile) -> npt.NDArray[np.bool_]:
     count = profile.table("ops").num_rows
     handing = np.zeros(count, dtype=bool)
     if count == 0:
