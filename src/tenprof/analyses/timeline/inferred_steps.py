@@ -27,7 +27,11 @@ by what a loop does and a pass's layers do not:
 - a loop runs the same calls in each iteration after the first (`_blocks_unlike`: where most consecutive
   pairs differ, the blocks between one op's calls are layers: a Llama's attention and MLP blocks after
   each of its norms, a ResNet's blocks with and without a downsample); with two whole iterations only, its
-  warm first one holds most of the second's calls (`CONTAINED`).
+  warm first one holds most of the second's calls (`CONTAINED`);
+- a loop's iterations are not one module call's parts (`_inside_one_module_call`: the call path all of
+  them share, read from tenprof's call-site records, lies in a constructor, or in a forward that runs
+  other calls next to them). Identical layers pass the rules above; their loop (`for block in
+  self.blocks`) lies in a forward, between its embedding and its head, a training or decoding loop does not.
 Torch-free.
 """
 
@@ -136,6 +140,7 @@ def _infer(profile: Profile) -> InferredSteps | None:
         k = profile.table("kernels")
         work = k.column("end_ns").to_numpy() - k.column("start_ns").to_numpy()
         found = [c for c in found if _gpu_work_share(launches, work, c) >= MIN_WORK_SHARE]
+    found = [c for c in found if not _inside_one_module_call(profile, top, starts, c)]
     if not found:
         return None
     # The loop spans the most time; a call made twice per iteration spans it too, in half-iterations:
@@ -185,6 +190,79 @@ def _layers_of_one_training_pass(profile: Profile, bounds: np.ndarray) -> bool:
         return False
     begins = profile.column("ops", "start_ns")[backward]
     return not bool(((begins >= bounds[0]) & (begins < bounds[-1])).any())
+
+
+# Functions whose one call runs a module's parts: a forward over its layers, a constructor building them.
+_MODULE_CALLS = frozenset({"forward", "__init__"})
+# Frames the walk up from the shared call path passes through: a comprehension building the layers is part
+# of the constructor that runs it
+_COMPREHENSIONS = frozenset({"<genexpr>", "<listcomp>", "<dictcomp>", "<setcomp>", "<lambda>"})
+
+
+def _inside_one_module_call(profile: Profile, top: np.ndarray, starts: np.ndarray, candidate: _Candidate) -> bool:
+    """Whether the candidate's iterations are one call's parts. The deepest call path all their top-level ops
+    share (from tenprof's call-site records) is walked up through library frames and comprehensions to the
+    first user function:
+    - inside an `__init__`, they are a constructor building its layers;
+    - inside a `forward`, they are its layers where that forward's call runs other calls just before or just
+      after them (an embedding before its blocks, a head after them). A loop whose every iteration only calls
+      one `nn.Sequential` shares a path inside its forward too, but what flanks its iterations is more of the
+      same line's calls or the loop's own.
+    A training or decoding loop lies in a script's function, a trainer's or `generate()`, never inside a
+    module's forward. Ops whose path came from elsewhere (a trace's with_stack ranges, named by their
+    function's first line) are not read: there one call and many of the same function share a frame."""
+    frame_of = profile.column("ops", "frame_id")
+    recorded = profile.strings("ops", "frame_source").equals("callsite")
+    inside = np.flatnonzero((starts >= candidate.bounds[0]) & (starts <= candidate.last_end))
+    chosen = top[inside]
+    frame_ids = np.unique(frame_of[chosen[recorded[chosen]]])
+    frame_ids = frame_ids[frame_ids >= 0]
+    if len(frame_ids) == 0:
+        return False
+    parents = profile.column("frames", "parent_frame_id")
+    shared = _path(parents, int(frame_ids[0]))
+    for frame in frame_ids[1:].tolist():
+        on_path = set(_path(parents, frame))
+        shared = [f for f in shared if f in on_path]  # keeps the deepest-first order
+        if not shared:
+            return False
+    call = _enclosing_module_call(profile, shared)
+    if call is None:
+        return False
+    if call[1] == "__init__":
+        return True
+    forward, caller = call[0], int(parents[call[0]])
+    flanking = [int(inside[0]) - 1, int(inside[-1]) + 1]
+    for position in flanking:
+        if not 0 <= position < len(top) or not recorded[top[position]] or frame_of[top[position]] < 0:
+            continue
+        path = _path(parents, int(frame_of[top[position]]))
+        if caller in path and forward not in path:  # another line of the same forward
+            return True
+    return False
+
+
+def _enclosing_module_call(profile: Profile, shared: list[int]) -> tuple[int, str] | None:
+    """The `forward` or `__init__` frame on the shared path (deepest first), walking up through library
+    frames and comprehensions; None where a user function of another name comes first (the user's loop)."""
+    functions = profile.table("frames").column("function").to_pylist()
+    is_user = profile.column("frames", "is_user")
+    for frame in shared:
+        function = str(functions[frame])
+        if function in _MODULE_CALLS:
+            return frame, function
+        if bool(is_user[frame]) and function not in _COMPREHENSIONS:
+            return None
+    return None
+
+
+def _path(parents: np.ndarray, frame: int) -> list[int]:
+    """The frame and its callers, deepest first."""
+    path = []
+    while frame >= 0:
+        path.append(frame)
+        frame = int(parents[frame])
+    return path
 
 
 def _gpu_work_share(launches: np.ndarray, work: np.ndarray, candidate: _Candidate) -> float:
