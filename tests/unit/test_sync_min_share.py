@@ -56,8 +56,14 @@ def test_syncs_below_the_share_leave_the_idle_time_to_idle_gaps(tmp_path: Path) 
         base = kernel_end + 2.0 + 5_000.0
         events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{correlation}", "pid": 1,
                        "tid": 1, "ts": begin - 1, "dur": base - begin})  # fmt: skip
-    ids = {f.id for f in find_all(imported_events(tmp_path, events))}
-    assert "sync-in-loop" not in ids and "idle-gaps" in ids
+    found = {f.id: f for f in find_all(imported_events(tmp_path, events))}
+    assert "sync-in-loop" not in found and "idle-gaps" in found
+    # and the gaps are the host's work after the sync returned, not waits on it: the sync's part of each is the
+    # 2 us it took to return, the 5 ms after it the host's, in Python, as the text and the fix say
+    idle = found["idle-gaps"]
+    assert idle.title.endswith("mostly host not launching work") and "Python" in idle.fix
+    assert idle.numbers["waiting_on_a_synchronization_ns"] < 0.01 * idle.numbers["host_not_launching_work_ns"]
+    assert idle.seen[0].startswith(f"GPU 0: {STEPS - 1} gaps with no kernel running")  # each gap told once
 
 
 def test_rocms_blocking_copy_is_a_synchronization(tmp_path: Path) -> None:

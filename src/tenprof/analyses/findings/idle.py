@@ -1,6 +1,8 @@
 """idle-gaps: per GPU, the gaps when no kernel runs on any stream inside the steps, and what was going on
 meanwhile: a copy, the host blocked in a synchronization, work already launched that waits (on an event,
-another stream: the step decomposition's queued part), or the host simply not launching work."""
+another stream: the step decomposition's queued part), or the host simply not launching work. A gap the host
+spent in a synchronization only at its start is the synchronization's until the host came out of it; the rest
+is told by what followed (queued work, or the host's own)."""
 
 from __future__ import annotations
 
@@ -46,7 +48,7 @@ def check(ctx: Context) -> list[Finding]:
     lead = len(ctx.step_start) == 1 and int(ctx.step_start[0]) < lo
     if lead:
         lo = int(ctx.step_start[0])
-    worst: tuple[int, int, dict[str, int], list[tuple[int, str, int, int, int, int]]] | None = None
+    worst: tuple[int, int, dict[str, int], list[tuple[int, str, int, int, int, int]], int] | None = None
     for device in np.unique(k_device).tolist():
         sel = np.flatnonzero(k_device == device)
         sel = sel[np.argsort(k_start[sel], kind="stable")]
@@ -65,17 +67,25 @@ def check(ctx: Context) -> list[Finding]:
         in_steps = np.minimum(in_window, coverage(ctx.step_start, ctx.step_end, gap_lo, gap_hi))
         real = np.flatnonzero(in_steps >= min_gap)
         transfer_time = coverage(t_start, t_end, gap_lo[real], gap_hi[real])
-        synced = _drained_by_a_sync(sync_start, sync_end, gap_lo[real], gap_hi[real])
+        woke = _drained_by_a_sync(sync_start, sync_end, gap_lo[real], gap_hi[real])
         queued = coverage(*ctx.parts["queued"], gap_lo[real], gap_hi[real])
         by_kind: dict[str, int] = defaultdict(int)
         gaps: list[tuple[int, str, int, int, int, int]] = []
+        split = 0  # gaps told in two pieces
         for j, g in enumerate(real.tolist()):
+            lo_g, hi_g = int(gap_lo[g]), int(gap_hi[g])
+            pieces = [(lo_g, hi_g)]
             # a copy is the cause only when it fills most of the gap (a 1 us memset is not)
-            if 2 * transfer_time[j] >= gap_hi[g] - gap_lo[g]:
+            if 2 * transfer_time[j] >= hi_g - lo_g:
                 kind = "waiting on a transfer"
-            elif synced[j]:
+            elif woke[j] >= 0:
                 kind = "waiting on a synchronization"
-            elif 2 * queued[j] >= gap_hi[g] - gap_lo[g]:
+                if hi_g - int(woke[j]) >= min_gap:
+                    # the host came out of the synchronization early in the gap, and what it did next kept the
+                    # GPU idle: that rest is the host's (a 5 us sync before 5 ms of Python is no sync's wait)
+                    pieces = [(lo_g, int(woke[j])), (int(woke[j]), hi_g)]
+                    split += 1
+            elif 2 * queued[j] >= hi_g - lo_g:
                 if lead and g == 0:
                     # the first kernel launched and waited with nothing recorded running: the GPU was busy with
                     # work queued before the recording (34.8 ms of a 114 ms public pass), not idle
@@ -83,21 +93,27 @@ def check(ctx: Context) -> list[Finding]:
                 kind = QUEUED
             else:
                 kind = "host not launching work"
-            by_kind[kind] += int(in_steps[g])
-            gaps.append((int(in_steps[g]), kind, int(before_op[g]), int(after_op[g]), int(gap_lo[g]), int(gap_hi[g])))
+            for n, (a, b) in enumerate(pieces):
+                if n:  # after the synchronization: work already queued, or none
+                    waiting = int(coverage(*ctx.parts["queued"], np.array([a]), np.array([b]))[0])
+                    kind = QUEUED if 2 * waiting >= b - a else "host not launching work"
+                # each piece's share of the gap's time inside the analysed steps
+                ns = int(in_steps[g]) if len(pieces) == 1 else int(in_steps[g] * (b - a) // (hi_g - lo_g))
+                by_kind[kind] += ns
+                gaps.append((ns, kind, int(before_op[g]), int(after_op[g]), a, b))
         total = sum(by_kind.values())
         if worst is None or total > worst[0]:
-            worst = (total, int(device), dict(by_kind), gaps)
+            worst = (total, int(device), dict(by_kind), gaps, len(gaps) - split)
     window = hi - lo
     if worst is None or worst[0] == 0:
         return []
-    recorded_total, dev, recorded_kinds, gaps = worst
+    recorded_total, dev, recorded_kinds, gaps, gap_count = worst
     total, by_kind, window, basis = _unprofiled(ctx, recorded_total, recorded_kinds, window)
     if total <= 0 or total < ctx.t.idle_min_share * window:
         return []
     gaps.sort(reverse=True)
     seen = [
-        f"GPU {dev}: {len(gaps)} gaps with no kernel running, of at least {ctx.t.idle_min_gap_us:.0f} us, "
+        f"GPU {dev}: {gap_count} gaps with no kernel running, of at least {ctx.t.idle_min_gap_us:.0f} us, "
         f"{duration(recorded_total)} as recorded over {ctx.step_count} step(s); {basis}"
     ]
     host = _host_meanwhile(ctx, gaps)
@@ -130,17 +146,19 @@ def check(ctx: Context) -> list[Finding]:
     ]
 
 
-def _drained_by_a_sync(sync_start: I64Array, sync_end: I64Array, gap_lo: I64Array, gap_hi: I64Array) -> np.ndarray:
-    """For each gap: whether the host was blocked in a synchronization when it began, and came out of it
-    within the gap (the GPU drained its queue while the host waited). A synchronization begun inside the
-    gap (a pageable copy after the host's own work) did not make it: the host's work before it did.
-    `sync_start`/`sync_end` sorted by end."""
+def _drained_by_a_sync(sync_start: I64Array, sync_end: I64Array, gap_lo: I64Array, gap_hi: I64Array) -> I64Array:
+    """For each gap: when the host came out of the synchronization it was blocked in when the gap began, where
+    it came out within the gap (the GPU drained its queue while the host waited); -1 where none did. A
+    synchronization begun inside the gap (a pageable copy after the host's own work) did not make it: the
+    host's work before it did. `sync_start`/`sync_end` sorted by end."""
     first = np.searchsorted(sync_end, gap_lo, side="left")
     last = np.searchsorted(sync_end, gap_hi, side="right")
-    return np.array(
-        [bool(b > a and sync_start[a:b].min() <= lo) for a, b, lo in zip(first, last, gap_lo, strict=True)],
-        dtype=bool,
-    )
+    woke = np.full(len(gap_lo), -1, dtype=np.int64)
+    for j, (a, b, lo) in enumerate(zip(first.tolist(), last.tolist(), gap_lo.tolist(), strict=True)):
+        draining = np.flatnonzero(sync_start[a:b] <= lo)
+        if len(draining):
+            woke[j] = int(sync_end[a + int(draining[-1])])  # the last to return: the host waited until then
+    return woke
 
 
 def _host_meanwhile(ctx: Context, gaps: list[tuple[int, str, int, int, int, int]]) -> Meanwhile:
