@@ -22,6 +22,9 @@ LABELS = {
     "python": "host in Python outside torch ops",
     "capture": "the profiler's own work",
 }
+# a trace recorded with the GPU's activity alone has no ops: the host's time outside CUDA calls is not known
+# to be Python
+UNRECORDED_HOST = "host, its work not recorded (no CPU ops in the trace)"
 BAR_WIDTH = 30
 STEPS_SHOWN = 12  # a table of every step's parts for runs of up to this many analysed steps
 
@@ -56,6 +59,11 @@ def render_step_time(result: StepTime, console: Console) -> None:
         console.print(
             f"  set-up before the loop ({duration(result.setup_ns)}: {held}) is left out: no steps were marked"
         )
+    if not result.host_ops_recorded:
+        console.print(
+            "  the trace holds no CPU ops (recorded without ProfilerActivity.CPU): the host's time outside CUDA calls "
+            "is one part, what it did then unknown"
+        )
     grid = Table.grid(padding=(0, 2))
     for justify in ("left", "right", "right", "left"):
         grid.add_column(justify=justify)
@@ -64,7 +72,8 @@ def render_step_time(result: StepTime, console: Console) -> None:
         if ns <= 0:
             continue
         share = ns / wall if wall else 0.0
-        label = LABELS[part] + (f" ({result.capture_method})" if part == "capture" else "")
+        label = UNRECORDED_HOST if part == "python" and not result.host_ops_recorded else LABELS[part]
+        label += f" ({result.capture_method})" if part == "capture" else ""
         grid.add_row(label, duration(int(ns)), f"{share:.0%}", "#" * max(1, round(share * BAR_WIDTH)))
     console.print(grid)
     if (result.marked or result.inferred) and 1 < len(result.steps) <= STEPS_SHOWN:

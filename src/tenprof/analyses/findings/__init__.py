@@ -12,6 +12,7 @@ from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.memory_growth import iterations_run_backward
 from tenprof.analyses.findings.model import Finding
 from tenprof.analyses.findings.thresholds import Thresholds
+from tenprof.analyses.timeline.op_threads import host_ops_recorded
 from tenprof.store.profile import Profile
 
 
@@ -150,6 +151,11 @@ def not_judged(profile: Profile, ctx: Context | None = None) -> list[str]:
             "apart to judge the steady state"
         )
     ops = profile.table("ops")
+    if profile.table("kernels").num_rows and not host_ops_recorded(profile):
+        notes.append(
+            "the trace holds no CPU ops (recorded without ProfilerActivity.CPU): what the host did between its CUDA "
+            "calls is unknown, so data loading, launch-bound and the host's Python could not be told apart"
+        )
     if ops.num_rows and (profile.column("ops", "frame_id") < 0).all():
         notes.append(
             "the profile has no Python call paths (a trace recorded without tenprof and without "

@@ -17,6 +17,7 @@ from tenprof.analyses.findings.meanwhile import Meanwhile, host_meanwhile
 from tenprof.analyses.findings.model import Finding
 from tenprof.analyses.op_kinds import SYNC_CALLS
 from tenprof.analyses.timeline.gpu_work_ops import ops_handing_gpu_work
+from tenprof.analyses.timeline.op_threads import host_ops_recorded
 from tenprof.analyses.timeline.step_time import HOST_PARTS, length
 from tenprof.core.intervals import I64Array, coverage, merged, uncovered
 from tenprof.core.quantities import duration
@@ -199,6 +200,12 @@ _PART_FIXES = {
 }
 # a part with at least this share of the gaps' host time is named in the fix
 _PART_FIX_SHARE = 0.3
+# a trace recorded with the GPU's activity alone: the host's time outside CUDA calls is `python` by elimination
+_UNRECORDED_HOST = "outside CUDA calls, in work the trace did not record (it holds no CPU ops)"
+_UNRECORDED_HOST_FIX = (
+    "The trace holds no CPU ops, so what the host did while the GPU waited is unknown: record it again with "
+    "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] (with_stack=True names the lines)."
+)
 
 
 def _host_parts(ctx: Context, gaps: list[tuple[int, str, int, int, int, int]]) -> tuple[list[str], str]:
@@ -218,7 +225,7 @@ def _host_parts(ctx: Context, gaps: list[tuple[int, str, int, int, int, int]]) -
     if on_cpu is not None and on_cpu.ns < _CPU_OPS_SHARE * spent["dispatch"]:
         on_cpu = None  # mostly ops that launch: the dispatch advice stands
     said = [
-        f"{_HOST_PARTS[p]} {100 * spent[p] / total:.0f}%"
+        f"{_part_label(p, ctx)} {100 * spent[p] / total:.0f}%"
         + (f" ({100 * on_cpu.ns / total:.0f}% in ops that ran on the CPU and launched no GPU work: {on_cpu.names})"
            if p == "dispatch" and on_cpu is not None else "")
         for p in HOST_PARTS
@@ -235,7 +242,13 @@ def _part_fix(part: str, ctx: Context, on_cpu: _CpuOps | None) -> str:
         return CAPTURING
     if part == "dispatch" and on_cpu is not None:
         return _CPU_OPS_FIX.format(names=on_cpu.bare)
+    if part == "python" and not host_ops_recorded(ctx.profile):
+        return _UNRECORDED_HOST_FIX
     return _PART_FIXES[part]
+
+
+def _part_label(part: str, ctx: Context) -> str:
+    return _UNRECORDED_HOST if part == "python" and not host_ops_recorded(ctx.profile) else _HOST_PARTS[part]
 
 
 # Of the host's time in torch ops during the gaps, the share in ops that launched no GPU work (ops computing

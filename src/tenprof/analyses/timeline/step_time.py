@@ -35,7 +35,9 @@ whose ops launched kernels (autograd's backward thread), its DataLoader ranges o
   (`TorchDynamo Cache Lookup`);
 - `dispatch`: the host is inside a top-level torch op (dispatching it, launching its kernels);
 - (`collective`) a CPU collective is in flight (a `gloo:` range, on any thread): the script waits for it;
-- `python`: anywhere else: the script's own Python between ops (the host sampler's lines say which);
+- `python`: anywhere else: the script's own Python between ops (the host sampler's lines say which); in a
+  trace recorded without the host's ops (`StepTime.host_ops_recorded`), whatever the host did outside CUDA
+  calls;
 - `capture`: the profiler's own work, in the mean steady step only: where the profiler's overhead was
   measured (steps run with the capture off, told from the steps' own variation) or estimated
   (analyses.timeline.overhead), that share of the step is taken out of `dispatch` and `python`, where the
@@ -60,7 +62,7 @@ from tenprof.analyses.timeline.allocator_slow_path import slow_path
 from tenprof.analyses.timeline.compilations import frame_compilations
 from tenprof.analyses.timeline.critical_path import critical_path_windows, launching_step
 from tenprof.analyses.timeline.inferred_steps import infer_steps
-from tenprof.analyses.timeline.op_threads import main_op_thread
+from tenprof.analyses.timeline.op_threads import host_ops_recorded, main_op_thread
 from tenprof.analyses.timeline.overhead import (
     COLD_STEPS,
     inside,
@@ -136,6 +138,9 @@ class StepTime:
     # first batch, with the GPU idle): the set-up is then more than imports and the model (a public ViT
     # inference: 780 ms of its 2.68 s)
     setup_loading_ns: int = 0
+    # the trace holds the host's torch ops; False where it was recorded with the GPU's activity alone: the host's
+    # time outside CUDA calls is then `python` by elimination, its work unknown (op_threads.host_ops_recorded)
+    host_ops_recorded: bool = True
 
     @property
     def steady(self) -> list[Step]:
@@ -219,6 +224,7 @@ def step_time(profile: Profile) -> StepTime:
         method,
         inferred is not None,
         setup_loading,
+        host_ops_recorded(profile),
     )
 
 

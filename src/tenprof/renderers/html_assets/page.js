@@ -232,7 +232,11 @@
     const med = st.mean_step, wall = med.wall_ns || 1;
     const W = 960, H = 34;
     const bar = svg("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, class: "step-time-bar", role: "img" });
-    const shown = STEP_PARTS.filter(([key]) => (med.parts[key] || 0) > 0);
+    // a trace recorded without the host's ops: its time outside CUDA calls is not known to be Python
+    const parts = st.host_ops_recorded === false
+      ? STEP_PARTS.map(([key, label, colour]) => [key, key === "python" ? "host, its work not recorded (no CPU ops in the trace)" : label, colour])
+      : STEP_PARTS;
+    const shown = parts.filter(([key]) => (med.parts[key] || 0) > 0);
     let x = 0;
     for (const [key, label, colour] of shown) {
       const v = med.parts[key], w = v / wall * W;
@@ -248,10 +252,10 @@
       { key: "label", label: "part", text: true }, { key: "ns", label: "per step", fmt: dur }, { key: "share", label: "share", fmt: (v) => pct(v) },
     ], shown.map(([key, label]) => ({ label: label, ns: med.parts[key], share: med.parts[key] / wall })));
     if (st.steps.length > 1) {
-      const used = STEP_PARTS.filter(([key]) => st.steps.some((s) => s.parts[key] > 0));
+      const used = parts.filter(([key]) => st.steps.some((s) => s.parts[key] > 0));
       table(sec, [
         { key: "step", label: "step" }, { key: "wall_ns", label: "wall", fmt: dur },
-        ...used.map(([key]) => ({ key: key, label: key.replace(/_/g, " "), fmt: dur })),
+        ...used.map(([key]) => ({ key: key, label: key === "python" && st.host_ops_recorded === false ? "host (not recorded)" : key.replace(/_/g, " "), fmt: dur })),
       ], st.steps.map((s) => ({ step: s.step, wall_ns: s.wall_ns, ...s.parts })));
     }
   }
