@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from tenprof.analyses.findings import find_all
 from tenprof.analyses.findings.tensor_core_path import tensor_core_path
 from tenprof.store.meta import GpuInfo
+from tenprof.store.profile import Profile, load_profile
+from tests.helpers import DATA
 
 
 def _on(name: str, capability: str) -> tuple[str, float, str]:
@@ -36,6 +39,10 @@ def _on(name: str, capability: str) -> tuple[str, float, str]:
         ("AMD Instinct MI250X / MI250", "9.0", "bf16", 8.0),
         ("AMD Instinct MI300X", "", "bf16", 8.0),  # no capability recorded: the name alone tells
         ("AMD Radeon RX 7900 XTX", "11.0", "bf16", 1.0),  # no known matrix-core ratio: no time claimed
+        # no tensor cores before Volta: half precision accumulating in float32 runs at the FP32 rate there
+        ("Tesla P100-PCIE-16GB", "6.0", "fp32", 1.0),
+        ("NVIDIA GeForce GTX 1080 Ti", "6.1", "fp32", 1.0),
+        ("Tesla K80", "3.7", "fp32", 1.0),
     ],
 )
 def test_each_card_gets_the_path_its_tensor_cores_run_fastest(
@@ -72,3 +79,14 @@ def test_an_amd_card_is_told_to_run_bf16_not_tf32() -> None:
     precision, _, fix = _on("AMD Instinct MI300X", "9.4")
     assert precision == "bf16" and fix.startswith("Run the model under torch.autocast('cuda', dtype=torch.bfloat16)")
     assert "AMD Instinct" in fix
+
+
+def test_a_gpu_without_tensor_cores_gets_no_gemm_finding() -> None:
+    # the fp32 GEMM recording (H100) read as if made on a P100: a public P100 ResNet-18 trace was told TF32 runs
+    # at 2x and bf16 at 4x there; the H100 it was made on is the control
+    recording = load_profile(DATA / "finding_fp32_gemm")
+    assert "gemm-without-tensor-cores" in {f.id for f in find_all(recording)}
+    meta = recording.meta.model_copy(deep=True)
+    meta.gpus = [GpuInfo(index=0, name="Tesla P100-PCIE-16GB", compute_capability="6.0")]
+    on_a_p100 = Profile(recording.directory, meta)
+    assert "gemm-without-tensor-cores" not in {f.id for f in find_all(on_a_p100)}

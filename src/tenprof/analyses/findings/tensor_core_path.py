@@ -13,6 +13,10 @@ The dense peaks over the FP32 FMA peak, from the vendor's data sheets (dense, no
 - Volta and Turing (7.x): no TF32 nor bf16; fp16 at 8x on a V100 (125 against 15.7) and a T4 (65 against
   8.1), at 4x on GeForce RTX 20 cards, which accumulate fp16 in float32 at half rate (RTX 2080 Ti 53.8
   against 13.4). fp16 autocast (with a GradScaler for training) is the fix.
+- Pascal and older (compute capability below 7.0: a P100, a GTX 1080, a K80): no tensor cores. Half-precision
+  GEMMs with float32 accumulation (what autocast runs) go at the FP32 rate on them (the P100's 2x fp16 rate is
+  for fp16 accumulation), so no faster path is claimed: speedup 1, no finding (a public P100 ResNet-18 trace
+  was told that TF32 runs at 2x and bf16 at 4x there).
 - AMD Instinct cards (ROCm traces, whose compute capability is the gfx architecture: an MI300X reads 9.4):
   bf16 at about 8x the FP32 vector rate (MI300X 1307.4 against 163.4 TFLOP/s; TF32 653.7, where the card has
   it); bf16 autocast is the fix.
@@ -98,6 +102,15 @@ def _with_listed_peaks(path: TensorCorePath, name: str) -> TensorCorePath:
 def _for(major: int, minor: int, name: str, described: str = "") -> TensorCorePath:
     geforce = any(word in name for word in ("GeForce", "TITAN"))
     capability = described or f"compute capability {major}.{minor}"
+    if major < 7:
+        return TensorCorePath(
+            "fp32",
+            1.0,
+            f"this GPU ({capability}) has no tensor cores, and half precision with float32 accumulation runs at "
+            "its FP32 rate: no time is claimed",
+            f"This GPU ({capability}) has no tensor cores: float32 GEMMs already run on its fastest path; a GPU of "
+            "compute capability 7.0 or later runs them on tensor cores.",
+        )
     if major == 7:
         speedup = 4.0 if geforce and minor == 5 else 8.0
         basis = (
