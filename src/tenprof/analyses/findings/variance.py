@@ -1,6 +1,10 @@
 """variance: the same kernel with the same launch shape timing differently from step to step (clocks,
 thermals, contention, data-dependent work), reported with its distribution so a lone mean is not trusted.
-"The same launch" is the kernel, its grid and block, and its op's input shapes where they were recorded.
+"The same launch" is the kernel, its grid and block, its op's input shapes where they were recorded, and
+its op and place among that op's launches: a compiled region (`CompiledFunctionBackward`) or a graph replay
+launches many GEMMs of one kernel and grid but of different sizes (the grid does not hold the reduced
+dimension), all under the region's one set of input shapes; a public compiled transformer's backward so read
+80 different GEMMs as "one shape varying 47%".
 Launches with neither a launch shape nor input shapes (a ROCm trace without record_shapes) share only a
 name and are not judged; nor is a collective (NCCL) launched without recorded shapes: its grid is the
 same whatever the size of the message, so its launches need not be the same work. The cost is the
@@ -41,7 +45,13 @@ def check(ctx: Context) -> list[Finding]:
     no_shapes = op_shapes.values.index("") if "" in op_shapes.values else -1
     shapes_code = np.full(len(k_op), no_shapes, dtype=np.int64)
     shapes_code[launched] = op_shapes.codes[k_op[launched]]
-    launch_key = np.column_stack([names.codes[keep], shape, shapes_code])
+    # ... and which of its op's launches it is, in which op: the k-th launch of a compiled region is the same
+    # GEMM from step to step, its other launches of the same kernel are other GEMMs
+    op_names = ctx.profile.strings("ops", "name")
+    op_code = np.full(len(k_op), -1, dtype=np.int64)
+    op_code[launched] = op_names.codes[k_op[launched]]
+    ordinal = np.where(launched, k.column("ordinal_in_op").to_numpy()[keep], -1).astype(np.int64)
+    launch_key = np.column_stack([names.codes[keep], shape, shapes_code, op_code, ordinal])
     # launches grouped by key: sorted by it (stable, so each group keeps launch order), cut where it changes
     by_group = np.lexsort(launch_key.T[::-1])
     ordered = launch_key[by_group]
