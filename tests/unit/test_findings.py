@@ -564,7 +564,7 @@ def test_idle_gaps_advice_follows_where_the_host_was_when_no_line_was_sampled() 
 def test_idle_gaps_left_after_others_charged_theirs_is_named_by_its_largest_kind() -> None:
     """An A100 trace of HolisticTraceAnalysis's tests (625 ms of its gaps queued behind launched work, 2 ms
     in syncs that sync-in-loop takes) was titled "for other reasons": the title names what is left."""
-    from tenprof.analyses.findings.causes import _left_most
+    from tenprof.analyses.findings.causes import _kind_left_most
 
     idle = Finding(
         id="idle-gaps",
@@ -580,11 +580,11 @@ def test_idle_gaps_left_after_others_charged_theirs_is_named_by_its_largest_kind
             "host_not_launching_work_ns": 21e6,
         },
     )
-    assert _left_most(idle, {"waiting_on_a_synchronization_ns": 2_000_000}) == "mostly work launched, waiting to start"
+    assert _kind_left_most(idle, {"waiting_on_a_synchronization_ns": 2_000_000}) == "work launched, waiting to start"
     # what is left of a kind partly charged counts, not what it was
     idle.numbers["host_not_launching_work_ns"] = 700e6
-    assert _left_most(idle, {"host_not_launching_work_ns": 690_000_000}) == "mostly work launched, waiting to start"
-    assert _left_most(idle, {key: int(v) for key, v in idle.numbers.items()}) == "for other reasons"
+    assert _kind_left_most(idle, {"host_not_launching_work_ns": 690_000_000}) == "work launched, waiting to start"
+    assert _kind_left_most(idle, {key: int(v) for key, v in idle.numbers.items()}) is None
 
 
 def test_launches_sharing_only_a_name_are_not_one_shape(tmp_path: Path) -> None:

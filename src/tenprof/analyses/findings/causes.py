@@ -59,6 +59,13 @@ IDLE_CHARGERS = (
 # the findings that name why the host launched nothing (from the step decomposition's parts): idle-gaps'
 # "host not launching work" is theirs, up to their cost
 _HOST_CAUSES = ("cold-start", "torch-compile-time", "data-loading", "allocator-churn")
+# ... and the step decomposition's part each names
+_PART_OF_CAUSE = {
+    "cold-start": "cuda_api",
+    "torch-compile-time": "compile",
+    "data-loading": "data_loading",
+    "allocator-churn": "allocator",
+}
 
 # The findings whose cost is GPU kernel time: in a step the host bounds, saving it shortens no step
 # (`_gpu_time_on_the_critical_path`).
@@ -114,13 +121,16 @@ def one_cause_one_finding(found: list[Finding], ctx: Context) -> list[Finding]:
         taken = {key: int(idle.numbers[key]) for key in charged}
         host = "host_not_launching_work_ns"
         named = [by_id[cause] for cause in _HOST_CAUSES if cause in by_id and not by_id[cause].once]
+        owned: frozenset[str] = frozenset()  # the decomposition's parts of the host's gaps the named causes took
         if named and host in idle.numbers and host not in charged:
             taken[host] = int(min(idle.numbers[host], sum(f.cost_ns for f in named)))
             charged[host] = " and ".join(f.id for f in named)
+            owned = frozenset(_PART_OF_CAUSE[f.id] for f in named)
         wake = _sync_wake_among_host_gaps(idle, syncs, charged)
         if wake:
             charged[host] = "sync-in-loop"
             taken[host] = wake
+            owned = frozenset()
         if charged:
             idle.cost_ns = max(0, idle.cost_ns - sum(taken.values()))
             idle.seen.append(
@@ -131,9 +141,11 @@ def one_cause_one_finding(found: list[Finding], ctx: Context) -> list[Finding]:
             if not window or idle.cost_ns < ctx.t.idle_min_share * window:
                 idle.cost_ns = 0
             else:
-                idle.title = (
-                    f"GPU idle {100 * idle.cost_ns / window:.0f}% of the steps in gaps, {_left_most(idle, taken)}"
-                )
+                kind = _kind_left_most(idle, taken)
+                said = f"mostly {kind}" if kind else "for other reasons"
+                idle.title = f"GPU idle {100 * idle.cost_ns / window:.0f}% of the steps in gaps, {said}"
+                if kind:  # the advice for what is left: the parts the named causes took are theirs
+                    idle.refix(owned, kind)
     budget = idle_budget_ns(ctx)
     for finding_id in IDLE_CHARGERS:
         for f in (f for f in found if f.id == finding_id and not f.once and f.cost_ns > 0):
@@ -248,16 +260,16 @@ def _churn_left_to_fragmentation(found: list[Finding]) -> list[Finding]:
     return [f for f in found if f is not churn]
 
 
-def _left_most(idle: Finding, moved: dict[str, int]) -> str:
-    """'mostly <kind>' for the kind of gap with the most time left once others were charged with theirs
-    (a trace whose GPU waits for queued work stays told so when its syncs go to sync-in-loop)."""
+def _kind_left_most(idle: Finding, moved: dict[str, int]) -> str | None:
+    """The kind of gap with the most time left once others were charged with theirs (a trace whose GPU waits
+    for queued work stays told so when its syncs go to sync-in-loop); None where nothing is left."""
     left = {
         key: value - moved.get(key, 0)
         for key, value in idle.numbers.items()
         if key.endswith("_ns") and key not in ("idle_ns", "window_ns")
     }
     most = max(left, key=lambda key: left[key], default=None)
-    return f"mostly {most[:-3].replace('_', ' ')}" if most is not None and left[most] > 0 else "for other reasons"
+    return most[:-3].replace("_", " ") if most is not None and left[most] > 0 else None
 
 
 def _sync_wake_among_host_gaps(idle: Finding, syncs: Finding | None, charged: dict[str, str]) -> int:

@@ -129,22 +129,24 @@ def check(ctx: Context) -> list[Finding]:
         for d, kind, before, after, _, _ in gaps[:3]
     ]
     main_kind = max(by_kind, key=lambda kind: by_kind[kind])
-    return [
-        Finding(
-            id="idle-gaps",
-            title=f"GPU idle {100 * total / window:.0f}% of the steps in gaps, mostly {main_kind}",
-            cost_ns=int(total),
-            seen=seen,
-            where=list(dict.fromkeys([*host.where, *(ctx.line_of_op(after) for _, _, _, after, _, _ in gaps)]))[:3],
-            why="While no kernel is queued, the GPU does nothing; the time shows up in every step.",
-            fix=_fix(main_kind, host.fix, host_fix),
-            numbers={
-                "idle_ns": float(total),
-                "window_ns": float(window),
-                **{k.replace(" ", "_") + "_ns": float(v) for k, v in by_kind.items()},
-            },
-        )
-    ]
+    found = Finding(
+        id="idle-gaps",
+        title=f"GPU idle {100 * total / window:.0f}% of the steps in gaps, mostly {main_kind}",
+        cost_ns=int(total),
+        seen=seen,
+        where=list(dict.fromkeys([*host.where, *(ctx.line_of_op(after) for _, _, _, after, _, _ in gaps)]))[:3],
+        why="While no kernel is queued, the GPU does nothing; the time shows up in every step.",
+        fix=_fix(main_kind, host.fix, host_fix),
+        numbers={
+            "idle_ns": float(total),
+            "window_ns": float(window),
+            **{k.replace(" ", "_") + "_ns": float(v) for k, v in by_kind.items()},
+        },
+    )
+    # where data-loading or allocator-churn take the host's gaps (findings.causes), the advice is for the rest:
+    # the DataLoader's half of a TensorRT loop's gaps went to data-loading, and idle-gaps still said "use workers"
+    found.set_refix(lambda owned, kind: _fix(kind, host.fix, _host_parts(ctx, gaps, owned)[1]))
+    return [found]
 
 
 def _drained_by_a_sync(sync_start: I64Array, sync_end: I64Array, gap_lo: I64Array, gap_hi: I64Array) -> I64Array:
@@ -208,9 +210,12 @@ _UNRECORDED_HOST_FIX = (
 )
 
 
-def _host_parts(ctx: Context, gaps: list[tuple[int, str, int, int, int, int]]) -> tuple[list[str], str]:
+def _host_parts(
+    ctx: Context, gaps: list[tuple[int, str, int, int, int, int]], owned: frozenset[str] = frozenset()
+) -> tuple[list[str], str]:
     """Where the host was during the gaps it launched nothing in (the step decomposition's parts), and what
-    to do about the parts that hold most of that time ('' when none does)."""
+    to do about the parts that hold most of that time ('' when none does); the advice leaves out the `owned`
+    parts, whose own findings give theirs."""
     host_gaps = [(lo, hi) for _, kind, _, _, lo, hi in gaps if kind == "host not launching work"]
     if not host_gaps:
         return [], ""
@@ -220,7 +225,10 @@ def _host_parts(ctx: Context, gaps: list[tuple[int, str, int, int, int, int]]) -
     total = sum(spent.values())
     if not total:
         return [], ""
-    main = sorted((p for p in spent if spent[p] >= _PART_FIX_SHARE * total), key=lambda p: -spent[p])[:2]
+    rest = total - sum(spent[p] for p in owned)  # the share that names a part is of what the owned leave
+    main = sorted(
+        (p for p in spent if 0 < spent[p] >= _PART_FIX_SHARE * rest and p not in owned), key=lambda p: -spent[p]
+    )[:2]
     on_cpu = _cpu_ops(ctx, lo, hi) if "dispatch" in main else None
     if on_cpu is not None and on_cpu.ns < _CPU_OPS_SHARE * spent["dispatch"]:
         on_cpu = None  # mostly ops that launch: the dispatch advice stands

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from collections.abc import Callable
+
+from pydantic import BaseModel, Field, PrivateAttr
 
 
 class Finding(BaseModel):
@@ -20,3 +22,16 @@ class Finding(BaseModel):
         description="the run failed or will fail (out of memory): ranked before every cost of time, whatever its "
         "cost_ns (often 0)",
     )
+
+    # How the fix reads once other findings own part of what it was drawn from: given those parts and the kind
+    # of time left the largest, the advice for the rest (set by a check whose advice is drawn from several
+    # causes, idle-gaps; asked by findings.causes when it moves time to the findings that name a cause).
+    # Not part of the JSON.
+    _refix: Callable[[frozenset[str], str], str] | None = PrivateAttr(default=None)
+
+    def refix(self, owned: frozenset[str], main_kind: str) -> None:
+        if self._refix is not None:
+            self.fix = self._refix(owned, main_kind)
+
+    def set_refix(self, refix: Callable[[frozenset[str], str], str]) -> None:
+        self._refix = refix
