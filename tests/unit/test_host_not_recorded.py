@@ -48,6 +48,8 @@ def test_a_trace_without_cpu_ops_says_the_hosts_work_was_not_recorded(tmp_path: 
     text = _step_text(profile)
     assert "host, its work not recorded" in text and "Python" not in text
     assert any("holds no CPU ops" in note for note in not_judged(profile))
+    # its launches' ops are named for what they are: not the user's own kernels, ops not recorded
+    assert all(name.startswith("(no op recorded) ") for name in profile.table("ops").column("name").to_pylist())
 
 
 def test_the_same_loop_with_its_cpu_ops_keeps_the_python_part(tmp_path: Path) -> None:

@@ -11,6 +11,9 @@ import re
 
 # The op a kernel launched outside every torch op is given (importers.user_launches): this, then its name.
 USER_KERNEL_PREFIX = "(user kernel) "
+# ... and in a trace that recorded no torch op at all (activities without the CPU's): its kernels are torch's own
+# as much as the user's, their ops unknown
+NO_OP_RECORDED_PREFIX = "(no op recorded) "
 _TEMPLATE = re.compile(r"<[^<>]*>")
 
 

@@ -1,5 +1,7 @@
 """Kernels launched outside any torch op (a Triton kernel the script calls itself, a CUDA extension's
-kernel with no aten op, a ctypes library, CuPy) get an op of their own: "(user kernel) NAME".
+kernel with no aten op, a ctypes library, CuPy) get an op of their own: "(user kernel) NAME"; in a trace that
+recorded no op at all (`activities=[ProfilerActivity.CUDA]`), whose kernels are torch's as much as the user's,
+"(no op recorded) NAME".
 
 Such a kernel has no op to take a name and a line from, so tallies showed it with an empty name and
 attribution left it out. Before the ops are built, each kernel launch call (cudaLaunchKernel, cuLaunchKernel,
@@ -26,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tenprof.core.intervals import I64Array, merged
-from tenprof.core.kernel_names import USER_KERNEL_PREFIX
+from tenprof.core.kernel_names import NO_OP_RECORDED_PREFIX, USER_KERNEL_PREFIX
 from tenprof.importers.callsites import Callsites
 from tenprof.importers.timeline_columns import Clock, Collector
 
@@ -80,6 +82,7 @@ def add_user_launch_ops(
     record_of = _own_record_of(callsites, offset_ns, tid, start, launch)
     uncopied = _in_uncopied_steps(callsites, offset_ns, start)
     ops = col.ops.data
+    prefix = NO_OP_RECORDED_PREFIX if not ops["name"] and callsites is None else USER_KERNEL_PREFIX
     held: dict[int, int] = {}  # the records that hold an op, each once: the row of its op
     added = 0
     for i in np.flatnonzero(launch).tolist():
@@ -94,7 +97,7 @@ def add_user_launch_ops(
         # named after what the script called (a Triton kernel, an extension's function: the same name
         # the counters and tensors passes give it), else after the kernel
         called = callsites.launch_name[r] if r >= 0 and callsites is not None and r < len(callsites.launch_name) else ""
-        ops["name"].append(USER_KERNEL_PREFIX + (called or _short(kernel_of[int(corr[i])])))
+        ops["name"].append(prefix + (called or _short(kernel_of[int(corr[i])])))
         ops["tid"].append(int(tid[i]))
         ops["ts"].append((lo - clock.base_ns) / 1000.0)
         ops["dur"].append((hi - lo) / 1000.0)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tenprof.core.kernel_names import USER_KERNEL_PREFIX
+from tenprof.core.kernel_names import NO_OP_RECORDED_PREFIX, USER_KERNEL_PREFIX
 from tenprof.store.profile import Profile
 
 AUTOGRAD_NODE = "autograd::engine::evaluate_function"
@@ -34,6 +34,8 @@ def main_op_thread(profile: Profile) -> int:
 def host_ops_recorded(profile: Profile) -> bool:
     """Whether the recording holds the host's torch ops. A trace recorded with the GPU's activity alone
     (`activities=[ProfilerActivity.CUDA]`) has only CUDA calls; its launches get ops of their own, named
-    "(user kernel) ..." (importers.user_launches), and the host's time between them is not known to be Python:
-    three public traces so recorded read as "in Python outside torch ops 97-100%"."""
-    return not profile.strings("ops", "name").where(lambda name: name.startswith(USER_KERNEL_PREFIX)).all()
+    "(no op recorded) ..." (importers.user_launches), and the host's time between them is not known to be
+    Python: three public traces so recorded read as "in Python outside torch ops 97-100%". Profiles imported
+    before that name took "(user kernel) ..." for them: a profile with no other op is read the same way."""
+    names = profile.strings("ops", "name")
+    return not names.where(lambda name: name.startswith((NO_OP_RECORDED_PREFIX, USER_KERNEL_PREFIX))).all()
