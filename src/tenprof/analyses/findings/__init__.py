@@ -162,7 +162,10 @@ def not_judged(profile: Profile, ctx: Context | None = None) -> list[str]:
             "with_stack), so findings cannot name your lines"
         )
     if ops.num_rows and profile.strings("ops", "input_shapes").values in ([], [""]):
-        notes.append("no input shapes were recorded (record_shapes off), so copy sizes could not be estimated")
+        notes.append(
+            "no input shapes were recorded (record_shapes off), so copy sizes could not be estimated, nor whether "
+            "one kernel's launches within a step are the same work (variance is judged from step to step only)"
+        )
     return notes
 
 

@@ -4,7 +4,12 @@ thermals, contention, data-dependent work), reported with its distribution so a 
 its op and place among that op's launches: a compiled region (`CompiledFunctionBackward`) or a graph replay
 launches many GEMMs of one kernel and grid but of different sizes (the grid does not hold the reduced
 dimension), all under the region's one set of input shapes; a public compiled transformer's backward so read
-80 different GEMMs as "one shape varying 47%".
+80 different GEMMs as "one shape varying 47%". For the same reason a GEMM's or convolution's launches without
+recorded input shapes are not judged: one grid holds problems of any depth (a ResNet-50's 1x1 and 3x3
+convolutions of one output size, on a public RTX 4090 trace, read as one launch varying 33%). Other kernels
+without recorded shapes are the same launch at the same place in each step (the k-th launch of that kernel
+and grid in the step): one pass's layers of one grid (the batch norms of that ResNet-50, 79%) need not be
+the same work, so a single pass without shapes has no variance to judge.
 Launches with neither a launch shape nor input shapes (a ROCm trace without record_shapes) share only a
 name and are not judged; nor is a collective (NCCL) launched without recorded shapes: its grid is the
 same whatever the size of the message, so its launches need not be the same work. The cost is the
@@ -14,12 +19,17 @@ others there are."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.model import Finding
 from tenprof.analyses.op_kinds import is_collective
 from tenprof.core.quantities import duration
+
+# kernels whose grid leaves out the reduced dimension (a GEMM's K, a convolution's input channels and filter)
+_GRID_HIDES_DEPTH = re.compile(r"gemm|nvjet|cutlass|xmma|cublas|conv|winograd|fprop|dgrad|wgrad", re.IGNORECASE)
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -51,7 +61,12 @@ def check(ctx: Context) -> list[Finding]:
     op_code = np.full(len(k_op), -1, dtype=np.int64)
     op_code[launched] = op_names.codes[k_op[launched]]
     ordinal = np.where(launched, k.column("ordinal_in_op").to_numpy()[keep], -1).astype(np.int64)
-    launch_key = np.column_stack([names.codes[keep], shape, shapes_code, op_code, ordinal])
+    # ... and, without input shapes, its place among the step's launches of that kernel and grid: the k-th in
+    # each step is the same work from step to step, where launches of one grid in one step (one pass's layers)
+    # need not be
+    place = _place_in_step(np.column_stack([names.codes[keep], shape, step[keep]]), ctx.kernel_launch_ns[keep])
+    place[shapes_code != no_shapes] = -1
+    launch_key = np.column_stack([names.codes[keep], shape, shapes_code, op_code, ordinal, place])
     # launches grouped by key: sorted by it (stable, so each group keeps launch order), cut where it changes
     by_group = np.lexsort(launch_key.T[::-1])
     ordered = launch_key[by_group]
@@ -68,6 +83,8 @@ def check(ctx: Context) -> list[Finding]:
             # a collective's time includes its wait for the other ranks (the ranks report and the step's
             # collective part judge that), and its grid is the same for any message size
             continue
+        if not key[7] and _GRID_HIDES_DEPTH.search(str(key[0])):
+            continue  # without input shapes, one grid is GEMMs of any depth
         if not any(key[1:7]) and not key[7]:
             # neither a launch shape (a ROCm trace records no grid or block) nor input shapes: the launches
             # share only the kernel's name, which one kernel keeps across problem sizes (a batch norm's
@@ -110,3 +127,16 @@ def check(ctx: Context) -> list[Finding]:
             numbers={"cv": cv, "launches": float(len(d)), "p50_ns": float(p50), "p90_ns": float(p90)},
         )
     ]
+
+
+def _place_in_step(keys: np.ndarray, launched_at: np.ndarray) -> np.ndarray:
+    """For each launch, how many launches with its keys (kernel, grid and block, step) came before it."""
+    if len(keys) == 0:
+        return np.zeros(0, dtype=np.int64)
+    order = np.lexsort((launched_at, *keys.T[::-1]))  # by the keys, the first most significant, then in time
+    ordered = keys[order]
+    first = np.r_[True, np.any(ordered[1:] != ordered[:-1], axis=1)]
+    rank = np.arange(len(order)) - np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))
+    place = np.empty(len(order), dtype=np.int64)
+    place[order] = rank
+    return place
