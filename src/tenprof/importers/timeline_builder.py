@@ -44,6 +44,7 @@ import numpy.typing as npt
 import orjson
 import pyarrow as pa
 
+from tenprof.core.demangle import demangled_all
 from tenprof.core.inductor import inside_autotuning
 from tenprof.core.intervals import I64Array, IdIndex, coverage, nest, take
 from tenprof.core.rawfiles import GPU_FLOAT_COLUMNS, SYNC_PREFIX
@@ -127,6 +128,8 @@ def build_timeline(
     if cut:
         report.warnings.append(cut)
         report.changed.append(cut)
+    # mangled kernel names (Kineto leaves some so) read as C++, for the launches' own ops too (user_launches)
+    col.kernels.data["name"] = demangled_all(col.kernels.data["name"])
     callsites, launched = _with_user_launch_ops(col, clock, ann, callsites)
     ops = _ops(col.ops, clock)
     paths = join_call_paths(ops.links(), ann.sync_starts, col.python, clock, callsites, sources_as_of)
