@@ -188,8 +188,8 @@ x = torch.ones(64, 64)
 flags = []
 for step in range(15):
     if step == 0:
-        # start-up in the first step: a pool, a cache, a file opened (1 s: on a loaded 2-core machine the other
-        # steps' median came near 0.15 s once, and 0.3 s no longer read as a cold start)
+        # start-up in the first step: a pool, a cache, a file opened (1 s: with 0.3 s, one full test run on a
+        # loaded 2-core machine found no cold start in it, its cause not kept; more margin against the others)
         time.sleep(1.0)
     for _ in range(20):
         x = torch.tanh(x @ x)
