@@ -182,15 +182,15 @@ def shared_recording(tmp_path_factory: pytest.TempPathFactory, name: str, record
     return folder
 
 
+# The first step sleeps 1 s (0.3 s before 2026-12-08: one full test run on a loaded 2-core machine found no cold
+# start in it, its cause not kept; more margin against the other steps). Tests name its lines: keep them in place.
 CPU_STEPS_SCRIPT = """\
 import sys, time, torch, tenprof
 x = torch.ones(64, 64)
 flags = []
 for step in range(15):
     if step == 0:
-        # start-up in the first step: a pool, a cache, a file opened (1 s: with 0.3 s, one full test run on a
-        # loaded 2-core machine found no cold start in it, its cause not kept; more margin against the others)
-        time.sleep(1.0)
+        time.sleep(1.0)  # start-up in the first step: a pool, a cache, a file opened
     for _ in range(20):
         x = torch.tanh(x @ x)
     flags.append(int(torch.autograd.profiler._is_profiler_enabled))

@@ -44,3 +44,29 @@ def test_what_data_loading_took_is_left_out_of_idle_gaps_advice(tmp_path: Path) 
 def test_without_a_dataloader_the_gaps_get_the_python_advice(tmp_path: Path) -> None:
     found = {f.id: f for f in find_all(_loop(tmp_path, loader_us=0.0))}
     assert "data-loading" not in found and found["idle-gaps"].fix.startswith(PYTHON_ADVICE)
+
+
+def test_the_sampled_lines_advice_gives_way_where_a_finding_took_a_part() -> None:
+    # tenprof's own runs advise from the host sampler's lines, drawn from all of the host's gaps (a loader's
+    # lines among them): where data-loading took the DataLoader's part, the parts' advice for the rest is drawn
+    from tenprof.analyses.findings.idle import _PART_FIXES, HOST, _Advice, _PartsAdvice
+
+    parts = _PartsAdvice(
+        (("data_loading", 600), ("python", 400), ("dispatch", 0)),
+        (("data_loading", _PART_FIXES["data_loading"]), ("python", _PART_FIXES["python"])),
+    )
+    advice = _Advice("the sampled lines' advice", parts)
+    assert advice.fix(frozenset(), HOST) == "the sampled lines' advice"
+    assert advice.fix(frozenset({"data_loading"}), HOST) == _PART_FIXES["python"]
+
+
+def test_the_advice_is_kept_as_a_value(tmp_path: Path) -> None:
+    # compared and pickled with its finding (a closure over the analysis was neither)
+    import copy
+    import pickle
+
+    found = {f.id: f for f in find_all(_loop(tmp_path, loader_us=0.0))}["idle-gaps"]
+    again = pickle.loads(pickle.dumps(found))
+    assert again == found and copy.deepcopy(found) == found
+    again.refix(frozenset({"python"}), "host not launching work")
+    assert again.fix != found.fix  # the Python part taken: no part left to advise on, the general advice

@@ -123,3 +123,22 @@ def test_a_loop_only_calling_a_sequential_is_still_inferred(tmp_path: Path) -> N
     calls = [("aten::randn", before), *calls, ("aten::cat", after)]
     found = infer_steps(_recorded(tmp_path, calls, frames))
     assert found is not None and len(found.starts) == BLOCKS
+
+
+def test_a_loop_whose_model_builds_something_on_its_first_call_keeps_its_iterations(tmp_path: Path) -> None:
+    # `for _ in range(6): model(x)`: the model's forward makes a tensor on its first call only (model.py:30),
+    # then runs `return self.net(x)` (model.py:31), a Linear, a ReLU and a Linear. The lazy line flanks the
+    # first iteration on one side only: the iterations stay, starting where each call of the net starts
+    frames = _Frames([])
+    loop = frames.add(-1, SCRIPT, 50, "<module>")
+    lazy = frames.module_call(loop, 30)
+    net_line = frames.add(int(frames.rows[lazy]["parent_frame_id"]), SCRIPT, 31, "forward")  # type: ignore[call-overload]
+    net = [frames.module_call(net_line, 10 + i) for i in range(3)]
+    calls = [("aten::ones", lazy)]
+    for _ in range(BLOCKS):
+        calls += [("aten::linear", net[0]), ("aten::relu", net[1]), ("aten::linear", net[2])]
+    profile = _recorded(tmp_path, calls, frames)
+    found = infer_steps(profile)
+    assert found is not None and len(found.starts) == BLOCKS
+    first_linear = profile.column("ops", "start_ns")[1]  # after aten::ones
+    assert int(found.starts[0]) == int(first_linear) and found.marker.startswith("aten::linear")

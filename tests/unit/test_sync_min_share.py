@@ -75,3 +75,25 @@ def test_rocms_blocking_copy_is_a_synchronization(tmp_path: Path) -> None:
     # the control: an asynchronous copy call of the same length is no synchronization
     queued = {f.id for f in find_all(_loop(tmp_path / "async", 10_000.0, 300.0, call="hipMemcpyAsync"))}
     assert "sync-in-loop" not in queued
+
+
+def test_long_gaps_after_a_sync_are_split_without_overflow(tmp_path: Path) -> None:
+    # 4 s of host work after each 5 us sync: the pieces' shares of a gap, in nanoseconds, multiply to more
+    # than an int64 holds (once read as 10 s of idle time instead of 20); each gap told once, its two pieces
+    # adding up to it
+    events: list[dict[str, object]] = []
+    base = 0.0
+    for correlation in range(1, STEPS + 1):
+        begin = base
+        events += launch("aten::mm", base, 30.0, 8.0, 10_000.0, correlation)
+        kernel_end = base + 23.0 + 10_000.0
+        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "pid": 1, "tid": 1,
+                       "ts": kernel_end - 3.0, "dur": 5.0, "args": {"correlation": 1000 + correlation}})  # fmt: skip
+        base = kernel_end + 2.0 + 4_000_000.0
+        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{correlation}", "pid": 1,
+                       "tid": 1, "ts": begin - 1, "dur": base - begin})  # fmt: skip
+    idle = {f.id: f for f in find_all(imported_events(tmp_path, events))}["idle-gaps"]
+    pieces = idle.numbers["waiting_on_a_synchronization_ns"] + idle.numbers["host_not_launching_work_ns"]
+    assert pieces == idle.numbers["idle_ns"] and idle.numbers["idle_ns"] > 0.99 * (STEPS - 1) * 4e9
+    gap_lines = [line for line in idle.seen if line.startswith("gap of ")]
+    assert gap_lines and all("waiting on a synchronization, then " in line for line in gap_lines)

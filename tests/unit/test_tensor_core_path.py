@@ -90,3 +90,11 @@ def test_a_gpu_without_tensor_cores_gets_no_gemm_finding() -> None:
     meta.gpus = [GpuInfo(index=0, name="Tesla P100-PCIE-16GB", compute_capability="6.0")]
     on_a_p100 = Profile(recording.directory, meta)
     assert "gemm-without-tensor-cores" not in {f.id for f in find_all(on_a_p100)}
+
+
+def test_a_trace_naming_no_gpu_is_read_by_its_library_kernels() -> None:
+    # Kineto before torch 1.10 names no GPU: cuBLAS's maxwell_ kernels (Maxwell and Pascal) have no tensor-core
+    # path; volta_ ones take fp16, newer ones TF32
+    assert tensor_core_path([], 50).speedup == 1.0
+    assert tensor_core_path([], 70).precision == "fp16"
+    assert tensor_core_path([], 80).precision == "tf32" and tensor_core_path([], None).precision == "tf32"

@@ -24,7 +24,13 @@ from tenprof.core.quantities import duration
 
 SYNC_MARK = "Synchronize"
 QUEUED = "work launched, waiting to start"
+SYNCED = "waiting on a synchronization"
+HOST = "host not launching work"
 STEP_START = -2  # the op "before" a single step's leading gap: none, the step's start (-1 is a kernel without op)
+
+
+# the device with the most idle time: it, by kind, its gaps' pieces and its whole gaps (see `check`)
+_Worst = tuple[int, int, dict[str, int], list[tuple[int, str, int, int, int, int]], list[tuple[int, str, int, int]]]
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -49,7 +55,7 @@ def check(ctx: Context) -> list[Finding]:
     lead = len(ctx.step_start) == 1 and int(ctx.step_start[0]) < lo
     if lead:
         lo = int(ctx.step_start[0])
-    worst: tuple[int, int, dict[str, int], list[tuple[int, str, int, int, int, int]], int] | None = None
+    worst: _Worst | None = None
     for device in np.unique(k_device).tolist():
         sel = np.flatnonzero(k_device == device)
         sel = sel[np.argsort(k_start[sel], kind="stable")]
@@ -71,62 +77,63 @@ def check(ctx: Context) -> list[Finding]:
         woke = _drained_by_a_sync(sync_start, sync_end, gap_lo[real], gap_hi[real])
         queued = coverage(*ctx.parts["queued"], gap_lo[real], gap_hi[real])
         by_kind: dict[str, int] = defaultdict(int)
-        gaps: list[tuple[int, str, int, int, int, int]] = []
-        split = 0  # gaps told in two pieces
+        gaps: list[tuple[int, str, int, int, int, int]] = []  # pieces: time in the steps, kind, ops, span
+        whole: list[tuple[int, str, int, int]] = []  # each gap: time in the steps, as told, the ops around it
         for j, g in enumerate(real.tolist()):
-            lo_g, hi_g = int(gap_lo[g]), int(gap_hi[g])
-            pieces = [(lo_g, hi_g)]
+            lo_g, hi_g, woke_g = int(gap_lo[g]), int(gap_hi[g]), int(woke[j])
             # a copy is the cause only when it fills most of the gap (a 1 us memset is not)
             if 2 * transfer_time[j] >= hi_g - lo_g:
-                kind = "waiting on a transfer"
-            elif woke[j] >= 0:
-                kind = "waiting on a synchronization"
-                if hi_g - int(woke[j]) >= min_gap:
-                    # the host came out of the synchronization early in the gap, and what it did next kept the
-                    # GPU idle: that rest is the host's (a 5 us sync before 5 ms of Python is no sync's wait)
-                    pieces = [(lo_g, int(woke[j])), (int(woke[j]), hi_g)]
-                    split += 1
+                pieces = [(lo_g, hi_g, "waiting on a transfer")]
+            elif woke_g >= 0 and hi_g - woke_g < min_gap:
+                pieces = [(lo_g, hi_g, SYNCED)]
+            elif woke_g >= 0:
+                # the host came out of the synchronization early in the gap, and what it did next kept the GPU
+                # idle: that rest is told by what followed (a 5 us sync before 5 ms of Python is no sync's wait)
+                rest = (woke_g, hi_g, _after_sync(ctx, woke_g, hi_g))
+                pieces = [(lo_g, woke_g, SYNCED), rest] if woke_g > lo_g else [(lo_g, hi_g, rest[2])]
             elif 2 * queued[j] >= hi_g - lo_g:
                 if lead and g == 0:
                     # the first kernel launched and waited with nothing recorded running: the GPU was busy with
                     # work queued before the recording (34.8 ms of a 114 ms public pass), not idle
                     continue
-                kind = QUEUED
+                pieces = [(lo_g, hi_g, QUEUED)]
             else:
-                kind = "host not launching work"
-            for n, (a, b) in enumerate(pieces):
-                if n:  # after the synchronization: work already queued, or none
-                    waiting = int(coverage(*ctx.parts["queued"], np.array([a]), np.array([b]))[0])
-                    kind = QUEUED if 2 * waiting >= b - a else "host not launching work"
-                # each piece's share of the gap's time inside the analysed steps
-                ns = int(in_steps[g]) if len(pieces) == 1 else int(in_steps[g] * (b - a) // (hi_g - lo_g))
+                pieces = [(lo_g, hi_g, HOST)]
+            gap_ns, given, told = int(in_steps[g]), 0, []
+            for n, (a, b, kind) in enumerate(pieces):
+                # each piece's share of the gap's time inside the steps (in proportion to its length), the last
+                # what the others leave: the pieces add up to the gap
+                ns = gap_ns - given if n == len(pieces) - 1 else gap_ns * (b - a) // (hi_g - lo_g)
+                given += ns
                 by_kind[kind] += ns
                 gaps.append((ns, kind, int(before_op[g]), int(after_op[g]), a, b))
+                told.append(f"{duration(ns)} {kind}" if len(pieces) > 1 else kind)
+            whole.append((gap_ns, ", then ".join(told), int(before_op[g]), int(after_op[g])))
         total = sum(by_kind.values())
         if worst is None or total > worst[0]:
-            worst = (total, int(device), dict(by_kind), gaps, len(gaps) - split)
+            worst = (total, int(device), dict(by_kind), gaps, whole)
     window = hi - lo
     if worst is None or worst[0] == 0:
         return []
-    recorded_total, dev, recorded_kinds, gaps, gap_count = worst
+    recorded_total, dev, recorded_kinds, gaps, whole = worst
     total, by_kind, window, basis = _unprofiled(ctx, recorded_total, recorded_kinds, window)
     if total <= 0 or total < ctx.t.idle_min_share * window:
         return []
-    gaps.sort(reverse=True)
+    whole.sort(key=lambda gap: -gap[0])
     seen = [
-        f"GPU {dev}: {gap_count} gaps with no kernel running, of at least {ctx.t.idle_min_gap_us:.0f} us, "
+        f"GPU {dev}: {len(whole)} gaps with no kernel running, of at least {ctx.t.idle_min_gap_us:.0f} us, "
         f"{duration(recorded_total)} as recorded over {ctx.step_count} step(s); {basis}"
     ]
     host = _host_meanwhile(ctx, gaps)
     seen += host.seen
-    parts_said, host_fix = _host_parts(ctx, gaps)
+    parts_said, advice = _host_advice(ctx, gaps)
     seen += parts_said
     seen += [f"{duration(v)} {kind}" for kind, v in sorted(by_kind.items(), key=lambda kv: -kv[1]) if v > 0]
     seen += [
-        f"gap of {duration(d)} ({kind}) "
+        f"gap of {duration(d)} ({told}) "
         + ("from the step's start" if before == STEP_START else f"after {ctx.line_of_op(before)}")
         + f", before {ctx.line_of_op(after)}"
-        for d, kind, before, after, _, _ in gaps[:3]
+        for d, told, before, after in whole[:3]
     ]
     main_kind = max(by_kind, key=lambda kind: by_kind[kind])
     found = Finding(
@@ -134,9 +141,9 @@ def check(ctx: Context) -> list[Finding]:
         title=f"GPU idle {100 * total / window:.0f}% of the steps in gaps, mostly {main_kind}",
         cost_ns=int(total),
         seen=seen,
-        where=list(dict.fromkeys([*host.where, *(ctx.line_of_op(after) for _, _, _, after, _, _ in gaps)]))[:3],
+        where=list(dict.fromkeys([*host.where, *(ctx.line_of_op(after) for _, _, _, after in whole)]))[:3],
         why="While no kernel is queued, the GPU does nothing; the time shows up in every step.",
-        fix=_fix(main_kind, host.fix, host_fix),
+        fix=_fix(main_kind, host.fix, advice.parts_fix() if advice else ""),
         numbers={
             "idle_ns": float(total),
             "window_ns": float(window),
@@ -145,7 +152,7 @@ def check(ctx: Context) -> list[Finding]:
     )
     # where data-loading or allocator-churn take the host's gaps (findings.causes), the advice is for the rest:
     # the DataLoader's half of a TensorRT loop's gaps went to data-loading, and idle-gaps still said "use workers"
-    found.set_refix(lambda owned, kind: _fix(kind, host.fix, _host_parts(ctx, gaps, owned)[1]))
+    found.set_advice(_Advice(host.fix, advice))
     return [found]
 
 
@@ -166,7 +173,7 @@ def _drained_by_a_sync(sync_start: I64Array, sync_end: I64Array, gap_lo: I64Arra
 
 def _host_meanwhile(ctx: Context, gaps: list[tuple[int, str, int, int, int, int]]) -> Meanwhile:
     """What the host was doing during the gaps in which it launched nothing (see `findings.meanwhile`)."""
-    host_gaps = [(lo, hi) for _, kind, _, _, lo, hi in gaps if kind == "host not launching work"]
+    host_gaps = [(lo, hi) for _, kind, _, _, lo, hi in gaps if kind == HOST]
     lo = np.array([g[0] for g in host_gaps], dtype=np.int64)
     hi = np.array([g[1] for g in host_gaps], dtype=np.int64)
     return host_meanwhile(ctx, lo, hi)
@@ -210,53 +217,92 @@ _UNRECORDED_HOST_FIX = (
 )
 
 
-def _host_parts(
-    ctx: Context, gaps: list[tuple[int, str, int, int, int, int]], owned: frozenset[str] = frozenset()
-) -> tuple[list[str], str]:
+def _after_sync(ctx: Context, lo: int, hi: int) -> str:
+    """How the rest of a gap after the host came out of a synchronization is told: work already queued, or none."""
+    waiting = int(coverage(*ctx.parts["queued"], np.array([lo]), np.array([hi]))[0])
+    return QUEUED if 2 * waiting >= hi - lo else HOST
+
+
+@dataclass(frozen=True)
+class _PartsAdvice:
+    """The step decomposition's parts of the host's gaps, and what to do about each, so that the advice can
+    be drawn again for what other findings leave (`parts_fix`)."""
+
+    spent: tuple[tuple[str, int], ...]  # each host part's time in the gaps
+    fixes: tuple[tuple[str, str], ...]  # each part's advice here (dispatch's by what kind of op holds it)
+
+    def parts_fix(self, owned: frozenset[str] = frozenset()) -> str:
+        """The advice for the parts holding most of the host's time ('' when none does), leaving out the
+        `owned` parts, whose own findings give theirs; the share that names a part is of what those leave."""
+        spent, fixes = dict(self.spent), dict(self.fixes)
+        rest = sum(ns for part, ns in spent.items() if part not in owned)
+        main = sorted(
+            (p for p, ns in spent.items() if 0 < ns >= _PART_FIX_SHARE * rest and p not in owned),
+            key=lambda p: -spent[p],
+        )[:2]
+        return " ".join(fixes[p] for p in main)
+
+
+@dataclass(frozen=True)
+class _Advice:
+    """What idle-gaps' fix is drawn from (`Finding.refix`): the sampled lines' advice, and the parts'."""
+
+    sampled_fix: str
+    parts: _PartsAdvice | None
+
+    def fix(self, owned: frozenset[str], kind: str) -> str:
+        # the sampled lines' advice is for all of the host's gaps: where a finding took a part, the parts' is drawn
+        sampled = "" if owned else self.sampled_fix
+        return _fix(kind, sampled, self.parts.parts_fix(owned) if self.parts else "")
+
+
+def _host_parts(ctx: Context, gaps: list[tuple[int, str, int, int, int, int]]) -> tuple[list[str], str]:
     """Where the host was during the gaps it launched nothing in (the step decomposition's parts), and what
-    to do about the parts that hold most of that time ('' when none does); the advice leaves out the `owned`
-    parts, whose own findings give theirs."""
-    host_gaps = [(lo, hi) for _, kind, _, _, lo, hi in gaps if kind == "host not launching work"]
+    to do about the parts that hold most of that time ('' when none does)."""
+    said, advice = _host_advice(ctx, gaps)
+    return said, advice.parts_fix() if advice else ""
+
+
+def _host_advice(
+    ctx: Context, gaps: list[tuple[int, str, int, int, int, int]]
+) -> tuple[list[str], _PartsAdvice | None]:
+    """What `_host_parts` says, and the parts' advice (None where the host's gaps hold no time)."""
+    host_gaps = [(lo, hi) for _, kind, _, _, lo, hi in gaps if kind == HOST]
     if not host_gaps:
-        return [], ""
+        return [], None
     lo = np.array([g[0] for g in host_gaps], dtype=np.int64)
     hi = np.array([g[1] for g in host_gaps], dtype=np.int64)
     spent = {part: int(coverage(*ctx.parts[part], lo, hi).sum()) for part in HOST_PARTS}
     total = sum(spent.values())
     if not total:
-        return [], ""
-    rest = total - sum(spent[p] for p in owned)  # the share that names a part is of what the owned leave
-    main = sorted(
-        (p for p in spent if 0 < spent[p] >= _PART_FIX_SHARE * rest and p not in owned), key=lambda p: -spent[p]
-    )[:2]
-    on_cpu = _cpu_ops(ctx, lo, hi) if "dispatch" in main else None
+        return [], None
+    on_cpu = _cpu_ops(ctx, lo, hi) if spent["dispatch"] else None
     if on_cpu is not None and on_cpu.ns < _CPU_OPS_SHARE * spent["dispatch"]:
         on_cpu = None  # mostly ops that launch: the dispatch advice stands
+    # a trace without the host's ops: its time outside CUDA calls is `python` by elimination, its work unknown
+    unrecorded = spent["python"] > 0 and not host_ops_recorded(ctx.profile)
+    named = on_cpu is not None and spent["dispatch"] >= _PART_FIX_SHARE * total  # its advice is drawn from them
     said = [
-        f"{_part_label(p, ctx)} {100 * spent[p] / total:.0f}%"
+        f"{_UNRECORDED_HOST if p == 'python' and unrecorded else _HOST_PARTS[p]} {100 * spent[p] / total:.0f}%"
         + (f" ({100 * on_cpu.ns / total:.0f}% in ops that ran on the CPU and launched no GPU work: {on_cpu.names})"
-           if p == "dispatch" and on_cpu is not None else "")
+           if p == "dispatch" and on_cpu is not None and named else "")
         for p in HOST_PARTS
         if spent[p] >= 0.05 * total
     ]  # fmt: skip
-    return ["while the host launched nothing, it was " + ", ".join(said)], " ".join(
-        _part_fix(p, ctx, on_cpu) for p in main
-    )
+    fixes = tuple((p, _part_fix(p, ctx, on_cpu, unrecorded)) for p in HOST_PARTS if spent[p])
+    advice = _PartsAdvice(tuple(spent.items()), fixes)
+    return ["while the host launched nothing, it was " + ", ".join(said)], advice
 
 
-def _part_fix(part: str, ctx: Context, on_cpu: _CpuOps | None) -> str:
+def _part_fix(part: str, ctx: Context, on_cpu: _CpuOps | None, unrecorded: bool) -> str:
     """What to do about the host's time in one part; for dispatch, what kind of op holds it."""
     if part == "dispatch" and ctx.graph_captures:
         return CAPTURING
     if part == "dispatch" and on_cpu is not None:
         return _CPU_OPS_FIX.format(names=on_cpu.bare)
-    if part == "python" and not host_ops_recorded(ctx.profile):
+    if part == "python" and unrecorded:
         return _UNRECORDED_HOST_FIX
     return _PART_FIXES[part]
-
-
-def _part_label(part: str, ctx: Context) -> str:
-    return _UNRECORDED_HOST if part == "python" and not host_ops_recorded(ctx.profile) else _HOST_PARTS[part]
 
 
 # Of the host's time in torch ops during the gaps, the share in ops that launched no GPU work (ops computing

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Protocol
 
 from pydantic import BaseModel, Field, PrivateAttr
+
+
+class Advice(Protocol):
+    """A finding's advice as the parts of its cost that other findings own leave it."""
+
+    def fix(self, owned: frozenset[str], main_kind: str) -> str: ...
 
 
 class Finding(BaseModel):
@@ -23,15 +29,15 @@ class Finding(BaseModel):
         "cost_ns (often 0)",
     )
 
-    # How the fix reads once other findings own part of what it was drawn from: given those parts and the kind
-    # of time left the largest, the advice for the rest (set by a check whose advice is drawn from several
-    # causes, idle-gaps; asked by findings.causes when it moves time to the findings that name a cause).
-    # Not part of the JSON.
-    _refix: Callable[[frozenset[str], str], str] | None = PrivateAttr(default=None)
+    # What the fix is drawn from, where a check draws it from several causes (idle-gaps): findings.causes asks
+    # for it again once other findings own part of that time (`refix`). A frozen value (compared and pickled
+    # with the finding); not part of the JSON.
+    _advice: Advice | None = PrivateAttr(default=None)
 
     def refix(self, owned: frozenset[str], main_kind: str) -> None:
-        if self._refix is not None:
-            self.fix = self._refix(owned, main_kind)
+        """The fix for what is left once other findings own the `owned` parts, `main_kind` the largest left."""
+        if self._advice is not None:
+            self.fix = self._advice.fix(owned, main_kind)
 
-    def set_refix(self, refix: Callable[[frozenset[str], str], str]) -> None:
-        self._refix = refix
+    def set_advice(self, advice: Advice) -> None:
+        self._advice = advice

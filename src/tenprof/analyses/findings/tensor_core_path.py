@@ -53,6 +53,8 @@ def tensor_core_path(gpus: list[GpuInfo], newest_arch: int | None) -> TensorCore
         major, _, minor = gpu.compute_capability.partition(".")
         if major.isdigit() and minor.isdigit():
             return _with_listed_peaks(_for(int(major), int(minor), gpu.name), gpu.name)
+    if newest_arch is not None and newest_arch < 70:  # cuBLAS's maxwell_ kernels: Maxwell or Pascal
+        return _for(6, 0, "", "a Maxwell or Pascal GPU, by its library kernels' names")
     if newest_arch is not None and newest_arch < 80:
         return _for(7, 0, "", "a Volta or Turing, by its library kernels' names")
     return _for(8, 0, "")

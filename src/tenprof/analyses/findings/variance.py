@@ -29,7 +29,8 @@ from tenprof.analyses.op_kinds import is_collective
 from tenprof.core.quantities import duration
 
 # kernels whose grid leaves out the reduced dimension (a GEMM's K, a convolution's input channels and filter)
-_GRID_HIDES_DEPTH = re.compile(r"gemm|nvjet|cutlass|xmma|cublas|conv|winograd|fprop|dgrad|wgrad", re.IGNORECASE)
+# ("conv" not followed by "ert": cuDNN's convertTensor and Triton's convert_element_type kernels are elementwise)
+_GRID_HIDES_DEPTH = re.compile(r"gemm|nvjet|cutlass|xmma|cublas|conv(?!ert)|winograd|fprop|dgrad|wgrad", re.IGNORECASE)
 
 
 def check(ctx: Context) -> list[Finding]:

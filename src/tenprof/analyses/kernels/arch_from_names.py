@@ -13,9 +13,21 @@ import re
 
 from tenprof.store.profile import Profile
 
-_ARCH_IN_NAME = re.compile(r"(?:^|[^a-z])(volta|turing|ampere|hopper|sm_?(\d{2,3})|cutlass_(\d{2,3}))_", re.IGNORECASE)
-_ARCH_WORDS = {"volta": 70, "turing": 75, "ampere": 80, "hopper": 90}
-_FAMILIES = ((100, "Blackwell"), (90, "Hopper"), (89, "Ada"), (80, "Ampere"), (75, "Turing"), (70, "Volta"))
+_ARCH_IN_NAME = re.compile(
+    r"(?:^|[^a-z])(maxwell|volta|turing|ampere|hopper|sm_?(\d{2,3})|cutlass_(\d{2,3}))_", re.IGNORECASE
+)
+# cuBLAS names its kernels for Maxwell and Pascal GPUs 'maxwell_': newer GPUs run kernels of their own
+_ARCH_WORDS = {"maxwell": 50, "volta": 70, "turing": 75, "ampere": 80, "hopper": 90}
+_FAMILIES = (
+    (100, "Blackwell"),
+    (90, "Hopper"),
+    (89, "Ada"),
+    (80, "Ampere"),
+    (75, "Turing"),
+    (70, "Volta"),
+    (60, "Pascal"),
+    (50, "Maxwell"),
+)
 
 
 def newest_arch(profile: Profile) -> int | None:

@@ -28,9 +28,9 @@ by what a loop does and a pass's layers do not:
   pairs differ, the blocks between one op's calls are layers: a Llama's attention and MLP blocks after
   each of its norms, a ResNet's blocks with and without a downsample); with two whole iterations only, its
   warm first one holds most of the second's calls (`CONTAINED`);
-- a loop's iterations are not one module call's parts (`_inside_one_module_call`: the call path all of
+- a loop's iterations are not one module call's parts (`_one_module_calls_parts`: the call path all of
   them share, read from tenprof's call-site records, lies in a constructor, or in a forward that runs
-  other calls next to them). Identical layers pass the rules above; their loop (`for block in
+  other calls on both sides of them). Identical layers pass the rules above; their loop (`for block in
   self.blocks`) lies in a forward, between its embedding and its head, a training or decoding loop does not.
 Torch-free.
 """
@@ -140,7 +140,8 @@ def _infer(profile: Profile) -> InferredSteps | None:
         k = profile.table("kernels")
         work = k.column("end_ns").to_numpy() - k.column("start_ns").to_numpy()
         found = [c for c in found if _gpu_work_share(launches, work, c) >= MIN_WORK_SHARE]
-    found = [c for c in found if not _inside_one_module_call(profile, top, starts, c)]
+    parts_of_one_call = _one_module_calls_parts(profile, top, starts, found)
+    found = [c for index, c in enumerate(found) if index not in parts_of_one_call]
     if not found:
         return None
     # The loop spans the most time; a call made twice per iteration spans it too, in half-iterations:
@@ -199,47 +200,87 @@ _MODULE_CALLS = frozenset({"forward", "__init__"})
 _COMPREHENSIONS = frozenset({"<genexpr>", "<listcomp>", "<dictcomp>", "<setcomp>", "<lambda>"})
 
 
-def _inside_one_module_call(profile: Profile, top: np.ndarray, starts: np.ndarray, candidate: _Candidate) -> bool:
-    """Whether the candidate's iterations are one call's parts. The deepest call path all their top-level ops
-    share (from tenprof's call-site records) is walked up through library frames and comprehensions to the
-    first user function:
+@dataclass(frozen=True)
+class _ModuleCall:
+    frame: int  # the `forward` or `__init__` frame the candidate's iterations lie in
+    function: str
+    first: int  # the candidate's first and last top-level op (positions in `top`)
+    last: int
+
+
+def _one_module_calls_parts(profile: Profile, top: np.ndarray, starts: np.ndarray, found: list[_Candidate]) -> set[int]:
+    """Which candidates' iterations are one call's parts (their indices in `found`). The deepest call path all
+    of a candidate's top-level ops share (from tenprof's call-site records) is walked up through library frames
+    and comprehensions to the first user function:
     - inside an `__init__`, they are a constructor building its layers;
-    - inside a `forward`, they are its layers where that forward's call runs other calls just before or just
+    - inside a `forward`, they are its layers where that forward's call runs other lines just before and just
       after them (an embedding before its blocks, a head after them). A loop whose every iteration only calls
       one `nn.Sequential` shares a path inside its forward too, but what flanks its iterations is more of the
-      same line's calls or the loop's own.
+      same line's calls or the loop's own; a loop whose model builds something lazily on its first call has
+      another line of the forward before its iterations, none after them.
+    The candidates of one loop (one forward, one iteration count: each starting at another of its calls) get
+    one verdict, from the span they cover together: one pass's blocks read from their second op on have a
+    block's first op before them, not the embedding.
     A training or decoding loop lies in a script's function, a trainer's or `generate()`, never inside a
     module's forward. Ops whose path came from elsewhere (a trace's with_stack ranges, named by their
     function's first line) are not read: there one call and many of the same function share a frame."""
     frame_of = profile.column("ops", "frame_id")
     recorded = profile.strings("ops", "frame_source").equals("callsite")
+    if not recorded.any():
+        return set()
+    parents = profile.column("frames", "parent_frame_id")
+    dropped: set[int] = set()
+    loops: dict[tuple[int, int], list[_ModuleCall]] = {}
+    members: dict[tuple[int, int], list[int]] = {}
+    for index, candidate in enumerate(found):
+        call = _module_call_of(profile, top, starts, candidate, frame_of, recorded, parents)
+        if call is None:
+            continue
+        if call.function == "__init__":
+            dropped.add(index)
+            continue
+        loops.setdefault((call.frame, len(candidate.bounds)), []).append(call)
+        members.setdefault((call.frame, len(candidate.bounds)), []).append(index)
+
+    def other_line_of(forward: int, position: int) -> bool:
+        if not 0 <= position < len(top) or not recorded[top[position]] or frame_of[top[position]] < 0:
+            return False
+        path = _path(parents, int(frame_of[top[position]]))
+        return int(parents[forward]) in path and forward not in path
+
+    for key, calls in loops.items():
+        first, last = min(c.first for c in calls), max(c.last for c in calls)
+        if other_line_of(key[0], first - 1) and other_line_of(key[0], last + 1):
+            dropped.update(members[key])
+    return dropped
+
+
+def _module_call_of(
+    profile: Profile,
+    top: np.ndarray,
+    starts: np.ndarray,
+    candidate: _Candidate,
+    frame_of: np.ndarray,
+    recorded: np.ndarray,
+    parents: np.ndarray,
+) -> _ModuleCall | None:
+    """The `forward` or `__init__` the candidate's iterations lie in (`_one_module_calls_parts`), if any."""
     inside = np.flatnonzero((starts >= candidate.bounds[0]) & (starts <= candidate.last_end))
     chosen = top[inside]
     frame_ids = np.unique(frame_of[chosen[recorded[chosen]]])
     frame_ids = frame_ids[frame_ids >= 0]
     if len(frame_ids) == 0:
-        return False
-    parents = profile.column("frames", "parent_frame_id")
+        return None
     shared = _path(parents, int(frame_ids[0]))
     for frame in frame_ids[1:].tolist():
         on_path = set(_path(parents, frame))
         shared = [f for f in shared if f in on_path]  # keeps the deepest-first order
         if not shared:
-            return False
+            return None
     call = _enclosing_module_call(profile, shared)
     if call is None:
-        return False
-    if call[1] == "__init__":
-        return True
-    forward, caller = call[0], int(parents[call[0]])
-    flanking = [int(inside[0]) - 1, int(inside[-1]) + 1]
-    for position in flanking:
-        if not 0 <= position < len(top) or not recorded[top[position]] or frame_of[top[position]] < 0:
-            continue
-        path = _path(parents, int(frame_of[top[position]]))
-        if caller in path and forward not in path:  # another line of the same forward
-            return True
-    return False
+        return None
+    return _ModuleCall(call[0], call[1], int(inside[0]), int(inside[-1]))
 
 
 def _enclosing_module_call(profile: Profile, shared: list[int]) -> tuple[int, str] | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tenprof.core.kernel_names import NO_OP_RECORDED_PREFIX, USER_KERNEL_PREFIX
+from tenprof.core.kernel_names import NO_OP_RECORDED_PREFIX
 from tenprof.store.profile import Profile
 
 AUTOGRAD_NODE = "autograd::engine::evaluate_function"
@@ -35,7 +35,8 @@ def host_ops_recorded(profile: Profile) -> bool:
     """Whether the recording holds the host's torch ops. A trace recorded with the GPU's activity alone
     (`activities=[ProfilerActivity.CUDA]`) has only CUDA calls; its launches get ops of their own, named
     "(no op recorded) ..." (importers.user_launches), and the host's time between them is not known to be
-    Python: three public traces so recorded read as "in Python outside torch ops 97-100%". Profiles imported
-    before that name took "(user kernel) ..." for them: a profile with no other op is read the same way."""
+    Python: three public traces so recorded read as "in Python outside torch ops 97-100%". A script that only
+    launches its own kernels (Triton, CuPy) under a capture that recorded the CPU has "(user kernel) ..." ops:
+    recorded."""
     names = profile.strings("ops", "name")
-    return not names.where(lambda name: name.startswith((NO_OP_RECORDED_PREFIX, USER_KERNEL_PREFIX))).all()
+    return not names.where(lambda name: name.startswith(NO_OP_RECORDED_PREFIX)).all()
