@@ -193,6 +193,19 @@ def launch(
     ]  # fmt: skip
 
 
+def profiler_step(number: int, ts: float, dur: float) -> dict[str, object]:
+    """torch.profiler's mark of step `number` on thread 1, as a schedule writes it (times in us)."""
+    return {
+        "ph": "X",
+        "cat": "user_annotation",
+        "name": f"ProfilerStep#{number}",
+        "pid": 1,
+        "tid": 1,
+        "ts": ts,
+        "dur": dur,
+    }
+
+
 def imported_events(folder: Path, events: list[dict[str, object]]) -> Profile:
     """`events` written as a torch.profiler trace in `folder` and imported (`tenprof import`) next to it."""
     trace = folder / "trace.json"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tenprof.analyses.findings import find_all
 from tenprof.store.profile import Profile
-from tests.helpers import imported_events, launch
+from tests.helpers import imported_events, launch, profiler_step
 
 STEPS = 5
 
@@ -21,8 +21,7 @@ def _loop(tmp_path: Path, on_cpu: bool) -> Profile:
     correlation = 0
     for step in range(STEPS):
         base = 10_000.0 * step
-        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "pid": 1, "tid": 1,
-                       "ts": base, "dur": 9_990.0})  # fmt: skip
+        events.append(profiler_step(step, base, 9_990.0))
         if on_cpu:
             events.append({"ph": "X", "cat": "cpu_op", "name": "aten::randn", "pid": 1, "tid": 1,
                            "ts": base + 10, "dur": 5_000.0})  # fmt: skip

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tenprof.analyses.findings import find_all
 from tenprof.store.profile import Profile
-from tests.helpers import imported_events, launch
+from tests.helpers import imported_events, launch, profiler_step
 
 STEPS = 8
 LOADER = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
@@ -23,8 +23,7 @@ def _loop(tmp_path: Path, loader_us: float) -> Profile:
     events: list[dict[str, object]] = []
     for step in range(STEPS):
         base = 10_000.0 * step
-        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "pid": 1, "tid": 1,
-                       "ts": base, "dur": 9_990.0})  # fmt: skip
+        events.append(profiler_step(step, base, 9_990.0))
         events += launch("aten::mm", base + 10, 30.0, 8.0, 4_000.0, step + 1)
         if loader_us:
             events.append({"ph": "X", "cat": "user_annotation", "name": LOADER, "pid": 1, "tid": 1,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tenprof.analyses.findings import find_all
 from tenprof.store.profile import Profile
-from tests.helpers import imported_events, launch
+from tests.helpers import imported_events, launch, profiler_step
 
 STEPS = 8
 KERNEL = "ampere_sgemm_128x64_nn"
@@ -23,8 +23,7 @@ def _region_steps(tmp_path: Path, first_us: list[float], second_us: list[float])
     correlation = 0
     for step in range(STEPS):
         base = 2_000.0 * step
-        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "pid": 1, "tid": 1,
-                       "ts": base, "dur": 1_990.0})  # fmt: skip
+        events.append(profiler_step(step, base, 1_990.0))
         region = {"ph": "X", "cat": "cpu_op", "name": "CompiledFunctionBackward", "pid": 1, "tid": 1, "ts": base + 5,
                   "dur": 1_000.0, "args": {"Input Dims": [[32, 256, 8192]], "External id": 10_000 + step}}  # fmt: skip
         events.append(region)
