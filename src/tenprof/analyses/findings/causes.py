@@ -7,7 +7,9 @@ The overlaps, each settled once here:
   launch-bound, or (up to their cost) to data-loading and allocator-churn, which say why the host
   launched nothing, when those fired; the host's gaps in a synchronization's wake (up to its cost) are
   sync-in-loop's too; idle-gaps keeps only the rest, and is dropped when that falls below
-  its threshold (`idle.min_share` of the window it was judged on).
+  its threshold (`idle.min_share` of the window it was judged on). What it keeps is titled by its largest
+  kind left, and its advice drawn again for it (`Finding.refix`): the parts of the host's gaps the named
+  causes took (the DataLoader's, the allocator's, ...) are theirs, with their own advice.
 - sync-in-loop counts the waits of blocking copies to the GPU; when pageable-transfer fired, those are
   its: the idle after them moves to pageable-transfer's cost, and sync-in-loop keeps only the other
   synchronizations (or goes, when there are none, or when what they cost is below `sync_min_share` of the
