@@ -31,8 +31,9 @@ from tests.helpers import recording
 SCRIPT = """
 import json, sys
 import torch._inductor.config as config
-json.dump({"comment_origin": config.comment_origin, "provenance": config.trace.provenance_tracking_level},
-          open(sys.argv[1], "w"))
+import torch.compiler.config as compiler_config
+json.dump({"comment_origin": config.comment_origin, "provenance": config.trace.provenance_tracking_level,
+           "tag": compiler_config.cache_key_tag}, open(sys.argv[1], "w"))
 """
 
 
@@ -41,7 +42,9 @@ def test_a_run_leaves_the_origin_comments_off_and_tracks_provenance(tmp_path: Pa
     script.write_text(SCRIPT)
     seen, out = tmp_path / "seen.json", tmp_path / "prof"
     assert main(["run", "--quiet", "-o", str(out), str(script), str(seen)]) == 0
-    assert json.loads(seen.read_text()) == {"comment_origin": False, "provenance": 1}
+    # and the compiles keyed apart from a plain run's: torch 2.11 served a plain run's cached graph, without
+    # provenance, and the kernels lost their lines
+    assert json.loads(seen.read_text()) == {"comment_origin": False, "provenance": 1, "tag": "tenprof-provenance"}
     assert json.loads((out / "meta.json").read_text())["options"]["compiled_lines"] == "false"
 
 
@@ -51,8 +54,14 @@ def test_the_option_turns_the_origin_comments_on(monkeypatch: pytest.MonkeyPatch
 
     monkeypatch.setattr(config, "comment_origin", False)
     monkeypatch.setattr(config.trace, "provenance_tracking_level", 0)
+    import torch.compiler.config as compiler_config
+
+    monkeypatch.setattr(compiler_config, "cache_key_tag", "mine")  # the user's own tag is kept
     prepare_inductor(compiled_lines=False)
     assert (config.comment_origin, config.trace.provenance_tracking_level) == (False, 1)
+    assert compiler_config.cache_key_tag == "mine:tenprof-provenance"
+    prepare_inductor(compiled_lines=False)  # once only
+    assert compiler_config.cache_key_tag == "mine:tenprof-provenance"
     prepare_inductor(compiled_lines=True)
     assert config.comment_origin
     args = argparse.ArgumentParser()

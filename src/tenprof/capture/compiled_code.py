@@ -69,6 +69,28 @@ def _track_provenance(config: ModuleType) -> None:
     try:
         config.trace.provenance_tracking_level = 1
     except Exception:  # a torch whose Inductor has no provenance tracking: lines only with --compiled-lines
+        return
+    _own_cache_entries()
+
+
+# What the run adds to torch.compile's cache key tag (`_own_cache_entries`).
+CACHE_KEY_TAG = "tenprof-provenance"
+
+
+def _own_cache_entries() -> None:
+    """torch.compile's caches keyed apart from a plain run's. torch 2.11 (the GPU machine's) leaves provenance
+    tracking out of the FX graph cache's key (2.13 keys on it), so a graph that a plain run had cached, without
+    provenance, was served to the run and its kernels came without their lines: compiled GPT-2 run twice plainly
+    before `tenprof run` on an H100 (2026-12-08) kept no stack trace and no provenance handle for any of its 44
+    kernels. The tag (added to one the user set) gives the run's compiles cache entries of their own, which
+    later runs reuse; the code generated is the same."""
+    try:
+        from torch.compiler import config as compiler_config
+
+        tag = str(compiler_config.cache_key_tag or "")
+        if CACHE_KEY_TAG not in tag.split(":"):
+            compiler_config.cache_key_tag = f"{tag}:{CACHE_KEY_TAG}" if tag else CACHE_KEY_TAG
+    except Exception:  # a torch without the tag: its caches as they are
         pass
 
 
