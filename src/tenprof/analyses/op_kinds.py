@@ -55,3 +55,8 @@ GRAPH_INSTANTIATES = ("cudaGraphInstantiate", "hipGraphInstantiate")
 def is_collective(kernel_name: str) -> bool:
     name = kernel_name.lower()
     return any(w in name for w in COLLECTIVE_WORDS)
+
+
+# Words in the names of library GEMM kernels (cuBLAS, cuBLASLt's nvjet, CUTLASS, cuDNN's xmma); each reader adds
+# its own (a split-K GEMM's reduction kernel, GEMV, convolutions)
+GEMM_KERNEL_WORDS = ("gemm", "nvjet", "cutlass", "xmma", "cublas")

@@ -238,3 +238,19 @@ def uncovered(windows: tuple[I64Array, I64Array], by: tuple[I64Array, I64Array])
 def _inside_blocks(starts: I64Array, ends: I64Array, t: I64Array) -> npt.NDArray[np.bool_]:
     k = np.searchsorted(starts, t, side="right") - 1
     return (k >= 0) & (t < ends[np.clip(k, 0, None)]) if len(starts) else np.zeros(len(t), dtype=bool)
+
+
+def rank_within(groups: I64Array, times: I64Array) -> I64Array:
+    """0-based rank of each item among the items of its group, by time."""
+    n = len(groups)
+    out = np.zeros(n, dtype=np.int64)
+    if n == 0:
+        return out
+    order = np.lexsort((times, groups))
+    g = groups[order]
+    new_group = np.empty(n, dtype=bool)
+    new_group[0] = True
+    new_group[1:] = g[1:] != g[:-1]
+    group_start = np.maximum.accumulate(np.where(new_group, np.arange(n), 0))
+    out[order] = np.arange(n) - group_start
+    return out

@@ -46,7 +46,7 @@ import pyarrow as pa
 
 from tenprof.core.demangle import demangled_all
 from tenprof.core.inductor import inside_autotuning
-from tenprof.core.intervals import I64Array, IdIndex, coverage, nest, take
+from tenprof.core.intervals import I64Array, IdIndex, coverage, nest, rank_within, take
 from tenprof.core.rawfiles import GPU_FLOAT_COLUMNS, SYNC_PREFIX
 from tenprof.core.units import duration
 from tenprof.importers.call_paths import CallPaths, OpLinks, join_call_paths, recorded_paths, sidecar_scope_rows
@@ -614,7 +614,7 @@ def _kernels(cols: Cols, clock: Clock, ops: _Ops, api: _ApiCalls) -> _Kernels:
         corr=k_corr,
         api=k_api,
         op=k_op,
-        ordinal=_ordinal_within(k_op, launch_time),
+        ordinal=rank_within(k_op, launch_time),
         grid=np.array(cols.data["grid"], dtype=np.int64).reshape(-1, 3)[k_order],
         block=np.array(cols.data["block"], dtype=np.int64).reshape(-1, 3)[k_order],
     )
@@ -960,19 +960,3 @@ def _running(ops: _Ops, op: I64Array, tid: I64Array, at: I64Array) -> npt.NDArra
     linked = op[ok]
     ok[ok] = (ops.tid[linked] == tid[ok]) & (ops.start[linked] <= at[ok]) & (ops.end[linked] >= at[ok])
     return ok
-
-
-def _ordinal_within(groups: I64Array, times: I64Array) -> I64Array:
-    """0-based rank of each item among the items of its group, by time."""
-    n = len(groups)
-    out = np.zeros(n, dtype=np.int64)
-    if n == 0:
-        return out
-    order = np.lexsort((times, groups))
-    g = groups[order]
-    new_group = np.empty(n, dtype=bool)
-    new_group[0] = True
-    new_group[1:] = g[1:] != g[:-1]
-    group_start = np.maximum.accumulate(np.where(new_group, np.arange(n), 0))
-    out[order] = np.arange(n) - group_start
-    return out

@@ -60,14 +60,14 @@ IDLE_CHARGERS = (
 )
 # the findings that name why the host launched nothing (from the step decomposition's parts): idle-gaps'
 # "host not launching work" is theirs, up to their cost
-_HOST_CAUSES = ("cold-start", "torch-compile-time", "data-loading", "allocator-churn")
-# ... and the step decomposition's part each names
+# (each with the step decomposition's part it names)
 _PART_OF_CAUSE = {
     "cold-start": "cuda_api",
     "torch-compile-time": "compile",
     "data-loading": "data_loading",
     "allocator-churn": "allocator",
 }
+_HOST_CAUSES = tuple(_PART_OF_CAUSE)
 
 # The findings whose cost is GPU kernel time: in a step the host bounds, saving it shortens no step
 # (`_gpu_time_on_the_critical_path`).

@@ -27,9 +27,8 @@ import numpy.typing as npt
 
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.model import Finding
-from tenprof.analyses.timeline.critical_path import critical_path_windows, launching_step
+from tenprof.analyses.timeline.critical_path import critical_path_windows
 from tenprof.analyses.timeline.gpu_work_ops import ops_handing_gpu_work
-from tenprof.analyses.timeline.overhead import kernel_launch_ns
 from tenprof.analyses.timeline.step_time import ALLOCATOR_CALLS, SLOW_LAUNCH_NS, slow_launch_calls
 from tenprof.core.intervals import coverage, merged
 from tenprof.core.quantities import duration
@@ -111,8 +110,8 @@ def _on_the_critical_path(ctx: Context) -> I64:
     # (step 0 is the program's first: nothing ran before it, and its first kernel's wait is its own start-up)
     if ctx.all_step_numbers[0] <= 0:
         return took
-    launched = kernel_launch_ns(ctx.profile)
-    mine = np.flatnonzero(launching_step(lo[:1], hi[:1], launched) == 0)
+    launched = ctx.kernel_launch_ns
+    mine = np.flatnonzero((launched >= lo[0]) & (launched < hi[0]))
     if len(mine):
         first = mine[np.argmin(launched[mine])]
         waited = max(0, int(ctx.profile.column("kernels", "start_ns")[first] - launched[first]))

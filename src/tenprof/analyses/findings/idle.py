@@ -26,6 +26,7 @@ SYNC_MARK = "Synchronize"
 QUEUED = "work launched, waiting to start"
 SYNCED = "waiting on a synchronization"
 HOST = "host not launching work"
+TRANSFER = "waiting on a transfer"
 STEP_START = -2  # the op "before" a single step's leading gap: none, the step's start (-1 is a kernel without op)
 
 
@@ -76,6 +77,8 @@ def check(ctx: Context) -> list[Finding]:
         transfer_time = coverage(t_start, t_end, gap_lo[real], gap_hi[real])
         woke = _drained_by_a_sync(sync_start, sync_end, gap_lo[real], gap_hi[real])
         queued = coverage(*ctx.parts["queued"], gap_lo[real], gap_hi[real])
+        # of each gap's rest after the host came out of a synchronization, the time work already queued waited
+        queued_after = coverage(*ctx.parts["queued"], np.maximum(woke, gap_lo[real]), gap_hi[real])
         by_kind: dict[str, int] = defaultdict(int)
         gaps: list[tuple[int, str, int, int, int, int]] = []  # pieces: time in the steps, kind, ops, span
         whole: list[tuple[int, str, int, int]] = []  # each gap: time in the steps, as told, the ops around it
@@ -83,13 +86,13 @@ def check(ctx: Context) -> list[Finding]:
             lo_g, hi_g, woke_g = int(gap_lo[g]), int(gap_hi[g]), int(woke[j])
             # a copy is the cause only when it fills most of the gap (a 1 us memset is not)
             if 2 * transfer_time[j] >= hi_g - lo_g:
-                pieces = [(lo_g, hi_g, "waiting on a transfer")]
+                pieces = [(lo_g, hi_g, TRANSFER)]
             elif woke_g >= 0 and hi_g - woke_g < min_gap:
                 pieces = [(lo_g, hi_g, SYNCED)]
             elif woke_g >= 0:
                 # the host came out of the synchronization early in the gap, and what it did next kept the GPU
                 # idle: that rest is told by what followed (a 5 us sync before 5 ms of Python is no sync's wait)
-                rest = (woke_g, hi_g, _after_sync(ctx, woke_g, hi_g))
+                rest = (woke_g, hi_g, QUEUED if 2 * queued_after[j] >= hi_g - woke_g else HOST)
                 pieces = [(lo_g, woke_g, SYNCED), rest] if woke_g > lo_g else [(lo_g, hi_g, rest[2])]
             elif 2 * queued[j] >= hi_g - lo_g:
                 if lead and g == 0:
@@ -136,6 +139,7 @@ def check(ctx: Context) -> list[Finding]:
         for d, told, before, after in whole[:3]
     ]
     main_kind = max(by_kind, key=lambda kind: by_kind[kind])
+    drawn = _Advice(host.fix, advice)
     found = Finding(
         id="idle-gaps",
         title=f"GPU idle {100 * total / window:.0f}% of the steps in gaps, mostly {main_kind}",
@@ -143,7 +147,7 @@ def check(ctx: Context) -> list[Finding]:
         seen=seen,
         where=list(dict.fromkeys([*host.where, *(ctx.line_of_op(after) for _, _, _, after in whole)]))[:3],
         why="While no kernel is queued, the GPU does nothing; the time shows up in every step.",
-        fix=_fix(main_kind, host.fix, advice.parts_fix() if advice else ""),
+        fix=drawn.fix(frozenset(), main_kind),
         numbers={
             "idle_ns": float(total),
             "window_ns": float(window),
@@ -152,7 +156,7 @@ def check(ctx: Context) -> list[Finding]:
     )
     # where data-loading or allocator-churn take the host's gaps (findings.causes), the advice is for the rest:
     # the DataLoader's half of a TensorRT loop's gaps went to data-loading, and idle-gaps still said "use workers"
-    found.set_advice(_Advice(host.fix, advice))
+    found.set_advice(drawn)
     return [found]
 
 
@@ -215,12 +219,6 @@ _UNRECORDED_HOST_FIX = (
     "The trace holds no CPU ops, so what the host did while the GPU waited is unknown: record it again with "
     "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] (with_stack=True names the lines)."
 )
-
-
-def _after_sync(ctx: Context, lo: int, hi: int) -> str:
-    """How the rest of a gap after the host came out of a synchronization is told: work already queued, or none."""
-    waiting = int(coverage(*ctx.parts["queued"], np.array([lo]), np.array([hi]))[0])
-    return QUEUED if 2 * waiting >= hi - lo else HOST
 
 
 @dataclass(frozen=True)
@@ -351,7 +349,7 @@ def _cpu_ops(ctx: Context, lo: I64Array, hi: I64Array) -> _CpuOps | None:
 def _fix(main_kind: str, sampled_fix: str, parts_fix: str) -> str:
     """The advice for the gaps: for the host's, what the sampled lines say (tenprof's runs), else what the
     host was doing by the step decomposition, else the general advice."""
-    if main_kind != "host not launching work":
+    if main_kind != HOST:
         return _FIXES[main_kind]
     return sampled_fix or parts_fix or _FIXES[main_kind]
 
@@ -381,11 +379,10 @@ def _unprofiled(ctx: Context, total: int, by_kind: dict[str, int], window: int) 
     added = max(0.0, (o.profiled_step_ns or 0.0) - o.unprofiled_step_ns) * steps
     left = idle_per_step * steps
     idle = int(max(0.0, min(total - added, left)))
-    host = "host not launching work"
-    waits = {kind: v for kind, v in by_kind.items() if kind != host}
+    waits = {kind: v for kind, v in by_kind.items() if kind != HOST}
     scale = min(1.0, idle / sum(waits.values())) if sum(waits.values()) else 1.0
     corrected = {kind: int(v * scale) for kind, v in waits.items()}
-    corrected[host] = max(0, idle - sum(corrected.values()))
+    corrected[HOST] = max(0, idle - sum(corrected.values()))
     unprofiled_window = int(o.unprofiled_step_ns * steps)
     share = 100 * idle / unprofiled_window if unprofiled_window else 0.0
     basis = (
@@ -396,14 +393,14 @@ def _unprofiled(ctx: Context, total: int, by_kind: dict[str, int], window: int) 
 
 
 _FIXES = {
-    "host not launching work": "Move the CPU work between these lines off the critical path: prepare the next "
+    HOST: "Move the CPU work between these lines off the critical path: prepare the next "
     "batch in a DataLoader with workers and pin_memory, avoid Python work between GPU ops, or overlap it "
     "with GPU work by launching the GPU work first.",
-    "waiting on a synchronization": "Remove the synchronization (see the sync-in-loop finding): keep values on "
+    SYNCED: "Remove the synchronization (see the sync-in-loop finding): keep values on "
     "the GPU and read them once, after the loop.",
     QUEUED: "The next kernel was launched before the gap and waited: on an event, another stream, or a graph's "
     "dependencies. Look at what it waits for (cudaStreamWaitEvent, a collective on another stream) and overlap "
     "independent work with it; the host is not the cause.",
-    "waiting on a transfer": "Copy from pinned memory with non_blocking=True, on a side stream, ahead of use, "
+    TRANSFER: "Copy from pinned memory with non_blocking=True, on a side stream, ahead of use, "
     "so the copy overlaps compute.",
 }

@@ -25,12 +25,15 @@ import numpy as np
 
 from tenprof.analyses.findings.context import Context
 from tenprof.analyses.findings.model import Finding
-from tenprof.analyses.op_kinds import is_collective
+from tenprof.analyses.op_kinds import GEMM_KERNEL_WORDS, is_collective
+from tenprof.core.intervals import rank_within
 from tenprof.core.quantities import duration
 
 # kernels whose grid leaves out the reduced dimension (a GEMM's K, a convolution's input channels and filter)
 # ("conv" not followed by "ert": cuDNN's convertTensor and Triton's convert_element_type kernels are elementwise)
-_GRID_HIDES_DEPTH = re.compile(r"gemm|nvjet|cutlass|xmma|cublas|conv(?!ert)|winograd|fprop|dgrad|wgrad", re.IGNORECASE)
+_GRID_HIDES_DEPTH = re.compile(
+    "|".join((*GEMM_KERNEL_WORDS, "conv(?!ert)", "winograd", "fprop", "dgrad", "wgrad")), re.IGNORECASE
+)
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -65,7 +68,8 @@ def check(ctx: Context) -> list[Finding]:
     # ... and, without input shapes, its place among the step's launches of that kernel and grid: the k-th in
     # each step is the same work from step to step, where launches of one grid in one step (one pass's layers)
     # need not be
-    place = _place_in_step(np.column_stack([names.codes[keep], shape, step[keep]]), ctx.kernel_launch_ns[keep])
+    same = np.unique(np.column_stack([names.codes[keep], shape, step[keep]]), axis=0, return_inverse=True)[1]
+    place = rank_within(same.ravel().astype(np.int64), ctx.kernel_launch_ns[keep])
     place[shapes_code != no_shapes] = -1
     launch_key = np.column_stack([names.codes[keep], shape, shapes_code, op_code, ordinal, place])
     # launches grouped by key: sorted by it (stable, so each group keeps launch order), cut where it changes
@@ -128,16 +132,3 @@ def check(ctx: Context) -> list[Finding]:
             numbers={"cv": cv, "launches": float(len(d)), "p50_ns": float(p50), "p90_ns": float(p90)},
         )
     ]
-
-
-def _place_in_step(keys: np.ndarray, launched_at: np.ndarray) -> np.ndarray:
-    """For each launch, how many launches with its keys (kernel, grid and block, step) came before it."""
-    if len(keys) == 0:
-        return np.zeros(0, dtype=np.int64)
-    order = np.lexsort((launched_at, *keys.T[::-1]))  # by the keys, the first most significant, then in time
-    ordered = keys[order]
-    first = np.r_[True, np.any(ordered[1:] != ordered[:-1], axis=1)]
-    rank = np.arange(len(order)) - np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))
-    place = np.empty(len(order), dtype=np.int64)
-    place[order] = rank
-    return place

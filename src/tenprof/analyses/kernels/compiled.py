@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from tenprof.analyses.op_kinds import GEMM_KERNEL_WORDS
 from tenprof.analyses.timeline.summary import OpLines, user_frame_of
 from tenprof.core.inductor import from_kernel_name
 from tenprof.core.units import si
@@ -380,7 +381,7 @@ def _regions(profile: Profile, kernels: _Kernels, tree: _OpTree) -> dict[str, tu
     return out
 
 
-GEMM_KERNEL = re.compile(r"gemm|nvjet|cutlass|xmma|splitKreduce|cublas", re.IGNORECASE)
+GEMM_KERNEL = re.compile("|".join((*GEMM_KERNEL_WORDS, "splitKreduce")), re.IGNORECASE)
 
 
 def extern_gemm_ops(profile: Profile) -> str:

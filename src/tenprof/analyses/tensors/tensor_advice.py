@@ -26,13 +26,13 @@ Rules, first match wins (each states the evidence it uses):
 
 from __future__ import annotations
 
-from tenprof.analyses.op_kinds import GEMM_OPS
+from tenprof.analyses.op_kinds import GEMM_KERNEL_WORDS, GEMM_OPS
 from tenprof.analyses.tensors.access_patterns import AccessPattern, LoadPatterns, describe
 from tenprof.analyses.tensors.tensor_forest import Forest
 from tenprof.analyses.tensors.tensor_stall_cost import TensorCost
 from tenprof.core import units
 
-GEMM_KERNEL_WORDS = ("gemm", "gemv", "nvjet", "xmma", "cutlass", "cublas")
+_GEMM_OR_GEMV_WORDS = (*GEMM_KERNEL_WORDS, "gemv")
 GATHER_WORDS = ("gather", "index", "embedding", "scatter")
 # Ops whose outputs are inputs of the program, not intermediates of it.
 SOURCE_OPS = {
@@ -60,7 +60,7 @@ def advice(cost: TensorCost, forest: Forest, patterns: LoadPatterns | None = Non
     if (
         cost.inferred >= cost.samples / 2
         or (cost.ops and set(cost.ops) <= GEMM_OPS)
-        or (not cost.ops and any(w in kernels for w in GEMM_KERNEL_WORDS))
+        or (not cost.ops and any(w in kernels for w in _GEMM_OR_GEMV_WORDS))
     ):
         return (
             "a GEMM operand: GEMMs read it in tiles whatever its layout, so the cost is its bytes; use lower "

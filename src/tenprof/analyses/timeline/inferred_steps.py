@@ -138,7 +138,7 @@ def _infer(profile: Profile) -> InferredSteps | None:
                 found.append(_Candidate(last - int(bounds[0]), bounds, marker, len(body), last))
     if len(launches):
         k = profile.table("kernels")
-        work = k.column("end_ns").to_numpy() - k.column("start_ns").to_numpy()
+        work = k.column("duration_ns").to_numpy()
         found = [c for c in found if _gpu_work_share(launches, work, c) >= MIN_WORK_SHARE]
     parts_of_one_call = _one_module_calls_parts(profile, top, starts, found)
     found = [c for index, c in enumerate(found) if index not in parts_of_one_call]
@@ -228,12 +228,17 @@ def _one_module_calls_parts(profile: Profile, top: np.ndarray, starts: np.ndarra
     recorded = profile.strings("ops", "frame_source").equals("callsite")
     if not recorded.any():
         return set()
-    parents = profile.column("frames", "parent_frame_id")
+    frames = _Frames(
+        profile.column("frames", "parent_frame_id"),
+        profile.table("frames").column("function").to_pylist(),
+        profile.column("frames", "is_user"),
+    )
+    parents = frames.parents
     dropped: set[int] = set()
     loops: dict[tuple[int, int], list[_ModuleCall]] = {}
     members: dict[tuple[int, int], list[int]] = {}
     for index, candidate in enumerate(found):
-        call = _module_call_of(profile, top, starts, candidate, frame_of, recorded, parents)
+        call = _module_call_of(top, starts, candidate, frame_of, recorded, frames)
         if call is None:
             continue
         if call.function == "__init__":
@@ -245,7 +250,7 @@ def _one_module_calls_parts(profile: Profile, top: np.ndarray, starts: np.ndarra
     def other_line_of(forward: int, position: int) -> bool:
         if not 0 <= position < len(top) or not recorded[top[position]] or frame_of[top[position]] < 0:
             return False
-        path = _path(parents, int(frame_of[top[position]]))
+        path = frames.path(int(frame_of[top[position]]))
         return int(parents[forward]) in path and forward not in path
 
     for key, calls in loops.items():
@@ -256,13 +261,12 @@ def _one_module_calls_parts(profile: Profile, top: np.ndarray, starts: np.ndarra
 
 
 def _module_call_of(
-    profile: Profile,
     top: np.ndarray,
     starts: np.ndarray,
     candidate: _Candidate,
     frame_of: np.ndarray,
     recorded: np.ndarray,
-    parents: np.ndarray,
+    frames: _Frames,
 ) -> _ModuleCall | None:
     """The `forward` or `__init__` the candidate's iterations lie in (`_one_module_calls_parts`), if any."""
     inside = np.flatnonzero((starts >= candidate.bounds[0]) & (starts <= candidate.last_end))
@@ -271,39 +275,47 @@ def _module_call_of(
     frame_ids = frame_ids[frame_ids >= 0]
     if len(frame_ids) == 0:
         return None
-    shared = _path(parents, int(frame_ids[0]))
+    shared = list(frames.path(int(frame_ids[0])))
     for frame in frame_ids[1:].tolist():
-        on_path = set(_path(parents, frame))
+        on_path = set(frames.path(frame))
         shared = [f for f in shared if f in on_path]  # keeps the deepest-first order
         if not shared:
             return None
-    call = _enclosing_module_call(profile, shared)
+    call = _enclosing_module_call(frames, shared)
     if call is None:
         return None
     return _ModuleCall(call[0], call[1], int(inside[0]), int(inside[-1]))
 
 
-def _enclosing_module_call(profile: Profile, shared: list[int]) -> tuple[int, str] | None:
+def _enclosing_module_call(frames: _Frames, shared: list[int]) -> tuple[int, str] | None:
     """The `forward` or `__init__` frame on the shared path (deepest first), walking up through library
     frames and comprehensions; None where a user function of another name comes first (the user's loop)."""
-    functions = profile.table("frames").column("function").to_pylist()
-    is_user = profile.column("frames", "is_user")
     for frame in shared:
-        function = str(functions[frame])
+        function = str(frames.functions[frame])
         if function in _MODULE_CALLS:
             return frame, function
-        if bool(is_user[frame]) and function not in _COMPREHENSIONS:
+        if bool(frames.is_user[frame]) and function not in _COMPREHENSIONS:
             return None
     return None
 
 
-def _path(parents: np.ndarray, frame: int) -> list[int]:
-    """The frame and its callers, deepest first."""
-    path = []
-    while frame >= 0:
-        path.append(frame)
-        frame = int(parents[frame])
-    return path
+class _Frames:
+    """The frames table as the layers rule reads it: each frame's caller, function and whether it is the
+    user's; each frame's path (it and its callers, deepest first) walked once."""
+
+    def __init__(self, parents: np.ndarray, functions: list[str], is_user: np.ndarray) -> None:
+        self.parents, self.functions, self.is_user = parents, functions, is_user
+        self._paths: dict[int, tuple[int, ...]] = {}
+
+    def path(self, frame: int) -> tuple[int, ...]:
+        if frame not in self._paths:
+            walked = []
+            at = frame
+            while at >= 0:
+                walked.append(at)
+                at = int(self.parents[at])
+            self._paths[frame] = tuple(walked)
+        return self._paths[frame]
 
 
 def _gpu_work_share(launches: np.ndarray, work: np.ndarray, candidate: _Candidate) -> float:
