@@ -188,7 +188,7 @@ def _release_pattern(ctx: Context, outside_starts: np.ndarray, releasing_ops: np
         op_starts = np.sort(ctx.profile.column("ops", "start_ns")[top])
         times = np.sort(outside_starts)
         # a new burst wherever an op started since the release before
-        bursts = 1 + int((np.searchsorted(op_starts, times[1:]) > np.searchsorted(op_starts, times[:-1])).sum())
+        bursts = 1 + int((np.diff(np.searchsorted(op_starts, times)) > 0).sum())
         if len(outside_starts) >= len(releasing_ops) and bursts <= MAX_BURSTS_PER_STEP * steps:
             return EMPTIED
     places = len(np.unique(releasing_ops)) + bursts
